@@ -1,0 +1,2 @@
+// placeholder: tests in progress
+#include <gtest/gtest.h>

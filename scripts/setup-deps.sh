@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every system and Python package Tessera needs on a fresh Debian 12 machine.
+# Idempotent: when everything is present it only runs dpkg-query and a pip import check
+# (well under a second). It must never install anything outside apt and pip.
+set -euo pipefail
+
+# Compiler toolchain, build tools and test frameworks (needed by every build).
+PKGS_CORE=(
+  cmake ninja-build ccache g++ libgtest-dev
+  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libzstd-dev clang-tidy-19 clang-format-19
+)
+# Device runtimes and SDKs used by the backends (all loaded with dlopen at run time).
+PKGS_DEVICES=(
+  libvulkan-dev mesa-vulkan-drivers vulkan-tools spirv-tools spirv-headers glslang-tools
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers clinfo
+  libopenmpi-dev openmpi-bin
+)
+PY_PKGS=(numpy pytest)
+
+PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
+
+missing=()
+for p in "${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup-deps: installing ${#missing[@]} apt package(s): ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! "$PYTHON" -c "import numpy, pytest" 2>/dev/null; then
+  echo "setup-deps: installing Python packages: ${PY_PKGS[*]}"
+  "$PYTHON" -m pip install -q "${PY_PKGS[@]}"
+fi
