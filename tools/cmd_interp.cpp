@@ -1,1 +1,152 @@
-// placeholder
+// `tessera interp`: runs kernels on the fp64 reference interpreter by their launch spec and
+// prints a digest of every output buffer (optionally dumping the raw values).
+#include "ir/interp/interpreter.h"
+#include "ir/interp/launch.h"
+#include "ir/text/parser.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char *kInterpHelp = R"(usage: tessera interp FILE [--kernel NAME] [--subgroup-size N] [--dump DIR]
+
+Runs every kernel of FILE that has a launch spec (or only --kernel NAME) on the fp64
+reference interpreter and prints, per output buffer, count, min, max, sum, NaN count and a
+hash of the bytes.
+
+options:
+  --kernel NAME        run only this kernel (it must have a launch spec)
+  --subgroup-size N    subgroup size the interpreter emulates (default 32)
+  --dump DIR           write each output buffer to DIR/<kernel>.<param>.bin (raw, native
+                       storage format) and .txt (one value per line)
+)";
+
+bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::LaunchData &data) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  size_t bi = 0;
+  for (const ir::Value *p : k.params()) {
+    if (p->type.kind != ir::Type::Kind::Buffer)
+      continue;
+    const ir::HostBuffer &b = data.buffers[bi++];
+    if (p->type.access == ir::Access::ReadOnly)
+      continue;
+    std::string base = dir + "/" + k.name + "." + p->name;
+    std::ofstream bin(base + ".bin", std::ios::binary);
+    bin.write(reinterpret_cast<const char *>(b.bytes.data()),
+              static_cast<std::streamsize>(b.bytes.size()));
+    std::ofstream txt(base + ".txt");
+    for (int64_t i = 0; i < b.size(); ++i) {
+      ir::Literal v = b.get(i);
+      char buf[64];
+      if (ir::isFloatScalar(b.elem))
+        std::snprintf(buf, sizeof buf, "%.17g\n", v.f);
+      else
+        std::snprintf(buf, sizeof buf, "%llu\n", static_cast<unsigned long long>(v.i));
+      txt << buf;
+    }
+    if (!bin || !txt) {
+      std::fprintf(stderr, "tessera interp: cannot write '%s'\n", base.c_str());
+      return false;
+    }
+    std::printf("  wrote %s.bin, %s.txt\n", base.c_str(), base.c_str());
+  }
+  return true;
+}
+
+} // namespace
+
+int cmdInterp(int argc, char **argv) {
+  Args args(argc, argv, 2);
+  std::string file, kernelName, dumpDir;
+  ir::InterpOptions opts;
+  bool missing = false;
+  while (!args.empty()) {
+    if (isHelp(args.peek())) {
+      std::fputs(kInterpHelp, stdout);
+      return 0;
+    }
+    if (auto v = args.option("--kernel", missing)) {
+      kernelName = *v;
+      continue;
+    }
+    if (auto v = args.option("--dump", missing)) {
+      dumpDir = *v;
+      continue;
+    }
+    if (auto v = args.option("--subgroup-size", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n == 0 || *n > 128 || (*n & (*n - 1)))
+        return usageError("interp", "--subgroup-size must be a power of two in [1, 128]");
+      opts.subgroupSize = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (missing)
+      break;
+    std::string a = args.next();
+    if (a.size() > 1 && a[0] == '-')
+      return usageError("interp", "unknown option '" + a + "'");
+    if (!file.empty())
+      return usageError("interp", "more than one FILE given");
+    file = a;
+  }
+  if (missing)
+    return usageError("interp", "an option is missing its value");
+  if (file.empty())
+    return usageError("interp", "needs a FILE");
+
+  ir::ParseResult r = ir::parseFile(file);
+  for (const auto &d : r.diags)
+    std::fprintf(stderr, "%s\n", d.str().c_str());
+  if (!r.ok())
+    return 1;
+
+  int ran = 0, rc = 0;
+  for (const auto &f : r.module->functions) {
+    if (!f->isKernel || (!kernelName.empty() && f->name != kernelName))
+      continue;
+    if (!f->launch) {
+      if (!kernelName.empty()) {
+        std::fprintf(stderr, "tessera interp: kernel @%s has no launch spec\n", f->name.c_str());
+        return 1;
+      }
+      continue;
+    }
+    ir::LaunchData data;
+    std::string err;
+    if (!ir::makeLaunchData(*f, data, err)) {
+      std::fprintf(stderr, "tessera interp: @%s: %s\n", f->name.c_str(), err.c_str());
+      rc = 1;
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    ir::InterpResult res = ir::interpret(*r.module, *f, data.dims, data.args, opts);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    ++ran;
+    if (!res.ok) {
+      std::fprintf(stderr, "%s\n", res.error.c_str());
+      rc = 1;
+      continue;
+    }
+    std::printf("@%s (%.1f ms)\n%s", f->name.c_str(), ms, ir::digestOutputs(*f, data).c_str());
+    if (!dumpDir.empty() && !dumpBuffers(dumpDir, *f, data))
+      rc = 1;
+  }
+  if (ran == 0) {
+    std::fprintf(stderr, "tessera interp: %s\n",
+                 kernelName.empty() ? "no kernel with a launch spec in the file"
+                                    : ("no kernel named @" + kernelName).c_str());
+    return 1;
+  }
+  return rc;
+}
+
+} // namespace tessera::cli

@@ -1,2 +1,53 @@
-// placeholder
-int main(){return 0;}
+// `tessera`: the command line front door (docs/cli in README.md).
+// Dispatches to one subcommand; never throws out of main.
+#include "tools/commands.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+namespace {
+
+constexpr const char *kHelp = R"(usage: tessera <command> [args...]
+
+Tessera: one portable kernel IR, compiled for every device, checked against an fp64 reference.
+
+commands:
+  ir verify FILE...       check IR files; diagnostics as file:line:col: error: ...
+  ir print FILE           print the canonical text of an IR file
+  ir opt FILE --passes=P  run IR passes (canonicalize, cse, dce, inline)
+  interp FILE             run kernels on the fp64 reference interpreter by their launch spec
+
+Run 'tessera <command> --help' for the options of a command.
+)";
+
+int dispatch(int argc, char **argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kHelp, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "--version") {
+    std::printf("tessera 0.1.0\n");
+    return 0;
+  }
+  if (cmd == "ir")
+    return tessera::cli::cmdIr(argc, argv);
+  if (cmd == "interp")
+    return tessera::cli::cmdInterp(argc, argv);
+  std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "tessera: internal error: %s\n", e.what());
+    return 70;
+  }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, then runs the main job.
+#   ./run.sh            verify every IR example and run it on the fp64 reference interpreter
+#   ./run.sh ARGS...    run `tessera ARGS...` (e.g. ./run.sh ir print ir/examples/saxpy.tir)
+set -euo pipefail
+cd "$(dirname "$0")"
+./scripts/setup-deps.sh
+./scripts/build.sh default >&2
+tessera=build/default/tools/tessera
+if [ $# -gt 0 ]; then
+  exec "$tessera" "$@"
+fi
+echo "== verifying IR examples"
+"$tessera" ir verify ir/examples/*.tir
+echo "== running IR examples on the fp64 reference interpreter"
+for f in ir/examples/*.tir; do
+  echo "-- $f"
+  "$tessera" interp "$f"
+done

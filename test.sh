@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test. Exit status non-zero on any failure.
+# Usage: ./test.sh [--preset default|debug|asan|tsan] [--fuzz-seconds N] [--help]
+set -euo pipefail
+cd "$(dirname "$0")"
+
+preset=default
+fuzz_seconds="${TESSERA_FUZZ_SECONDS:-60}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset) preset="${2:?--preset needs a name}"; shift 2 ;;
+    --preset=*) preset="${1#*=}"; shift ;;
+    --fuzz-seconds) fuzz_seconds="${2:?--fuzz-seconds needs a number}"; shift 2 ;;
+    -h|--help)
+      sed -n '2,3p' "$0" | sed 's/^# //'
+      echo "Presets: default (RelWithDebInfo, what CI runs), debug, asan (ASan+UBSan), tsan."
+      echo "The parser fuzzer runs for --fuzz-seconds (default 60, env TESSERA_FUZZ_SECONDS) in the default preset."
+      exit 0 ;;
+    *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$preset" in default|debug|asan|tsan) ;; *) echo "test.sh: unknown preset '$preset'" >&2; exit 2 ;; esac
+
+start=$(date +%s)
+./scripts/setup-deps.sh
+PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
+
+echo "== layering check"
+"$PYTHON" scripts/check_layering.py
+
+./scripts/build.sh "$preset"
+
+echo "== ctest (preset $preset)"
+ctest --preset "$preset" -j"$(nproc)" --timeout 900
+
+echo "== pytest"
+"$PYTHON" -m pytest -q scripts/tests
+
+if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzzing the IR parser for ${fuzz_seconds}s"
+  fuzz_bin=build/default/ir/tests/fuzz_parser
+  corpus=$(mktemp -d)
+  trap 'rm -rf "$corpus"' EXIT
+  cp ir/tests/fuzz_corpus/* ir/examples/*.tir "$corpus"/ 2>/dev/null || true
+  log=$(mktemp)
+  if ! (cd "$corpus" && "$OLDPWD/$fuzz_bin" -max_total_time="$fuzz_seconds" -timeout=10 \
+          -rss_limit_mb=2048 -print_final_stats=1 "$corpus" >"$log" 2>&1); then
+    tail -n 60 "$log"
+    echo "fuzz: the parser fuzzer found a crash, leak or timeout (see above)" >&2
+    exit 1
+  fi
+  grep -E 'stat::number_of_executed_units|Done' "$log" | tail -n 2 || true
+fi
+echo "== all tests passed (preset $preset, $(( $(date +%s) - start ))s)"
