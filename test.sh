@@ -34,21 +34,24 @@ echo "== ctest (preset $preset)"
 ctest --preset "$preset" -j"$(nproc)" --timeout 900
 
 echo "== pytest"
-"$PYTHON" -m pytest -q scripts/tests
+TESSERA_BIN="$PWD/build/$preset/tools/tessera" "$PYTHON" -m pytest -q scripts/tests tools/tests
 
 if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing the IR parser for ${fuzz_seconds}s"
   fuzz_bin=build/default/ir/tests/fuzz_parser
   corpus=$(mktemp -d)
-  trap 'rm -rf "$corpus"' EXIT
-  cp ir/tests/fuzz_corpus/* ir/examples/*.tir "$corpus"/ 2>/dev/null || true
-  log=$(mktemp)
-  if ! (cd "$corpus" && "$OLDPWD/$fuzz_bin" -max_total_time="$fuzz_seconds" -timeout=10 \
-          -rss_limit_mb=2048 -print_final_stats=1 "$corpus" >"$log" 2>&1); then
+  artifacts=build/fuzz-artifacts
+  mkdir -p "$artifacts"
+  cp ir/tests/fuzz_corpus/* ir/examples/*.tir "$corpus"/
+  log=build/fuzz-parser.log
+  if ! "$fuzz_bin" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
     tail -n 60 "$log"
-    echo "fuzz: the parser fuzzer found a crash, leak or timeout (see above)" >&2
+    echo "fuzz: the parser fuzzer found a crash, leak or timeout; input saved in $artifacts/" >&2
+    rm -rf "$corpus"
     exit 1
   fi
+  rm -rf "$corpus"
   grep -E 'stat::number_of_executed_units|Done' "$log" | tail -n 2 || true
 fi
 echo "== all tests passed (preset $preset, $(( $(date +%s) - start ))s)"

@@ -1,6 +1,8 @@
 // Builder implementation: thin, typed wrappers around Op construction.
 #include "ir/core/builder.h"
 
+#include "ir/interp/numerics.h"
+
 #include <cassert>
 #include <cmath>
 
@@ -24,7 +26,7 @@ Value *Builder::one(OpKind k, std::span<Value *const> operands, Type result, Mod
 Value *Builder::constFloat(double v, Scalar t) {
   assert(isFloatScalar(t) && "constFloat needs a float type");
   Op *op = create(OpKind::Const, {}, std::span<const Type>(), {});
-  op->literal.f = t == Scalar::F32 ? static_cast<double>(static_cast<float>(v)) : v;
+  op->literal.f = numerics::roundToFloat(v, t);
   op->addResult(Type::scalar(t));
   return op->result(0);
 }

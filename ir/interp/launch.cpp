@@ -1,1 +1,317 @@
-// placeholder: implementation in progress
+// Materialises a kernel's launch spec into argument data, and digests output buffers.
+//
+// Inputs must be bit-identical on every machine and standard library: the generator is a
+// self-contained xoshiro256** seeded by splitmix64, and no <random> distribution is used
+// (their output is implementation-defined). Values are produced in fp64 and rounded to the
+// element type with the reference numerics. Never depends on a backend.
+#include "ir/interp/launch.h"
+
+#include "ir/interp/numerics.h"
+#include "ir/interp/numerics_internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+
+namespace tessera::ir {
+namespace {
+
+uint64_t splitmix64(uint64_t &s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// xoshiro256** (Blackman & Vigna), one stream per (seed, parameter index).
+class Rng {
+public:
+  Rng(uint64_t seed, uint64_t stream) {
+    uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (stream + 1));
+    for (uint64_t &w : s_)
+      w = splitmix64(s);
+  }
+  uint64_t next() {
+    uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  /// Uniform in [0, 1) with 53 random bits.
+  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
+  /// Uniform integer in [0, n) (n == 0 means the full 64-bit range), without modulo bias.
+  uint64_t below(uint64_t n) {
+    if (n == 0)
+      return next();
+    uint64_t limit =
+        std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
+    uint64_t v;
+    do
+      v = next();
+    while (v >= limit);
+    return v % n;
+  }
+
+private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+/// A double to an integer of type `t`: rounded half to even, saturated, NaN -> 0 (the
+/// semantics of `convert.rte` from f64).
+uint64_t toIntBits(double v, Scalar t) {
+  if (t == Scalar::I1)
+    return v != 0 && !std::isnan(v);
+  if (std::isnan(v))
+    return 0;
+  double r = std::nearbyint(v);
+  int w = bitWidth(t);
+  double hi = std::ldexp(1.0, w - 1);
+  uint64_t minBits = uint64_t{1} << (w - 1); // two's complement MIN of width w
+  if (r >= hi)
+    return numerics::truncInt(minBits - 1, t);
+  if (r < -hi)
+    return numerics::truncInt(minBits, t);
+  return numerics::truncInt(static_cast<uint64_t>(static_cast<int64_t>(r)), t);
+}
+
+Literal fromDouble(double v, Scalar t) {
+  Literal l;
+  if (isFloatScalar(t))
+    l.f = numerics::roundToFloat(v, t);
+  else
+    l.i = toIntBits(v, t);
+  return l;
+}
+
+std::vector<Literal> specialFloats(Scalar t) {
+  int p = mantissaBits(t);
+  double maxF = numerics::detail::maxFinite(t);
+  int emax = std::ilogb(maxF);
+  int emin = 1 - emax; // IEEE formats: emin = 1 - emax
+  double minSub = std::ldexp(1.0, emin - (p - 1));
+  double minNormal = std::ldexp(1.0, emin);
+  double eps = std::ldexp(1.0, 1 - p);
+  std::vector<double> v = {std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           0.0,
+                           -0.0,
+                           minSub,
+                           -minSub,
+                           minNormal - minSub, // largest subnormal
+                           minNormal,
+                           maxF,
+                           -maxF,
+                           1.0,
+                           -1.0,
+                           0.5,
+                           1.0 + eps,     // just above 1
+                           1.0 - eps / 2, // just below 1
+                           2.5,           // a tie for round-half-even
+                           -1.5};
+  std::vector<Literal> out;
+  for (double d : v) {
+    Literal l;
+    l.f = d;
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<Literal> specialInts(Scalar t) {
+  int w = bitWidth(t);
+  if (t == Scalar::I1)
+    return {Literal{0, 0}, Literal{0, 1}};
+  uint64_t minV = uint64_t{1} << (w - 1);
+  uint64_t maxV = minV - 1;
+  std::vector<uint64_t> v = {0, 1, ~uint64_t{0}, minV, maxV, minV + 1, maxV - 1};
+  std::vector<Literal> out;
+  for (uint64_t b : v)
+    out.push_back(Literal{0, numerics::truncInt(b, t)});
+  return out;
+}
+
+bool fillBuffer(const ArgInit &init, uint64_t seed, size_t paramIndex, HostBuffer &buf,
+                std::string &error) {
+  Scalar t = buf.elem;
+  int64_t n = buf.size();
+  Rng rng(seed, paramIndex);
+  bool isFloat = isFloatScalar(t);
+  switch (init.kind) {
+  case ArgInit::Kind::Uniform:
+    if (!(init.a <= init.b)) {
+      error = "uniform(" + std::to_string(init.a) + ", " + std::to_string(init.b) +
+              "): lo must not exceed hi";
+      return false;
+    }
+    if (isFloat) {
+      // Rounded toward -inf, so that with representable bounds every value is in [lo, hi).
+      for (int64_t i = 0; i < n; ++i) {
+        double v = init.a + (init.b - init.a) * rng.unit();
+        buf.set(i, Literal{numerics::roundToFloat(std::min(v, std::nextafter(init.b, init.a)), t,
+                                                  Round::Rtn),
+                           0});
+      }
+      return true;
+    }
+    {
+      auto lo = static_cast<int64_t>(std::ceil(init.a));
+      auto hi = static_cast<int64_t>(std::floor(init.b));
+      if (lo > hi) {
+        error = "uniform: no integer in the range";
+        return false;
+      }
+      uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+      for (int64_t i = 0; i < n; ++i)
+        buf.set(i, Literal{0, numerics::truncInt(static_cast<uint64_t>(lo) + rng.below(span), t)});
+    }
+    return true;
+  case ArgInit::Kind::Normal:
+    for (int64_t i = 0; i < n; ++i) {
+      // Box-Muller; u1 in (0, 1] keeps the log finite.
+      double u1 = 1.0 - rng.unit(), u2 = rng.unit();
+      double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+      buf.set(i, fromDouble(init.a + init.b * z, t));
+    }
+    return true;
+  case ArgInit::Kind::Iota:
+    for (int64_t i = 0; i < n; ++i) {
+      if (isFloat) {
+        buf.set(i, fromDouble(std::fma(static_cast<double>(i), init.b, init.a), t));
+        continue;
+      }
+      uint64_t v = static_cast<uint64_t>(static_cast<int64_t>(init.a)) +
+                   static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(init.b));
+      buf.set(i, Literal{0, numerics::truncInt(v, t)});
+    }
+    return true;
+  case ArgInit::Kind::Fill:
+    for (int64_t i = 0; i < n; ++i)
+      buf.set(i, fromDouble(init.a, t));
+    return true;
+  case ArgInit::Kind::Special: {
+    std::vector<Literal> cycle = isFloat ? specialFloats(t) : specialInts(t);
+    for (int64_t i = 0; i < n; ++i)
+      buf.set(i, cycle[static_cast<size_t>(i) % cycle.size()]);
+    return true;
+  }
+  case ArgInit::Kind::Scalar: break;
+  }
+  error = "a buffer needs a generator, not a scalar";
+  return false;
+}
+
+} // namespace
+
+bool makeLaunchData(const Function &kernel, LaunchData &out, std::string &error) {
+  out = LaunchData{};
+  if (!kernel.launch) {
+    error = "@" + kernel.name + " has no launch spec";
+    return false;
+  }
+  const LaunchSpec &spec = *kernel.launch;
+  out.dims.grid = spec.grid;
+  out.dims.workgroup = spec.workgroup;
+  std::vector<Value *> params = kernel.params();
+  size_t numBuffers = 0;
+  for (Value *p : params)
+    numBuffers += p->type.kind == Type::Kind::Buffer;
+  out.buffers.reserve(numBuffers); // args point into it: no reallocation below
+  out.args.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Value *p = params[i];
+    const ArgInit *init = nullptr;
+    for (const ArgInit &a : spec.args)
+      if (a.param == p->name)
+        init = &a;
+    std::string what = "launch @" + kernel.name + ": %" + p->name;
+    if (!init) {
+      error = what + " has no initialiser";
+      return false;
+    }
+    if (p->type.kind == Type::Kind::Buffer) {
+      if (init->kind == ArgInit::Kind::Scalar || init->count < 0) {
+        error = what + " is a buffer: it needs '[count] = generator'";
+        return false;
+      }
+      out.buffers.emplace_back(p->type.elem, init->count);
+      if (!fillBuffer(*init, spec.seed, i, out.buffers.back(), error)) {
+        error = what + ": " + error;
+        return false;
+      }
+      out.args[i].buffer = &out.buffers.back();
+      continue;
+    }
+    if (!p->type.isScalar() || init->kind != ArgInit::Kind::Scalar) {
+      error = what + " is a scalar: it needs '= literal'";
+      return false;
+    }
+    Literal v = init->scalar;
+    if (p->type.isFloat())
+      v.f = numerics::roundToFloat(v.f, p->type.elem);
+    else
+      v.i = numerics::truncInt(v.i, p->type.elem);
+    out.args[i].scalar = v;
+  }
+  return true;
+}
+
+std::string digestOutputs(const Function &kernel, const LaunchData &data) {
+  std::string out;
+  std::vector<Value *> params = kernel.params();
+  for (size_t i = 0; i < params.size() && i < data.args.size(); ++i) {
+    const Value *p = params[i];
+    const HostBuffer *b = data.args[i].buffer;
+    if (p->type.kind != Type::Kind::Buffer || p->type.access == Access::ReadOnly || !b)
+      continue;
+    Scalar t = b->elem;
+    int64_t n = b->size();
+    uint64_t hash = 0xCBF29CE484222325ull; // FNV-1a 64
+    for (uint8_t byte : b->bytes)
+      hash = (hash ^ byte) * 0x100000001B3ull;
+    double sum = 0, lo = 0, hi = 0;
+    int64_t ilo = 0, ihi = 0, nans = 0, seen = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      Literal v = b->get(k);
+      if (isFloatScalar(t)) {
+        if (std::isnan(v.f)) {
+          ++nans;
+          continue;
+        }
+        lo = seen ? std::min(lo, v.f) : v.f;
+        hi = seen ? std::max(hi, v.f) : v.f;
+        sum += v.f;
+      } else {
+        int64_t x = t == Scalar::I1 ? static_cast<int64_t>(v.i) : numerics::signExtend(v.i, t);
+        ilo = seen ? std::min(ilo, x) : x;
+        ihi = seen ? std::max(ihi, x) : x;
+        sum += static_cast<double>(x);
+      }
+      ++seen;
+    }
+    char range[128];
+    if (!seen)
+      std::snprintf(range, sizeof range, "min=nan max=nan");
+    else if (isFloatScalar(t))
+      std::snprintf(range, sizeof range, "min=%.9g max=%.9g", lo, hi);
+    else
+      std::snprintf(range, sizeof range, "min=%lld max=%lld", static_cast<long long>(ilo),
+                    static_cast<long long>(ihi));
+    char tail[128];
+    std::snprintf(tail, sizeof tail, " sum=%.9g nan=%lld hash=%016llx\n", sum,
+                  static_cast<long long>(nans), static_cast<unsigned long long>(hash));
+    out += "%" + p->name + ": " + std::string(scalarName(t)) + "[" + std::to_string(n) + "] " +
+           range + tail;
+  }
+  return out;
+}
+
+} // namespace tessera::ir

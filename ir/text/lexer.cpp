@@ -12,9 +12,7 @@ namespace tessera::ir::text {
 namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isHexDigit(char c) {
-  return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool isHexDigit(char c) { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool isLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool isNameChar(char c) { return isLetter(c) || isDigit(c) || c == '_'; }
 bool isIdentChar(char c) { return isNameChar(c) || c == '.'; }
@@ -200,17 +198,28 @@ private:
       return make(Tok::Eof, start);
     char c = src_[pos_];
     switch (c) {
-    case '(': return punct(Tok::LParen);
-    case ')': return punct(Tok::RParen);
-    case '{': return punct(Tok::LBrace);
-    case '}': return punct(Tok::RBrace);
-    case '[': return punct(Tok::LBracket);
-    case ']': return punct(Tok::RBracket);
-    case ',': return punct(Tok::Comma);
-    case ':': return punct(Tok::Colon);
-    case '=': return punct(Tok::Equal);
-    case '<': return punct(Tok::Less);
-    case '>': return punct(Tok::Greater);
+    case '(':
+      return punct(Tok::LParen);
+    case ')':
+      return punct(Tok::RParen);
+    case '{':
+      return punct(Tok::LBrace);
+    case '}':
+      return punct(Tok::RBrace);
+    case '[':
+      return punct(Tok::LBracket);
+    case ']':
+      return punct(Tok::RBracket);
+    case ',':
+      return punct(Tok::Comma);
+    case ':':
+      return punct(Tok::Colon);
+    case '=':
+      return punct(Tok::Equal);
+    case '<':
+      return punct(Tok::Less);
+    case '>':
+      return punct(Tok::Greater);
     case '%':
     case '@':
       return name(c == '%' ? Tok::LocalName : Tok::GlobalName);

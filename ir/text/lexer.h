@@ -44,7 +44,7 @@ struct Token {
   // Int: the value is `negative ? -magnitude : magnitude` (magnitude <= 2^63 if negative).
   bool negative = false;
   uint64_t magnitude = 0;
-  double fvalue = 0; // Float only
+  double fvalue = 0;   // Float only
   std::string message; // Error only
 
   bool is(Tok k) const { return kind == k; }

@@ -17,7 +17,8 @@ bool isValidHint(const std::string &s) {
     return false;
   bool allDigits = true;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok)
       return false;
     allDigits &= (c >= '0' && c <= '9');

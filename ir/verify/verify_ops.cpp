@@ -273,7 +273,7 @@ void verifyAtomic(Reporter &r, const Op &op) {
   bool supported = t.elem == Scalar::I32 || t.elem == Scalar::I64 ||
                    (floatOk && t.elem == Scalar::F32);
   if (!supported)
-    r.error(op.loc, quoted(op) + " on " + std::string(scalarName(t.elem)) +
+    r.error(op.loc, std::string(op.info().name) + " on " + std::string(scalarName(t.elem)) +
                         " is not supported (" +
                         (floatOk ? "i32, i64 and f32 only)" : "i32 and i64 only)"));
   expectElement(r, op, t, 2);

@@ -1,0 +1,108 @@
+// The CPU driver and its one device: probing what the host machine is (vendor, cores,
+// memory) and opening the device (which owns the workgroup thread pool).
+//
+// Must never report a limit the rest of the driver does not honour: the validation layer
+// trusts these numbers.
+#include "backends/cpu/runtime/entry_points.h"
+
+#include <cstdio>
+#include <fstream>
+#include <new>
+#include <string>
+#include <unistd.h>
+
+namespace tessera::cpu {
+namespace {
+
+constexpr uint32_t kMaxWorkgroup = 1024;
+constexpr uint64_t kMaxSharedMemory = 64 * 1024;
+constexpr uint32_t kBufferOffsetAlignment = 16;
+
+// "vendor_id : GenuineIntel" from /proc/cpuinfo, or "unknown".
+std::string hostVendor() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("vendor_id", 0) != 0)
+      continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos)
+      break;
+    size_t start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "unknown" : line.substr(start);
+  }
+  return "unknown";
+}
+
+const char *hostArchitecture() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+void probe(tsr_device_info_t &info) {
+  std::snprintf(info.vendor, sizeof(info.vendor), "%s", hostVendor().c_str());
+  std::snprintf(info.architecture, sizeof(info.architecture), "%s", hostArchitecture());
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long pageSize = sysconf(_SC_PAGE_SIZE);
+  info.total_memory = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+  unsigned cores = std::thread::hardware_concurrency();
+  info.compute_units = cores ? cores : 1;
+  for (int d = 0; d < 3; ++d)
+    info.max_workgroup_size[d] = kMaxWorkgroup;
+  info.max_workgroup_total = kMaxWorkgroup;
+  info.max_grid_size[0] = 0x7fffffff;
+  info.max_grid_size[1] = 65535;
+  info.max_grid_size[2] = 65535;
+  info.max_shared_memory = kMaxSharedMemory;
+  info.subgroup_size = 1; // the codegen picks vector widths; the runtime has no subgroups
+  info.buffer_offset_alignment = kBufferOffsetAlignment;
+  info.features = TSR_FEATURE_FP16 | TSR_FEATURE_BF16 | TSR_FEATURE_FP64 | TSR_FEATURE_INT8 |
+                  TSR_FEATURE_INT16 | TSR_FEATURE_INT64 | TSR_FEATURE_FLOAT_ATOMICS |
+                  TSR_FEATURE_UNIFIED_MEMORY;
+}
+
+} // namespace
+
+CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo)
+    : info(deviceInfo), pool(deviceInfo.compute_units) {}
+
+tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
+  auto *driver = new (std::nothrow) CpuDriver;
+  if (!driver)
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
+  driver->info.struct_size = sizeof(tsr_device_info_t);
+  probe(driver->info);
+  *out_driver = handleOf<tsr_drv_driver_t>(driver);
+  return nullptr;
+}
+
+void driverClose(tsr_drv_driver_t driver) { delete as<CpuDriver>(driver); }
+
+tsr_status_t deviceCount(tsr_drv_driver_t, uint32_t *out_count) {
+  *out_count = 1;
+  return nullptr;
+}
+
+tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t, tsr_device_info_t *out_info) {
+  tsr_device_info_t info = as<CpuDriver>(driver)->info;
+  info.struct_size = out_info->struct_size;
+  *out_info = info;
+  return nullptr;
+}
+
+tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t, tsr_drv_device_t *out_device) {
+  auto *device = new (std::nothrow) CpuDevice(as<CpuDriver>(driver)->info);
+  if (!device)
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
+  *out_device = handleOf<tsr_drv_device_t>(device);
+  return nullptr;
+}
+
+void deviceClose(tsr_drv_device_t device) { delete as<CpuDevice>(device); }
+
+} // namespace tessera::cpu

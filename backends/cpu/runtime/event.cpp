@@ -1,0 +1,73 @@
+// CPU events: each record is a fresh one-shot Signal that the recording stream sets when it
+// reaches it; waits and queries look at the signal of the most recent record.
+//
+// A wait captures the signal at enqueue time (CUDA semantics), so re-recording an event
+// never releases or blocks an earlier wait. Must never block the enqueuing thread.
+#include "backends/cpu/runtime/entry_points.h"
+
+namespace tessera::cpu {
+
+void Signal::set() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_ = true;
+  cv_.notify_all();
+}
+
+void Signal::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return done_; });
+}
+
+bool Signal::ready() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+namespace {
+
+std::shared_ptr<Signal> latestOf(tsr_drv_event_t event) {
+  CpuEvent *e = as<CpuEvent>(event);
+  std::lock_guard<std::mutex> lock(e->mutex);
+  return e->latest;
+}
+
+} // namespace
+
+tsr_status_t eventCreate(tsr_drv_device_t, tsr_drv_event_t *out_event) {
+  *out_event = handleOf<tsr_drv_event_t>(new CpuEvent);
+  return nullptr;
+}
+
+void eventDestroy(tsr_drv_device_t, tsr_drv_event_t event) { delete as<CpuEvent>(event); }
+
+tsr_status_t streamRecordEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_event_t event) {
+  auto signal = std::make_shared<Signal>();
+  {
+    CpuEvent *e = as<CpuEvent>(event);
+    std::lock_guard<std::mutex> lock(e->mutex);
+    e->latest = signal;
+  }
+  as<CpuStream>(stream)->enqueue([signal] { signal->set(); });
+  return nullptr;
+}
+
+tsr_status_t streamWaitEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_event_t event) {
+  std::shared_ptr<Signal> signal = latestOf(event);
+  if (signal)
+    as<CpuStream>(stream)->enqueue([signal] { signal->wait(); });
+  return nullptr;
+}
+
+tsr_status_t eventSynchronize(tsr_drv_device_t, tsr_drv_event_t event) {
+  if (std::shared_ptr<Signal> signal = latestOf(event))
+    signal->wait();
+  return nullptr;
+}
+
+tsr_status_t eventQuery(tsr_drv_device_t, tsr_drv_event_t event, bool *out_ready) {
+  std::shared_ptr<Signal> signal = latestOf(event);
+  *out_ready = !signal || signal->ready();
+  return nullptr;
+}
+
+} // namespace tessera::cpu

@@ -1,0 +1,154 @@
+// CPU streams: a worker thread per stream that runs an in-order queue, and the stream
+// entry points (fill, copies, launch, synchronize, query) that enqueue into it.
+//
+// Every enqueue returns before its work runs and copies everything it needs from the
+// caller's arguments. Must never run two items of one stream at once or out of order.
+#include "backends/cpu/runtime/entry_points.h"
+
+#include <array>
+#include <cstring>
+
+namespace tessera::cpu {
+
+CpuStream::CpuStream() : worker_([this] { run(); }) {}
+
+CpuStream::~CpuStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  workCv_.notify_one();
+  worker_.join();
+}
+
+void CpuStream::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+    ++submitted_;
+  }
+  workCv_.notify_one();
+}
+
+void CpuStream::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    workCv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty())
+      return; // stopping, and everything enqueued has run
+    std::function<void()> work = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    work();
+    work = nullptr; // drop captured state before reporting completion
+    lock.lock();
+    ++completed_;
+    idleCv_.notify_all();
+  }
+}
+
+void CpuStream::synchronize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  uint64_t target = submitted_;
+  idleCv_.wait(lock, [&] { return completed_ >= target; });
+}
+
+bool CpuStream::idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_ == submitted_;
+}
+
+namespace {
+
+char *bytes(tsr_drv_buffer_t buffer, uint64_t offset) {
+  return static_cast<char *>(as<CpuBuffer>(buffer)->data) + offset;
+}
+
+void fillPattern(char *dst, uint64_t length, uint32_t pattern, uint32_t patternSize) {
+  if (patternSize == 1) {
+    std::memset(dst, int(pattern & 0xff), size_t(length));
+    return;
+  }
+  for (uint64_t i = 0; i < length; i += patternSize)
+    std::memcpy(dst + i, &pattern, patternSize);
+}
+
+} // namespace
+
+tsr_status_t streamCreate(tsr_drv_device_t, tsr_drv_stream_t *out_stream) {
+  *out_stream = handleOf<tsr_drv_stream_t>(new CpuStream);
+  return nullptr;
+}
+
+void streamDestroy(tsr_drv_device_t, tsr_drv_stream_t stream) { delete as<CpuStream>(stream); }
+
+tsr_status_t streamFill(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t buffer,
+                        uint64_t offset, uint64_t length, uint32_t pattern,
+                        uint32_t pattern_size) {
+  char *dst = bytes(buffer, offset);
+  as<CpuStream>(stream)->enqueue(
+      [=] { fillPattern(dst, length, pattern, pattern_size); });
+  return nullptr;
+}
+
+tsr_status_t streamCopyH2D(tsr_drv_device_t, tsr_drv_stream_t stream, const void *src,
+                           tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length) {
+  char *to = bytes(dst, dst_offset);
+  as<CpuStream>(stream)->enqueue([=] { std::memcpy(to, src, size_t(length)); });
+  return nullptr;
+}
+
+tsr_status_t streamCopyD2H(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
+                           uint64_t src_offset, void *dst, uint64_t length) {
+  const char *from = bytes(src, src_offset);
+  as<CpuStream>(stream)->enqueue([=] { std::memcpy(dst, from, size_t(length)); });
+  return nullptr;
+}
+
+tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
+                           uint64_t src_offset, tsr_drv_buffer_t dst, uint64_t dst_offset,
+                           uint64_t length) {
+  const char *from = bytes(src, src_offset);
+  char *to = bytes(dst, dst_offset);
+  as<CpuStream>(stream)->enqueue([=] { std::memcpy(to, from, size_t(length)); });
+  return nullptr;
+}
+
+tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                          tsr_drv_kernel_t kernel, const uint32_t grid[3],
+                          const uint32_t workgroup[3], const tsr_drv_arg_t *args,
+                          uint32_t arg_count) {
+  // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits.
+  std::vector<uint64_t> slots(arg_count, 0);
+  for (uint32_t i = 0; i < arg_count; ++i) {
+    if (args[i].kind == TSR_TYPE_BUFFER) {
+      void *pointer = bytes(args[i].value.buffer.buffer, args[i].value.buffer.offset);
+      std::memcpy(&slots[i], &pointer, sizeof(pointer));
+      continue;
+    }
+    std::memcpy(&slots[i], &args[i].value, sizeof(uint64_t));
+  }
+  CpuDevice *dev = as<CpuDevice>(device);
+  const CpuKernel *k = as<CpuKernel>(kernel);
+  std::array<uint32_t, 3> g = {grid[0], grid[1], grid[2]};
+  std::array<uint32_t, 3> wg = {workgroup[0], workgroup[1], workgroup[2]};
+  as<CpuStream>(stream)->enqueue([dev, k, g, wg, slots = std::move(slots)]() mutable {
+    std::vector<void *> pointers(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i)
+      pointers[i] = &slots[i];
+    runLaunch(*dev, *k, g.data(), wg.data(), pointers.data());
+  });
+  return nullptr;
+}
+
+tsr_status_t streamSynchronize(tsr_drv_device_t, tsr_drv_stream_t stream) {
+  as<CpuStream>(stream)->synchronize();
+  return nullptr;
+}
+
+tsr_status_t streamQuery(tsr_drv_device_t, tsr_drv_stream_t stream, bool *out_idle) {
+  *out_idle = as<CpuStream>(stream)->idle();
+  return nullptr;
+}
+
+} // namespace tessera::cpu

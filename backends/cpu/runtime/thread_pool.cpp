@@ -1,0 +1,93 @@
+// The CPU driver's thread pool (see thread_pool.h): jobs hand out indices through an atomic
+// counter, so threads that arrive late simply find nothing left to do.
+//
+// Must never touch a job's body after its last index was claimed.
+#include "backends/cpu/runtime/thread_pool.h"
+
+#include <atomic>
+#include <cassert>
+
+namespace tessera::cpu {
+
+struct ThreadPool::Job {
+  const std::function<void(uint64_t)> *body = nullptr;
+  uint64_t count = 0;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> done{0};
+  std::mutex mutex;
+  std::condition_variable finishedCv;
+  bool finished = false;
+
+  void run() {
+    uint64_t ran = 0;
+    for (uint64_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+      (*body)(i);
+      ++ran;
+    }
+    if (ran == 0 || done.fetch_add(ran) + ran != count)
+      return;
+    std::lock_guard<std::mutex> lock(mutex);
+    finished = true;
+    finishedCv.notify_all();
+  }
+};
+
+ThreadPool::ThreadPool(unsigned workers) {
+  threads_.reserve(workers);
+  for (unsigned i = 0; i < workers; ++i)
+    threads_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread &t : threads_)
+    t.join();
+}
+
+void ThreadPool::workerLoop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return; // stopping
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    job->run();
+  }
+}
+
+void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)> &body) {
+  if (count == 0)
+    return;
+  if (count == 1 || threads_.empty()) {
+    for (uint64_t i = 0; i < count; ++i)
+      body(i);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->body = &body;
+  job->count = count;
+  uint64_t helpers = count - 1 < threads_.size() ? count - 1 : threads_.size();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (uint64_t i = 0; i < helpers; ++i)
+      queue_.push_back(job);
+  }
+  if (helpers == 1)
+    wake_.notify_one();
+  else
+    wake_.notify_all();
+  job->run();
+  std::unique_lock<std::mutex> lock(job->mutex);
+  job->finishedCv.wait(lock, [&] { return job->finished; });
+  assert(job->done.load() == count && "parallelFor returned before every index ran");
+}
+
+} // namespace tessera::cpu

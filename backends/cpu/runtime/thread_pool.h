@@ -1,0 +1,44 @@
+// A fixed pool of worker threads that runs the workgroups of a launch in parallel.
+//
+// Several streams may run launches at once: each parallelFor is its own job and the calling
+// thread always works on its own job, so progress never depends on a free pool thread.
+// Must never run a body after parallelFor has returned.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tessera::cpu {
+
+class ThreadPool {
+public:
+  /// `workers` threads (0 is allowed: everything then runs on the calling thread).
+  explicit ThreadPool(unsigned workers);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  unsigned workerCount() const { return unsigned(threads_.size()); }
+
+  /// Calls body(i) once for every i in [0, count), on the pool and the calling thread, and
+  /// returns when every call has returned.
+  void parallelFor(uint64_t count, const std::function<void(uint64_t)> &body);
+
+private:
+  struct Job;
+  void workerLoop();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+} // namespace tessera::cpu

@@ -1,0 +1,60 @@
+// Events: creation, host synchronisation and query (cuEventCreate / Synchronize / Query).
+// Recording and waiting are stream operations (stream.cpp).
+//
+// Must never destroy a driver event that enqueued work still refers to (streams hold it).
+#include "hal/src/event.h"
+
+#include "hal/src/validation.h"
+
+using namespace tessera::hal;
+
+void tsr_event_s::destroy() {
+  device->table().event_destroy(device->handle, handle);
+  device->releaseInternal();
+}
+
+extern "C" {
+
+tsr_status_t tsr_event_create(tsr_device_t device, tsr_event_t *out_event) {
+  static const char *kCall = "tsr_event_create";
+  TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_event", out_event));
+  *out_event = nullptr;
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "device", device));
+  tsr_drv_event_t handle = nullptr;
+  TSR_RETURN_IF_ERROR(
+      TSR_CALL_DRIVER(kCall, *device->driver, event_create, device->handle, &handle));
+  auto *event = new tsr_event_s;
+  event->device = device;
+  device->retainInternal();
+  event->handle = handle;
+  *out_event = event;
+  return nullptr;
+}
+
+void tsr_event_retain(tsr_event_t event) {
+  retainHandle(event, ObjectKind::Event, "tsr_event_retain");
+}
+
+void tsr_event_release(tsr_event_t event) {
+  releaseHandle(event, ObjectKind::Event, "tsr_event_release");
+}
+
+tsr_status_t tsr_event_synchronize(tsr_event_t event) {
+  static const char *kCall = "tsr_event_synchronize";
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
+  tsr_device_s *device = event->device;
+  return TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle,
+                         event->handle);
+}
+
+tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
+  static const char *kCall = "tsr_event_query";
+  TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_ready", out_ready));
+  *out_ready = false;
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
+  tsr_device_s *device = event->device;
+  return TSR_CALL_DRIVER(kCall, *device->driver, event_query, device->handle, event->handle,
+                         out_ready);
+}
+
+} // extern "C"

@@ -1,0 +1,19 @@
+// The event object: a driver event plus the device it belongs to.
+//
+// Must never be destroyed while enqueued work refers to it: streams hold an internal
+// reference until that work has completed.
+#pragma once
+
+#include "hal/src/device.h"
+#include "hal/src/object.h"
+
+struct tsr_event_s final : tessera::hal::Object {
+  static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Event;
+  tsr_event_s() : Object(kKind) {}
+
+  tsr_device_s *device = nullptr; // internal reference
+  tsr_drv_event_t handle = nullptr;
+
+protected:
+  void destroy() override;
+};

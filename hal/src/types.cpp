@@ -1,0 +1,33 @@
+// Names of the ABI's value types (tsr_type_t), for messages and tools.
+//
+// Part of tessera_hal_base (linked by plugin drivers too): it must never depend on anything
+// else in the HAL.
+#include "tessera/hal.h"
+
+extern "C" {
+
+const char *tsr_type_name(tsr_type_t type) {
+  switch (type) {
+  case TSR_TYPE_BUFFER:
+    return "buffer";
+  case TSR_TYPE_I8:
+    return "i8";
+  case TSR_TYPE_I16:
+    return "i16";
+  case TSR_TYPE_I32:
+    return "i32";
+  case TSR_TYPE_I64:
+    return "i64";
+  case TSR_TYPE_F16:
+    return "f16";
+  case TSR_TYPE_BF16:
+    return "bf16";
+  case TSR_TYPE_F32:
+    return "f32";
+  case TSR_TYPE_F64:
+    return "f64";
+  }
+  return "invalid";
+}
+
+} // extern "C"
