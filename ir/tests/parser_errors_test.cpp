@@ -241,6 +241,14 @@ TEST(ParserErrorsExtra, UnreadableFile) {
   EXPECT_EQ(r.diags[0].message, "cannot open file");
 }
 
+TEST(ParserErrorsExtra, DirectoryIsUnreadable) {
+  ParseResult r = parseFile(TESSERA_SOURCE_DIR);
+  ASSERT_EQ(r.diags.size(), 1u);
+  EXPECT_EQ(r.module, nullptr);
+  EXPECT_EQ(r.diags[0].loc.line, 0u);
+  EXPECT_EQ(r.diags[0].message, "cannot open file");
+}
+
 TEST(ParserErrorsExtra, EveryPrefixOfAValidFileFailsCleanly) {
   const std::string text = K "  %z = const 0 : i32\n"
                              "  %r = for %j = %z to %i step %i iter(%s = %a) : i32 {\n"

@@ -473,6 +473,15 @@ func @f(%a: i32) -> i32 {
   EXPECT_EQ(opAt(*r.module, 0, 0).result()->type, Type::scalar(Scalar::I32));
 }
 
+// Numeric names carry no hint: the printer renumbers parameters, and the launch spec must
+// follow the new names and keep each initialiser's value and type.
+TEST(ParserRoundTrip, LaunchWithNumericParamNames) {
+  expectCanonical("kernel @k(%0: i32, %5: f32) {\n}\n"
+                  "launch @k grid(1) workgroup(1) {\n  %0 = 3\n  %5 = 2.5\n}\n",
+                  "kernel @k(%0: i32, %1: f32) {\n}\n\n"
+                  "launch @k grid(1) workgroup(1) {\n  %0 = 3\n  %1 = 2.5\n}\n");
+}
+
 TEST(ParserRoundTrip, BuilderKernelReparses) {
   Module m;
   Function *sq = m.addFunction(false, "square");

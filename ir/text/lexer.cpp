@@ -104,7 +104,7 @@ long leadingExponent(std::string_view s) {
 
 class Lexer {
 public:
-  explicit Lexer(std::string_view src) : src_(src) {}
+  Lexer(std::string_view src, std::string &error) : src_(src), error_(error) {}
 
   std::vector<Token> run() {
     std::vector<Token> out;
@@ -119,6 +119,7 @@ public:
 
 private:
   std::string_view src_;
+  std::string &error_;
   size_t pos_ = 0;
   size_t lineStart_ = 0;
   uint32_t line_ = 1;
@@ -140,7 +141,7 @@ private:
     t.kind = Tok::Error;
     t.loc = locAt(at);
     t.text = src_.substr(at, atEnd(at) ? 0 : 1);
-    t.message = std::move(message);
+    error_ = std::move(message);
     return t;
   }
 
@@ -361,14 +362,18 @@ private:
 
 } // namespace
 
-std::vector<Token> tokenize(std::string_view src) { return Lexer(src).run(); }
+static_assert(sizeof(Token) <= 48, "tokens are stored for the whole file: keep them small");
+
+std::vector<Token> tokenize(std::string_view src, std::string &error) {
+  return Lexer(src, error).run();
+}
 
 std::string describe(const Token &t) {
   switch (t.kind) {
   case Tok::Eof:
     return "end of file";
   case Tok::Error:
-    return t.message;
+    return "invalid input";
   default:
     break;
   }

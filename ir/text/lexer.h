@@ -17,7 +17,7 @@ namespace tessera::ir::text {
 
 enum class Tok : uint8_t {
   Eof,
-  Error,      // message in Token::message
+  Error,      // the message is returned by tokenize()
   Ident,      // `add`, `cmp.olt`, `global_id.x`, `f32`, `buffer`, `true`
   LocalName,  // `%x`, `%0`
   GlobalName, // `@saxpy`
@@ -37,15 +37,15 @@ enum class Tok : uint8_t {
   Greater,
 };
 
+/// One token (48 bytes: a file is tokenized up front, so keep this small).
 struct Token {
   Tok kind = Tok::Eof;
-  Loc loc;
-  std::string_view text; // the exact spelling, sigils and sign included
   // Int: the value is `negative ? -magnitude : magnitude` (magnitude <= 2^63 if negative).
   bool negative = false;
+  Loc loc;
+  std::string_view text; // the exact spelling, sigils and sign included
   uint64_t magnitude = 0;
-  double fvalue = 0;   // Float only
-  std::string message; // Error only
+  double fvalue = 0; // Float only
 
   bool is(Tok k) const { return kind == k; }
   bool isIdent(std::string_view s) const { return kind == Tok::Ident && text == s; }
@@ -53,10 +53,12 @@ struct Token {
   std::string_view name() const { return text.empty() ? text : text.substr(1); }
 };
 
-/// Splits `src` into tokens. The last token is Eof, or Error at the first malformed input.
-std::vector<Token> tokenize(std::string_view src);
+/// Splits `src` into tokens. The last token is Eof, or Error at the first malformed input, in
+/// which case `error` receives its message.
+std::vector<Token> tokenize(std::string_view src, std::string &error);
 
-/// How a token is named in "expected X, got Y" messages: `'foo'`, `end of file`.
+/// How a token is named in "expected X, got Y" messages: `'foo'`, `end of file` (an Error
+/// token is reported with the lexer's message instead).
 std::string describe(const Token &t);
 
 } // namespace tessera::ir::text

@@ -11,8 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 #include <unordered_set>
 
 namespace tessera::ir {
@@ -47,7 +46,7 @@ double roundToFloatType(double x, Scalar s) {
 }
 
 Parser::Parser(std::string_view text, std::string filename)
-    : filename_(std::move(filename)), toks_(tokenize(text)) {}
+    : filename_(std::move(filename)), toks_(tokenize(text, lexError_)) {}
 
 bool Parser::error(Loc loc, std::string message) {
   if (!failed_) {
@@ -59,7 +58,7 @@ bool Parser::error(Loc loc, std::string message) {
 
 bool Parser::errorAt(const Token &t, std::string message) {
   if (t.is(Tok::Error))
-    return error(t.loc, t.message);
+    return error(t.loc, lexError_);
   return error(t.loc, std::move(message));
 }
 
@@ -292,7 +291,7 @@ bool Parser::parseSignature(Signature &sig) {
   return parseTypeList(sig.results);
 }
 
-bool Parser::prescan() {
+void Parser::prescan() {
   int depth = 0;
   for (size_t i = 0; i < toks_.size(); ++i) {
     const Token &t = toks_[i];
@@ -307,7 +306,6 @@ bool Parser::prescan() {
     failed_ = false; // the main pass reports header errors in source order
   }
   pos_ = 0;
-  return true;
 }
 
 bool Parser::parseFunction() {
@@ -524,14 +522,24 @@ ParseResult parseModule(std::string_view text, std::string filename, bool verify
 }
 
 ParseResult parseFile(const std::string &path, bool verify) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // stdio rather than ifstream: reading a directory must fail, not yield an empty module.
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  std::string text;
+  bool ok = f != nullptr;
+  char buf[1 << 16];
+  while (ok) {
+    size_t n = std::fread(buf, 1, sizeof buf, f);
+    text.append(buf, n);
+    if (n < sizeof buf) {
+      ok = !std::ferror(f);
+      break;
+    }
+  }
+  if (f)
+    std::fclose(f);
+  if (!ok)
     return ParseResult{nullptr, {Diagnostic{path, {0, 0}, "cannot open file"}}};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return ParseResult{nullptr, {Diagnostic{path, {0, 0}, "cannot open file"}}};
-  return parseModule(ss.str(), path, verify);
+  return parseModule(text, path, verify);
 }
 
 } // namespace tessera::ir

@@ -87,7 +87,7 @@ public:
   bool parseOp(Block &b, RegionKind kind);
 
 private:
-  bool prescan();
+  void prescan();
   bool parseItem();
   bool parseSignature(Signature &sig);
   bool parseFunction();
@@ -114,6 +114,7 @@ private:
   bool nameResults(Op &op, const std::vector<const Token *> &results);
 
   std::string filename_;
+  std::string lexError_; // the message of the Error token, if the input has one
   std::vector<Token> toks_;
   size_t pos_ = 0;
   bool failed_ = false;

@@ -322,13 +322,13 @@ private:
     if (l.seed)
       out += " seed(" + std::to_string(l.seed) + ")";
     out += " {\n";
+    // Initialisers are stored in parameter order; print each under the name the printer
+    // gave its parameter (hints may be empty or clash).
     auto params = f.params();
-    for (const ArgInit &a : l.args) {
-      out += "  %" + a.param;
-      const Value *p = nullptr;
-      for (const Value *v : params)
-        if (v->name == a.param)
-          p = v;
+    for (size_t i = 0; i < l.args.size(); ++i) {
+      const ArgInit &a = l.args[i];
+      const Value *p = i < params.size() ? params[i] : nullptr;
+      out += "  " + (p ? use(p) : "%" + a.param);
       switch (a.kind) {
       case ArgInit::Kind::Scalar:
         out += " = " + printLiteral(a.scalar, p ? p->type.elem : Scalar::F64);
