@@ -278,7 +278,7 @@ std::string digestOutputs(const Function &kernel, const LaunchData &data) {
     for (uint8_t byte : b->bytes)
       hash = (hash ^ byte) * 0x100000001B3ull;
     double sum = 0, lo = 0, hi = 0;
-    int64_t ilo = 0, ihi = 0, nans = 0, seen = 0;
+    int64_t ilo = 0, ihi = 0, nans = 0, infs = 0, seen = 0;
     for (int64_t k = 0; k < n; ++k) {
       Literal v = b->get(k);
       if (isFloatScalar(t)) {
@@ -288,7 +288,11 @@ std::string digestOutputs(const Function &kernel, const LaunchData &data) {
         }
         lo = seen ? std::min(lo, v.f) : v.f;
         hi = seen ? std::max(hi, v.f) : v.f;
-        sum += v.f;
+        // The sum covers finite values only, so one inf or inf-inf doesn't hide the rest.
+        if (std::isinf(v.f))
+          ++infs;
+        else
+          sum += v.f;
       } else {
         int64_t x = t == Scalar::I1 ? static_cast<int64_t>(v.i) : numerics::signExtend(v.i, t);
         ilo = seen ? std::min(ilo, x) : x;
@@ -305,9 +309,14 @@ std::string digestOutputs(const Function &kernel, const LaunchData &data) {
     else
       std::snprintf(range, sizeof range, "min=%lld max=%lld", static_cast<long long>(ilo),
                     static_cast<long long>(ihi));
-    char tail[128];
-    std::snprintf(tail, sizeof tail, " sum=%.9g nan=%lld hash=%016llx\n", sum,
-                  static_cast<long long>(nans), static_cast<unsigned long long>(hash));
+    char tail[160];
+    if (isFloatScalar(t))
+      std::snprintf(tail, sizeof tail, " sum(finite)=%.9g nan=%lld inf=%lld hash=%016llx\n", sum,
+                    static_cast<long long>(nans), static_cast<long long>(infs),
+                    static_cast<unsigned long long>(hash));
+    else
+      std::snprintf(tail, sizeof tail, " sum=%.9g hash=%016llx\n", sum,
+                    static_cast<unsigned long long>(hash));
     out += "%" + p->name + ": " + std::string(scalarName(t)) + "[" + std::to_string(n) + "] " +
            range + tail;
   }

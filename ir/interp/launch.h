@@ -20,8 +20,9 @@ struct LaunchData {
 /// Returns false with `error` set if the kernel has no launch spec or it is unusable.
 bool makeLaunchData(const Function &kernel, LaunchData &out, std::string &error);
 
-/// One line per writable buffer parameter: name, type, count, min, max, sum (in fp64),
-/// number of NaNs, and an FNV-1a hash of the bytes. Deterministic.
+/// One line per writable buffer parameter: name, type, count, min, max, sum (in fp64; for
+/// floats over finite values, with NaN and inf counts), and an FNV-1a hash of the bytes.
+/// Deterministic.
 std::string digestOutputs(const Function &kernel, const LaunchData &data);
 
 } // namespace tessera::ir

@@ -152,9 +152,9 @@ TEST(Launch, DigestAndErrors) {
   // readonly buffers (u, u2) are not outputs; the 6 writable buffers are.
   EXPECT_EQ(std::count(digest.begin(), digest.end(), '\n'), 6);
   EXPECT_EQ(digest.find("%u:"), std::string::npos);
-  std::regex line(R"(%io: f32\[10\] min=1 max=5.5 sum=32.5 nan=0 hash=[0-9a-f]{16}\n)");
+  std::regex line(R"(%io: f32\[10\] min=1 max=5.5 sum\(finite\)=32.5 nan=0 inf=0 hash=[0-9a-f]{16}\n)");
   EXPECT_TRUE(std::regex_search(digest, line)) << digest;
-  EXPECT_NE(digest.find("%fl: f64[5] min=3.25 max=3.25 sum=16.25 nan=0"), std::string::npos)
+  EXPECT_NE(digest.find("%fl: f64[5] min=3.25 max=3.25 sum(finite)=16.25 nan=0 inf=0"), std::string::npos)
       << digest;
   EXPECT_NE(digest.find("%spi: i8[14] min=-128 max=127"), std::string::npos) << digest;
   EXPECT_NE(digest.find("%sp: f16[40]"), std::string::npos) << digest;
