@@ -27,6 +27,23 @@ std::optional<double> OpInfo::ulpBudget(Scalar s) const {
   return u;
 }
 
+bool isScalarForm(OpForm f) {
+  switch (f) {
+  case OpForm::Const:
+  case OpForm::Unary:
+  case OpForm::Binary:
+  case OpForm::Ternary:
+  case OpForm::Predicate:
+  case OpForm::Compare:
+  case OpForm::Select:
+  case OpForm::Convert:
+  case OpForm::Bitcast:
+    return true;
+  default:
+    return false;
+  }
+}
+
 const OpInfo &opInfo(OpKind k) { return kOps[static_cast<size_t>(k)]; }
 std::span<const OpInfo> allOps() { return kOps; }
 

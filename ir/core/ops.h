@@ -89,6 +89,10 @@ struct OpInfo {
   std::optional<double> ulpBudget(Scalar s) const;
 };
 
+/// Forms whose result is a pure function of scalar operands (numerics::evalScalar evaluates
+/// them): const, unary, binary, ternary, predicate, compare, select, convert, bitcast.
+bool isScalarForm(OpForm f);
+
 const OpInfo &opInfo(OpKind k);
 std::span<const OpInfo> allOps();
 std::optional<OpKind> lookupOp(std::string_view mnemonic);

@@ -154,16 +154,9 @@ bool Machine::execBlock(Frame &f, const CBlock &b, const Lanes &mask) {
 
 bool Machine::execOp(Frame &f, const COp &c, const Lanes &mask) {
   const Op &op = *c.op;
+  if (isScalarForm(op.info().form))
+    return execPure(f, c, mask);
   switch (op.info().form) {
-  case OpForm::Const:
-  case OpForm::Unary:
-  case OpForm::Binary:
-  case OpForm::Ternary:
-  case OpForm::Predicate:
-  case OpForm::Compare:
-  case OpForm::Select:
-  case OpForm::Convert:
-  case OpForm::Bitcast: return execPure(f, c, mask);
   case OpForm::WorkItem: return execWorkItem(f, c, mask);
   case OpForm::Load:
   case OpForm::Store: return execLoadStore(f, c, mask);
@@ -178,6 +171,7 @@ bool Machine::execOp(Frame &f, const COp &c, const Lanes &mask) {
   case OpForm::While: return execWhile(f, c, mask);
   case OpForm::Call: return execCall(f, c, mask);
   case OpForm::Terminator: return fail(op, kNoLane, "terminator in the middle of a block");
+  default: break; // scalar forms are handled above
   }
   return fail(op, kNoLane, "unsupported op");
 }

@@ -313,18 +313,8 @@ std::optional<EvalResult> evalScalar(const Op &op, std::span<const Literal> in) 
   const OpInfo &info = op.info();
   auto wantOperands = [&](size_t n) { return in.size() == n && op.operands.size() == n; };
   bool scalarResult = op.results.size() == 1 && op.results[0]->type.isScalar();
-  switch (info.form) {
-  case OpForm::Const:
-  case OpForm::Unary:
-  case OpForm::Binary:
-  case OpForm::Ternary:
-  case OpForm::Predicate:
-  case OpForm::Compare:
-  case OpForm::Select:
-  case OpForm::Convert:
-  case OpForm::Bitcast: break;
-  default: return std::nullopt;
-  }
+  if (!isScalarForm(info.form))
+    return std::nullopt;
   if (!scalarResult)
     return fail("'" + std::string(info.name) + "' must have one scalar result");
   for (const Value *v : op.operands)

@@ -36,19 +36,9 @@ bool isFloatConst(const Value *v, double x) {
 
 /// Whether the op may be folded when all its operands are constants.
 bool isFoldable(const Op &op) {
-  switch (op.info().form) {
-  case OpForm::Unary:
-  case OpForm::Binary:
-  case OpForm::Ternary:
-  case OpForm::Predicate:
-  case OpForm::Compare:
-  case OpForm::Select:
-  case OpForm::Convert:
-  case OpForm::Bitcast:
-    break;
-  default:
+  // Constants are already folded.
+  if (op.info().form == OpForm::Const || !isScalarForm(op.info().form))
     return false;
-  }
   if (op.results.size() != 1 || op.operands.empty())
     return false;
   bool floats = op.result(0)->type.isFloat();
