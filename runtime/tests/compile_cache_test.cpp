@@ -1,0 +1,162 @@
+// Compile cache and SHA-256: standard test vectors, memory and disk hits, detection of
+// truncated / corrupted / foreign entries, and many processes sharing one cache directory.
+#include "tessera/compile_cache.h"
+#include "tessera/sha256.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tessera {
+namespace {
+
+TEST(Sha256, Fips180Vectors) {
+  EXPECT_EQ(sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  Sha256 h;
+  std::string chunk(1000, 'a');
+  for (int i = 0; i < 1000; ++i)
+    h.update(chunk);
+  EXPECT_EQ(h.hexDigest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(CacheKey, DependsOnEveryFieldAndTheirBoundaries) {
+  std::string k = makeCacheKey("0.1", "cpu", "opt=3", "kernel @k() {}");
+  EXPECT_EQ(k.size(), 64u);
+  EXPECT_EQ(k, makeCacheKey("0.1", "cpu", "opt=3", "kernel @k() {}"));
+  EXPECT_NE(k, makeCacheKey("0.2", "cpu", "opt=3", "kernel @k() {}"));
+  EXPECT_NE(k, makeCacheKey("0.1", "ptx", "opt=3", "kernel @k() {}"));
+  EXPECT_NE(k, makeCacheKey("0.1", "cpu", "opt=2", "kernel @k() {}"));
+  EXPECT_NE(k, makeCacheKey("0.1", "cpu", "opt=3", "kernel @j() {}"));
+  EXPECT_NE(makeCacheKey("a", "bc", "", ""), makeCacheKey("ab", "c", "", ""));
+}
+
+class CacheDir : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-cache-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::filesystem::path dir;
+  std::string key = makeCacheKey("v", "cpu", "o", "ir");
+};
+
+TEST_F(CacheDir, MemoryOnlyCache) {
+  CompileCache c({});
+  EXPECT_FALSE(c.lookup(key));
+  EXPECT_TRUE(c.store(key, "object bytes"));
+  EXPECT_EQ(c.lookup(key), "object bytes");
+  EXPECT_EQ(c.stats().memoryHits, 1u);
+  EXPECT_EQ(c.stats().misses, 1u);
+}
+
+TEST_F(CacheDir, DiskEntrySurvivesANewInstance) {
+  std::string payload("\0binary\xff payload", 16);
+  {
+    CompileCache c(dir);
+    std::string err;
+    ASSERT_TRUE(c.store(key, payload, &err)) << err;
+  }
+  CompileCache c(dir);
+  auto got = c.lookup(key);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, payload);
+  EXPECT_EQ(c.stats().diskHits, 1u);
+  c.lookup(key);
+  EXPECT_EQ(c.stats().memoryHits, 1u);
+}
+
+void rewrite(const std::filesystem::path &p, const std::function<void(std::string &)> &edit) {
+  std::ifstream in(p, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  edit(data);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+TEST_F(CacheDir, TruncatedCorruptedAndForeignEntriesAreRejectedAndRebuilt) {
+  const std::function<void(std::string &)> edits[] = {
+      [](std::string &d) { d.resize(d.size() - 3); },       // truncated payload
+      [](std::string &d) { d.resize(10); },                 // truncated header
+      [](std::string &d) { d[d.size() - 1] ^= 0x40; },      // flipped payload bit
+      [](std::string &d) { d[0] = 'X'; },                   // not our magic
+      [](std::string &d) { d[8] = 7; },                     // another format version
+      [](std::string &d) { d.clear(); },                    // empty file
+  };
+  int i = 0;
+  for (const auto &edit : edits) {
+    SCOPED_TRACE("edit " + std::to_string(i++));
+    {
+      CompileCache c(dir);
+      ASSERT_TRUE(c.store(key, "the real object"));
+    }
+    std::filesystem::path p = CompileCache(dir).entryPath(key);
+    rewrite(p, edit);
+    CompileCache c(dir);
+    EXPECT_FALSE(c.lookup(key)) << "a damaged entry was loaded";
+    EXPECT_EQ(c.stats().corruptEntries, 1u);
+    EXPECT_FALSE(std::filesystem::exists(p)) << "the damaged entry must be removed";
+    ASSERT_TRUE(c.store(key, "the real object"));
+    c.clearMemory();
+    EXPECT_EQ(c.lookup(key), "the real object");
+  }
+}
+
+TEST_F(CacheDir, UnwritableDirectoryOnlyCostsTheDiskCopy) {
+  std::filesystem::path file = dir / "not-a-dir";
+  std::ofstream(file) << "x";
+  CompileCache c(file / "sub");
+  std::string err;
+  EXPECT_FALSE(c.store(key, "payload", &err));
+  EXPECT_NE(err.find("cannot create"), std::string::npos) << err;
+  EXPECT_EQ(c.lookup(key), "payload");
+}
+
+TEST_F(CacheDir, RejectsKeysThatAreNotHashes) {
+  CompileCache c(dir);
+  std::string err;
+  EXPECT_FALSE(c.store("../../etc/passwd", "x", &err));
+  EXPECT_NE(err.find("invalid key"), std::string::npos);
+}
+
+// Several processes hammer the same keys: every read is either a miss or the exact payload.
+TEST_F(CacheDir, ConcurrentProcessesNeverSeeAPartialEntry) {
+  constexpr int kProcs = 4, kKeys = 8, kRounds = 60;
+  auto payloadFor = [](int k) { return std::string(4096 + k * 977, static_cast<char>('a' + k)); };
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int bad = 0;
+      for (int r = 0; r < kRounds; ++r)
+        for (int k = 0; k < kKeys; ++k) {
+          CompileCache c(dir); // fresh instance: always go to disk
+          std::string kk = makeCacheKey("v", "cpu", std::to_string(k), "ir");
+          if (auto got = c.lookup(kk); got && *got != payloadFor(k))
+            ++bad;
+          bad += c.stats().corruptEntries > 0;
+          c.store(kk, payloadFor(k));
+        }
+      _exit(bad == 0 ? 0 : 1);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a process read a bad entry";
+  }
+  for (const auto &e : std::filesystem::recursive_directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "leftover " << e.path();
+}
+
+} // namespace
+} // namespace tessera
