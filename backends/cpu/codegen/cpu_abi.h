@@ -1,0 +1,38 @@
+/* The CPU per-workgroup kernel ABI produced by backends/cpu/codegen (plain C, no LLVM).
+ *
+ * Each kernel `@name` compiles to `void tsr_wg_<name>(const TsrCpuWgCtx *ctx, void **args)`,
+ * called once per workgroup (possibly concurrently on several threads for different
+ * groups). The function loops over the work-items of its group itself. args[i] points to
+ * parameter i's storage: for a buffer, a `void*` holding the (already offset) base pointer;
+ * for a scalar, its bytes (i1 as one byte, f16/bf16 as their 16-bit patterns).
+ *
+ * The layout is identical to tsr_cpu_launch_ctx of backends/cpu/runtime/cpu_native_module.h
+ * so the driver can pass its context unchanged. The subgroup size is fixed at compile time
+ * (CpuCompileOptions::subgroupSize, reported in the kernel metadata), not read from here.
+ * This header must compile as C99 and never change a field.
+ */
+#ifndef TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_
+#define TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct TsrCpuWgCtx {
+  uint32_t group_id[3];   /* this workgroup */
+  uint32_t num_groups[3]; /* the grid */
+  uint32_t group_size[3]; /* work-items per workgroup, per dimension */
+  void *shared_memory;    /* the kernel's shared_memory_bytes, 64-byte aligned, not zeroed */
+} TsrCpuWgCtx;
+
+typedef void (*TsrCpuWgFn)(const TsrCpuWgCtx *ctx, void **args);
+
+#define TSR_CPU_WG_SYMBOL_PREFIX "tsr_wg_"
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_ */

@@ -1,0 +1,200 @@
+// The CPU compile pipeline as named stages: kir -> llvm -> llvm.opt -> obj.
+//
+// Lowering (backends/llvm) with the CPU math hooks, the O3 pipeline with the host target
+// machine (-march=native), then object emission. LLVM errors are converted to our error
+// strings here, at the edge. Must never depend on the CPU runtime or the HAL, and must stay
+// deterministic (no pointer-keyed iteration into output, no timestamps).
+#include "backends/cpu/codegen/cpu_codegen_impl.h"
+#include "ir/text/printer.h"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+namespace tessera::cpu {
+
+uint64_t CpuCompileOptions::hash() const {
+  // FNV-1a over the fields in declaration order (stable across runs and builds).
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  };
+  mix(1); // layout version of this struct
+  mix(subgroupSize);
+  mix(optLevel);
+  mix(hostCpu);
+  mix(vectorMath);
+  return h;
+}
+
+CpuCompiledModule::CpuCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CpuCompiledModule::~CpuCompiledModule() = default;
+const std::vector<uint8_t> &CpuCompiledModule::objectBytes() const { return impl_->object; }
+const std::vector<CpuKernelInfo> &CpuCompiledModule::kernels() const { return impl_->kernels; }
+
+const std::string &CpuCompiledModule::dump(std::string_view stage) const {
+  static const std::string empty;
+  auto it = impl_->dumps.find(stage);
+  return it == impl_->dumps.end() ? empty : it->second;
+}
+
+const std::vector<std::string> &CpuCompiledModule::stageNames() {
+  static const std::vector<std::string> names = {"kir", "llvm", "llvm.opt", "obj"};
+  return names;
+}
+
+bool CpuCompiledModule::load(std::string *error) {
+  std::string err;
+  if (impl_->jit)
+    return true;
+  if (jitLoad(*impl_, err))
+    return true;
+  if (error)
+    *error = err;
+  return false;
+}
+
+TsrCpuWgFn CpuCompiledModule::lookup(std::string_view kernel) const {
+  auto it = impl_->fns.find(kernel);
+  return it == impl_->fns.end() ? nullptr : it->second;
+}
+
+std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOptions &opts,
+                                                            std::string &error) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu = "x86-64";
+  std::string features;
+  if (opts.hostCpu) {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> sorted; // deterministic order
+    for (auto &kv : host)
+      sorted.push_back((kv.second ? "+" : "-") + kv.first().str());
+    std::sort(sorted.begin(), sorted.end());
+    for (auto &f : sorted)
+      features += (features.empty() ? "" : ",") + f;
+  }
+  llvm::TargetOptions to;
+  auto level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+               : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+               : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                    : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, to, llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
+  if (!tm)
+    error = "cannot create a target machine for " + triple;
+  return tm;
+}
+
+namespace {
+
+std::string printLlvm(const llvm::Module &m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = level >= 2;
+  pto.SLPVectorization = level >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
+                               : level == 2 ? llvm::OptimizationLevel::O2
+                               : level == 1 ? llvm::OptimizationLevel::O1
+                                            : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(ol)
+                                           : pb.buildPerModuleDefaultPipeline(ol);
+  mpm.run(m, mam);
+}
+
+} // namespace
+
+std::unique_ptr<CpuCompiledModule> compileKernelModule(const ir::Module &m,
+                                                       const CpuCompileOptions &opts,
+                                                       std::string *error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<CpuCompiledModule> {
+    if (error)
+      *error = std::move(msg);
+    return nullptr;
+  };
+  if (opts.subgroupSize == 0 || opts.subgroupSize > 1024)
+    return fail("subgroup size must be in 1..1024, got " + std::to_string(opts.subgroupSize));
+  std::string err;
+  std::unique_ptr<llvm::TargetMachine> tm = createCpuTargetMachine(opts, err);
+  if (!tm)
+    return fail(err);
+  auto impl = std::make_unique<CpuCompiledModule::Impl>();
+  impl->dumps["kir"] = ir::printModule(m);
+  llvm::LLVMContext ctx;
+  auto mod = std::make_unique<llvm::Module>(m.filename.empty() ? "tessera" : m.filename, ctx);
+  mod->setTargetTriple(tm->getTargetTriple().str());
+  mod->setDataLayout(tm->createDataLayout());
+  CpuMathHooks hooks(*mod, *tm, opts.vectorMath);
+  llvmgen::LoweringConfig cfg;
+  cfg.subgroupSize = opts.subgroupSize;
+  cfg.symbolPrefix = TSR_CPU_WG_SYMBOL_PREFIX;
+  cfg.hooks = &hooks;
+  std::vector<llvmgen::LoweredKernel> lowered;
+  if (llvm::Error e = llvmgen::lowerModule(m, *mod, cfg, lowered))
+    return fail(llvm::toString(std::move(e)));
+  std::string cpu = tm->getTargetCPU().str(), features = tm->getTargetFeatureString().str();
+  bool avx512 = tm->getMCSubtargetInfo()->checkFeatures("+avx512f");
+  for (llvm::Function &f : *mod) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", cpu);
+    if (!features.empty())
+      f.addFnAttr("target-features", features);
+    if (avx512) // the elementwise fast path wants full 512-bit vectors
+      f.addFnAttr("prefer-vector-width", "512");
+  }
+  impl->dumps["llvm"] = printLlvm(*mod);
+  std::string verr;
+  llvm::raw_string_ostream vos(verr);
+  if (llvm::verifyModule(*mod, &vos))
+    return fail("internal error: invalid LLVM IR from the lowering: " + verr);
+  optimize(*mod, *tm, opts.optLevel);
+  impl->dumps["llvm.opt"] = printLlvm(*mod);
+  llvm::SmallVector<char, 0> obj;
+  llvm::raw_svector_ostream os(obj);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return fail("the target machine cannot emit an object file");
+  pm.run(*mod);
+  impl->object.assign(obj.begin(), obj.end());
+  for (auto &k : lowered)
+    impl->kernels.push_back({k.name, k.symbol, k.params, k.sharedBytes, opts.subgroupSize});
+  return std::make_unique<CpuCompiledModule>(std::move(impl));
+}
+
+} // namespace tessera::cpu

@@ -1,0 +1,66 @@
+// The CPU codegen: kernel IR -> LLVM IR -> optimised x86-64 object -> ORC JIT.
+//
+// Stages (each dumpable): "kir" (the input text), "llvm" (lowered LLVM IR), "llvm.opt" (after
+// the O3 pipeline for the host CPU), "obj" (object file bytes; not text). Output is
+// deterministic: the same module and options give the same object bytes. This header is
+// LLVM-free (LLVM stays inside the .cpp files) and never includes a runtime or HAL header.
+#pragma once
+
+#include "backends/cpu/codegen/cpu_abi.h"
+#include "ir/core/ir.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::cpu {
+
+/// Frozen compile options; hash() feeds the compile cache key.
+struct CpuCompileOptions {
+  uint32_t subgroupSize = 16; // the SIMD width of f32 under AVX-512
+  uint32_t optLevel = 3;      // 0..3
+  bool hostCpu = true;        // -march=native (host CPU name and features); else x86-64
+  bool vectorMath = true;     // libmvec vector variants of libm functions
+
+  uint64_t hash() const;
+  friend bool operator==(const CpuCompileOptions &, const CpuCompileOptions &) = default;
+};
+
+struct CpuKernelInfo {
+  std::string name;   // kernel name without '@'
+  std::string symbol; // tsr_wg_<name>
+  std::vector<ir::Type> params;
+  uint64_t sharedBytes = 0;
+  uint32_t subgroupSize = 0;
+};
+
+class CpuCompiledModule {
+public:
+  struct Impl;
+  explicit CpuCompiledModule(std::unique_ptr<Impl> impl);
+  ~CpuCompiledModule();
+
+  const std::vector<uint8_t> &objectBytes() const;
+  const std::vector<CpuKernelInfo> &kernels() const;
+  /// "kir", "llvm", "llvm.opt" text; empty for an unknown stage.
+  const std::string &dump(std::string_view stage) const;
+  static const std::vector<std::string> &stageNames();
+
+  /// JIT-links the object into this process (libm, libmvec and libgcc resolved).
+  bool load(std::string *error);
+  /// The per-workgroup function of `kernel` after load(); null if unknown or not loaded.
+  TsrCpuWgFn lookup(std::string_view kernel) const;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles every kernel of `m`. Returns null with `*error` set on failure (never crashes
+/// on a construct the CPU cannot lower: the error names it and its location).
+std::unique_ptr<CpuCompiledModule> compileKernelModule(const ir::Module &m,
+                                                       const CpuCompileOptions &opts,
+                                                       std::string *error);
+
+} // namespace tessera::cpu

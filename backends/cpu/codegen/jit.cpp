@@ -1,0 +1,53 @@
+// JIT-loading of the CPU object: ORC LLJIT, with symbols resolved from this process (libm,
+// libgcc's f16 helpers) and from libmvec.so.1, loaded explicitly.
+//
+// Must never compile anything (the object is final) and never leak LLVM errors: they become
+// our error strings here.
+#include "backends/cpu/codegen/cpu_codegen_impl.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+namespace tessera::cpu {
+
+bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error) {
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    error = "cannot create the JIT: " + llvm::toString(jit.takeError());
+    return false;
+  }
+  llvm::orc::JITDylib &jd = (*jit)->getMainJITDylib();
+  char prefix = (*jit)->getDataLayout().getGlobalPrefix();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process) {
+    error = llvm::toString(process.takeError());
+    return false;
+  }
+  jd.addGenerator(std::move(*process));
+  for (const char *lib : {"libmvec.so.1", "libm.so.6", "libgcc_s.so.1"}) {
+    auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
+    if (!g) { // libmvec is only needed when a vector variant was used; report at lookup
+      llvm::consumeError(g.takeError());
+      continue;
+    }
+    jd.addGenerator(std::move(*g));
+  }
+  llvm::StringRef bytes(reinterpret_cast<const char *>(impl.object.data()), impl.object.size());
+  auto buf = llvm::MemoryBuffer::getMemBufferCopy(bytes, "tessera-cpu-object");
+  if (llvm::Error e = (*jit)->addObjectFile(std::move(buf))) {
+    error = "cannot add the object to the JIT: " + llvm::toString(std::move(e));
+    return false;
+  }
+  for (const CpuKernelInfo &k : impl.kernels) {
+    auto addr = (*jit)->lookup(k.symbol);
+    if (!addr) {
+      error = "cannot link kernel " + k.name + ": " + llvm::toString(addr.takeError());
+      return false;
+    }
+    impl.fns[k.name] = addr->toPtr<TsrCpuWgFn>();
+  }
+  impl.jit = std::move(*jit);
+  return true;
+}
+
+} // namespace tessera::cpu

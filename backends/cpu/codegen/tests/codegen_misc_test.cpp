@@ -1,0 +1,146 @@
+// CPU codegen properties beyond numerics: deterministic objects, stage dumps, clear errors
+// for unsupported constructs, options hashing, and device-function calls (convergent and
+// not) against the interpreter.
+#include "backends/cpu/codegen/tests/codegen_test_util.h"
+#include "ir/text/parser.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace tessera::cpu {
+namespace {
+
+std::unique_ptr<ir::Module> parseExample(const std::string &name) {
+  ir::ParseResult pr = ir::parseFile(std::string(TESSERA_SOURCE_DIR) + "/ir/examples/" + name + ".tir");
+  EXPECT_TRUE(pr.ok()) << (pr.diags.empty() ? "" : pr.diags[0].str());
+  return std::move(pr.module);
+}
+
+TEST(CodegenMisc, DeterministicObjectBytes) {
+  for (const char *ex : {"gelu_affine", "matmul_tiled", "subgroup_reduce"}) {
+    auto m = parseExample(ex);
+    std::string err;
+    auto a = compileKernelModule(*m, {}, &err);
+    ASSERT_NE(a, nullptr) << err;
+    auto b = compileKernelModule(*m, {}, &err);
+    ASSERT_NE(b, nullptr) << err;
+    EXPECT_FALSE(a->objectBytes().empty());
+    EXPECT_EQ(a->objectBytes(), b->objectBytes()) << ex;
+    EXPECT_EQ(a->dump("llvm.opt"), b->dump("llvm.opt")) << ex;
+  }
+}
+
+TEST(CodegenMisc, StageDumpsExist) {
+  auto m = parseExample("row_softmax");
+  std::string err;
+  auto cm = compileKernelModule(*m, {}, &err);
+  ASSERT_NE(cm, nullptr) << err;
+  EXPECT_EQ(CpuCompiledModule::stageNames(),
+            (std::vector<std::string>{"kir", "llvm", "llvm.opt", "obj"}));
+  for (const char *s : {"kir", "llvm", "llvm.opt"})
+    EXPECT_FALSE(cm->dump(s).empty()) << s;
+  EXPECT_NE(cm->dump("llvm").find("define void @tsr_wg_row_softmax"), std::string::npos);
+  EXPECT_TRUE(cm->dump("nonsense").empty());
+  ASSERT_EQ(cm->kernels().size(), 1u);
+  EXPECT_EQ(cm->kernels()[0].sharedBytes, 512u);
+  EXPECT_EQ(cm->kernels()[0].subgroupSize, 16u);
+}
+
+TEST(CodegenMisc, ElementwiseKernelIsVectorised) {
+  auto m = parseExample("gelu_affine");
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cm = compileKernelModule(*m, {}, &err);
+  auto t1 = std::chrono::steady_clock::now();
+  ASSERT_NE(cm, nullptr) << err;
+  std::cout << "gelu_affine compile: "
+            << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms\n";
+  const std::string &opt = cm->dump("llvm.opt");
+  EXPECT_NE(opt.find("x float>"), std::string::npos) << "no vector code";
+  EXPECT_NE(opt.find("_ZGV"), std::string::npos) << "erf not vectorised through libmvec";
+}
+
+TEST(CodegenMisc, UnsupportedConstructIsAnError) {
+  const char *text = R"(kernel @k(%x: buffer<f32>, %h: buffer<bf16>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : f32
+  %r = convert.rtp %v : f32 -> bf16
+  store %r, %h[%i] : bf16
+})";
+  ir::ParseResult pr = ir::parseModule(text, "bad.tir");
+  ASSERT_TRUE(pr.ok()) << pr.diags.at(0).str();
+  std::string err;
+  auto cm = compileKernelModule(*pr.module, {}, &err);
+  EXPECT_EQ(cm, nullptr);
+  EXPECT_NE(err.find("bad.tir:4:"), std::string::npos) << err;
+  EXPECT_NE(err.find("not supported on cpu"), std::string::npos) << err;
+
+  CpuCompileOptions zero;
+  zero.subgroupSize = 0;
+  EXPECT_EQ(compileKernelModule(*pr.module, zero, &err), nullptr);
+  EXPECT_NE(err.find("subgroup size"), std::string::npos);
+}
+
+TEST(CodegenMisc, OptionsHashIsStableAndSensitive) {
+  CpuCompileOptions a, b;
+  EXPECT_EQ(a.hash(), b.hash());
+  b.subgroupSize = 8;
+  EXPECT_NE(a.hash(), b.hash());
+}
+
+// Device functions: one without convergent ops (inlined into the work-item loop) and one
+// with a subgroup reduction (inlined in lock-step), inside divergent control.
+TEST(CodegenMisc, CallsMatchInterpreter) {
+  const char *text = R"(func @scale(%v: f32, %s: f32) -> f32 {
+  %r = mul %v, %s : f32
+  return %r
+}
+func @sgsum(%v: i32) -> i32 {
+  %s = subgroup_add %v : i32
+  return %s
+}
+kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>, %q: buffer<i32, writeonly>) {
+  %i = global_id.x : i32
+  %l = local_id.x : i32
+  %v = load %x[%i] : f32
+  %two = const 2.0 : f32
+  %w = call @scale(%v, %two) -> f32
+  store %w, %o[%i] : f32
+  %lim = const 40 : i32
+  %lo = cmp.slt %l, %lim : i32
+  %t = if %lo -> (i32) {
+    %s = call @sgsum(%l) -> i32
+    yield %s
+  } else {
+    %m = const -1 : i32
+    yield %m
+  }
+  store %t, %q[%i] : i32
+}
+launch @k grid(3) workgroup(64) seed(1) {
+  %x[192] = uniform(-1.0, 1.0)
+  %o[192] = fill(0.0)
+  %q[192] = fill(0.0)
+}
+)";
+  ir::ParseResult pr = ir::parseModule(text, "calls.tir");
+  ASSERT_TRUE(pr.ok()) << pr.diags.at(0).str();
+  const ir::Function *k = pr.module->lookup("k");
+  std::string err;
+  auto cm = testing::compileAndLoad(*pr.module, {}, err);
+  ASSERT_NE(cm, nullptr) << err;
+  ir::LaunchData got, want;
+  ASSERT_TRUE(ir::makeLaunchData(*k, got, err)) << err;
+  ASSERT_TRUE(ir::makeLaunchData(*k, want, err)) << err;
+  testing::runGrid(cm->lookup("k"), cm->kernels()[0], got.dims, got.args);
+  ir::InterpOptions io;
+  io.subgroupSize = 16;
+  ir::InterpResult r = ir::interpret(*pr.module, *k, want.dims, want.args, io);
+  ASSERT_TRUE(r.ok) << r.error;
+  for (size_t b = 0; b < got.buffers.size(); ++b)
+    EXPECT_EQ(got.buffers[b].bytes, want.buffers[b].bytes) << "buffer " << b;
+}
+
+} // namespace
+} // namespace tessera::cpu

@@ -1,0 +1,121 @@
+// Internal: the state of lowering one kernel into a per-workgroup LLVM function.
+//
+// Work-items become loops (the PoCL idea on our structured IR): each region is split into
+// maximal "runs" of non-convergent ops, each emitted as one loop over the workgroup's
+// work-items with plain scalar code inside (which LLVM's loop vectoriser vectorises).
+// Convergent ops (barrier, subgroup ops, shuffles, and control flow / calls containing them)
+// execute in lock-step over all work-items, with per-work-item arrays for values that cross
+// runs and per-lane mask arrays for divergent control flow. Uniform values (parameters,
+// constants, group queries and pure ops on them) stay scalar.
+// Only backends/llvm/*.cpp include this header; it must never name a target or runtime.
+#pragma once
+
+#include "backends/llvm/lowering_impl.h"
+
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tessera::llvmgen {
+
+/// One step of a lock-step region: a hoisted uniform op, a run, or a convergent op.
+struct Item {
+  enum class Kind { Uniform, Run, Convergent } kind;
+  std::vector<const ir::Op *> ops;
+};
+
+/// Where the terminator of a lock-step region stores its operands (per work-item).
+struct TermSink {
+  std::vector<llvm::Value *> dests; // arrays, one per operand (null: ignore)
+  std::vector<ir::Scalar> types;
+};
+
+class KernelLowering {
+public:
+  KernelLowering(const ir::Module &m, llvm::Module &out, const LoweringConfig &cfg)
+      : m_(m), out_(out), cfg_(cfg), ctx_(out.getContext()), b_(ctx_) {}
+  llvm::Error lowerKernel(const ir::Function &k, LoweredKernel &info);
+
+private:
+  // --- analysis (workitem_loops.cpp)
+  bool isConvergent(const ir::Op &op);
+  bool isConvergentFunction(const ir::Function &f);
+  void planLockstepBlock(const ir::Block &b);
+  void planFunction(const ir::Function &f);
+  void markRun(const ir::Block &b, unsigned id);
+  bool isUniformCandidate(const ir::Op &op) const;
+  void computeArrays(const ir::Block &b);
+  int itemOfDef(const ir::Value *v) const;
+
+  // --- lock-step emission (workitem_loops.cpp, lower_control.cpp)
+  llvm::Error emitLockstepBlock(const ir::Block &b, llvm::Value *mask, const TermSink &sink);
+  llvm::Error emitRun(const Item &run, llvm::Value *mask, const TermSink &sink);
+  llvm::Error emitConvergent(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitLockstepIf(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitLockstepFor(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitLockstepWhile(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitLockstepCall(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitSubgroupReduce(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitShuffle(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitUniformOp(const ir::Op &op);
+
+  // --- per-lane emission inside a run (lower_control.cpp, lower_memory.cpp)
+  llvm::Error emitLaneOp(const ir::Op &op);
+  llvm::Error emitLaneBlock(const ir::Block &b, std::vector<llvm::Value *> &termVals);
+  llvm::Error emitLaneIf(const ir::Op &op);
+  llvm::Error emitLaneFor(const ir::Op &op);
+  llvm::Error emitLaneWhile(const ir::Op &op);
+  llvm::Error emitLaneCall(const ir::Op &op);
+  llvm::Error emitMemoryOp(const ir::Op &op);
+  llvm::Value *emitWorkItem(const ir::Op &op);
+  llvm::Value *get(const ir::Value *v);
+  void setLane(const ir::Value *v, llvm::Value *x) { lane_[v] = x; }
+
+  // --- helpers
+  llvm::Value *arrayOf(const ir::Value *v);
+  llvm::Value *newArray(llvm::Type *elem);
+  llvm::Value *laneLoad(const ir::Value *v, llvm::Value *lid);
+  void laneStore(llvm::Value *array, ir::Scalar t, llvm::Value *lid, llvm::Value *x);
+  llvm::Value *isActive(llvm::Value *mask, llvm::Value *lid);
+  /// A counted loop [begin, end) at the current insertion point; `body` gets the index (i64).
+  void forRange(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body);
+  /// forRange over all work-items, skipping inactive ones.
+  void forActiveLanes(llvm::Value *mask, const std::function<void(llvm::Value *)> &body);
+  llvm::Error err(const ir::Op &op, const std::string &msg) const {
+    return opError(m_.filename, op, msg);
+  }
+
+  const ir::Module &m_;
+  llvm::Module &out_;
+  const LoweringConfig &cfg_;
+  llvm::LLVMContext &ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function *fn_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr;
+
+  // analysis results
+  std::unordered_map<const ir::Op *, bool> convergentOp_;
+  std::unordered_map<const ir::Function *, bool> convergentFn_;
+  std::unordered_map<const ir::Block *, std::vector<Item>> plan_;
+  std::unordered_set<const ir::Function *> planned_;
+  std::unordered_map<const ir::Op *, int> item_;
+  std::unordered_set<const ir::Value *> uniform_;
+  std::unordered_set<const ir::Value *> needsArray_;
+  std::unordered_map<const ir::Op *, uint64_t> sharedOffset_;
+  int nextItem_ = 0;
+
+  // emission state
+  std::unordered_map<const ir::Value *, llvm::Value *> uniformVal_;
+  std::unordered_map<const ir::Value *, llvm::Value *> arrays_;
+  llvm::Value *ctxArg_ = nullptr;
+  llvm::Value *numLanes_ = nullptr; // i64, work-items per workgroup
+  llvm::Value *groupId_[3] = {}, *numGroups_[3] = {}, *groupSize_[3] = {}; // i64
+  llvm::Value *sharedBase_ = nullptr;
+  // inside a run
+  std::unordered_map<const ir::Value *, llvm::Value *> lane_;
+  llvm::Value *lid_ = nullptr, *localId_[3] = {};
+  llvm::BasicBlock *loadBlock_ = nullptr;
+  bool inRunTop_ = false;
+};
+
+} // namespace tessera::llvmgen

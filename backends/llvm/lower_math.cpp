@@ -1,0 +1,66 @@
+// Lowering of the float math ops (exp, log, sin, erf, pow, sqrt, rsqrt, sigmoid, floor ...).
+//
+// Correctly rounded ops (sqrt, floor, ceil, round, trunc) use LLVM intrinsics; the
+// transcendental ones go through TargetHooks::emitMath so that each target picks its math
+// library (libm + libmvec on CPU, libdevice / ocml later). f16/bf16 compute in f32 and round
+// once. Never use approximate or fast-math forms here: the op table's ULP budgets apply.
+#include "backends/llvm/lowering_impl.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace tessera::llvmgen {
+
+using ir::OpKind;
+using ir::Scalar;
+
+llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
+                                         llvm::ArrayRef<llvm::Value *> v, TargetHooks &hooks) {
+  Scalar t = op.results[0]->type.elem;
+  llvm::Value *x = v[0];
+  llvm::Value *r = nullptr;
+  auto unary = [&](llvm::Intrinsic::ID id) { return b.CreateUnaryIntrinsic(id, x); };
+  switch (op.kind) {
+  case OpKind::Sqrt: r = unary(llvm::Intrinsic::sqrt); break;
+  case OpKind::Floor: r = unary(llvm::Intrinsic::floor); break;
+  case OpKind::Ceil: r = unary(llvm::Intrinsic::ceil); break;
+  case OpKind::Round: r = unary(llvm::Intrinsic::roundeven); break;
+  case OpKind::Trunc: r = unary(llvm::Intrinsic::trunc); break;
+  case OpKind::Rsqrt:
+    r = b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), unary(llvm::Intrinsic::sqrt));
+    break;
+  case OpKind::Sigmoid: {
+    std::string err;
+    llvm::Value *e = hooks.emitMath(b, OpKind::Exp, {b.CreateFNeg(x)}, err);
+    if (!e)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", err.c_str());
+    llvm::Value *one = llvm::ConstantFP::get(x->getType(), 1.0);
+    r = b.CreateFDiv(one, b.CreateFAdd(one, e));
+    break;
+  }
+  case OpKind::Exp:
+  case OpKind::Exp2:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Log1p:
+  case OpKind::Expm1:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Pow: {
+    std::string err;
+    r = hooks.emitMath(b, op.kind, v, err);
+    if (!r)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", err.c_str());
+    break;
+  }
+  default:
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "op '%s' has no LLVM lowering",
+                                   std::string(op.info().name).c_str());
+  }
+  return roundNarrow(b, r, t);
+}
+
+} // namespace tessera::llvmgen

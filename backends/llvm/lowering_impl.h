@@ -1,0 +1,84 @@
+// Internal (LLVM-including) interface of the shared kernel-IR -> LLVM IR lowering.
+//
+// Only .cpp files of backends/llvm and of a backend's codegen may include this header: it
+// pulls in LLVM (about 11 s and 0.8 GB per translation unit). Targets differ only through
+// TargetHooks (math library calls, and later work-item queries / barriers for GPUs); the
+// lowering itself never names a target, a vendor runtime or a HAL type.
+#pragma once
+
+#include "ir/core/ir.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::llvmgen {
+
+/// What a target supplies to the shared lowering.
+class TargetHooks {
+public:
+  virtual ~TargetHooks() = default;
+  /// Emits the math op `k` (exp, erf, pow ...) on `args` of type float or double; returns
+  /// null with `error` set if the target cannot. Never called for f16/bf16 (computed in f32).
+  virtual llvm::Value *emitMath(llvm::IRBuilder<> &b, ir::OpKind k,
+                                llvm::ArrayRef<llvm::Value *> args, std::string &error) = 0;
+};
+
+struct LoweringConfig {
+  uint32_t subgroupSize = 16;
+  std::string symbolPrefix = "tsr_wg_";
+  TargetHooks *hooks = nullptr;
+};
+
+/// Metadata of one lowered kernel (the CPU execution model: one function per workgroup).
+struct LoweredKernel {
+  std::string name;   // kernel name without '@'
+  std::string symbol; // the LLVM function name
+  std::vector<ir::Type> params;
+  uint64_t sharedBytes = 0;
+};
+
+/// Lowers every kernel of `m` into `out` (functions `symbolPrefix + name`, signature
+/// `void(const TsrCpuWgCtx*, void**)`); device functions are inlined at their call sites.
+llvm::Error lowerModule(const ir::Module &m, llvm::Module &out, const LoweringConfig &cfg,
+                        std::vector<LoweredKernel> &kernels);
+
+// --- scalar op lowering (lower_arith.cpp, lower_convert.cpp, lower_math.cpp) -------------
+// Register representation: i1..i64 as LLVM integers, f32/f64 as float/double, and f16/bf16
+// as a float holding a value exactly representable in the narrow type (every op computes in
+// f32 and rounds once). Memory representation: i1 as i8, f16 as half, bf16 as i16 bits.
+
+llvm::Type *regType(llvm::LLVMContext &c, ir::Scalar s);
+llvm::Type *memType(llvm::LLVMContext &c, ir::Scalar s);
+/// Converts between the register and memory representations.
+llvm::Value *toMem(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
+llvm::Value *fromMem(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
+/// Rounds a float register value (f32) to the narrow type (f16/bf16) and back; identity
+/// for f32/f64.
+llvm::Value *roundNarrow(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
+
+/// Emits a pure scalar op (unary, binary, ternary, predicate, compare, select, convert,
+/// bitcast, const). `safeDivisor`: replace a zero divisor by one (lock-step code runs
+/// division for inactive lanes). Errors name the op and its location.
+llvm::Expected<llvm::Value *> emitScalarOp(llvm::IRBuilder<> &b, const ir::Op &op,
+                                           llvm::ArrayRef<llvm::Value *> operands,
+                                           TargetHooks &hooks, const std::string &file);
+llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op,
+                                          llvm::Value *v);
+llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
+                                         llvm::ArrayRef<llvm::Value *> operands,
+                                         TargetHooks &hooks);
+/// IEEE 754-2019 minimumNumber / maximumNumber on float registers.
+llvm::Value *emitFloatMinMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, bool isMax);
+/// The binary combine of subgroup reductions and atomics (add/min/max with signedness).
+llvm::Value *emitCombine(llvm::IRBuilder<> &b, ir::OpKind k, bool isUnsigned, ir::Scalar t,
+                         llvm::Value *x, llvm::Value *y);
+
+/// "file:line:col: error: msg" as an llvm::Error.
+llvm::Error opError(const std::string &file, const ir::Op &op, const std::string &msg);
+
+} // namespace tessera::llvmgen
