@@ -59,8 +59,8 @@ tsr_status_t tsr_buffer_allocate(tsr_device_t device, uint64_t size, tsr_memory_
                     "%s: size %" PRIu64 " exceeds the total memory %" PRIu64 " of device '%s'",
                     kCall, size, device->info.total_memory, device->info.name);
   tsr_drv_buffer_t handle = nullptr;
-  TSR_RETURN_IF_ERROR(
-      TSR_CALL_DRIVER(kCall, *device->driver, buffer_allocate, device->handle, size, kind, &handle));
+  TSR_RETURN_IF_ERROR(TSR_CALL_DRIVER(kCall, *device->driver, buffer_allocate, device->handle, size,
+                                      kind, &handle));
   auto *buffer = new tsr_buffer_s;
   buffer->device = device;
   device->retainInternal();
@@ -113,8 +113,7 @@ tsr_status_t tsr_buffer_size(tsr_buffer_t buffer, uint64_t *out_size) {
   return nullptr;
 }
 
-tsr_status_t tsr_buffer_map(tsr_buffer_t buffer, uint64_t offset, uint64_t length,
-                            void **out_ptr) {
+tsr_status_t tsr_buffer_map(tsr_buffer_t buffer, uint64_t offset, uint64_t length, void **out_ptr) {
   static const char *kCall = "tsr_buffer_map";
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_ptr", out_ptr));
   *out_ptr = nullptr;
@@ -151,8 +150,7 @@ tsr_status_t tsr_buffer_unmap(tsr_buffer_t buffer) {
   static const char *kCall = "tsr_buffer_unmap";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "buffer", buffer));
   if (!buffer->mapped.exchange(false))
-    return TSR_FAIL(TSR_FAILED_PRECONDITION, "%s: buffer is not mapped through this handle",
-                    kCall);
+    return TSR_FAIL(TSR_FAILED_PRECONDITION, "%s: buffer is not mapped through this handle", kCall);
   unmapRoot(buffer);
   return nullptr;
 }

@@ -12,9 +12,8 @@
 #include <cstdint>
 #include <mutex>
 
-struct tsr_buffer_s final : tessera::hal::Object {
+struct tsr_buffer_s final : tessera::hal::Handle<tsr_buffer_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Buffer;
-  tsr_buffer_s() : Object(kKind) {}
 
   tsr_device_s *device = nullptr; // internal reference
   tsr_buffer_s *parent = nullptr; // internal reference; NULL for an allocation
@@ -30,6 +29,5 @@ struct tsr_buffer_s final : tessera::hal::Object {
   uint32_t mapCount = 0;
   void *mapBase = nullptr;
 
-protected:
-  void destroy() override;
+  void destroy();
 };

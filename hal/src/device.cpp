@@ -41,8 +41,8 @@ tsr_status_t tsr_device_info(tsr_device_t device, tsr_device_info_t *out_info) {
   static const char *kCall = "tsr_device_info";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "device", device));
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_info", out_info));
-  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size,
-                                      kDeviceInfoV1Size, sizeof(tsr_device_info_t)));
+  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size, kDeviceInfoV1Size,
+                                      sizeof(tsr_device_info_t)));
   copyDeviceInfo(device->info, out_info);
   return nullptr;
 }

@@ -9,9 +9,8 @@
 #include "hal/src/registry.h"
 #include "tessera/hal_driver.h"
 
-struct tsr_device_s final : tessera::hal::Object {
+struct tsr_device_s final : tessera::hal::Handle<tsr_device_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Device;
-  tsr_device_s() : Object(kKind) {}
 
   tsr_registry_s *registry = nullptr; // internal reference
   const tessera::hal::DriverRecord *driver = nullptr;
@@ -20,6 +19,5 @@ struct tsr_device_s final : tessera::hal::Object {
 
   const tsr_driver_v1 &table() const { return driver->table; }
 
-protected:
-  void destroy() override;
+  void destroy();
 };

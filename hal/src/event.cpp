@@ -43,8 +43,7 @@ tsr_status_t tsr_event_synchronize(tsr_event_t event) {
   static const char *kCall = "tsr_event_synchronize";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
   tsr_device_s *device = event->device;
-  return TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle,
-                         event->handle);
+  return TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
 }
 
 tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {

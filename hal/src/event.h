@@ -7,13 +7,11 @@
 #include "hal/src/device.h"
 #include "hal/src/object.h"
 
-struct tsr_event_s final : tessera::hal::Object {
+struct tsr_event_s final : tessera::hal::Handle<tsr_event_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Event;
-  tsr_event_s() : Object(kKind) {}
 
   tsr_device_s *device = nullptr; // internal reference
   tsr_drv_event_t handle = nullptr;
 
-protected:
-  void destroy() override;
+  void destroy();
 };

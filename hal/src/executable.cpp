@@ -42,8 +42,8 @@ tsr_status_t readKernel(const char *call, tsr_device_s *device, tsr_drv_executab
   entry.info = info;
   if (info.shared_memory_bytes > device->info.max_shared_memory)
     return TSR_FAIL(TSR_RESOURCE_EXHAUSTED,
-                    "%s: kernel '%s' needs %u bytes of shared memory, device '%s' has %llu",
-                    call, info.name, info.shared_memory_bytes, device->info.name,
+                    "%s: kernel '%s' needs %u bytes of shared memory, device '%s' has %llu", call,
+                    info.name, info.shared_memory_bytes, device->info.name,
                     static_cast<unsigned long long>(device->info.max_shared_memory));
   return nullptr;
 }
@@ -187,8 +187,8 @@ tsr_status_t tsr_kernel_info(tsr_kernel_t kernel, tsr_kernel_info_t *out_info) {
   static const char *kCall = "tsr_kernel_info";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "kernel", kernel));
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_info", out_info));
-  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size,
-                                      kKernelInfoV1Size, sizeof(tsr_kernel_info_t)));
+  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size, kKernelInfoV1Size,
+                                      sizeof(tsr_kernel_info_t)));
   uint32_t size = out_info->struct_size < sizeof(tsr_kernel_info_t)
                       ? out_info->struct_size
                       : uint32_t(sizeof(tsr_kernel_info_t));

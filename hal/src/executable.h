@@ -24,27 +24,23 @@ struct KernelEntry {
 
 } // namespace tessera::hal
 
-struct tsr_executable_s final : tessera::hal::Object {
+struct tsr_executable_s final : tessera::hal::Handle<tsr_executable_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Executable;
-  tsr_executable_s() : Object(kKind) {}
 
   tsr_device_s *device = nullptr; // internal reference
   tsr_drv_executable_t handle = nullptr;
   std::vector<tessera::hal::KernelEntry> kernels;
 
-protected:
-  void destroy() override;
+  void destroy();
 };
 
-struct tsr_kernel_s final : tessera::hal::Object {
+struct tsr_kernel_s final : tessera::hal::Handle<tsr_kernel_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Kernel;
-  tsr_kernel_s() : Object(kKind) {}
 
   tsr_executable_s *executable = nullptr; // internal reference
   const tessera::hal::KernelEntry *entry = nullptr;
 
   tsr_device_s *device() const { return executable->device; }
 
-protected:
-  void destroy() override;
+  void destroy();
 };

@@ -56,7 +56,8 @@ void loadPlugin(tsr_registry_s *registry, const std::string &path) {
   }
   auto entry = reinterpret_cast<tsr_driver_entry_fn>(dlsym(library, TSR_DRIVER_ENTRY_SYMBOL));
   if (!entry) {
-    addUnavailable(registry, path, "not a Tessera driver: it does not export " TSR_DRIVER_ENTRY_SYMBOL);
+    addUnavailable(registry, path,
+                   "not a Tessera driver: it does not export " TSR_DRIVER_ENTRY_SYMBOL);
     dlclose(library); // none of its code ran
     return;
   }

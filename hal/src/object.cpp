@@ -34,7 +34,8 @@ void quarantineObject(Object *object) {
       q.objects.pop_front();
     }
   }
-  delete evicted;
+  if (evicted)
+    evicted->free();
 }
 
 } // namespace
@@ -81,7 +82,7 @@ void Object::dropReference() {
   assert(before > 0 && "reference count underflow");
   if (before != 1)
     return;
-  destroy();
+  destroy_(this);
   magic_.store(kDestroyedMagic, std::memory_order_release);
   quarantineObject(this);
 }

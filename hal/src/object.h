@@ -32,12 +32,17 @@ constexpr uint32_t kDestroyedMagic = 0x44454144; // "DEAD": destroyed, in quaran
 /// "buffer", "stream", ...
 const char *kindName(ObjectKind kind);
 
+/// The header of every handle. Deliberately not polymorphic: the magic word is the first
+/// thing in memory, so checking a stale or foreign pointer reads one word and never goes
+/// through a vtable.
 class Object {
 public:
-  explicit Object(ObjectKind kind) : magic_(uint32_t(kind)), kind_(kind) {}
+  using Hook = void (*)(Object *);
+
+  Object(ObjectKind kind, Hook destroy, Hook free)
+      : magic_(uint32_t(kind)), kind_(kind), destroy_(destroy), free_(free) {}
   Object(const Object &) = delete;
   Object &operator=(const Object &) = delete;
-  virtual ~Object() = default;
 
   ObjectKind kind() const { return kind_; }
   uint32_t magic() const { return magic_.load(std::memory_order_acquire); }
@@ -48,18 +53,30 @@ public:
   void retainInternal();
   void releaseInternal();
 
-protected:
-  /// Frees driver resources and drops the internal references this object holds. Runs
-  /// exactly once, on the thread that dropped the last reference.
-  virtual void destroy() = 0;
+  /// Deletes the object's memory (used by the quarantine when it evicts).
+  void free() { free_(this); }
 
 private:
   void dropReference();
 
   std::atomic<uint32_t> magic_;
   const ObjectKind kind_;
+  const Hook destroy_; // frees driver resources, drops internal references; runs once
+  const Hook free_;    // deletes the concrete object
   std::atomic<int64_t> publicRefs_{1};
   std::atomic<int64_t> totalRefs_{1};
+};
+
+/// The base of each concrete handle type T, which must define `static constexpr ObjectKind
+/// kKind` and `void destroy()`: free its driver resources and drop the internal references
+/// it holds. destroy() is called exactly once, by the last reference, and must be called
+/// by nothing else.
+template <typename T> class Handle : public Object {
+public:
+  Handle()
+      : Object(
+            T::kKind, [](Object *o) { static_cast<T *>(o)->destroy(); },
+            [](Object *o) { delete static_cast<T *>(o); }) {}
 };
 
 /// Number of destroyed handles whose memory is kept for detection (oldest freed first).

@@ -67,21 +67,20 @@ tsr_status_t checkRequiredEntries(const char *call, const tsr_driver_v1 &t) {
        "executable_destroy"},
       {fn(t.executable_create), fn(t.executable_kernel_count), "executable_create",
        "executable_kernel_count"},
-      {fn(t.executable_create), fn(t.executable_kernel), "executable_create",
-       "executable_kernel"},
+      {fn(t.executable_create), fn(t.executable_kernel), "executable_create", "executable_kernel"},
   };
   for (const Group &g : groups)
     if (g.creator && !g.needed)
-      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: driver '%s' provides %s but not %s", call,
-                      t.name, g.creatorName, g.neededName);
+      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: driver '%s' provides %s but not %s", call, t.name,
+                      g.creatorName, g.neededName);
   return nullptr;
 }
 
 // Copies the table, treating everything past the driver's struct_size as absent.
 void copyTable(const tsr_driver_v1 *table, DriverRecord &record) {
   std::memset(&record.table, 0, sizeof(record.table));
-  size_t size = table->struct_size < sizeof(tsr_driver_v1) ? table->struct_size
-                                                           : sizeof(tsr_driver_v1);
+  size_t size =
+      table->struct_size < sizeof(tsr_driver_v1) ? table->struct_size : sizeof(tsr_driver_v1);
   std::memcpy(&record.table, table, size);
   record.declaredSize = table->struct_size;
   record.table.struct_size = uint32_t(sizeof(tsr_driver_v1));
@@ -130,8 +129,8 @@ void addUnavailable(tsr_registry_s *registry, std::string backend, std::string r
 }
 
 tsr_status_t registerDriver(tsr_registry_s *registry, const tsr_driver_v1 *table,
-                            const std::string &origin, const char *call,
-                            std::string *backend_out, std::string *reason_out) {
+                            const std::string &origin, const char *call, std::string *backend_out,
+                            std::string *reason_out) {
   tsr_status_t status = [&]() -> tsr_status_t {
     TSR_RETURN_IF_ERROR(checkPointer(call, "driver", table));
     if (table->struct_size < TSR_DRIVER_V1_MIN_SIZE)
@@ -161,8 +160,8 @@ tsr_status_t registerDriver(tsr_registry_s *registry, const tsr_driver_v1 *table
   for (const auto &existing : registry->drivers) {
     if (existing->name != table->name)
       continue;
-    status = TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: backend '%s' is already registered (by %s)",
-                      call, table->name, existing->origin.c_str());
+    status = TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: backend '%s' is already registered (by %s)", call,
+                      table->name, existing->origin.c_str());
     setReason(reason_out, call, status);
     return status;
   }
@@ -245,8 +244,8 @@ tsr_status_t tsr_registry_device_info(tsr_registry_t registry, uint32_t index,
   static const char *kCall = "tsr_registry_device_info";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "registry", registry));
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_info", out_info));
-  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size,
-                                      kDeviceInfoV1Size, sizeof(tsr_device_info_t)));
+  TSR_RETURN_IF_ERROR(checkStructSize(kCall, "out_info", out_info->struct_size, kDeviceInfoV1Size,
+                                      sizeof(tsr_device_info_t)));
   std::lock_guard<std::mutex> lock(registry->mutex);
   if (index >= registry->devices.size())
     return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: index %u is not below the device count %zu", kCall,
@@ -273,8 +272,8 @@ tsr_status_t tsr_registry_unavailable(tsr_registry_t registry, uint32_t index,
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "registry", registry));
   std::lock_guard<std::mutex> lock(registry->mutex);
   if (index >= registry->unavailable.size())
-    return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: index %u is not below the unavailable count %zu",
-                    kCall, index, registry->unavailable.size());
+    return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: index %u is not below the unavailable count %zu", kCall,
+                    index, registry->unavailable.size());
   out_record->backend = registry->unavailable[index].backend.c_str();
   out_record->reason = registry->unavailable[index].reason.c_str();
   return nullptr;
@@ -301,8 +300,8 @@ tsr_status_t tsr_registry_open_device(tsr_registry_t registry, const char *name,
     if (!found.driver) {
       for (const UnavailableRecord &u : registry->unavailable)
         absent += (absent.empty() ? "" : "; ") + u.backend + " (" + u.reason + ")";
-      return TSR_FAIL(TSR_NOT_FOUND, "%s: no device named '%s'; known devices: %s%s%s", kCall,
-                      name, known.empty() ? "(none)" : known.c_str(),
+      return TSR_FAIL(TSR_NOT_FOUND, "%s: no device named '%s'; known devices: %s%s%s", kCall, name,
+                      known.empty() ? "(none)" : known.c_str(),
                       absent.empty() ? "" : "; unavailable: ", absent.c_str());
     }
   }

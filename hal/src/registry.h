@@ -45,35 +45,33 @@ tsr_status_t absentEntry(const char *call, const DriverRecord &driver, const cha
 
 /// Calls `fn(args...)` of `driver`, or reports it absent; errors are prefixed with `call`.
 template <typename Fn, typename... Args>
-tsr_status_t callDriverEntry(const char *call, const DriverRecord &driver, const char *entry,
-                             Fn fn, Args... args) {
+tsr_status_t callDriverEntry(const char *call, const DriverRecord &driver, const char *entry, Fn fn,
+                             Args... args) {
   if (!fn)
     return absentEntry(call, driver, entry);
   return annotate(call, fn(args...));
 }
 
-#define TSR_CALL_DRIVER(call, record, entry, ...)                                             \
+#define TSR_CALL_DRIVER(call, record, entry, ...)                                                  \
   ::tessera::hal::callDriverEntry(call, record, #entry, (record).table.entry, __VA_ARGS__)
 
 /// Validates and registers `table`; on failure returns the reason and registers nothing.
 /// `reason_out` receives the message without the call prefix (for unavailable records).
 tsr_status_t registerDriver(tsr_registry_s *registry, const tsr_driver_v1 *table,
-                            const std::string &origin, const char *call,
-                            std::string *backend_out, std::string *reason_out);
+                            const std::string &origin, const char *call, std::string *backend_out,
+                            std::string *reason_out);
 
 void addUnavailable(tsr_registry_s *registry, std::string backend, std::string reason);
 
 } // namespace tessera::hal
 
-struct tsr_registry_s final : tessera::hal::Object {
+struct tsr_registry_s final : tessera::hal::Handle<tsr_registry_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Registry;
-  tsr_registry_s() : Object(kKind) {}
 
   std::mutex mutex; // guards the three lists
   std::vector<std::unique_ptr<tessera::hal::DriverRecord>> drivers;
   std::vector<tessera::hal::DeviceRecord> devices;
   std::deque<tessera::hal::UnavailableRecord> unavailable; // stable addresses
 
-protected:
-  void destroy() override;
+  void destroy();
 };

@@ -98,8 +98,8 @@ tsr_status_t synchronizeAndRetire(tsr_stream_s *stream, const char *call) {
     fences.swap(stream->fences);
   }
   tsr_device_s *device = stream->device;
-  tsr_status_t status = TSR_CALL_DRIVER(call, *device->driver, stream_synchronize,
-                                        device->handle, stream->handle);
+  tsr_status_t status =
+      TSR_CALL_DRIVER(call, *device->driver, stream_synchronize, device->handle, stream->handle);
   if (status) {
     // The work's state is unknown: keep every reference (leaking beats a use-after-free).
     std::lock_guard<std::mutex> lock(stream->mutex);
@@ -205,8 +205,8 @@ tsr_status_t tsr_stream_copy_h2d(tsr_stream_t stream, const void *src, tsr_buffe
   tsr_device_s *device = stream->device;
   Object *used[] = {dst};
   return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_h2d, device->handle,
-                           stream->handle, src, dst->handle, dst->offset + dst_offset, length);
+    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_h2d, device->handle, stream->handle,
+                           src, dst->handle, dst->offset + dst_offset, length);
   });
 }
 
@@ -221,8 +221,8 @@ tsr_status_t tsr_stream_copy_d2h(tsr_stream_t stream, tsr_buffer_t src, uint64_t
   tsr_device_s *device = stream->device;
   Object *used[] = {src};
   return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2h, device->handle,
-                           stream->handle, src->handle, src->offset + src_offset, dst, length);
+    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2h, device->handle, stream->handle,
+                           src->handle, src->offset + src_offset, dst, length);
   });
 }
 
@@ -240,14 +240,14 @@ tsr_status_t tsr_stream_copy_d2d(tsr_stream_t stream, tsr_buffer_t src, uint64_t
   uint64_t to = dst->offset + dst_offset;
   if (src->root == dst->root && from < to + length && to < from + length)
     return TSR_FAIL(TSR_INVALID_ARGUMENT,
-                    "%s: src range [%" PRIu64 ", %" PRIu64 ") and dst range [%" PRIu64
-                    ", %" PRIu64 ") overlap in the same allocation",
+                    "%s: src range [%" PRIu64 ", %" PRIu64 ") and dst range [%" PRIu64 ", %" PRIu64
+                    ") overlap in the same allocation",
                     kCall, from, from + length, to, to + length);
   tsr_device_s *device = stream->device;
   Object *used[] = {src, dst};
   return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2d, device->handle,
-                           stream->handle, src->handle, from, dst->handle, to, length);
+    return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2d, device->handle, stream->handle,
+                           src->handle, from, dst->handle, to, length);
   });
 }
 

@@ -26,18 +26,16 @@ struct Fence {
 
 } // namespace tessera::hal
 
-struct tsr_stream_s final : tessera::hal::Object {
+struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Stream;
-  tsr_stream_s() : Object(kKind) {}
 
   tsr_device_s *device = nullptr; // internal reference
   tsr_drv_stream_t handle = nullptr;
 
-  std::mutex mutex;                         // one driver call at a time on this stream
+  std::mutex mutex;                            // one driver call at a time on this stream
   std::vector<tessera::hal::Object *> pending; // used by work since the last fence
   std::deque<tessera::hal::Fence> fences;      // oldest first
   bool fencesUnsupported = false;              // the driver has no usable events
 
-protected:
-  void destroy() override;
+  void destroy();
 };

@@ -57,35 +57,36 @@ tsr_status_t checkDims(const char *call, const tsr_device_info_t &info, const Ke
                       "%s: workgroup[%d] (%c) = %u exceeds the limit %u of device '%s'", call, d,
                       kDims[d], workgroup[d], info.max_workgroup_size[d], info.name);
     if (grid[d] > info.max_grid_size[d])
-      return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: grid[%d] (%c) = %u exceeds the limit %u of device '%s'",
-                      call, d, kDims[d], grid[d], info.max_grid_size[d], info.name);
+      return TSR_FAIL(TSR_OUT_OF_RANGE,
+                      "%s: grid[%d] (%c) = %u exceeds the limit %u of device '%s'", call, d,
+                      kDims[d], grid[d], info.max_grid_size[d], info.name);
   }
   uint64_t total = uint64_t(workgroup[0]) * workgroup[1] * workgroup[2];
   if (total > info.max_workgroup_total)
-    return TSR_FAIL(TSR_OUT_OF_RANGE,
-                    "%s: workgroup %ux%ux%u has %" PRIu64
-                    " work-items, more than the limit %u of device '%s'",
-                    call, workgroup[0], workgroup[1], workgroup[2], total,
-                    info.max_workgroup_total, info.name);
+    return TSR_FAIL(
+        TSR_OUT_OF_RANGE,
+        "%s: workgroup %ux%ux%u has %" PRIu64 " work-items, more than the limit %u of device '%s'",
+        call, workgroup[0], workgroup[1], workgroup[2], total, info.max_workgroup_total, info.name);
   const uint32_t *req = k.info.required_workgroup_size;
   bool hasRequired = req[0] || req[1] || req[2];
   if (hasRequired && (req[0] != workgroup[0] || req[1] != workgroup[1] || req[2] != workgroup[2]))
-    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: kernel '%s' requires workgroup %ux%ux%u, got %ux%ux%u",
-                    call, k.name.c_str(), req[0], req[1], req[2], workgroup[0], workgroup[1],
-                    workgroup[2]);
+    return TSR_FAIL(
+        TSR_INVALID_ARGUMENT, "%s: kernel '%s' requires workgroup %ux%ux%u, got %ux%ux%u", call,
+        k.name.c_str(), req[0], req[1], req[2], workgroup[0], workgroup[1], workgroup[2]);
   return nullptr;
 }
 
 tsr_status_t checkBufferArg(const char *call, const std::string &label, const tsr_arg_t &arg,
                             const tsr_stream_s *stream, tsr_drv_arg_t &out,
                             std::vector<Object *> &used) {
-  const tsr_buffer_s *buffer = arg.value.buffer.buffer;
+  const tsr_buffer_s *buffer = arg.value.buffer.buf;
   TSR_RETURN_IF_ERROR(checkHandle(call, label.c_str(), buffer));
   TSR_RETURN_IF_ERROR(checkSameDevice(call, label.c_str(), buffer->device, stream->device));
   uint64_t offset = arg.value.buffer.offset;
   if (offset >= buffer->size)
-    return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: %s offset %" PRIu64 " is not inside its buffer of size %" PRIu64,
-                    call, label.c_str(), offset, buffer->size);
+    return TSR_FAIL(TSR_OUT_OF_RANGE,
+                    "%s: %s offset %" PRIu64 " is not inside its buffer of size %" PRIu64, call,
+                    label.c_str(), offset, buffer->size);
   uint64_t absolute = buffer->offset + offset;
   uint32_t alignment = stream->device->info.buffer_offset_alignment;
   if (alignment > 1 && absolute % alignment != 0)
@@ -94,7 +95,7 @@ tsr_status_t checkBufferArg(const char *call, const std::string &label, const ts
                     " within its allocation) is not a multiple of the buffer_offset_alignment %u "
                     "of device '%s'",
                     call, label.c_str(), offset, absolute, alignment, stream->device->info.name);
-  out.value.buffer.buffer = buffer->root->handle;
+  out.value.buffer.buf = buffer->root->handle;
   out.value.buffer.offset = absolute;
   out.value.buffer.length = buffer->size - offset;
   used.push_back(const_cast<tsr_buffer_s *>(buffer));
@@ -143,8 +144,8 @@ tsr_status_t checkObject(const char *call, const char *what, const Object *objec
     return nullptr;
   if (magic == kReleasedMagic || magic == kDestroyedMagic) {
     if (object->kind() == kind)
-      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s is a %s handle that was already released",
-                      call, what, kindName(kind));
+      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s is a %s handle that was already released", call,
+                      what, kindName(kind));
     return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s is a released %s handle, expected a %s", call,
                     what, kindName(object->kind()), kindName(kind));
   }
@@ -182,8 +183,8 @@ tsr_status_t checkSameDevice(const char *call, const char *what, const tsr_devic
   const char *same = std::strcmp(object_device->info.name, device->info.name) == 0
                          ? " (opened separately: objects of one open are not usable with another)"
                          : "";
-  return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s belongs to device '%s', not to device '%s'%s",
-                  call, what, object_device->info.name, device->info.name, same);
+  return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s belongs to device '%s', not to device '%s'%s", call,
+                  what, object_device->info.name, device->info.name, same);
 }
 
 tsr_status_t checkStructSize(const char *call, const char *what, uint32_t struct_size,
@@ -197,9 +198,8 @@ tsr_status_t checkStructSize(const char *call, const char *what, uint32_t struct
 }
 
 tsr_status_t checkLaunch(const char *call, const tsr_stream_s *stream, const tsr_kernel_s *kernel,
-                         const uint32_t grid[3], const uint32_t workgroup[3],
-                         const tsr_arg_t *args, uint32_t arg_count,
-                         std::vector<tsr_drv_arg_t> &driver_args,
+                         const uint32_t grid[3], const uint32_t workgroup[3], const tsr_arg_t *args,
+                         uint32_t arg_count, std::vector<tsr_drv_arg_t> &driver_args,
                          std::vector<Object *> &used_buffers) {
   TSR_RETURN_IF_ERROR(checkPointer(call, "grid", grid));
   TSR_RETURN_IF_ERROR(checkPointer(call, "workgroup", workgroup));
@@ -215,9 +215,9 @@ tsr_status_t checkLaunch(const char *call, const tsr_stream_s *stream, const tsr
     const tsr_kernel_param_t &param = k.params[i];
     std::string label = argLabel(i, param);
     if (args[i].kind != param.kind)
-      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s has kind %s (%d), kernel '%s' expects %s",
-                      call, label.c_str(), tsr_type_name(args[i].kind), int(args[i].kind),
-                      k.name.c_str(), tsr_type_name(param.kind));
+      return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s has kind %s (%d), kernel '%s' expects %s", call,
+                      label.c_str(), tsr_type_name(args[i].kind), int(args[i].kind), k.name.c_str(),
+                      tsr_type_name(param.kind));
     driver_args[i].kind = param.kind;
     if (param.kind == TSR_TYPE_BUFFER)
       TSR_RETURN_IF_ERROR(
@@ -231,8 +231,8 @@ tsr_status_t checkLaunch(const char *call, const tsr_stream_s *stream, const tsr
 tsr_status_t annotate(const char *call, tsr_status_t status) {
   if (!status)
     return nullptr;
-  tsr_status_t annotated = tsr_status_make(tsr_status_code(status), "%s: %s", call,
-                                           tsr_status_message(status));
+  tsr_status_t annotated =
+      tsr_status_make(tsr_status_code(status), "%s: %s", call, tsr_status_message(status));
   tsr_status_free(status);
   return annotated;
 }

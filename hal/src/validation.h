@@ -22,16 +22,15 @@ namespace tessera::hal {
 #define TSR_FAIL(code, ...) tsr_status_make(code, __VA_ARGS__)
 
 /// Returns early from the enclosing function with `expr` when it is an error.
-#define TSR_RETURN_IF_ERROR(expr)                                                            \
-  do {                                                                                       \
-    tsr_status_t tsr_status_ = (expr);                                                       \
-    if (tsr_status_)                                                                         \
-      return tsr_status_;                                                                    \
+#define TSR_RETURN_IF_ERROR(expr)                                                                  \
+  do {                                                                                             \
+    tsr_status_t tsr_status_ = (expr);                                                             \
+    if (tsr_status_)                                                                               \
+      return tsr_status_;                                                                          \
   } while (0)
 
 /// NULL, released, destroyed or foreign handles: INVALID_ARGUMENT naming `what`.
-tsr_status_t checkObject(const char *call, const char *what, const Object *object,
-                         ObjectKind kind);
+tsr_status_t checkObject(const char *call, const char *what, const Object *object, ObjectKind kind);
 
 template <typename T> tsr_status_t checkHandle(const char *call, const char *what, const T *h) {
   return checkObject(call, what, h, T::kKind);
@@ -62,9 +61,8 @@ tsr_status_t checkStructSize(const char *call, const char *what, uint32_t struct
 /// Grid and workgroup against the device limits and the kernel's required size, then every
 /// argument against the kernel's signature; fills the driver's view of the arguments.
 tsr_status_t checkLaunch(const char *call, const tsr_stream_s *stream, const tsr_kernel_s *kernel,
-                         const uint32_t grid[3], const uint32_t workgroup[3],
-                         const tsr_arg_t *args, uint32_t arg_count,
-                         std::vector<tsr_drv_arg_t> &driver_args,
+                         const uint32_t grid[3], const uint32_t workgroup[3], const tsr_arg_t *args,
+                         uint32_t arg_count, std::vector<tsr_drv_arg_t> &driver_args,
                          std::vector<Object *> &used_buffers);
 
 /// A driver's error, prefixed with the public call's name (and freed); NULL stays NULL.

@@ -54,10 +54,19 @@ const std::vector<std::string> &CpuCompiledModule::stageNames() {
   return names;
 }
 
+std::unique_ptr<CpuCompiledModule> CpuCompiledModule::fromObject(std::vector<uint8_t> object,
+                                                                 std::vector<CpuKernelInfo> kernels) {
+  auto impl = std::make_unique<Impl>();
+  impl->object = std::move(object);
+  impl->kernels = std::move(kernels);
+  return std::make_unique<CpuCompiledModule>(std::move(impl));
+}
+
 bool CpuCompiledModule::load(std::string *error) {
   std::string err;
   if (impl_->jit)
     return true;
+  initNativeTarget();
   if (jitLoad(*impl_, err))
     return true;
   if (error)
@@ -70,13 +79,17 @@ TsrCpuWgFn CpuCompiledModule::lookup(std::string_view kernel) const {
   return it == impl_->fns.end() ? nullptr : it->second;
 }
 
-std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOptions &opts,
-                                                            std::string &error) {
+void initNativeTarget() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
+}
+
+std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOptions &opts,
+                                                            std::string &error) {
+  initNativeTarget();
   std::string triple = llvm::sys::getProcessTriple();
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)

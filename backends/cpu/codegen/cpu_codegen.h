@@ -48,6 +48,11 @@ public:
   const std::string &dump(std::string_view stage) const;
   static const std::vector<std::string> &stageNames();
 
+  /// A module from object bytes and kernel metadata kept earlier (the compile cache): no
+  /// dumps, ready to load().
+  static std::unique_ptr<CpuCompiledModule> fromObject(std::vector<uint8_t> object,
+                                                       std::vector<CpuKernelInfo> kernels);
+
   /// JIT-links the object into this process (libm, libmvec and libgcc resolved).
   bool load(std::string *error);
   /// The per-workgroup function of `kernel` after load(); null if unknown or not loaded.

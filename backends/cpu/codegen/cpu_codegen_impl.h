@@ -20,6 +20,9 @@ struct CpuCompiledModule::Impl {
   std::map<std::string, TsrCpuWgFn, std::less<>> fns;
 };
 
+/// Initialises LLVM's native target and asm printer once per process.
+void initNativeTarget();
+
 /// The host (or generic x86-64) target machine for `opts`; null with `error` on failure.
 std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOptions &opts,
                                                             std::string &error);

@@ -37,8 +37,8 @@ typedef struct tsr_cpu_launch_ctx {
 typedef void (*tsr_cpu_kernel_fn)(const tsr_cpu_launch_ctx *ctx, void **args);
 
 typedef struct tsr_cpu_native_kernel {
-  const char *name;                  /* unique within the module */
-  const tsr_kernel_param_t *params;  /* param_count entries */
+  const char *name;                 /* unique within the module */
+  const tsr_kernel_param_t *params; /* param_count entries */
   uint32_t param_count;
   uint32_t required_workgroup_size[3]; /* all 0: any */
   uint32_t shared_memory_bytes;

@@ -15,7 +15,7 @@ namespace tessera::cpu {
 namespace {
 
 constexpr uint32_t kMaxWorkgroup = 1024;
-constexpr uint64_t kMaxSharedMemory = 64 * 1024;
+constexpr uint64_t kMaxSharedMemory = uint64_t(64) * 1024;
 constexpr uint32_t kBufferOffsetAlignment = 16;
 
 // "vendor_id : GenuineIntel" from /proc/cpuinfo, or "unknown".

@@ -123,10 +123,9 @@ tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr
 tsr_status_t streamCopyD2D(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
                            uint64_t src_offset, tsr_drv_buffer_t dst, uint64_t dst_offset,
                            uint64_t length);
-tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                          tsr_drv_kernel_t kernel, const uint32_t grid[3],
-                          const uint32_t workgroup[3], const tsr_drv_arg_t *args,
-                          uint32_t arg_count);
+tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
+                          const uint32_t grid[3], const uint32_t workgroup[3],
+                          const tsr_drv_arg_t *args, uint32_t arg_count);
 tsr_status_t streamRecordEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,
                                tsr_drv_event_t event);
 tsr_status_t streamWaitEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,

@@ -83,11 +83,9 @@ tsr_status_t streamCreate(tsr_drv_device_t, tsr_drv_stream_t *out_stream) {
 void streamDestroy(tsr_drv_device_t, tsr_drv_stream_t stream) { delete as<CpuStream>(stream); }
 
 tsr_status_t streamFill(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t buffer,
-                        uint64_t offset, uint64_t length, uint32_t pattern,
-                        uint32_t pattern_size) {
+                        uint64_t offset, uint64_t length, uint32_t pattern, uint32_t pattern_size) {
   char *dst = bytes(buffer, offset);
-  as<CpuStream>(stream)->enqueue(
-      [=] { fillPattern(dst, length, pattern, pattern_size); });
+  as<CpuStream>(stream)->enqueue([=] { fillPattern(dst, length, pattern, pattern_size); });
   return nullptr;
 }
 
@@ -114,15 +112,14 @@ tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_bu
   return nullptr;
 }
 
-tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                          tsr_drv_kernel_t kernel, const uint32_t grid[3],
-                          const uint32_t workgroup[3], const tsr_drv_arg_t *args,
-                          uint32_t arg_count) {
+tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
+                          const uint32_t grid[3], const uint32_t workgroup[3],
+                          const tsr_drv_arg_t *args, uint32_t arg_count) {
   // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits.
   std::vector<uint64_t> slots(arg_count, 0);
   for (uint32_t i = 0; i < arg_count; ++i) {
     if (args[i].kind == TSR_TYPE_BUFFER) {
-      void *pointer = bytes(args[i].value.buffer.buffer, args[i].value.buffer.offset);
+      void *pointer = bytes(args[i].value.buffer.buf, args[i].value.buffer.offset);
       std::memcpy(&slots[i], &pointer, sizeof(pointer));
       continue;
     }

@@ -22,12 +22,21 @@
 extern "C" {
 #endif
 
+/* Enums that cross the ABI get a fixed 32-bit underlying type in C++, the size C gives
+ * them, so any value a C caller passes (even an invalid one) is representable and can be
+ * checked instead of being undefined behaviour. */
+#ifdef __cplusplus
+#define TSR_ENUM_BASE : int32_t
+#else
+#define TSR_ENUM_BASE
+#endif
+
 /* ---------------------------------------------------------------------------------------
  * Status
  * ------------------------------------------------------------------------------------- */
 
 /* Codes share their numbers with absl::StatusCode / IREE, so they map one to one. */
-typedef enum tsr_status_code_t {
+typedef enum tsr_status_code_t TSR_ENUM_BASE {
   TSR_OK = 0,
   TSR_ABORTED = 10,            /* work was abandoned (e.g. a stream was torn down) */
   TSR_DEADLINE_EXCEEDED = 4,   /* a timed wait ran out */
@@ -80,7 +89,7 @@ typedef struct tsr_driver_v1 tsr_driver_v1;
 
 /* Kind of a kernel parameter / launch argument. 0 is deliberately not a kind, so a
  * zero-initialised argument is rejected instead of silently launched. */
-typedef enum tsr_type_t {
+typedef enum tsr_type_t TSR_ENUM_BASE {
   TSR_TYPE_BUFFER = 1,
   TSR_TYPE_I8 = 2,
   TSR_TYPE_I16 = 3,
@@ -98,10 +107,7 @@ const char *tsr_type_name(tsr_type_t type);
 /* Memory kinds (a bitmask): DEVICE_LOCAL is fast for kernels, HOST_VISIBLE can be mapped.
  * Both bits together ask for memory that is both (unified memory). */
 typedef uint32_t tsr_memory_kind_t;
-enum {
-  TSR_MEMORY_DEVICE_LOCAL = 1u << 0,
-  TSR_MEMORY_HOST_VISIBLE = 1u << 1
-};
+enum { TSR_MEMORY_DEVICE_LOCAL = 1u << 0, TSR_MEMORY_HOST_VISIBLE = 1u << 1 };
 
 /* Device features (a bitmask in tsr_device_info_t.features). */
 enum {
@@ -123,17 +129,17 @@ enum {
  * filled, so a caller built against an older or newer header stays correct. */
 typedef struct tsr_device_info_t {
   uint32_t struct_size;
-  char name[TSR_NAME_MAX];         /* "cpu:0": backend:index, what open_device takes */
-  char backend[TSR_NAME_MAX];      /* "cpu" */
-  char vendor[TSR_NAME_MAX];       /* "GenuineIntel", "NVIDIA", ... */
-  char architecture[TSR_NAME_MAX]; /* "x86_64", "sm_90", "gfx90a", ... */
-  uint64_t total_memory;           /* bytes; larger allocations fail RESOURCE_EXHAUSTED */
-  uint32_t compute_units;          /* cores / SMs / CUs */
-  uint32_t max_workgroup_size[3];  /* per dimension */
-  uint32_t max_workgroup_total;    /* product of the three */
-  uint32_t max_grid_size[3];       /* workgroups per dimension */
-  uint64_t max_shared_memory;      /* bytes of workgroup-shared memory per workgroup */
-  uint32_t subgroup_size;          /* 1 when the device has no subgroups */
+  char name[TSR_NAME_MAX];          /* "cpu:0": backend:index, what open_device takes */
+  char backend[TSR_NAME_MAX];       /* "cpu" */
+  char vendor[TSR_NAME_MAX];        /* "GenuineIntel", "NVIDIA", ... */
+  char architecture[TSR_NAME_MAX];  /* "x86_64", "sm_90", "gfx90a", ... */
+  uint64_t total_memory;            /* bytes; larger allocations fail RESOURCE_EXHAUSTED */
+  uint32_t compute_units;           /* cores / SMs / CUs */
+  uint32_t max_workgroup_size[3];   /* per dimension */
+  uint32_t max_workgroup_total;     /* product of the three */
+  uint32_t max_grid_size[3];        /* workgroups per dimension */
+  uint64_t max_shared_memory;       /* bytes of workgroup-shared memory per workgroup */
+  uint32_t subgroup_size;           /* 1 when the device has no subgroups */
   uint32_t buffer_offset_alignment; /* required alignment of a buffer argument's offset */
   uint64_t features;                /* TSR_FEATURE_* */
 } tsr_device_info_t;
@@ -161,18 +167,21 @@ typedef struct tsr_kernel_info_t {
   uint32_t shared_memory_bytes;        /* static workgroup-shared memory */
 } tsr_kernel_info_t;
 
-/* A typed launch argument; `kind` must equal the parameter's kind. */
+/* A typed launch argument; `kind` must equal the parameter's kind. Integers are signless
+ * (as in the kernel IR): u64 is the same bits as i64. The union is named because C99 has
+ * no anonymous unions. */
 typedef struct tsr_arg_t {
   tsr_type_t kind;
   union {
     struct {
-      tsr_buffer_t buffer;
-      uint64_t offset; /* bytes from the start of `buffer` */
+      tsr_buffer_t buf;
+      uint64_t offset; /* bytes from the start of `buf` */
     } buffer;
     int8_t i8;
     int16_t i16;
     int32_t i32;
     int64_t i64;
+    uint64_t u64;
     uint16_t f16_bits;
     uint16_t bf16_bits;
     float f32;
@@ -184,7 +193,7 @@ typedef struct tsr_arg_t {
 static inline tsr_arg_t tsr_arg_buffer(tsr_buffer_t buffer, uint64_t offset) {
   tsr_arg_t a;
   a.kind = TSR_TYPE_BUFFER;
-  a.value.buffer.buffer = buffer;
+  a.value.buffer.buf = buffer;
   a.value.buffer.offset = offset;
   return a;
 }
@@ -307,8 +316,7 @@ tsr_status_t tsr_buffer_size(tsr_buffer_t buffer, uint64_t *out_size);
 /* Host access to HOST_VISIBLE memory (vkMapMemory); FAILED_PRECONDITION for other memory or
  * when this handle is already mapped. The host must order its accesses with the streams
  * itself (synchronize first), as with Vulkan. */
-tsr_status_t tsr_buffer_map(tsr_buffer_t buffer, uint64_t offset, uint64_t length,
-                            void **out_ptr);
+tsr_status_t tsr_buffer_map(tsr_buffer_t buffer, uint64_t offset, uint64_t length, void **out_ptr);
 tsr_status_t tsr_buffer_unmap(tsr_buffer_t buffer);
 
 /* ---------------------------------------------------------------------------------------

@@ -13,9 +13,10 @@
  * beyond it as absent, and an absent (or NULL) entry answers UNIMPLEMENTED. A different
  * TSR_DRIVER_ABI_MAJOR is refused (listed unavailable with the reason).
  *
- * Threading: entry points may be called from any thread and concurrently, except that the
- * HAL never calls two entry points on the same stream at once. Enqueue entries
- * (stream_fill ... stream_wait_event) must return without waiting for the device.
+ * Threading: entry points may be called from any thread and concurrently. The HAL never
+ * runs two enqueue entries (stream_fill ... stream_wait_event) on the same stream at once;
+ * stream_synchronize and stream_query may overlap them (as cuStreamSynchronize may).
+ * Enqueue entries must return without waiting for the device.
  *
  * Errors: return a status made with tsr_status_make (link tessera_hal_status); the HAL
  * prefixes the public call's name. UNAVAILABLE = not on this system, UNIMPLEMENTED = this
@@ -63,7 +64,7 @@ typedef struct tsr_drv_arg_t {
   tsr_type_t kind;
   union {
     struct {
-      tsr_drv_buffer_t buffer;
+      tsr_drv_buffer_t buf;
       uint64_t offset; /* from the start of the allocation; aligned to
                           buffer_offset_alignment */
       uint64_t length; /* bytes from offset to the end of the view */
@@ -72,6 +73,7 @@ typedef struct tsr_drv_arg_t {
     int16_t i16;
     int32_t i32;
     int64_t i64;
+    uint64_t u64;
     uint16_t f16_bits;
     uint16_t bf16_bits;
     float f32;
@@ -96,8 +98,7 @@ struct tsr_driver_v1 {
   tsr_status_t (*device_count)(tsr_drv_driver_t driver, uint32_t *out_count);
   /* cuDeviceGetAttribute... Fill everything but struct_size, name and backend (the HAL sets
    * those). `out_info` is a full current-size struct, zeroed; index < device_count. */
-  tsr_status_t (*device_info)(tsr_drv_driver_t driver, uint32_t index,
-                              tsr_device_info_t *out_info);
+  tsr_status_t (*device_info)(tsr_drv_driver_t driver, uint32_t index, tsr_device_info_t *out_info);
   /* cuCtxCreate / vkCreateDevice. index < device_count. Called once per
    * tsr_registry_open_device. */
   tsr_status_t (*device_open)(tsr_drv_driver_t driver, uint32_t index,
@@ -108,8 +109,8 @@ struct tsr_driver_v1 {
   /* ---- memory --------------------------------------------------------------------------- */
   /* cuMemAlloc / vkAllocateMemory. Guaranteed: 0 < size <= total_memory; kind is a non-empty
    * subset of the TSR_MEMORY_* bits. Return RESOURCE_EXHAUSTED when out of memory. */
-  tsr_status_t (*buffer_allocate)(tsr_drv_device_t device, uint64_t size,
-                                  tsr_memory_kind_t kind, tsr_drv_buffer_t *out_buffer);
+  tsr_status_t (*buffer_allocate)(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
+                                  tsr_drv_buffer_t *out_buffer);
   /* cuMemFree / vkFreeMemory. Guaranteed: no enqueued work uses it any more, it is unmapped. */
   void (*buffer_free)(tsr_drv_device_t device, tsr_drv_buffer_t buffer);
   /* vkMapMemory of the whole allocation. Guaranteed: HOST_VISIBLE, not currently mapped
@@ -131,9 +132,8 @@ struct tsr_driver_v1 {
                               uint32_t pattern, uint32_t pattern_size);
   /* cuMemcpyHtoDAsync. Guaranteed: src != NULL, length > 0, in bounds. `src` stays valid
    * until the copy completes (the caller's promise). */
-  tsr_status_t (*stream_copy_h2d)(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                                  const void *src, tsr_drv_buffer_t dst, uint64_t dst_offset,
-                                  uint64_t length);
+  tsr_status_t (*stream_copy_h2d)(tsr_drv_device_t device, tsr_drv_stream_t stream, const void *src,
+                                  tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length);
   /* cuMemcpyDtoHAsync. Guaranteed as for copy_h2d. */
   tsr_status_t (*stream_copy_d2h)(tsr_drv_device_t device, tsr_drv_stream_t stream,
                                   tsr_drv_buffer_t src, uint64_t src_offset, void *dst,
@@ -141,8 +141,8 @@ struct tsr_driver_v1 {
   /* cuMemcpyDtoDAsync / vkCmdCopyBuffer. Guaranteed: length > 0, both in bounds, the ranges
    * do not overlap when src == dst. */
   tsr_status_t (*stream_copy_d2d)(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                                  tsr_drv_buffer_t src, uint64_t src_offset,
-                                  tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length);
+                                  tsr_drv_buffer_t src, uint64_t src_offset, tsr_drv_buffer_t dst,
+                                  uint64_t dst_offset, uint64_t length);
   /* cuLaunchKernel / vkCmdDispatch. Guaranteed: the kernel belongs to this device; every
    * grid and workgroup dimension is >= 1 and within the device limits; the workgroup matches
    * the kernel's required size; arg_count equals the parameter count and every kind
@@ -171,20 +171,18 @@ struct tsr_driver_v1 {
   /* cuEventSynchronize (never recorded: return at once). */
   tsr_status_t (*event_synchronize)(tsr_drv_device_t device, tsr_drv_event_t event);
   /* cuEventQuery (never recorded: ready). */
-  tsr_status_t (*event_query)(tsr_drv_device_t device, tsr_drv_event_t event,
-                              bool *out_ready);
+  tsr_status_t (*event_query)(tsr_drv_device_t device, tsr_drv_event_t event, bool *out_ready);
 
   /* ---- executables ---------------------------------------------------------------------- */
   /* cuModuleLoadData / vkCreateShaderModule+pipelines. Guaranteed: format is a non-empty
    * string, data != NULL, size > 0. Unknown format: UNIMPLEMENTED naming the accepted ones;
    * malformed data: INVALID_ARGUMENT. `data` may be freed after the call returns. */
-  tsr_status_t (*executable_create)(tsr_drv_device_t device, const char *format,
-                                    const void *data, size_t size,
-                                    tsr_drv_executable_t *out_executable);
+  tsr_status_t (*executable_create)(tsr_drv_device_t device, const char *format, const void *data,
+                                    size_t size, tsr_drv_executable_t *out_executable);
   /* Guaranteed: no kernel handle of it is alive, no enqueued work uses it. */
   void (*executable_destroy)(tsr_drv_device_t device, tsr_drv_executable_t executable);
-  tsr_status_t (*executable_kernel_count)(tsr_drv_device_t device,
-                                          tsr_drv_executable_t executable, uint32_t *out_count);
+  tsr_status_t (*executable_kernel_count)(tsr_drv_device_t device, tsr_drv_executable_t executable,
+                                          uint32_t *out_count);
   /* cuModuleGetFunction by index (index < count). Fill out_info (a zeroed current-size
    * struct); its pointers must stay valid until executable_destroy. The kernel handle is
    * owned by the executable. Kernel names must be unique within an executable. */
@@ -194,8 +192,7 @@ struct tsr_driver_v1 {
 
   /* ---- ABI 1.1 -------------------------------------------------------------------------- */
   /* cuStreamQuery: *out_idle = all enqueued work has completed. */
-  tsr_status_t (*stream_query)(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                               bool *out_idle);
+  tsr_status_t (*stream_query)(tsr_drv_device_t device, tsr_drv_stream_t stream, bool *out_idle);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */

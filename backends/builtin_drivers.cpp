@@ -1,0 +1,20 @@
+// Registration of the built-in drivers (see builtin_drivers.h).
+//
+// Must never hold driver code or register anything implicitly at load time.
+#include "backends/builtin_drivers.h"
+
+#include "backends/cpu/runtime/cpu_driver.h"
+
+extern "C" tsr_status_t tsr_registry_register_builtin_drivers(tsr_registry_t registry) {
+  const tsr_driver_v1 *builtins[] = {tsr_cpu_driver()};
+  for (const tsr_driver_v1 *driver : builtins) {
+    tsr_status_t status = tsr_registry_register_driver(registry, driver);
+    if (tsr_status_code(status) == TSR_UNAVAILABLE) {
+      tsr_status_free(status); // recorded as unavailable by the registry
+      continue;
+    }
+    if (status)
+      return status;
+  }
+  return nullptr;
+}

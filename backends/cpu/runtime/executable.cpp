@@ -1,0 +1,158 @@
+// CPU executables in the "cpu-native" format (cpu_native_module.h): checking and copying
+// the module's kernel table, answering kernel metadata, and running a launch's workgroups
+// on the device's thread pool.
+//
+// Must never keep a pointer into the caller's module struct (only the kernel functions
+// themselves), and never accept a kernel table the HAL could not validate launches against.
+#include "backends/cpu/runtime/entry_points.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <set>
+
+namespace tessera::cpu {
+namespace {
+
+constexpr size_t kSharedAlignment = 64;
+
+bool validKind(tsr_type_t kind) { return kind >= TSR_TYPE_BUFFER && kind <= TSR_TYPE_F64; }
+
+tsr_status_t copyKernel(const tsr_cpu_native_kernel &in, uint32_t index, CpuKernel &out) {
+  if (!in.name || !*in.name)
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: module kernel %u has no name", index);
+  if (!in.fn)
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: kernel '%s' has no function",
+                           in.name);
+  if (in.param_count > 0 && !in.params)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: kernel '%s' has %u parameters but params is NULL", in.name,
+                           in.param_count);
+  out.name = in.name;
+  for (uint32_t p = 0; p < in.param_count; ++p) {
+    if (!validKind(in.params[p].kind))
+      return tsr_status_make(TSR_INVALID_ARGUMENT,
+                             "cpu driver: kernel '%s' parameter %u has invalid kind %d", in.name, p,
+                             int(in.params[p].kind));
+    out.paramNames.push_back(in.params[p].name ? in.params[p].name : "");
+    out.params.push_back({in.params[p].kind, nullptr});
+  }
+  std::memcpy(out.requiredWorkgroup, in.required_workgroup_size, sizeof(out.requiredWorkgroup));
+  out.sharedMemoryBytes = in.shared_memory_bytes;
+  out.fn = in.fn;
+  return nullptr;
+}
+
+tsr_status_t readModule(const void *data, size_t size, CpuExecutable &executable) {
+  constexpr size_t kMinSize = offsetof(tsr_cpu_native_module, kernel_count) + sizeof(uint32_t);
+  if (size < kMinSize)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: size %zu is smaller than a tsr_cpu_native_module (%zu)",
+                           size, kMinSize);
+  const auto *module = static_cast<const tsr_cpu_native_module *>(data);
+  if (module->struct_size < kMinSize || module->struct_size > size)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: module struct_size %u is not within [%zu, size %zu]",
+                           module->struct_size, kMinSize, size);
+  if (module->version != TSR_CPU_NATIVE_VERSION)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: cpu-native module version %u, this driver reads %d",
+                           module->version, TSR_CPU_NATIVE_VERSION);
+  if (module->kernel_count == 0 || !module->kernels)
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: the module lists no kernels");
+  executable.kernels.resize(module->kernel_count);
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < module->kernel_count; ++i) {
+    if (tsr_status_t s = copyKernel(module->kernels[i], i, executable.kernels[i]))
+      return s;
+    if (!names.insert(executable.kernels[i].name).second)
+      return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: kernel name '%s' appears twice",
+                             executable.kernels[i].name.c_str());
+  }
+  // The vector is final: parameter names can point into it now.
+  for (CpuKernel &k : executable.kernels)
+    for (size_t p = 0; p < k.params.size(); ++p)
+      k.params[p].name = k.paramNames[p].empty() ? nullptr : k.paramNames[p].c_str();
+  return nullptr;
+}
+
+// Per-thread workgroup-shared memory, grown on demand and reused across launches.
+void *sharedScratch(size_t bytes) {
+  struct Scratch {
+    void *data = nullptr;
+    size_t size = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.size >= bytes)
+    return scratch.data;
+  std::free(scratch.data);
+  size_t rounded = (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+  scratch.data = std::aligned_alloc(kSharedAlignment, rounded);
+  scratch.size = scratch.data ? rounded : 0;
+  return scratch.data;
+}
+
+} // namespace
+
+void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
+               const uint32_t workgroup[3], void **args) {
+  const uint64_t gx = grid[0], gy = grid[1];
+  const uint64_t total = gx * gy * grid[2];
+  std::function<void(uint64_t)> body = [&](uint64_t linear) {
+    tsr_cpu_launch_ctx ctx;
+    ctx.group_id[0] = uint32_t(linear % gx);
+    ctx.group_id[1] = uint32_t(linear / gx % gy);
+    ctx.group_id[2] = uint32_t(linear / (gx * gy));
+    std::memcpy(ctx.num_groups, grid, sizeof(ctx.num_groups));
+    std::memcpy(ctx.group_size, workgroup, sizeof(ctx.group_size));
+    ctx.shared_memory =
+        kernel.sharedMemoryBytes ? sharedScratch(kernel.sharedMemoryBytes) : nullptr;
+    kernel.fn(&ctx, args);
+  };
+  device.pool.parallelFor(total, body);
+}
+
+tsr_status_t executableCreate(tsr_drv_device_t, const char *format, const void *data, size_t size,
+                              tsr_drv_executable_t *out_executable) {
+  if (std::strcmp(format, TSR_CPU_NATIVE_FORMAT) != 0)
+    return tsr_status_make(
+        TSR_UNIMPLEMENTED,
+        "cpu driver: executable format '%s' is not supported (accepted: " TSR_CPU_NATIVE_FORMAT ")",
+        format);
+  auto *executable = new (std::nothrow) CpuExecutable;
+  if (!executable)
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
+  if (tsr_status_t s = readModule(data, size, *executable)) {
+    delete executable;
+    return s;
+  }
+  *out_executable = handleOf<tsr_drv_executable_t>(executable);
+  return nullptr;
+}
+
+void executableDestroy(tsr_drv_device_t, tsr_drv_executable_t executable) {
+  delete as<CpuExecutable>(executable);
+}
+
+tsr_status_t executableKernelCount(tsr_drv_device_t, tsr_drv_executable_t executable,
+                                   uint32_t *out_count) {
+  *out_count = uint32_t(as<CpuExecutable>(executable)->kernels.size());
+  return nullptr;
+}
+
+tsr_status_t executableKernel(tsr_drv_device_t, tsr_drv_executable_t executable, uint32_t index,
+                              tsr_kernel_info_t *out_info, tsr_drv_kernel_t *out_kernel) {
+  CpuKernel &k = as<CpuExecutable>(executable)->kernels[index];
+  out_info->name = k.name.c_str();
+  out_info->param_count = uint32_t(k.params.size());
+  out_info->params = k.params.empty() ? nullptr : k.params.data();
+  std::memcpy(out_info->required_workgroup_size, k.requiredWorkgroup,
+              sizeof(out_info->required_workgroup_size));
+  out_info->shared_memory_bytes = k.sharedMemoryBytes;
+  *out_kernel = handleOf<tsr_drv_kernel_t>(&k);
+  return nullptr;
+}
+
+} // namespace tessera::cpu

@@ -1,0 +1,248 @@
+// The registry and driver contract with in-test fake drivers: table validation, ABI
+// versioning (major refused, struct_size truncation treated as absent), unavailable
+// records, device enumeration and naming, open by name, caller-sized info structs, and
+// the lifetime of registry, drivers and devices. Expected values are written out here.
+#include "hal/tests/hal_test_util.h"
+#include "tessera/hal_driver.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace tessera::hal {
+namespace {
+
+std::atomic<int> gOpens{0}, gCloses{0}, gDeviceCloses{0};
+char gTag;
+
+tsr_status_t fakeOpen(tsr_drv_driver_t *out) {
+  ++gOpens;
+  *out = reinterpret_cast<tsr_drv_driver_t>(&gTag);
+  return nullptr;
+}
+void fakeClose(tsr_drv_driver_t) { ++gCloses; }
+tsr_status_t twoDevices(tsr_drv_driver_t, uint32_t *out) {
+  *out = 2;
+  return nullptr;
+}
+tsr_status_t fakeInfo(tsr_drv_driver_t, uint32_t index, tsr_device_info_t *info) {
+  std::snprintf(info->vendor, sizeof(info->vendor), "Fake Inc.");
+  std::snprintf(info->architecture, sizeof(info->architecture), "fake%u", index);
+  info->total_memory = 1000 + index;
+  return nullptr;
+}
+tsr_status_t fakeDeviceOpen(tsr_drv_driver_t, uint32_t, tsr_drv_device_t *out) {
+  *out = reinterpret_cast<tsr_drv_device_t>(&gTag);
+  return nullptr;
+}
+void fakeDeviceClose(tsr_drv_device_t) { ++gDeviceCloses; }
+tsr_status_t absentOpen(tsr_drv_driver_t *) {
+  return tsr_status_make(TSR_UNAVAILABLE, "libfake.so.1: cannot open shared object file");
+}
+tsr_status_t allocNoFree(tsr_drv_device_t, uint64_t, tsr_memory_kind_t, tsr_drv_buffer_t *) {
+  return nullptr;
+}
+
+/// A driver with only the required section (an ABI 1.x table of minimum size).
+tsr_driver_v1 fakeDriver(const char *name) {
+  tsr_driver_v1 t = {};
+  t.struct_size = sizeof(tsr_driver_v1);
+  t.abi_major = TSR_DRIVER_ABI_MAJOR;
+  t.abi_minor = TSR_DRIVER_ABI_MINOR;
+  t.name = name;
+  t.driver_open = fakeOpen;
+  t.driver_close = fakeClose;
+  t.device_count = twoDevices;
+  t.device_info = fakeInfo;
+  t.device_open = fakeDeviceOpen;
+  t.device_close = fakeDeviceClose;
+  return t;
+}
+
+class Registry : public ::testing::Test {
+protected:
+  void SetUp() override { TSR_ASSERT_OK(tsr_registry_create(&registry_)); }
+  void TearDown() override { tsr_registry_release(registry_); }
+
+  std::string unavailable(uint32_t index) {
+    tsr_unavailable_t record = {};
+    TSR_EXPECT_OK(tsr_registry_unavailable(registry_, index, &record));
+    return std::string(record.backend ? record.backend : "?") + ": " +
+           (record.reason ? record.reason : "?");
+  }
+
+  tsr_registry_t registry_ = nullptr;
+};
+
+TEST_F(Registry, EnumeratesDevicesAsBackendColonIndex) {
+  tsr_driver_v1 fake = fakeDriver("fake");
+  tsr_driver_v1 other = fakeDriver("other_2");
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &fake));
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &other));
+  uint32_t count = 0;
+  TSR_ASSERT_OK(tsr_registry_device_count(registry_, &count));
+  ASSERT_EQ(count, 4u);
+  const char *names[] = {"fake:0", "fake:1", "other_2:0", "other_2:1"};
+  for (uint32_t i = 0; i < count; ++i) {
+    tsr_device_info_t info = {};
+    info.struct_size = sizeof(info);
+    TSR_ASSERT_OK(tsr_registry_device_info(registry_, i, &info));
+    EXPECT_STREQ(info.name, names[i]);
+    EXPECT_STREQ(info.vendor, "Fake Inc.");
+    EXPECT_EQ(info.total_memory, 1000u + i % 2);
+  }
+}
+
+TEST_F(Registry, OpensByNameAndListsKnownNamesWhenNotFound) {
+  tsr_driver_v1 fake = fakeDriver("fake");
+  tsr_driver_v1 absent = fakeDriver("cuda");
+  absent.driver_open = absentOpen;
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &fake));
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &absent), TSR_UNAVAILABLE,
+                   "tsr_registry_register_driver: libfake.so.1: cannot open");
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "fake:1", &device));
+  tsr_device_info_t info = {};
+  info.struct_size = sizeof(info);
+  TSR_ASSERT_OK(tsr_device_info(device, &info));
+  EXPECT_STREQ(info.name, "fake:1");
+  EXPECT_STREQ(info.backend, "fake");
+  EXPECT_STREQ(info.architecture, "fake1");
+  tsr_device_release(device);
+  TSR_EXPECT_ERROR(tsr_registry_open_device(registry_, "cuda:0", &device), TSR_NOT_FOUND,
+                   "no device named 'cuda:0'; known devices: fake:0, fake:1; unavailable: cuda "
+                   "(libfake.so.1: cannot open shared object file)");
+  EXPECT_EQ(device, nullptr);
+  TSR_EXPECT_ERROR(tsr_registry_open_device(registry_, nullptr, &device), TSR_INVALID_ARGUMENT,
+                   "name is NULL");
+}
+
+TEST_F(Registry, RejectsMalformedTables) {
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, nullptr), TSR_INVALID_ARGUMENT,
+                   "tsr_registry_register_driver: driver is NULL");
+  tsr_driver_v1 t = fakeDriver("fake");
+  t.struct_size = 8;
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_INVALID_ARGUMENT,
+                   "driver table struct_size 8 is smaller than the minimum");
+  t = fakeDriver("Bad-Name");
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_INVALID_ARGUMENT,
+                   "driver name 'Bad-Name' is not a backend name");
+  t = fakeDriver("fake");
+  t.device_open = nullptr;
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_INVALID_ARGUMENT,
+                   "driver 'fake' lacks the required entry point device_open");
+  t = fakeDriver("fake");
+  t.buffer_allocate = allocNoFree;
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_INVALID_ARGUMENT,
+                   "driver 'fake' provides buffer_allocate but not buffer_free");
+  t = fakeDriver("fake");
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_INVALID_ARGUMENT,
+                   "backend 'fake' is already registered (by built-in)");
+  uint32_t count = 0;
+  TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
+  EXPECT_EQ(count, 0u) << "malformed tables are errors, not unavailable backends";
+}
+
+TEST_F(Registry, RefusesAnotherMajorVersionWithAReason) {
+  tsr_driver_v1 t = fakeDriver("future");
+  t.abi_major = TSR_DRIVER_ABI_MAJOR + 1;
+  t.abi_minor = 0;
+  int opensBefore = gOpens.load();
+  TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_UNAVAILABLE,
+                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.1");
+  EXPECT_EQ(gOpens.load(), opensBefore) << "a refused driver is never opened";
+  uint32_t count = 0;
+  TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(unavailable(0), "future: driver 'future' was built for driver ABI 2.0 but this HAL "
+                            "speaks 1.1; major versions must match (rebuild the driver)");
+}
+
+TEST_F(Registry, FieldsBeyondStructSizeAreAbsent) {
+  // An ABI 1.0 driver whose table memory happens to hold a pointer where 1.1 put
+  // stream_query: the HAL must not read it. And a minimum-size table has no memory section.
+  tsr_driver_v1 t = fakeDriver("small");
+  t.struct_size = uint32_t(TSR_DRIVER_V1_MIN_SIZE);
+  t.abi_minor = 0;
+  t.buffer_allocate = allocNoFree; // beyond struct_size: ignored, so no pairing error either
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "small:0", &device));
+  tsr_buffer_t buffer = nullptr;
+  TSR_EXPECT_ERROR(tsr_buffer_allocate(device, 16, TSR_MEMORY_DEVICE_LOCAL, &buffer),
+                   TSR_UNIMPLEMENTED,
+                   "tsr_buffer_allocate: driver 'small' (ABI 1.0) does not implement "
+                   "buffer_allocate");
+  tsr_stream_t stream = nullptr;
+  TSR_EXPECT_ERROR(tsr_stream_create(device, &stream), TSR_UNIMPLEMENTED,
+                   "does not implement stream_create");
+  tsr_event_t event = nullptr;
+  TSR_EXPECT_ERROR(tsr_event_create(device, &event), TSR_UNIMPLEMENTED,
+                   "does not implement event_create");
+  tsr_executable_t exe = nullptr;
+  TSR_EXPECT_ERROR(tsr_executable_create(device, "x", "x", 1, &exe), TSR_UNIMPLEMENTED,
+                   "does not implement executable_create");
+  tsr_device_release(device);
+}
+
+TEST_F(Registry, CallerSizedInfoStructs) {
+  tsr_driver_v1 t = fakeDriver("fake");
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_info_t info = {};
+  TSR_EXPECT_ERROR(tsr_registry_device_info(registry_, 0, &info), TSR_INVALID_ARGUMENT,
+                   "out_info->struct_size is 0, smaller than the smallest known layout");
+  // A caller built against a newer header (a larger struct) gets this HAL's size back.
+  struct Newer {
+    tsr_device_info_t base;
+    uint64_t future[4];
+  } newer = {};
+  newer.base.struct_size = sizeof(Newer);
+  newer.future[0] = 0x5555;
+  TSR_ASSERT_OK(tsr_registry_device_info(registry_, 0, &newer.base));
+  EXPECT_EQ(newer.base.struct_size, sizeof(tsr_device_info_t));
+  EXPECT_STREQ(newer.base.name, "fake:0");
+  EXPECT_EQ(newer.future[0], 0x5555u) << "nothing is written past this HAL's layout";
+}
+
+TEST_F(Registry, DevicesKeepTheRegistryAndDriverAlive) {
+  tsr_driver_v1 t = fakeDriver("fake");
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "fake:0", &device));
+  int closes = gCloses.load(), deviceCloses = gDeviceCloses.load();
+  tsr_registry_release(registry_);
+  registry_ = nullptr;
+  EXPECT_EQ(gCloses.load(), closes) << "the open device still holds the driver";
+  tsr_device_info_t info = {};
+  info.struct_size = sizeof(info);
+  TSR_EXPECT_OK(tsr_device_info(device, &info));
+  tsr_device_release(device);
+  EXPECT_EQ(gDeviceCloses.load(), deviceCloses + 1);
+  EXPECT_EQ(gCloses.load(), closes + 1);
+}
+
+TEST_F(Registry, ReleasedAndForeignHandlesAreReported) {
+  tsr_registry_t dead = nullptr;
+  TSR_ASSERT_OK(tsr_registry_create(&dead));
+  tsr_registry_release(dead);
+  uint32_t count = 7;
+  TSR_EXPECT_ERROR(tsr_registry_device_count(dead, &count), TSR_INVALID_ARGUMENT,
+                   "tsr_registry_device_count: registry is a registry handle that was already "
+                   "released");
+  EXPECT_EQ(count, 0u);
+  tsr_registry_retain(nullptr); // NULL is a no-op, as free(NULL)
+  tsr_registry_release(nullptr);
+  uint64_t notAHandle[8] = {};
+  TSR_EXPECT_ERROR(tsr_registry_device_count(reinterpret_cast<tsr_registry_t>(notAHandle), &count),
+                   TSR_INVALID_ARGUMENT, "registry is not a valid registry handle");
+  TSR_EXPECT_ERROR(tsr_registry_unavailable(registry_, 0, nullptr), TSR_INVALID_ARGUMENT,
+                   "out_record is NULL");
+  tsr_unavailable_t record = {};
+  TSR_EXPECT_ERROR(tsr_registry_unavailable(registry_, 0, &record), TSR_OUT_OF_RANGE,
+                   "index 0 is not below the unavailable count 0");
+}
+
+} // namespace
+} // namespace tessera::hal
