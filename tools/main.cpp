@@ -18,6 +18,10 @@ commands:
   ir print FILE           print the canonical text of an IR file
   ir opt FILE --passes=P  run IR passes (canonicalize, cse, dce, inline)
   interp FILE             run kernels on the fp64 reference interpreter by their launch spec
+  devices [--json]        list devices, and backends unavailable here with the reason
+  compile FILE --target T compile kernels for a target (cpu), dumping every stage on request
+  run FILE --device D     run kernels on a device by their launch spec; --check compares
+                          every output with the reference interpreter
 
 Run 'tessera <command> --help' for the options of a command.
 )";
@@ -37,6 +41,12 @@ int dispatch(int argc, char **argv) {
     return tessera::cli::cmdIr(argc, argv);
   if (cmd == "interp")
     return tessera::cli::cmdInterp(argc, argv);
+  if (cmd == "devices")
+    return tessera::cli::cmdDevices(argc, argv);
+  if (cmd == "compile")
+    return tessera::cli::cmdCompile(argc, argv);
+  if (cmd == "run")
+    return tessera::cli::cmdRun(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);
   return 2;
 }

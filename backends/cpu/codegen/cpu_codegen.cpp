@@ -7,6 +7,9 @@
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
 #include "ir/text/printer.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -62,6 +65,28 @@ std::unique_ptr<CpuCompiledModule> CpuCompiledModule::fromObject(std::vector<uin
   return std::make_unique<CpuCompiledModule>(std::move(impl));
 }
 
+bool CpuCompiledModule::writeStages(const std::string &dir, std::string *error) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  auto write = [&](const std::string &name, const void *data, size_t size) {
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+    if (f)
+      return true;
+    if (error)
+      *error = "cannot write " + dir + "/" + name;
+    return false;
+  };
+  const std::pair<const char *, const char *> texts[] = {
+      {"kir", "0-kir.tir"}, {"llvm", "1-llvm.ll"}, {"llvm.opt", "2-llvm.opt.ll"}};
+  for (auto [stage, name] : texts) {
+    const std::string &text = dump(stage);
+    if (!write(name, text.data(), text.size()))
+      return false;
+  }
+  return write("3-obj.o", impl_->object.data(), impl_->object.size());
+}
+
 bool CpuCompiledModule::load(std::string *error) {
   std::string err;
   if (impl_->jit)
@@ -87,34 +112,49 @@ void initNativeTarget() {
   });
 }
 
+namespace {
+struct CpuTarget {
+  std::string triple, cpu, features;
+};
+
+// Triple, CPU and features (sorted: deterministic) for `opts`.
+CpuTarget cpuTarget(const CpuCompileOptions &opts) {
+  CpuTarget t{llvm::sys::getProcessTriple(), "x86-64", ""};
+  if (!opts.hostCpu)
+    return t;
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> sorted;
+  for (auto &kv : host)
+    sorted.push_back((kv.second ? "+" : "-") + kv.first().str());
+  std::sort(sorted.begin(), sorted.end());
+  for (auto &f : sorted)
+    t.features += (t.features.empty() ? "" : ",") + f;
+  return t;
+}
+} // namespace
+
+std::string targetDescription(const CpuCompileOptions &opts) {
+  CpuTarget t = cpuTarget(opts);
+  return t.triple + " cpu=" + t.cpu + " features=" + t.features;
+}
+
 std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOptions &opts,
                                                             std::string &error) {
   initNativeTarget();
-  std::string triple = llvm::sys::getProcessTriple();
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  CpuTarget t = cpuTarget(opts);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, error);
   if (!target)
     return nullptr;
-  std::string cpu = "x86-64";
-  std::string features;
-  if (opts.hostCpu) {
-    cpu = llvm::sys::getHostCPUName().str();
-    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-    std::vector<std::string> sorted; // deterministic order
-    for (auto &kv : host)
-      sorted.push_back((kv.second ? "+" : "-") + kv.first().str());
-    std::sort(sorted.begin(), sorted.end());
-    for (auto &f : sorted)
-      features += (features.empty() ? "" : ",") + f;
-  }
   llvm::TargetOptions to;
   auto level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
                : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
                : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
                                     : llvm::CodeGenOptLevel::None;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features, to, llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
+      t.triple, t.cpu, t.features, to, llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
   if (!tm)
-    error = "cannot create a target machine for " + triple;
+    error = "cannot create a target machine for " + t.triple;
   return tm;
 }
 

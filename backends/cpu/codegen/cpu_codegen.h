@@ -6,7 +6,7 @@
 // LLVM-free (LLVM stays inside the .cpp files) and never includes a runtime or HAL header.
 #pragma once
 
-#include "backends/cpu/codegen/cpu_abi.h"
+#include "backends/cpu/cpu_abi.h"
 #include "ir/core/ir.h"
 
 #include <cstdint>
@@ -47,6 +47,9 @@ public:
   /// "kir", "llvm", "llvm.opt" text; empty for an unknown stage.
   const std::string &dump(std::string_view stage) const;
   static const std::vector<std::string> &stageNames();
+  /// Writes every stage into `dir` (created if needed): 0-kir.tir, 1-llvm.ll,
+  /// 2-llvm.opt.ll, 3-obj.o. Dumps are absent for a module made by fromObject().
+  bool writeStages(const std::string &dir, std::string *error) const;
 
   /// A module from object bytes and kernel metadata kept earlier (the compile cache): no
   /// dumps, ready to load().
@@ -61,6 +64,10 @@ public:
 private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// What the object code depends on besides the IR and the options: target triple, CPU name
+/// and features when compiling for the host. Part of the compile cache key.
+std::string targetDescription(const CpuCompileOptions &opts);
 
 /// Compiles every kernel of `m`. Returns null with `*error` set on failure (never crashes
 /// on a construct the CPU cannot lower: the error names it and its location).

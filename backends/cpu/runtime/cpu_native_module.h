@@ -16,6 +16,7 @@
 #ifndef TESSERA_BACKENDS_CPU_RUNTIME_CPU_NATIVE_MODULE_H_
 #define TESSERA_BACKENDS_CPU_RUNTIME_CPU_NATIVE_MODULE_H_
 
+#include "backends/cpu/cpu_abi.h"
 #include "tessera/hal.h"
 
 #ifdef __cplusplus
@@ -25,16 +26,10 @@ extern "C" {
 #define TSR_CPU_NATIVE_FORMAT "cpu-native"
 #define TSR_CPU_NATIVE_VERSION 1
 
-/* What a kernel function learns about the workgroup it runs. */
-typedef struct tsr_cpu_launch_ctx {
-  uint32_t group_id[3];   /* this workgroup */
-  uint32_t num_groups[3]; /* the grid */
-  uint32_t group_size[3]; /* work-items per workgroup */
-  void *shared_memory;    /* shared_memory_bytes for this workgroup, 64-byte aligned, not
-                             initialised; NULL when the kernel declares none */
-} tsr_cpu_launch_ctx;
-
-typedef void (*tsr_cpu_kernel_fn)(const tsr_cpu_launch_ctx *ctx, void **args);
+/* What a kernel function learns about the workgroup it runs: one definition, in
+ * backends/cpu/cpu_abi.h, shared with the codegen that produces these functions. */
+typedef TsrCpuWgCtx tsr_cpu_launch_ctx;
+typedef TsrCpuWgFn tsr_cpu_kernel_fn;
 
 typedef struct tsr_cpu_native_kernel {
   const char *name;                 /* unique within the module */

@@ -1,4 +1,6 @@
-/* The CPU per-workgroup kernel ABI produced by backends/cpu/codegen (plain C, no LLVM).
+/* The CPU per-workgroup kernel ABI, shared by the two halves of the CPU backend: codegen
+ * (backends/cpu/codegen) produces functions of this type, and the driver
+ * (backends/cpu/runtime, format "cpu-native") calls them. Plain C, no LLVM, no HAL.
  *
  * Each kernel `@name` compiles to `void tsr_wg_<name>(const TsrCpuWgCtx *ctx, void **args)`,
  * called once per workgroup (possibly concurrently on several threads for different
@@ -6,13 +8,12 @@
  * parameter i's storage: for a buffer, a `void*` holding the (already offset) base pointer;
  * for a scalar, its bytes (i1 as one byte, f16/bf16 as their 16-bit patterns).
  *
- * The layout is identical to tsr_cpu_launch_ctx of backends/cpu/runtime/cpu_native_module.h
- * so the driver can pass its context unchanged. The subgroup size is fixed at compile time
+ * The subgroup size is fixed at compile time
  * (CpuCompileOptions::subgroupSize, reported in the kernel metadata), not read from here.
  * This header must compile as C99 and never change a field.
  */
-#ifndef TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_
-#define TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_
+#ifndef TESSERA_BACKENDS_CPU_CPU_ABI_H_
+#define TESSERA_BACKENDS_CPU_CPU_ABI_H_
 
 #include <stdint.h>
 
@@ -35,4 +36,4 @@ typedef void (*TsrCpuWgFn)(const TsrCpuWgCtx *ctx, void **args);
 } /* extern "C" */
 #endif
 
-#endif /* TESSERA_BACKENDS_CPU_CODEGEN_CPU_ABI_H_ */
+#endif /* TESSERA_BACKENDS_CPU_CPU_ABI_H_ */

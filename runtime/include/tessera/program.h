@@ -1,0 +1,71 @@
+// A Program: a kernel-IR module compiled for one HAL device (through the compile cache) and
+// loaded there as an executable, with one HAL kernel per IR kernel.
+//
+// This is where the compiler half and the driver half of a backend meet: codegen produces an
+// artefact (for the CPU, an x86-64 object JIT-linked in-process), the cache keeps it, and the
+// driver loads it. Never includes LLVM: codegen stays behind its own opaque API.
+#pragma once
+
+#include "ir/core/ir.h"
+#include "tessera/compile_cache.h"
+#include "tessera/hal.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+inline constexpr const char *kCompilerVersion = "tessera-0.1.0";
+
+struct ProgramOptions {
+  uint32_t subgroupSize = 16; // CPU: the SIMD width the work-item loops are written for
+  std::string dumpDir;        // non-empty: write every compile stage there (bypasses the cache)
+};
+
+struct ProgramStats {
+  enum class Source { Compiled, MemoryCache, DiskCache };
+  Source source = Source::Compiled;
+  double compileMs = 0; // compile, or cache lookup + decode
+  double loadMs = 0;    // JIT link + executable creation
+};
+
+struct ProgramKernel {
+  std::string name;
+  tsr_kernel_t kernel = nullptr; // owned by the Program
+  std::vector<ir::Type> params;
+  uint32_t subgroupSize = 0;
+  uint64_t sharedBytes = 0;
+};
+
+class Program {
+public:
+  ~Program();
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
+  /// Compiles `m` for `device` (looking in `cache` first when non-null) and loads it.
+  /// Returns null with `*error` set on failure: unsupported backend, codegen error, load error.
+  static std::unique_ptr<Program> create(tsr_device_t device, const ir::Module &m,
+                                         CompileCache *cache, const ProgramOptions &opts,
+                                         std::string *error);
+
+  const ProgramKernel *kernel(std::string_view name) const;
+  const std::vector<ProgramKernel> &kernels() const { return kernels_; }
+  const ProgramStats &stats() const { return stats_; }
+
+  struct Impl;
+
+private:
+  explicit Program(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+  std::vector<ProgramKernel> kernels_;
+  ProgramStats stats_;
+};
+
+/// The backends Tessera can compile for, for error messages and `tessera compile --help`.
+std::vector<std::string> compilerTargets();
+
+} // namespace tessera

@@ -1,0 +1,243 @@
+// Program: compile (or fetch from the cache) and load a module on a HAL device.
+// Only the CPU compiler exists so far; other backends get a clear "no compiler" error.
+#include "tessera/program.h"
+
+#include "backends/cpu/codegen/cpu_codegen.h"
+#include "backends/cpu/runtime/cpu_native_module.h"
+#include "ir/text/printer.h"
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --- the cache payload: kernel metadata, then the object bytes -------------------------------
+constexpr std::string_view kPayloadMagic = "TSRPROG1\n";
+
+std::string encodeType(const ir::Type &t) {
+  return std::to_string(int(t.kind)) + "." + std::to_string(int(t.elem)) + "." +
+         std::to_string(int(t.access)) + "." + std::to_string(t.count);
+}
+
+bool decodeType(const std::string &s, ir::Type &t) {
+  int kind = 0, elem = 0, access = 0;
+  long long count = 0;
+  if (std::sscanf(s.c_str(), "%d.%d.%d.%lld", &kind, &elem, &access, &count) != 4 || kind < 0 ||
+      kind > 3 || elem < 0 || elem > 8 || access < 0 || access > 2)
+    return false;
+  t = ir::Type{ir::Type::Kind(kind), ir::Scalar(elem), ir::Access(access), count};
+  return true;
+}
+
+std::string encodePayload(const cpu::CpuCompiledModule &cm) {
+  std::ostringstream s;
+  s << kPayloadMagic;
+  for (const auto &k : cm.kernels()) {
+    s << "kernel " << k.name << " " << k.symbol << " " << k.sharedBytes << " " << k.subgroupSize
+      << " " << k.params.size();
+    for (const auto &p : k.params)
+      s << " " << encodeType(p);
+    s << "\n";
+  }
+  const auto &obj = cm.objectBytes();
+  s << "object " << obj.size() << "\n";
+  s.write(reinterpret_cast<const char *>(obj.data()), static_cast<std::streamsize>(obj.size()));
+  return s.str();
+}
+
+// A payload that does not decode is treated as a miss (and recompiled), never trusted.
+std::unique_ptr<cpu::CpuCompiledModule> decodePayload(const std::string &payload) {
+  if (payload.compare(0, kPayloadMagic.size(), kPayloadMagic) != 0)
+    return nullptr;
+  std::istringstream s(payload.substr(kPayloadMagic.size()));
+  std::vector<cpu::CpuKernelInfo> kernels;
+  std::string word;
+  while (s >> word) {
+    if (word == "object") {
+      size_t size = 0;
+      if (!(s >> size) || s.get() != '\n')
+        return nullptr;
+      std::vector<uint8_t> obj(size);
+      if (!s.read(reinterpret_cast<char *>(obj.data()), static_cast<std::streamsize>(size)))
+        return nullptr;
+      return cpu::CpuCompiledModule::fromObject(std::move(obj), std::move(kernels));
+    }
+    if (word != "kernel")
+      return nullptr;
+    cpu::CpuKernelInfo k;
+    size_t nparams = 0;
+    if (!(s >> k.name >> k.symbol >> k.sharedBytes >> k.subgroupSize >> nparams) || nparams > 4096)
+      return nullptr;
+    for (size_t i = 0; i < nparams; ++i) {
+      std::string t;
+      ir::Type ty;
+      if (!(s >> t) || !decodeType(t, ty))
+        return nullptr;
+      k.params.push_back(ty);
+    }
+    kernels.push_back(std::move(k));
+  }
+  return nullptr;
+}
+
+tsr_type_t halType(const ir::Type &t) {
+  if (t.kind == ir::Type::Kind::Buffer)
+    return TSR_TYPE_BUFFER;
+  switch (t.elem) {
+  case ir::Scalar::I1:
+  case ir::Scalar::I8:
+    return TSR_TYPE_I8; // i1 travels as one byte
+  case ir::Scalar::I16:
+    return TSR_TYPE_I16;
+  case ir::Scalar::I32:
+    return TSR_TYPE_I32;
+  case ir::Scalar::I64:
+    return TSR_TYPE_I64;
+  case ir::Scalar::F16:
+    return TSR_TYPE_F16;
+  case ir::Scalar::BF16:
+    return TSR_TYPE_BF16;
+  case ir::Scalar::F32:
+    return TSR_TYPE_F32;
+  case ir::Scalar::F64:
+    return TSR_TYPE_F64;
+  }
+  return TSR_TYPE_I32;
+}
+
+} // namespace
+
+struct Program::Impl {
+  std::unique_ptr<cpu::CpuCompiledModule> cpu;
+  tsr_executable_t exe = nullptr;
+};
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Program::~Program() {
+  for (auto &k : kernels_)
+    if (k.kernel)
+      tsr_kernel_release(k.kernel);
+  if (impl_ && impl_->exe)
+    tsr_executable_release(impl_->exe);
+}
+
+const ProgramKernel *Program::kernel(std::string_view name) const {
+  for (const auto &k : kernels_)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+std::vector<std::string> compilerTargets() { return {"cpu"}; }
+
+std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &m,
+                                         CompileCache *cache, const ProgramOptions &opts,
+                                         std::string *error) {
+  std::string err;
+  auto fail = [&](const std::string &msg) -> std::unique_ptr<Program> {
+    if (error)
+      *error = msg;
+    return nullptr;
+  };
+  tsr_device_info_t info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (tsr_status_t st = tsr_device_info(device, &info)) {
+    std::string msg = tsr_status_message(st);
+    tsr_status_free(st);
+    return fail(msg);
+  }
+  if (std::string_view(info.backend) != "cpu")
+    return fail(std::string("no compiler for backend '") + info.backend +
+                "' yet (compilers: cpu)");
+
+  cpu::CpuCompileOptions copts;
+  copts.subgroupSize = opts.subgroupSize;
+  ProgramStats stats;
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<cpu::CpuCompiledModule> cm;
+  std::string key;
+  if (cache && opts.dumpDir.empty()) {
+    key = makeCacheKey(kCompilerVersion, cpu::targetDescription(copts),
+                       std::to_string(copts.hash()), ir::printModule(m));
+    uint64_t diskBefore = cache->stats().diskHits;
+    if (auto payload = cache->lookup(key)) {
+      cm = decodePayload(*payload);
+      stats.source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
+                                                          : ProgramStats::Source::MemoryCache;
+    }
+  }
+  if (!cm) {
+    stats.source = ProgramStats::Source::Compiled;
+    cm = cpu::compileKernelModule(m, copts, &err);
+    if (!cm)
+      return fail(err);
+    if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, &err))
+      return fail(err);
+    if (cache && !key.empty())
+      cache->store(key, encodePayload(*cm)); // a failed disk write only costs the next compile
+  }
+  stats.compileMs = msSince(t0);
+
+  auto t1 = std::chrono::steady_clock::now();
+  if (!cm->load(&err))
+    return fail(err);
+  // The driver copies names and parameter tables, so these only need to live until
+  // tsr_executable_create returns; the functions live as long as `cm`.
+  std::vector<std::vector<tsr_kernel_param_t>> params;
+  std::vector<tsr_cpu_native_kernel> natives;
+  for (const auto &k : cm->kernels()) {
+    std::vector<tsr_kernel_param_t> ps;
+    for (const auto &t : k.params)
+      ps.push_back({halType(t), nullptr});
+    params.push_back(std::move(ps));
+  }
+  for (size_t i = 0; i < cm->kernels().size(); ++i) {
+    const auto &k = cm->kernels()[i];
+    tsr_cpu_native_kernel nk{};
+    nk.name = k.name.c_str();
+    nk.params = params[i].data();
+    nk.param_count = static_cast<uint32_t>(params[i].size());
+    nk.shared_memory_bytes = static_cast<uint32_t>(k.sharedBytes);
+    nk.fn = cm->lookup(k.name);
+    if (!nk.fn)
+      return fail("kernel @" + k.name + " was not linked");
+    natives.push_back(nk);
+  }
+  tsr_cpu_native_module mod{};
+  mod.struct_size = sizeof mod;
+  mod.version = TSR_CPU_NATIVE_VERSION;
+  mod.kernels = natives.data();
+  mod.kernel_count = static_cast<uint32_t>(natives.size());
+
+  auto impl = std::make_unique<Impl>();
+  if (tsr_status_t st =
+          tsr_executable_create(device, TSR_CPU_NATIVE_FORMAT, &mod, sizeof mod, &impl->exe)) {
+    std::string msg = tsr_status_message(st);
+    tsr_status_free(st);
+    return fail(msg);
+  }
+  std::unique_ptr<Program> p(new Program(std::move(impl)));
+  for (const auto &k : cm->kernels()) {
+    ProgramKernel pk{k.name, nullptr, k.params, k.subgroupSize, k.sharedBytes};
+    if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel)) {
+      std::string msg = tsr_status_message(st);
+      tsr_status_free(st);
+      return fail(msg);
+    }
+    p->kernels_.push_back(std::move(pk));
+  }
+  p->impl_->cpu = std::move(cm);
+  stats.loadMs = msSince(t1);
+  p->stats_ = stats;
+  return p;
+}
+
+} // namespace tessera

@@ -1,0 +1,197 @@
+// `tessera run FILE --device DEV [--kernel NAME] [--check]`: compiles a module for a device
+// (through the compile cache), runs its kernels by their launch specs and, with --check,
+// compares every output with the fp64 reference interpreter under the op table's budgets.
+#include "ir/interp/interpreter.h"
+#include "ir/interp/launch.h"
+#include "ir/text/parser.h"
+#include "tessera/device_run.h"
+#include "tessera/program.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/registry_session.h"
+
+#include <cstdio>
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char *kRunHelp = R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+
+Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
+launch spec (or only --kernel NAME) and prints a digest of its outputs.
+
+options:
+  --check            also run the fp64 reference interpreter on the same inputs and compare
+                     every output: integers exactly, floats within the kernel's budget (1 ULP
+                     + the op table's budget of each float op kind it uses, elementwise or
+                     normwise). Prints max ULP / abs error per output; exit 1 on a mismatch.
+  --no-cache         compile even if the compile cache has the module
+  --subgroup-size N  CPU subgroup width (default 16)
+  --dump-dir DIR     write every compile stage to DIR (implies --no-cache)
+
+The compile cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
+~/.cache/tessera.
+)";
+
+const char *sourceName(ProgramStats::Source s) {
+  switch (s) {
+  case ProgramStats::Source::Compiled:
+    return "compiled";
+  case ProgramStats::Source::MemoryCache:
+    return "memory cache";
+  case ProgramStats::Source::DiskCache:
+    return "disk cache";
+  }
+  return "?";
+}
+
+// Runs one kernel; returns 0 ok, 1 on a failure or mismatch.
+int runKernel(RegistrySession &session, const std::string &deviceName, const ir::Module &m,
+              const ir::Function &f, const Program &program, bool check) {
+  const ProgramKernel *pk = program.kernel(f.name);
+  if (!pk) {
+    std::fprintf(stderr, "tessera run: kernel @%s missing from the compiled program\n",
+                 f.name.c_str());
+    return 1;
+  }
+  ir::LaunchData data;
+  std::string err;
+  if (!ir::makeLaunchData(f, data, err)) {
+    std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), err.c_str());
+    return 1;
+  }
+  ir::LaunchData reference = data; // the inputs, before the device writes anything
+  std::vector<ir::HostBuffer> outputs;
+  double ms = 0;
+  if (!runOnDevice(session.device, *pk, data, outputs, &ms, &err)) {
+    std::fprintf(stderr, "tessera run: @%s on %s: %s\n", f.name.c_str(), deviceName.c_str(),
+                 err.c_str());
+    return 1;
+  }
+  if (!check) {
+    ir::LaunchData shown = data;
+    shown.buffers = outputs;
+    for (size_t i = 0, b = 0; i < shown.args.size(); ++i)
+      if (shown.args[i].buffer)
+        shown.args[i].buffer = &shown.buffers[b++];
+    std::printf("@%s on %s (%.2f ms)\n%s", f.name.c_str(), deviceName.c_str(), ms,
+                ir::digestOutputs(f, shown).c_str());
+    return 0;
+  }
+  for (size_t i = 0, b = 0; i < reference.args.size(); ++i)
+    if (reference.args[i].buffer)
+      reference.args[i].buffer = &reference.buffers[b++];
+  ir::InterpOptions io;
+  io.subgroupSize = pk->subgroupSize;
+  ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);
+  if (!res.ok) {
+    std::fprintf(stderr, "tessera run: @%s: the reference interpreter failed: %s\n",
+                 f.name.c_str(), res.error.c_str());
+    return 1;
+  }
+  double budget = kernelUlpBudget(m, f);
+  int rc = 0;
+  for (const BufferCheck &c : checkOutputs(f, reference, outputs, budget)) {
+    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.3g ulp (%.2f ms)\n",
+                f.name.c_str(), deviceName.c_str(), c.param.c_str(), c.passed ? "ok" : "MISMATCH",
+                c.maxUlp, c.maxAbs, budget, ms);
+    if (!c.passed) {
+      std::printf("    first mismatch at %s\n", c.detail.c_str());
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+} // namespace
+
+int cmdRun(int argc, char **argv) {
+  Args args(argc, argv, 2);
+  std::string file, kernelName, device, dumpDir;
+  bool check = false, noCache = false, missing = false;
+  ProgramOptions popts;
+  while (!args.empty()) {
+    if (isHelp(args.peek())) {
+      std::fputs(kRunHelp, stdout);
+      return 0;
+    }
+    if (auto v = args.option("--device", missing)) {
+      device = *v;
+      continue;
+    }
+    if (auto v = args.option("--kernel", missing)) {
+      kernelName = *v;
+      continue;
+    }
+    if (auto v = args.option("--dump-dir", missing)) {
+      popts.dumpDir = *v;
+      continue;
+    }
+    if (auto v = args.option("--subgroup-size", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
+        return usageError("run", "--subgroup-size must be a power of two in [1, 64]");
+      popts.subgroupSize = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (args.flag("--check")) {
+      check = true;
+      continue;
+    }
+    if (args.flag("--no-cache")) {
+      noCache = true;
+      continue;
+    }
+    if (missing)
+      break;
+    std::string a = args.next();
+    if (a.size() > 1 && a[0] == '-')
+      return usageError("run", "unknown option '" + a + "'");
+    if (!file.empty())
+      return usageError("run", "more than one FILE given");
+    file = a;
+  }
+  if (missing)
+    return usageError("run", "an option is missing its value");
+  if (file.empty())
+    return usageError("run", "needs a FILE");
+  if (device.empty())
+    return usageError("run", "needs --device (see 'tessera devices')");
+
+  ir::ParseResult r = ir::parseFile(file);
+  for (const auto &d : r.diags)
+    std::fprintf(stderr, "%s\n", d.str().c_str());
+  if (!r.ok())
+    return 1;
+  RegistrySession session;
+  std::string err;
+  if (!session.open(&err) || !session.openDevice(device, &err)) {
+    std::fprintf(stderr, "tessera run: %s\n", err.c_str());
+    return 1;
+  }
+  CompileCache cache(noCache ? std::filesystem::path() : CompileCache::defaultDir());
+  auto program = Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
+  if (!program) {
+    std::fprintf(stderr, "tessera run: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("%s: %s for %s in %.1f ms, loaded in %.1f ms\n", file.c_str(),
+              sourceName(program->stats().source), device.c_str(), program->stats().compileMs,
+              program->stats().loadMs);
+  int rc = 0, ran = 0;
+  for (const auto &f : r.module->functions) {
+    if (!f->isKernel || !f->launch || (!kernelName.empty() && f->name != kernelName))
+      continue;
+    ++ran;
+    rc |= runKernel(session, device, *r.module, *f, *program, check);
+  }
+  if (ran == 0) {
+    std::fprintf(stderr, "tessera run: %s\n",
+                 kernelName.empty() ? "no kernel with a launch spec in the file"
+                                    : ("no kernel @" + kernelName + " with a launch spec").c_str());
+    return 1;
+  }
+  return rc;
+}
+
+} // namespace tessera::cli
