@@ -26,7 +26,7 @@ options:
                      + the op table's budget of each float op kind it uses, elementwise or
                      normwise). Prints max ULP / abs error per output; exit 1 on a mismatch.
   --no-cache         compile even if the compile cache has the module
-  --subgroup-size N  CPU subgroup width (default 16)
+  --subgroup-size N  CPU subgroup width (default: the device's, 16)
   --dump-dir DIR     write every compile stage to DIR (implies --no-cache)
 
 The compile cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else

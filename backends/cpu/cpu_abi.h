@@ -32,6 +32,10 @@ typedef void (*TsrCpuWgFn)(const TsrCpuWgCtx *ctx, void **args);
 
 #define TSR_CPU_WG_SYMBOL_PREFIX "tsr_wg_"
 
+/* The subgroup width codegen emulates unless told otherwise (f32 lanes of AVX-512); the
+ * driver reports it as the device's subgroup size. */
+#define TSR_CPU_DEFAULT_SUBGROUP_SIZE 16
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

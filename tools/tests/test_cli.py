@@ -111,3 +111,88 @@ def test_interp_reports_runtime_errors(tmp_path):
     r = tessera("interp", oob)
     assert r.returncode == 1
     assert f"{oob}:4:" in r.stderr and "100" in r.stderr
+
+
+# --- the HAL and the CPU backend --------------------------------------------------------------
+
+def run_env(tmp_path):
+    env = dict(os.environ)
+    env["TESSERA_CACHE_DIR"] = str(tmp_path / "cache")
+    return env
+
+
+def tessera_env(env, *args):
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_devices_json_shape():
+    import json
+    r = tessera("devices", "--json", check=0)
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"devices", "unavailable"}
+    cpu = [d for d in doc["devices"] if d["name"] == "cpu:0"]
+    assert cpu, doc
+    d = cpu[0]
+    assert d["backend"] == "cpu" and d["total_memory"] > 0 and d["compute_units"] >= 1
+    assert d["max_workgroup_total"] >= 256 and "fp64" in d["features"]
+    for u in doc["unavailable"]:
+        assert u["backend"] and u["reason"]
+    assert "cpu:0" in tessera("devices", check=0).stdout
+
+
+def test_run_check_every_example_on_cpu(tmp_path):
+    env = run_env(tmp_path)
+    for ex in EXAMPLES:
+        r = tessera_env(env, "run", ex, "--device", "cpu:0", "--check")
+        assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
+        lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
+        assert lines and all(": ok" in l for l in lines), r.stdout
+
+
+def test_run_uses_the_disk_cache_and_survives_corruption(tmp_path):
+    env = run_env(tmp_path)
+    ex = ROOT / "ir/examples/saxpy.tir"
+    first = tessera_env(env, "run", ex, "--device", "cpu:0", "--check")
+    assert first.returncode == 0 and ": compiled for cpu:0" in first.stdout, first.stdout
+    second = tessera_env(env, "run", ex, "--device", "cpu:0", "--check")
+    assert second.returncode == 0 and ": disk cache for cpu:0" in second.stdout, second.stdout
+    entries = list((tmp_path / "cache").rglob("*.bin"))
+    assert len(entries) == 1
+    data = bytearray(entries[0].read_bytes())
+    data[-10] ^= 0xFF  # corrupt the object inside the entry
+    entries[0].write_bytes(bytes(data))
+    third = tessera_env(env, "run", ex, "--device", "cpu:0", "--check")
+    assert third.returncode == 0 and ": compiled for cpu:0" in third.stdout, third.stdout
+
+
+def test_run_digest_matches_the_interpreter(tmp_path):
+    env = run_env(tmp_path)
+    ex = ROOT / "ir/examples/vector_add.tir"
+    dev = tessera_env(env, "run", ex, "--device", "cpu:0").stdout.splitlines()[-1]
+    ref = tessera("interp", ex, check=0).stdout.splitlines()[-1]
+    assert dev == ref
+
+
+def test_run_errors_are_clear(tmp_path):
+    env = run_env(tmp_path)
+    ex = ROOT / "ir/examples/saxpy.tir"
+    r = tessera_env(env, "run", ex, "--device", "cuda:7")
+    assert r.returncode == 1 and "cuda:7" in r.stderr and "cpu:0" in r.stderr
+    assert tessera_env(env, "run", ex).returncode == 2
+    r = tessera_env(env, "run", ex, "--device", "cpu:0", "--kernel", "nope")
+    assert r.returncode == 1 and "nope" in r.stderr
+
+
+def test_compile_writes_object_and_every_stage(tmp_path):
+    out = tmp_path / "g.o"
+    dump = tmp_path / "dump"
+    r = tessera("compile", ROOT / "ir/examples/gelu_affine.tir", "--target", "cpu", "-o", out,
+                "--dump-dir", dump, check=0)
+    assert out.read_bytes()[:4] == b"\x7fELF"
+    for name in ("0-kir.tir", "1-llvm.ll", "2-llvm.opt.ll", "3-obj.o"):
+        assert (dump / name).stat().st_size > 0, name
+    assert "define" in (dump / "1-llvm.ll").read_text()
+    assert "@gelu_affine" in r.stdout
+    bad = tessera("compile", ROOT / "ir/examples/gelu_affine.tir", "--target", "ptx")
+    assert bad.returncode == 1 and "ptx" in bad.stderr

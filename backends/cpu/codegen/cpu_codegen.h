@@ -19,7 +19,7 @@ namespace tessera::cpu {
 
 /// Frozen compile options; hash() feeds the compile cache key.
 struct CpuCompileOptions {
-  uint32_t subgroupSize = 16; // the SIMD width of f32 under AVX-512
+  uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // f32 lanes of AVX-512
   uint32_t optLevel = 3;      // 0..3
   bool hostCpu = true;        // -march=native (host CPU name and features); else x86-64
   bool vectorMath = true;     // libmvec vector variants of libm functions

@@ -59,11 +59,12 @@ void probe(tsr_device_info_t &info) {
   info.max_grid_size[1] = 65535;
   info.max_grid_size[2] = 65535;
   info.max_shared_memory = kMaxSharedMemory;
-  info.subgroup_size = 1; // the codegen picks vector widths; the runtime has no subgroups
+  // Subgroups are emulated by the codegen's work-item loops, at this width by default.
+  info.subgroup_size = TSR_CPU_DEFAULT_SUBGROUP_SIZE;
   info.buffer_offset_alignment = kBufferOffsetAlignment;
   info.features = TSR_FEATURE_FP16 | TSR_FEATURE_BF16 | TSR_FEATURE_FP64 | TSR_FEATURE_INT8 |
                   TSR_FEATURE_INT16 | TSR_FEATURE_INT64 | TSR_FEATURE_FLOAT_ATOMICS |
-                  TSR_FEATURE_UNIFIED_MEMORY;
+                  TSR_FEATURE_UNIFIED_MEMORY | TSR_FEATURE_SUBGROUPS;
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 // driver loads it. Never includes LLVM: codegen stays behind its own opaque API.
 #pragma once
 
+#include "backends/cpu/cpu_abi.h"
 #include "ir/core/ir.h"
 #include "tessera/compile_cache.h"
 #include "tessera/hal.h"
@@ -20,7 +21,7 @@ namespace tessera {
 inline constexpr const char *kCompilerVersion = "tessera-0.1.0";
 
 struct ProgramOptions {
-  uint32_t subgroupSize = 16; // CPU: the SIMD width the work-item loops are written for
+  uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // CPU: the emulated subgroup width
   std::string dumpDir;        // non-empty: write every compile stage there (bypasses the cache)
 };
 
