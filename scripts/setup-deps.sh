@@ -7,7 +7,7 @@ set -euo pipefail
 # Compiler toolchain, build tools and test frameworks (needed by every build).
 PKGS_CORE=(
   cmake ninja-build ccache g++ libgtest-dev
-  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libzstd-dev clang-tidy-19 clang-format-19
+  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libomp-19-dev libzstd-dev clang-tidy-19 clang-format-19
 )
 # Device runtimes and SDKs used by the backends (all loaded with dlopen at run time).
 PKGS_DEVICES=(

@@ -70,7 +70,9 @@ void probe(tsr_device_info_t &info) {
 } // namespace
 
 CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo)
-    : info(deviceInfo), pool(deviceInfo.compute_units) {}
+    // The stream thread that calls parallelFor works too: one pool thread fewer than cores
+    // keeps a launch from oversubscribing the machine.
+    : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0) {}
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
   auto *driver = new (std::nothrow) CpuDriver;
