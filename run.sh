@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, then runs the main job.
-#   ./run.sh            verify every IR example and run it on the fp64 reference interpreter
+#   ./run.sh            verify every IR example, run it on the fp64 reference interpreter, then
+#                       on every CPU device with --check (outputs compared with the interpreter)
 #   ./run.sh ARGS...    run `tessera ARGS...` (e.g. ./run.sh ir print ir/examples/saxpy.tir)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,3 +18,11 @@ for f in ir/examples/*.tir; do
   echo "-- $f"
   "$tessera" interp "$f"
 done
+echo "== devices"
+"$tessera" devices
+echo "== running IR examples on cpu:0, checked against the interpreter"
+status=0
+for f in ir/examples/*.tir; do
+  "$tessera" run "$f" --device cpu:0 --check || status=1
+done
+exit "$status"

@@ -8,13 +8,35 @@
 
 #include <chrono>
 #include <cstring>
+#include <dlfcn.h>
+#include <mutex>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace tessera {
 namespace {
 
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Identifies the compiler build, so that a rebuilt codegen never loads objects cached by the
+// previous build: the path, size and modification time of the binary holding the codegen.
+// (A stat per process; hashing the binary would cost more than the disk-cache hit itself.)
+const std::string &compilerBuildId() {
+  static std::string id;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    struct stat st {};
+    if (dladdr(reinterpret_cast<void *>(&cpu::compileKernelModule), &info) && info.dli_fname &&
+        stat(info.dli_fname, &st) == 0)
+      id = std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    else
+      id = "unknown-build"; // still correct for one build; only cross-build reuse is at risk
+  });
+  return id;
 }
 
 // --- the cache payload: kernel metadata, then the object bytes -------------------------------
@@ -165,7 +187,8 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   std::unique_ptr<cpu::CpuCompiledModule> cm;
   std::string key;
   if (cache && opts.dumpDir.empty()) {
-    key = makeCacheKey(kCompilerVersion, cpu::targetDescription(copts),
+    key = makeCacheKey(std::string(kCompilerVersion) + " " + compilerBuildId(),
+                       cpu::targetDescription(copts),
                        std::to_string(copts.hash()), ir::printModule(m));
     uint64_t diskBefore = cache->stats().diskHits;
     if (auto payload = cache->lookup(key)) {
