@@ -19,11 +19,13 @@ PY_PKGS=(numpy pytest)
 
 PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 
+# One dpkg-query for all packages: the no-op path must stay fast.
+all=("${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}")
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${all[@]}" 2>/dev/null |
+            awk '$NF == "installed" && $(NF-1) == "ok" {sub(/:.*/, "", $1); print $1}')
 missing=()
-for p in "${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+for p in "${all[@]}"; do
+  grep -qx "$p" <<<"$installed" || missing+=("$p")
 done
 
 if ((${#missing[@]})); then
@@ -34,7 +36,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! "$PYTHON" -c "import numpy, pytest" 2>/dev/null; then
+if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('numpy', 'pytest')))" 2>/dev/null; then
   echo "setup-deps: installing Python packages: ${PY_PKGS[*]}"
   "$PYTHON" -m pip install -q "${PY_PKGS[@]}"
 fi
