@@ -18,9 +18,11 @@
 
 namespace tessera::llvmgen {
 
-/// One step of a lock-step region: a hoisted uniform op, a run, or a convergent op.
+/// One step of a lock-step region: a hoisted uniform op, a run, a convergent op, or a
+/// strided `for` (lane-varying lower bound, uniform bound, step local_size.x: the
+/// `for c = tid to n step nt` idiom), emitted interchanged: iterations outside, lanes inside.
 struct Item {
-  enum class Kind { Uniform, Run, Convergent } kind;
+  enum class Kind { Uniform, Run, Convergent, StridedFor } kind;
   std::vector<const ir::Op *> ops;
 };
 
@@ -44,12 +46,16 @@ private:
   void planFunction(const ir::Function &f);
   void markRun(const ir::Block &b, unsigned id);
   bool isUniformCandidate(const ir::Op &op) const;
+  bool isStridedFor(const ir::Op &op) const;
   void computeArrays(const ir::Block &b);
   int itemOfDef(const ir::Value *v) const;
 
   // --- lock-step emission (workitem_loops.cpp, lower_control.cpp)
   llvm::Error emitLockstepBlock(const ir::Block &b, llvm::Value *mask, const TermSink &sink);
   llvm::Error emitRun(const Item &run, llvm::Value *mask, const TermSink &sink);
+  /// One loop over the active work-items with the per-lane context (lid_, lane_) set up.
+  llvm::Error emitLaneLoop(llvm::Value *mask, const std::function<llvm::Error(llvm::Value *)> &fn);
+  llvm::Error emitStridedFor(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitConvergent(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitLockstepIf(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitLockstepFor(const ir::Op &op, llvm::Value *mask);

@@ -147,6 +147,84 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
   return llvm::Error::success();
 }
 
+// A strided `for` (see isStridedFor), interchanged: j = 0, 1, ... outside, the work-items
+// inside, lane l running iteration j when iv = lb(l) + j * step < ub; iter args live in
+// per-lane arrays. Exact (same iterations, each lane's in order) when the iv cannot wrap:
+// step > 0 and ub <= INT32_MAX - step; otherwise (checked at run time) the plain run.
+llvm::Error KernelLowering::emitStridedFor(const ir::Op &op, llvm::Value *mask) {
+  const ir::Block &body = *op.regions[0];
+  size_t n = op.results.size();
+  std::vector<llvm::Value *> iters;
+  std::vector<Scalar> types;
+  for (size_t k = 0; k < n; ++k) {
+    iters.push_back(arrayOf(body.args[k + 1].get()));
+    types.push_back(op.results[k]->type.elem);
+    arrays_[op.results[k].get()] = iters.back(); // results = the last iteration values
+  }
+  llvm::Value *ub = uniformVal_.at(op.operands[1]), *step = uniformVal_.at(op.operands[2]);
+  llvm::Value *noWrap = b_.CreateAnd(
+      b_.CreateICmpSGT(step, b_.getInt32(0)),
+      b_.CreateICmpSLE(ub, b_.CreateSub(b_.getInt32(INT32_MAX), step)));
+  llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx_, "sfor.fast", fn_);
+  llvm::BasicBlock *slow = llvm::BasicBlock::Create(ctx_, "sfor.slow", fn_);
+  llvm::BasicBlock *merge = llvm::BasicBlock::Create(ctx_, "sfor.end", fn_);
+  b_.CreateCondBr(noWrap, fast, slow);
+  b_.SetInsertPoint(slow);
+  if (llvm::Error e = emitRun(Item{Item::Kind::Run, {&op}}, mask, TermSink{}))
+    return e;
+  b_.CreateBr(merge);
+
+  b_.SetInsertPoint(fast);
+  llvm::Type *i64 = b_.getInt64Ty();
+  llvm::Value *ub64 = b_.CreateSExt(ub, i64), *step64 = b_.CreateSExt(step, i64);
+  // Initial iter args, and the smallest lower bound over the active lanes.
+  llvm::Value *minLb = b_.CreateAlloca(i64);
+  b_.CreateStore(ub64, minLb);
+  if (llvm::Error e = emitLaneLoop(mask, [&](llvm::Value *lid) -> llvm::Error {
+        for (size_t k = 0; k < n; ++k)
+          laneStore(iters[k], types[k], lid, get(op.operands[3 + k]));
+        llvm::Value *lb = b_.CreateSExt(get(op.operands[0]), i64);
+        b_.CreateStore(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, lb,
+                                                b_.CreateLoad(i64, minLb)),
+                       minLb);
+        return llvm::Error::success();
+      }))
+    return e;
+  llvm::Value *first = b_.CreateLoad(i64, minLb);
+  llvm::BasicBlock *pre = b_.GetInsertBlock();
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "sfor.h", fn_);
+  llvm::BasicBlock *iter = llvm::BasicBlock::Create(ctx_, "sfor.iter", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode *off = b_.CreatePHI(i64, 2); // j * step
+  off->addIncoming(b_.getInt64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(b_.CreateAdd(first, off), ub64), iter, merge);
+  b_.SetInsertPoint(iter);
+  if (llvm::Error e = emitLaneLoop(mask, [&](llvm::Value *lid) -> llvm::Error {
+        llvm::Value *iv = b_.CreateAdd(b_.CreateSExt(get(op.operands[0]), i64), off);
+        llvm::BasicBlock *on = llvm::BasicBlock::Create(ctx_, "sfor.on", fn_);
+        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "sfor.off", fn_);
+        b_.CreateCondBr(b_.CreateICmpSLT(iv, ub64), on, done);
+        b_.SetInsertPoint(on);
+        setLane(body.args[0].get(), b_.CreateTrunc(iv, b_.getInt32Ty()));
+        for (size_t k = 0; k < n; ++k)
+          setLane(body.args[k + 1].get(), laneLoad(body.args[k + 1].get(), lid));
+        std::vector<llvm::Value *> next;
+        if (llvm::Error e = emitLaneBlock(body, next))
+          return e;
+        for (size_t k = 0; k < n; ++k)
+          laneStore(iters[k], types[k], lid, next.at(k));
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        return llvm::Error::success();
+      }))
+    return e;
+  off->addIncoming(b_.CreateAdd(off, step64), b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(merge);
+  return llvm::Error::success();
+}
+
 llvm::Error KernelLowering::emitLockstepWhile(const ir::Op &op, llvm::Value *mask) {
   const ir::Block &before = *op.regions[0], &after = *op.regions[1];
   size_t n = op.results.size();

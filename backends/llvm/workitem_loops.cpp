@@ -71,6 +71,26 @@ bool KernelLowering::isUniformCandidate(const ir::Op &op) const {
   return true;
 }
 
+// Interchanging a work-item's loop with the loop over work-items is legal because
+// work-items are independent between barriers (a race between them is undefined). It pays
+// when the step is local_size.x (optionally times a uniform, e.g. the global size): then
+// lane l's index is lb(l) + j * step, and with lb = local_id (+ uniform) consecutive lanes
+// touch consecutive elements, so the lane loop vectorises with contiguous accesses.
+bool KernelLowering::isStridedFor(const ir::Op &op) const {
+  if (op.kind != OpKind::For || op.regions[0]->args[0]->type.elem != Scalar::I32 ||
+      uniform_.count(op.operands[0]) || !uniform_.count(op.operands[1]) ||
+      !uniform_.count(op.operands[2]))
+    return false;
+  auto isLocalSizeX = [](const ir::Value *v) {
+    return v->def && v->def->kind == OpKind::LocalSize && v->def->mods.dim == 0;
+  };
+  const ir::Value *step = op.operands[2];
+  if (isLocalSizeX(step))
+    return true;
+  const ir::Op *d = step->def;
+  return d && d->kind == OpKind::Mul && (isLocalSizeX(d->operands[0]) || isLocalSizeX(d->operands[1]));
+}
+
 void KernelLowering::markRun(const ir::Block &b, unsigned id) {
   for (auto &op : b.ops) {
     item_[op.get()] = static_cast<int>(id);
@@ -110,6 +130,14 @@ void KernelLowering::planLockstepBlock(const ir::Block &b) {
       } else {
         items.push_back(u);
       }
+      continue;
+    }
+    if (!isTerm && isStridedFor(op)) {
+      openRun = -1;
+      int id = nextItem_++;
+      item_[&op] = id;
+      items.push_back({Item::Kind::StridedFor, {&op}});
+      markRun(*op.regions[0], static_cast<unsigned>(id));
       continue;
     }
     if (openRun < 0) {
@@ -262,6 +290,7 @@ llvm::Error KernelLowering::emitLockstepBlock(const ir::Block &b, llvm::Value *m
     case Item::Kind::Uniform: e = emitUniformOp(*item.ops[0]); break;
     case Item::Kind::Run: e = emitRun(item, mask, sink); break;
     case Item::Kind::Convergent: e = emitConvergent(*item.ops[0], mask); break;
+    case Item::Kind::StridedFor: e = emitStridedFor(*item.ops[0], mask); break;
     }
     if (e)
       return e;
@@ -274,6 +303,29 @@ llvm::Error KernelLowering::emitRun(const Item &run, llvm::Value *mask, const Te
   bool isTerm = last->info().form == OpForm::Terminator;
   if (run.ops.size() == 1 && isTerm && (sink.dests.empty() || last->operands.empty()))
     return llvm::Error::success();
+  return emitLaneLoop(mask, [&](llvm::Value *lid) -> llvm::Error {
+    for (const ir::Op *op : run.ops) {
+      if (op->info().form == OpForm::Terminator) {
+        for (size_t k = 0; k < op->operands.size() && k < sink.dests.size(); ++k)
+          if (sink.dests[k])
+            laneStore(sink.dests[k], sink.types[k], lid, get(op->operands[k]));
+        continue;
+      }
+      inRunTop_ = true;
+      llvm::Error e = emitLaneOp(*op);
+      inRunTop_ = false;
+      if (e)
+        return e;
+      for (auto &r : op->results)
+        if (needsArray_.count(r.get()))
+          laneStore(arrayOf(r.get()), r->type.elem, lid, lane_.at(r.get()));
+    }
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error KernelLowering::emitLaneLoop(llvm::Value *mask,
+                                         const std::function<llvm::Error(llvm::Value *)> &fn) {
   llvm::Error result = llvm::Error::success();
   auto body = [&](llvm::Value *lid, llvm::Value *lx, llvm::Value *ly, llvm::Value *lz) {
     lane_.clear();
@@ -290,24 +342,8 @@ llvm::Error KernelLowering::emitRun(const Item &run, llvm::Value *mask, const Te
     loadBlock_ = on;
     b_.CreateBr(ops);
     b_.SetInsertPoint(ops);
-    for (const ir::Op *op : run.ops) {
-      if (result)
-        break;
-      if (op->info().form == OpForm::Terminator) {
-        for (size_t k = 0; k < op->operands.size() && k < sink.dests.size(); ++k)
-          if (sink.dests[k])
-            laneStore(sink.dests[k], sink.types[k], lid, get(op->operands[k]));
-        continue;
-      }
-      inRunTop_ = true;
-      result = emitLaneOp(*op);
-      inRunTop_ = false;
-      if (result)
-        break;
-      for (auto &r : op->results)
-        if (needsArray_.count(r.get()))
-          laneStore(arrayOf(r.get()), r->type.elem, lid, lane_.at(r.get()));
-    }
+    if (!result)
+      result = fn(lid);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     loadBlock_ = nullptr;
@@ -336,7 +372,10 @@ llvm::Value *KernelLowering::get(const ir::Value *v) {
   assert(lid_ && loadBlock_ && "per-lane value read outside a run");
   llvm::IRBuilder<>::InsertPointGuard guard(b_);
   b_.SetInsertPoint(loadBlock_->getTerminator());
-  llvm::Value *x = laneLoad(v, lid_);
+  // Work-item ids are recomputed, not reloaded: cheaper, and the vectoriser then sees
+  // addresses that are affine in the lane (contiguous accesses rather than gathers).
+  llvm::Value *x = v->def && v->def->info().form == OpForm::WorkItem ? emitWorkItem(*v->def)
+                                                                      : laneLoad(v, lid_);
   lane_[v] = x;
   return x;
 }

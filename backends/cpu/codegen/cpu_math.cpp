@@ -6,6 +6,7 @@
 // it lets the vectoriser use the unmasked variants under if-converted masks. Must never
 // announce a variant that glibc 2.36's libmvec does not export, nor one whose accuracy is
 // outside the op table's budget (the per-op tests check each against numerics::ulpError).
+// erf f32 (and so f16/bf16) is the exception: our own inline code (cpu_erf.cpp).
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -55,6 +56,8 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
   }
   llvm::Type *ft = args[0]->getType();
   bool isF32 = ft->isFloatTy();
+  if (k == OpKind::Erf && isF32) // inline and branch-free: vectorises without libmvec
+    return emitErfF32(b, args[0]);
   std::string name = std::string(mn->f64) + (isF32 ? "f" : "");
   llvm::SmallVector<llvm::Type *, 2> params(mn->arity, ft);
   auto *fty = llvm::FunctionType::get(ft, params, false);
