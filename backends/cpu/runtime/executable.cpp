@@ -100,18 +100,29 @@ void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3
                const uint32_t workgroup[3], void **args) {
   const uint64_t gx = grid[0], gy = grid[1];
   const uint64_t total = gx * gy * grid[2];
-  std::function<void(uint64_t)> body = [&](uint64_t linear) {
+  // Ranges of linear workgroup ids: the id is decomposed once per range, then stepped, so
+  // small workgroups don't pay three divisions each.
+  std::function<void(uint64_t, uint64_t)> body = [&](uint64_t begin, uint64_t end) {
     tsr_cpu_launch_ctx ctx;
-    ctx.group_id[0] = uint32_t(linear % gx);
-    ctx.group_id[1] = uint32_t(linear / gx % gy);
-    ctx.group_id[2] = uint32_t(linear / (gx * gy));
+    ctx.group_id[0] = uint32_t(begin % gx);
+    ctx.group_id[1] = uint32_t(begin / gx % gy);
+    ctx.group_id[2] = uint32_t(begin / (gx * gy));
     std::memcpy(ctx.num_groups, grid, sizeof(ctx.num_groups));
     std::memcpy(ctx.group_size, workgroup, sizeof(ctx.group_size));
     ctx.shared_memory =
         kernel.sharedMemoryBytes ? sharedScratch(kernel.sharedMemoryBytes) : nullptr;
-    kernel.fn(&ctx, args);
+    for (uint64_t linear = begin; linear < end; ++linear) {
+      kernel.fn(&ctx, args);
+      if (++ctx.group_id[0] < gx)
+        continue;
+      ctx.group_id[0] = 0;
+      if (++ctx.group_id[1] < gy)
+        continue;
+      ctx.group_id[1] = 0;
+      ++ctx.group_id[2];
+    }
   };
-  device.pool.parallelFor(total, body);
+  device.pool.parallelForRanges(total, body);
 }
 
 tsr_status_t executableCreate(tsr_drv_device_t, const char *format, const void *data, size_t size,

@@ -10,7 +10,7 @@
 namespace tessera::cpu {
 
 struct ThreadPool::Job {
-  const std::function<void(uint64_t)> *body = nullptr;
+  const std::function<void(uint64_t, uint64_t)> *body = nullptr;
   uint64_t count = 0;
   uint64_t chunk = 1; // indices claimed per atomic operation
   std::atomic<uint64_t> next{0};
@@ -25,8 +25,7 @@ struct ThreadPool::Job {
     uint64_t ran = 0;
     for (uint64_t begin = next.fetch_add(chunk); begin < count; begin = next.fetch_add(chunk)) {
       uint64_t end = begin + chunk < count ? begin + chunk : count;
-      for (uint64_t i = begin; i < end; ++i)
-        (*body)(i);
+      (*body)(begin, end);
       ran += end - begin;
     }
     if (ran == 0 || done.fetch_add(ran) + ran != count)
@@ -69,11 +68,18 @@ void ThreadPool::workerLoop() {
 }
 
 void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)> &body) {
+  parallelForRanges(count, [&body](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i)
+      body(i);
+  });
+}
+
+void ThreadPool::parallelForRanges(uint64_t count,
+                                   const std::function<void(uint64_t, uint64_t)> &body) {
   if (count == 0)
     return;
   if (count == 1 || threads_.empty()) {
-    for (uint64_t i = 0; i < count; ++i)
-      body(i);
+    body(0, count);
     return;
   }
   auto job = std::make_shared<Job>();

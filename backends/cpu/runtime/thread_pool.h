@@ -30,6 +30,10 @@ public:
   /// returns when every call has returned.
   void parallelFor(uint64_t count, const std::function<void(uint64_t)> &body);
 
+  /// Same, handing out contiguous ranges: body(begin, end) covers [begin, end). Lets a caller
+  /// amortise per-index work (e.g. decomposing a linear workgroup id) over a range.
+  void parallelForRanges(uint64_t count, const std::function<void(uint64_t, uint64_t)> &body);
+
 private:
   struct Job;
   void workerLoop();
