@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstring>
+#include <new>
 
 namespace tessera::cpu {
 
@@ -75,6 +76,20 @@ void fillPattern(char *dst, uint64_t length, uint32_t pattern, uint32_t patternS
 
 } // namespace
 
+namespace {
+// Enqueueing allocates (the closure, the queue node): out of memory becomes a status here,
+// never an exception crossing the C ABI.
+template <typename F> tsr_status_t tryEnqueue(tsr_drv_stream_t stream, const char *what, F &&work) {
+  try {
+    as<CpuStream>(stream)->enqueue(std::function<void()>(std::forward<F>(work)));
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory enqueueing %s",
+                           what);
+  }
+}
+} // namespace
+
 tsr_status_t streamCreate(tsr_drv_device_t, tsr_drv_stream_t *out_stream) {
   *out_stream = handleOf<tsr_drv_stream_t>(new CpuStream);
   return nullptr;
@@ -85,22 +100,19 @@ void streamDestroy(tsr_drv_device_t, tsr_drv_stream_t stream) { delete as<CpuStr
 tsr_status_t streamFill(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t buffer,
                         uint64_t offset, uint64_t length, uint32_t pattern, uint32_t pattern_size) {
   char *dst = bytes(buffer, offset);
-  as<CpuStream>(stream)->enqueue([=] { fillPattern(dst, length, pattern, pattern_size); });
-  return nullptr;
+  return tryEnqueue(stream, "a fill", [=] { fillPattern(dst, length, pattern, pattern_size); });
 }
 
 tsr_status_t streamCopyH2D(tsr_drv_device_t, tsr_drv_stream_t stream, const void *src,
                            tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length) {
   char *to = bytes(dst, dst_offset);
-  as<CpuStream>(stream)->enqueue([=] { std::memcpy(to, src, size_t(length)); });
-  return nullptr;
+  return tryEnqueue(stream, "a copy", [=] { std::memcpy(to, src, size_t(length)); });
 }
 
 tsr_status_t streamCopyD2H(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
                            uint64_t src_offset, void *dst, uint64_t length) {
   const char *from = bytes(src, src_offset);
-  as<CpuStream>(stream)->enqueue([=] { std::memcpy(dst, from, size_t(length)); });
-  return nullptr;
+  return tryEnqueue(stream, "a copy", [=] { std::memcpy(dst, from, size_t(length)); });
 }
 
 tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
@@ -108,15 +120,19 @@ tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_bu
                            uint64_t length) {
   const char *from = bytes(src, src_offset);
   char *to = bytes(dst, dst_offset);
-  as<CpuStream>(stream)->enqueue([=] { std::memcpy(to, from, size_t(length)); });
-  return nullptr;
+  return tryEnqueue(stream, "a copy", [=] { std::memcpy(to, from, size_t(length)); });
 }
 
 tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
                           const uint32_t grid[3], const uint32_t workgroup[3],
                           const tsr_drv_arg_t *args, uint32_t arg_count) {
   // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits.
-  std::vector<uint64_t> slots(arg_count, 0);
+  std::vector<uint64_t> slots;
+  try {
+    slots.assign(arg_count, 0);
+  } catch (const std::bad_alloc &) {
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory for a launch");
+  }
   for (uint32_t i = 0; i < arg_count; ++i) {
     if (args[i].kind == TSR_TYPE_BUFFER) {
       void *pointer = bytes(args[i].value.buffer.buf, args[i].value.buffer.offset);
@@ -129,13 +145,21 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   const CpuKernel *k = as<CpuKernel>(kernel);
   std::array<uint32_t, 3> g = {grid[0], grid[1], grid[2]};
   std::array<uint32_t, 3> wg = {workgroup[0], workgroup[1], workgroup[2]};
-  as<CpuStream>(stream)->enqueue([dev, k, g, wg, slots = std::move(slots)]() mutable {
-    std::vector<void *> pointers(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i)
-      pointers[i] = &slots[i];
-    runLaunch(*dev, *k, g.data(), wg.data(), pointers.data());
-  });
-  return nullptr;
+  // The pointer table is built in the enqueue thread (in the same allocation as the slots'
+  // closure), so the worker never allocates.
+  std::vector<void *> pointers;
+  try {
+    pointers.resize(slots.size());
+  } catch (const std::bad_alloc &) {
+    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory for a launch");
+  }
+  return tryEnqueue(
+      stream, "a launch",
+      [dev, k, g, wg, slots = std::move(slots), pointers = std::move(pointers)]() mutable {
+        for (size_t i = 0; i < slots.size(); ++i)
+          pointers[i] = &slots[i];
+        runLaunch(*dev, *k, g.data(), wg.data(), pointers.data());
+      });
 }
 
 tsr_status_t streamSynchronize(tsr_drv_device_t, tsr_drv_stream_t stream) {
