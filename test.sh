@@ -34,7 +34,7 @@ echo "== ctest (preset $preset)"
 ctest --preset "$preset" -j"$(nproc)" --timeout 900
 
 echo "== pytest"
-TESSERA_BIN="$PWD/build/$preset/tools/tessera" "$PYTHON" -m pytest -q scripts/tests tools/tests
+TESSERA_BIN="$PWD/build/$preset/tools/tessera" "$PYTHON" -m pytest -q scripts/tests tools/tests conformance/tests
 
 if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing the IR parser for ${fuzz_seconds}s"

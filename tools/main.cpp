@@ -22,6 +22,8 @@ commands:
   compile FILE --target T compile kernels for a target (cpu), dumping every stage on request
   run FILE --device D     run kernels on a device by their launch spec; --check compares
                           every output with the reference interpreter
+  conform [--device D]    run the conformance suite (op catalog x dtypes x shapes) on devices
+                          against the reference interpreter; table, JSON, JUnit
 
 Run 'tessera <command> --help' for the options of a command.
 )";
@@ -47,6 +49,8 @@ int dispatch(int argc, char **argv) {
     return tessera::cli::cmdCompile(argc, argv);
   if (cmd == "run")
     return tessera::cli::cmdRun(argc, argv);
+  if (cmd == "conform")
+    return tessera::cli::cmdConform(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);
   return 2;
 }

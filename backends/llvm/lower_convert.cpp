@@ -175,6 +175,25 @@ llvm::Value *floatToInt(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *v, 
   return b.CreateIntrinsic(sat, {dt, r->getType()}, {r});
 }
 
+/// Directed rounding of an f32 value to bf16 on its bits (bf16 is the top half of an f32):
+/// drop the low 16 bits, then step one bf16 ulp away from zero when the mode says so and
+/// something was dropped. Subnormals and overflow to inf (rtp/rtn) follow from the bits.
+/// NaN is handled by the caller.
+llvm::Value *directedBF16(llvm::IRBuilder<> &b, llvm::Value *f, Mode m) {
+  llvm::Value *u = b.CreateBitCast(f, b.getInt32Ty());
+  llvm::Value *kept = b.CreateAnd(u, b.getInt32(0xFFFF0000u));
+  llvm::Value *dropped = b.CreateICmpNE(b.CreateAnd(u, b.getInt32(0xFFFFu)), b.getInt32(0));
+  llvm::Value *negative = b.CreateICmpSLT(u, b.getInt32(0));
+  llvm::Value *awayFromZero = b.getFalse();
+  if (m == Mode::Rtp)
+    awayFromZero = b.CreateAnd(dropped, b.CreateNot(negative));
+  if (m == Mode::Rtn)
+    awayFromZero = b.CreateAnd(dropped, negative);
+  llvm::Value *bits =
+      b.CreateSelect(awayFromZero, b.CreateAdd(kept, b.getInt32(0x10000u)), kept);
+  return b.CreateBitCast(bits, b.getFloatTy());
+}
+
 /// Any source -> a float destination with the op's rounding mode and .sat.
 llvm::Expected<llvm::Value *> toFloat(llvm::IRBuilder<> &b, const ir::Op &op, const Source &x,
                                       Scalar d) {
@@ -182,10 +201,8 @@ llvm::Expected<llvm::Value *> toFloat(llvm::IRBuilder<> &b, const ir::Op &op, co
   Mode m = modeOf(op.mods.round);
   llvm::Value *r = nullptr;
   if (d == Scalar::BF16) {
-    if (m != Mode::Rte)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "convert.%s to bf16 is not supported on cpu",
-                                     std::string(ir::roundName(op.mods.round)).c_str());
+    // Every path goes through an f32 that is exact or rounded to odd (24 bits >= 8 + 2), so
+    // rounding it once more to bf16 in any mode gives the correctly rounded result.
     Source s = x;
     // Integers wider than f64's mantissa: round to odd into f64 first.
     if (!x.isFloat && x.v->getType()->getIntegerBitWidth() > 32) {
@@ -198,6 +215,8 @@ llvm::Expected<llvm::Value *> toFloat(llvm::IRBuilder<> &b, const ir::Op &op, co
     if (s.v->getType()->isDoubleTy())
       f = applyMode(b, f, s, Mode::Odd);
     r = roundNarrow(b, f, Scalar::BF16);
+    if (m != Mode::Rte)
+      r = b.CreateSelect(b.CreateFCmpUNO(f, f), r, directedBF16(b, f, m));
   } else {
     llvm::Type *ft = d == Scalar::F16 ? b.getHalfTy() : regType(c, d);
     r = applyMode(b, convertNearest(b, x, ft), x, m);

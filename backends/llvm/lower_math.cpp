@@ -29,12 +29,20 @@ llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
     r = b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), unary(llvm::Intrinsic::sqrt));
     break;
   case OpKind::Sigmoid: {
+    // t = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + t), x < 0 gives t / (1 + t).
+    // (1 / (1 + exp(-x)) overflowed exp for x < -88.7 and returned 0 where the true value is
+    // a normal or subnormal float; found by `tessera conform`.) NaN takes the second arm and
+    // stays NaN.
     std::string err;
-    llvm::Value *e = hooks.emitMath(b, OpKind::Exp, {b.CreateFNeg(x)}, err);
-    if (!e)
+    llvm::Value *t = hooks.emitMath(b, OpKind::Exp,
+                                    {b.CreateFNeg(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x))},
+                                    err);
+    if (!t)
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", err.c_str());
     llvm::Value *one = llvm::ConstantFP::get(x->getType(), 1.0);
-    r = b.CreateFDiv(one, b.CreateFAdd(one, e));
+    llvm::Value *den = b.CreateFAdd(one, t);
+    llvm::Value *nonNeg = b.CreateFCmpOGE(x, llvm::ConstantFP::get(x->getType(), 0.0));
+    r = b.CreateSelect(nonNeg, b.CreateFDiv(one, den), b.CreateFDiv(t, den));
     break;
   }
   case OpKind::Exp:

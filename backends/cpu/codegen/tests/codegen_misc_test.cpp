@@ -64,13 +64,14 @@ TEST(CodegenMisc, ElementwiseKernelIsVectorised) {
 }
 
 TEST(CodegenMisc, UnsupportedConstructIsAnError) {
+  // The verifier rejects bf16 atomics; the codegen must still refuse them cleanly when handed
+  // unverified IR (every conversion the verifier accepts compiles: see ConvertTest).
   const char *text = R"(kernel @k(%x: buffer<f32>, %h: buffer<bf16>) {
   %i = global_id.x : i32
-  %v = load %x[%i] : f32
-  %r = convert.rtp %v : f32 -> bf16
-  store %r, %h[%i] : bf16
+  %v = const 1.0 : bf16
+  %o = atomic_add %h[%i], %v : bf16
 })";
-  ir::ParseResult pr = ir::parseModule(text, "bad.tir");
+  ir::ParseResult pr = ir::parseModule(text, "bad.tir", /*verify=*/false);
   ASSERT_TRUE(pr.ok()) << pr.diags.at(0).str();
   std::string err;
   auto cm = compileKernelModule(*pr.module, {}, &err);

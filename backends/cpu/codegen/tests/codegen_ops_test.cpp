@@ -314,6 +314,7 @@ TEST(ConvertTest, AllPairsAndModifiersBitExact) {
   std::cout << "conversions: " << stats.compiled << " checked bit-exact, " << stats.unsupported
             << " reported unsupported on cpu, " << stats.rejected << " rejected by the verifier\n";
   EXPECT_GT(stats.compiled, 300);
+  EXPECT_EQ(stats.unsupported, 0) << "every conversion the verifier accepts must compile";
 }
 
 } // namespace

@@ -1,0 +1,44 @@
+// Judging one case: the device's output against the fp64 reference interpreter's, under the
+// op table's full-profile budget for the result type.
+//
+//   integers, i1 results, select, convert  exact (floats: same value and same sign of zero)
+//   float op, f16/bf16/f32 result          ULP error against a wide reference (the same op
+//                                          evaluated in f64 by the reference numerics) must be
+//                                          <= budget, or <= 0.5 for 0-budget ops (correctly
+//                                          rounded); 0-budget ops must also keep the sign of 0
+//   float op, f64 result                   against the interpreter's rounded result:
+//                                          budget 0 -> equal; else <= budget + 0.5
+//   NaN matches NaN (any payload).
+// A subnormal reference answered by 0, or a result equal to the op applied to inputs whose
+// subnormals were flushed to 0, is reported as a flushing finding on top of the failure.
+#pragma once
+
+#include "conformance/catalog.h"
+
+#include <string>
+
+namespace tessera::conform {
+
+struct Judgement {
+  bool passed = true;
+  int64_t badCount = 0;
+  double maxUlp = 0;    // worst finite ULP error (floats)
+  double maxAbs = 0;    // worst finite absolute error
+  double tolerance = 0; // the ULP threshold applied (0 for exact comparisons)
+  bool flushesSubnormalResults = false;
+  bool flushesSubnormalInputs = false;
+  // The first failing element.
+  int64_t firstBad = -1;
+  std::string inputs, expected, got;
+  double error = 0; // its ULP error (floats) or 1 (integers)
+};
+
+/// Compares `got` (device) with `want` (interpreter) for the inputs `in` of variant `v`;
+/// `op` is the kernel's op under test (for re-evaluation).
+Judgement judge(const Variant &v, const ir::Op &op, const std::vector<ir::HostBuffer> &in,
+                const ir::HostBuffer &want, const ir::HostBuffer &got);
+
+/// One element as text: `1.5 (0x3fc00000)` for floats, `-3` for integers.
+std::string formatValue(const ir::Literal &l, ir::Scalar t);
+
+} // namespace tessera::conform

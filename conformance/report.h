@@ -1,0 +1,34 @@
+// Reports of a conformance run: the summary matrix and failure list (text), JSON and JUnit.
+//
+// JSON (schema "tessera-conform/1"):
+//   { "schema", "profile", "seed", "devices": [..], "seconds",
+//     "counts": {"pass","fail","xfail","xpass","skip"},
+//     "cases": [ {"case","op","dtype","shape","device","status","max_ulp","max_abs_err",
+//                 "tolerance","seed"[, "message"][, "failure": {"index","inputs","expected",
+//                 "got","error"}]} ],
+//     "findings": [ {"device","capability","detail","cases": [..]} ] }
+// "shape" is [n]; max_ulp / max_abs_err are null when infinite. JUnit: one <testsuite> per
+// device, one <testcase classname="conform.DEVICE.OP" name="CASE"> per case.
+#pragma once
+
+#include "conformance/runner.h"
+
+#include <cstdio>
+#include <string>
+
+namespace tessera::conform {
+
+/// Rows = op families, columns = devices, cells = passed/total and worst ULP.
+std::string summaryMatrix(const RunReport &r);
+/// Every fail and xpass with op, dtype, shape, seed, first bad index, inputs, expected, got.
+std::string failureList(const RunReport &r);
+/// Capability findings, one line each.
+std::string findingList(const RunReport &r);
+
+std::string toJson(const RunReport &r);
+std::string toJunit(const RunReport &r);
+
+/// Writes `text` to `path`; false with `error` set on failure.
+bool writeFile(const std::string &path, const std::string &text, std::string *error);
+
+} // namespace tessera::conform

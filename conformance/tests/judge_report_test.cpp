@@ -1,0 +1,196 @@
+// Tests of judging (a deliberately wrong "device result" is caught: the interpreter's output
+// compared with a perturbed copy of itself) and of the JSON / JUnit writers.
+#include "conformance/judge.h"
+#include "conformance/report.h"
+#include "conformance/runner.h"
+
+#include "ir/interp/numerics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera::conform {
+namespace {
+
+struct Sample {
+  Catalog cat = buildCatalog();
+  const Case *c = nullptr;
+  std::unique_ptr<ir::Module> m;
+  std::vector<ir::HostBuffer> in;
+  ir::HostBuffer out;
+
+  explicit Sample(const std::string &id) {
+    for (const Case &k : cat.cases)
+      if (k.id == id)
+        c = &k;
+    EXPECT_NE(c, nullptr) << id;
+    if (!c)
+      return;
+    m = buildKernel(variant());
+    std::string err;
+    EXPECT_TRUE(interpretCase(cat, *c, 1, in, out, &err)) << err;
+  }
+  const Variant &variant() const { return cat.variants[c->variant]; }
+  Judgement judgeAgainst(const ir::HostBuffer &got) const {
+    return judge(variant(), *kernelOp(*m), in, out, got);
+  }
+};
+
+TEST(Judge, ReferenceAgainstItselfPasses) {
+  for (const char *id : {"exp.f32/uniform/n1000", "add.i32/uniform/n1000",
+                         "div.f16/special/n441", "cmp.olt.f64/special/n441"}) {
+    Sample s(id);
+    if (!s.c)
+      continue;
+    Judgement j = s.judgeAgainst(s.out);
+    EXPECT_TRUE(j.passed) << id << ": " << j.expected << " vs " << j.got;
+  }
+}
+
+TEST(Judge, PerturbedFloatResultIsCaught) {
+  Sample s("exp.f32/uniform/n1000");
+  ASSERT_TRUE(s.c);
+  ir::HostBuffer bad = s.out;
+  ir::Literal v = bad.get(123);
+  float f = static_cast<float>(v.f);
+  for (int k = 0; k < 8; ++k) // 8 ULP away: beyond exp's f32 budget of 3
+    f = std::nextafter(f, INFINITY);
+  v.f = f;
+  bad.set(123, v);
+  Judgement j = s.judgeAgainst(bad);
+  EXPECT_FALSE(j.passed);
+  EXPECT_EQ(j.firstBad, 123);
+  EXPECT_EQ(j.badCount, 1);
+  EXPECT_GT(j.error, 3);
+  EXPECT_FALSE(j.inputs.empty());
+  // Within budget (2 ULP) passes.
+  ir::HostBuffer near = s.out;
+  ir::Literal w = near.get(5);
+  w.f = std::nextafter(std::nextafter(static_cast<float>(w.f), INFINITY), INFINITY);
+  near.set(5, w);
+  EXPECT_TRUE(s.judgeAgainst(near).passed);
+}
+
+TEST(Judge, CorrectlyRoundedOpsAllowNoUlpAndKeepTheSignOfZero) {
+  Sample s("add.f32/uniform/n1000");
+  ASSERT_TRUE(s.c);
+  ir::HostBuffer bad = s.out;
+  ir::Literal v = bad.get(7);
+  v.f = std::nextafter(static_cast<float>(v.f), INFINITY);
+  bad.set(7, v);
+  EXPECT_FALSE(s.judgeAgainst(bad).passed);
+
+  Sample z("neg.f64/special/n21"); // neg(+0) must be -0
+  ASSERT_TRUE(z.c);
+  ir::HostBuffer flipped = z.out;
+  for (int64_t i = 0; i < flipped.size(); ++i)
+    if (flipped.get(i).f == 0) {
+      flipped.set(i, ir::Literal{-flipped.get(i).f, 0});
+      break;
+    }
+  EXPECT_FALSE(z.judgeAgainst(flipped).passed);
+}
+
+TEST(Judge, IntegersAreExactAndNaNMatchesNaN) {
+  Sample s("mul.i16/uniform/n1000");
+  ASSERT_TRUE(s.c);
+  ir::HostBuffer bad = s.out;
+  bad.set(999, ir::Literal{0, ir::numerics::truncInt(bad.get(999).i + 1, ir::Scalar::I16)});
+  Judgement j = s.judgeAgainst(bad);
+  EXPECT_FALSE(j.passed);
+  EXPECT_EQ(j.firstBad, 999);
+
+  Sample n("log.f32/special/n21"); // log(-1) is NaN: another NaN payload is fine
+  ASSERT_TRUE(n.c);
+  EXPECT_TRUE(n.judgeAgainst(n.out).passed);
+}
+
+TEST(Judge, FlushedSubnormalResultIsAFinding) {
+  Sample s("mul.f32/hard/n1000");
+  ASSERT_TRUE(s.c);
+  ir::HostBuffer flushed = s.out;
+  bool any = false;
+  for (int64_t i = 0; i < flushed.size(); ++i) {
+    double x = flushed.get(i).f;
+    if (x != 0 && std::fabs(x) < 0x1p-126) {
+      flushed.set(i, ir::Literal{std::copysign(0.0, x), 0});
+      any = true;
+    }
+  }
+  ASSERT_TRUE(any) << "the hard generator should produce subnormal products";
+  Judgement j = s.judgeAgainst(flushed);
+  EXPECT_FALSE(j.passed);
+  EXPECT_TRUE(j.flushesSubnormalResults);
+}
+
+RunReport sampleReport() {
+  RunReport r;
+  r.devices = {"cpu:0"};
+  CaseResult pass;
+  pass.id = "add.f32/uniform/n1000";
+  pass.variant = "add.f32";
+  pass.op = "add";
+  pass.dtype = "f32";
+  pass.device = "cpu:0";
+  pass.n = 1000;
+  pass.status = "pass";
+  pass.maxUlp = 0.5;
+  pass.seed = 1;
+  CaseResult fail = pass;
+  fail.id = "exp.f32/hard/n1000";
+  fail.variant = "exp.f32";
+  fail.op = "exp";
+  fail.status = "fail";
+  fail.maxUlp = INFINITY;
+  fail.judgement.passed = false;
+  fail.judgement.firstBad = 3;
+  fail.judgement.inputs = "1 <&> \"q\"";
+  fail.judgement.expected = "2";
+  fail.judgement.got = "3";
+  r.results = {pass, fail};
+  r.findings.push_back({"cpu:0", "flushes-subnormal-results", "detail", {fail.id}});
+  return r;
+}
+
+TEST(Report, JsonHasTheSchemaKeys) {
+  std::string js = toJson(sampleReport());
+  for (const char *key : {"\"schema\": \"tessera-conform/1\"", "\"profile\": \"full\"",
+                          "\"counts\": {\"pass\": 1, \"fail\": 1", "\"case\": ", "\"op\": ",
+                          "\"dtype\": ", "\"shape\": [1000]", "\"device\": \"cpu:0\"",
+                          "\"status\": \"fail\"", "\"max_ulp\": null", "\"max_abs_err\": ",
+                          "\"tolerance\": ", "\"seed\": 1", "\"failure\": {\"index\": 3",
+                          "\\\"q\\\"", "\"findings\": [", "\"capability\": "})
+    EXPECT_NE(js.find(key), std::string::npos) << key << "\n" << js;
+}
+
+TEST(Report, JunitCountsAndEscapes) {
+  std::string xml = toJunit(sampleReport());
+  EXPECT_NE(xml.find("<testsuite name=\"conform.cpu:0\" tests=\"2\" failures=\"1\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message="), std::string::npos);
+  EXPECT_NE(xml.find("&lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(xml.find("<&>"), std::string::npos);
+  std::string m = summaryMatrix(sampleReport());
+  EXPECT_NE(m.find("1/1"), std::string::npos) << m;
+  EXPECT_NE(m.find("0/1"), std::string::npos) << m;
+}
+
+TEST(Xfail, ListsNeedReasons) {
+  std::string path = testing::TempDir() + "xf.txt";
+  std::string err;
+  ASSERT_TRUE(writeFile(path, "# c\nexp.*/hard/*  too hard\n\n", &err));
+  std::vector<XfailEntry> xs;
+  ASSERT_TRUE(loadXfails(path, xs, &err)) << err;
+  ASSERT_EQ(xs.size(), 1u);
+  EXPECT_EQ(xs[0].reason, "too hard");
+  ASSERT_TRUE(writeFile(path, "exp.*/hard/*\n", &err));
+  xs.clear();
+  EXPECT_FALSE(loadXfails(path, xs, &err));
+  EXPECT_NE(err.find("needs a reason"), std::string::npos);
+  EXPECT_TRUE(loadXfails(path + ".missing", xs, &err));
+}
+
+} // namespace
+} // namespace tessera::conform

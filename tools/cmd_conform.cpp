@@ -1,0 +1,275 @@
+// `tessera conform`: the conformance suite. Runs the op catalog (generated from the op table)
+// on HAL devices and on the fp64 reference interpreter, judges every case under the op
+// table's full-profile budgets, and prints a summary matrix, failures, JSON and JUnit.
+#include "conformance/catalog.h"
+#include "conformance/report.h"
+#include "conformance/runner.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/registry_session.h"
+
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char *kConformHelp = R"(usage: tessera conform [options]
+
+Runs the conformance catalog: every unary/binary/ternary/predicate/compare/select/convert op
+of the op table x every scalar type the verifier allows x input generators (uniform over the
+op's range, special values, known-hard ranges) x lengths, on each device, and compares every
+element with the fp64 reference interpreter: integers exactly, floats within the op's ULP
+budget for the result type (docs/conformance.md). Exit status 1 if a case failed that is not
+in the device's expected-failure list (conformance/xfail/BACKEND.txt), 2 on a usage error.
+
+options:
+  --device DEV      a device to test (repeatable); default: every available device
+  --filter GLOB     only cases whose id matches (e.g. 'exp.f32/*', '*/special/*'); repeatable
+  --seed N          input seed (default 1); printed with every failure
+  --profile P       full (default) or relaxed; relaxed is accepted and judged as full until
+                    the Vulkan backend brings the relaxed tables
+  --json FILE       write the per-case report as JSON (schema tessera-conform/1)
+  --junit FILE      write a JUnit XML report
+  -j N              accepted for CI scripts; devices and cases run sequentially for now
+  --xfail-dir DIR   where BACKEND.txt expected-failure lists live (default: the source tree)
+  --list            print the selected case ids and their count, run nothing
+  --oracle-dump F   run only the reference interpreter on the selected float cases and write
+                    `variant in... out` lines of hex floats to F (for the numpy cross-check)
+  --progress-every N  progress line every N cases when stdout is not a terminal (default 200)
+)";
+
+#ifndef TESSERA_XFAIL_DIR
+#define TESSERA_XFAIL_DIR "conformance/xfail"
+#endif
+
+std::vector<std::string> allDevices(RegistrySession &s) {
+  std::vector<std::string> names;
+  uint32_t n = 0;
+  if (tsr_status_t st = tsr_registry_device_count(s.registry, &n)) {
+    tsr_status_free(st);
+    return names;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    tsr_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (tsr_status_t st = tsr_registry_device_info(s.registry, i, &info)) {
+      tsr_status_free(st);
+      continue;
+    }
+    names.emplace_back(info.name);
+  }
+  return names;
+}
+
+int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint64_t seed,
+               const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "tessera conform: cannot write '%s'\n", path.c_str());
+    return 1;
+  }
+  int rc = 0;
+  for (size_t ci : sel) {
+    const conform::Case &c = cat.cases[ci];
+    const conform::Variant &v = cat.variants[c.variant];
+    bool allFloat = ir::isFloatScalar(v.result);
+    for (ir::Scalar t : v.operands)
+      allFloat = allFloat && ir::isFloatScalar(t);
+    if (!allFloat)
+      continue;
+    std::vector<ir::HostBuffer> in;
+    ir::HostBuffer out;
+    std::string err;
+    if (!conform::interpretCase(cat, c, seed, in, out, &err)) {
+      std::fprintf(stderr, "tessera conform: %s: reference interpreter: %s\n", c.id.c_str(),
+                   err.c_str());
+      rc = 1;
+      continue;
+    }
+    for (int64_t i = 0; i < out.size(); ++i) {
+      std::fprintf(f, "%s", v.name.c_str());
+      for (const ir::HostBuffer &b : in)
+        std::fprintf(f, " %a", b.get(i).f);
+      std::fprintf(f, " %a\n", out.get(i).f);
+    }
+  }
+  std::fclose(f);
+  return rc;
+}
+
+} // namespace
+
+int cmdConform(int argc, char **argv) {
+  Args args(argc, argv, 2);
+  std::vector<std::string> devices, filters;
+  std::string jsonPath, junitPath, profile = "full", xfailDir = TESSERA_XFAIL_DIR, oraclePath;
+  uint64_t seed = 1, progressEvery = 200;
+  bool list = false, missing = false;
+  while (!args.empty()) {
+    if (isHelp(args.peek())) {
+      std::fputs(kConformHelp, stdout);
+      return 0;
+    }
+    if (auto v = args.option("--device", missing)) {
+      devices.push_back(*v);
+      continue;
+    }
+    if (auto v = args.option("--filter", missing)) {
+      filters.push_back(*v);
+      continue;
+    }
+    if (auto v = args.option("--seed", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n)
+        return usageError("conform", "--seed needs a non-negative integer");
+      seed = *n;
+      continue;
+    }
+    if (auto v = args.option("--profile", missing)) {
+      if (*v != "full" && *v != "relaxed")
+        return usageError("conform", "--profile must be 'full' or 'relaxed'");
+      profile = *v;
+      continue;
+    }
+    if (auto v = args.option("-j", missing)) {
+      if (auto n = parseUnsigned(*v); !n || *n == 0)
+        return usageError("conform", "-j needs a positive integer");
+      continue; // sequential for now (see --help)
+    }
+    if (auto v = args.option("--progress-every", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n == 0)
+        return usageError("conform", "--progress-every needs a positive integer");
+      progressEvery = *n;
+      continue;
+    }
+    if (auto v = args.option("--json", missing)) {
+      jsonPath = *v;
+      continue;
+    }
+    if (auto v = args.option("--junit", missing)) {
+      junitPath = *v;
+      continue;
+    }
+    if (auto v = args.option("--xfail-dir", missing)) {
+      xfailDir = *v;
+      continue;
+    }
+    if (auto v = args.option("--oracle-dump", missing)) {
+      oraclePath = *v;
+      continue;
+    }
+    if (args.flag("--list")) {
+      list = true;
+      continue;
+    }
+    if (missing)
+      break;
+    return usageError("conform", "unexpected argument '" + std::string(args.peek()) + "'");
+  }
+  if (missing)
+    return usageError("conform", "an option is missing its value");
+
+  conform::Catalog cat = conform::buildCatalog();
+  std::vector<size_t> sel;
+  for (size_t i = 0; i < cat.cases.size(); ++i) {
+    bool keep = filters.empty();
+    for (const std::string &g : filters)
+      keep = keep || conform::globMatch(g, cat.cases[i].id);
+    if (keep)
+      sel.push_back(i);
+  }
+  if (list) {
+    for (size_t i : sel)
+      std::printf("%s\n", cat.cases[i].id.c_str());
+    std::printf("%zu cases (%zu variants in the catalog)\n", sel.size(), cat.variants.size());
+    return 0;
+  }
+  if (sel.empty()) {
+    std::fprintf(stderr, "tessera conform: no case matches the filter\n");
+    return 1;
+  }
+  if (!oraclePath.empty())
+    return oracleDump(cat, sel, seed, oraclePath);
+
+  RegistrySession session;
+  std::string err;
+  if (!session.open(&err)) {
+    std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
+    return 1;
+  }
+  if (devices.empty())
+    devices = allDevices(session);
+  if (devices.empty()) {
+    std::fprintf(stderr, "tessera conform: no device available (see 'tessera devices')\n");
+    return 1;
+  }
+  if (profile == "relaxed")
+    std::printf("note: profile 'relaxed' is judged as 'full' until the Vulkan backend lands\n");
+
+  conform::RunReport report;
+  report.profile = profile;
+  report.seed = seed;
+  report.devices = devices;
+  bool tty = isatty(fileno(stdout));
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = 0;
+  for (const std::string &name : devices) {
+    conform::DeviceRun dev;
+    dev.name = name;
+    tsr_device_t device = nullptr;
+    if (tsr_status_t st = tsr_registry_open_device(session.registry, name.c_str(), &device)) {
+      std::fprintf(stderr, "tessera conform: %s\n", takeMessage(st).c_str());
+      return 1;
+    }
+    dev.device = device;
+    tsr_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (tsr_status_t st = tsr_device_info(device, &info))
+      tsr_status_free(st);
+    dev.features = info.features;
+    std::string backend = name.substr(0, name.find(':'));
+    if (!conform::loadXfails(xfailDir + "/" + backend + ".txt", dev.xfails, &err)) {
+      std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
+      tsr_device_release(device);
+      return 1;
+    }
+    size_t done = 0, failed = 0;
+    conform::runDevice(cat, sel, dev, seed, report, [&](const conform::CaseResult &r) {
+      ++done;
+      failed += r.status == "fail";
+      if (!tty && (done % progressEvery == 0 || done == sel.size()))
+        std::printf("[%s] %zu/%zu cases, %zu failed\n", name.c_str(), done, sel.size(), failed);
+      std::fflush(stdout);
+    });
+    tsr_device_release(device);
+  }
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::printf("\n%s", conform::summaryMatrix(report).c_str());
+  std::string failures = conform::failureList(report);
+  if (!failures.empty())
+    std::printf("\nfailures:\n%s", failures.c_str());
+  std::string findings = conform::findingList(report);
+  if (!findings.empty())
+    std::printf("\n%s", findings.c_str());
+  std::printf("\nconform (profile %s, seed %llu): %zu cases on %zu device(s) in %.1f s: %d pass, "
+              "%d fail, %d xfail, %d xpass, %d skip\n",
+              profile.c_str(), static_cast<unsigned long long>(seed), report.results.size(),
+              devices.size(), report.seconds, report.count("pass"), report.count("fail"),
+              report.count("xfail"), report.count("xpass"), report.count("skip"));
+  if (!jsonPath.empty() && !conform::writeFile(jsonPath, conform::toJson(report), &err)) {
+    std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
+    rc = 1;
+  }
+  if (!junitPath.empty() && !conform::writeFile(junitPath, conform::toJunit(report), &err)) {
+    std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
+    rc = 1;
+  }
+  return report.unexpectedFailures() ? 1 : rc;
+}
+
+} // namespace tessera::cli

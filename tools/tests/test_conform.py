@@ -1,0 +1,84 @@
+"""End-to-end test of `tessera conform`: a filtered run on cpu:0 writes a JSON report with the
+documented keys and values and a JUnit file that xml.etree parses; usage errors exit 2.
+
+The binary is $TESSERA_BIN, or build/default/tools/tessera.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(os.environ.get("TESSERA_BIN", ROOT / "build/default/tools/tessera"))
+STATUSES = {"pass", "fail", "xfail", "xpass", "skip"}
+CASE_KEYS = {"case", "op", "dtype", "shape", "device", "status", "max_ulp", "max_abs_err",
+             "tolerance", "seed"}
+
+
+def tessera(*args):
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def binary_exists():
+    if not BIN.exists():
+        pytest.fail(f"tessera binary not found at {BIN}; build first")
+
+
+def test_catalog_lists_at_least_400_cases():
+    r = tessera("conform", "--list")
+    assert r.returncode == 0, r.stderr
+    count = int(r.stdout.strip().splitlines()[-1].split()[0])
+    assert count >= 400
+
+
+def test_conform_cpu_json_and_junit(tmp_path):
+    js, xml = tmp_path / "r.json", tmp_path / "r.xml"
+    filters = ["exp.f32/*", "add.*/uniform/n1000", "*/special/*", "sigmoid.f32/*"]
+    args = ["conform", "--device", "cpu:0", "--seed", "7", "--json", js, "--junit", xml]
+    for f in filters:
+        args += ["--filter", f]
+    r = tessera(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cpu:0" in r.stdout and "conform (profile full, seed 7)" in r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["schema"] == "tessera-conform/1"
+    assert doc["profile"] == "full" and doc["seed"] == 7 and doc["devices"] == ["cpu:0"]
+    assert set(doc["counts"]) == STATUSES
+    assert sum(doc["counts"].values()) == len(doc["cases"]) > 50
+    for c in doc["cases"]:
+        assert CASE_KEYS <= set(c), c
+        assert c["status"] in STATUSES and c["device"] == "cpu:0" and c["seed"] == 7
+        assert isinstance(c["shape"], list) and c["shape"][0] >= 0
+        assert c["max_ulp"] is None or c["max_ulp"] >= 0
+        if c["status"] == "pass" and c["max_ulp"] is not None:
+            assert c["max_ulp"] <= max(c["tolerance"], 0.5) + 1e-6, c
+        if c["status"] in ("fail", "xfail"):
+            assert "message" in c or "failure" in c, c
+    assert doc["counts"]["fail"] == 0
+    # sigmoid's hard range (x < -88.7, subnormal results) was the first cpu bug conform found;
+    # it is fixed and must stay fixed, within sigmoid's 6 ULP budget.
+    sg = [c for c in doc["cases"] if c["case"] == "sigmoid.f32/hard/n1000"]
+    assert sg and sg[0]["status"] == "pass" and sg[0]["max_ulp"] <= 6, sg
+    assert isinstance(doc["findings"], list)
+    root = ET.parse(xml).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["conform.cpu:0"]
+    cases = suites[0].findall("testcase")
+    assert len(cases) == len(doc["cases"])
+    assert int(suites[0].get("failures")) == len(suites[0].findall("testcase/failure"))
+
+
+def test_conform_usage_errors():
+    assert tessera("conform", "--profile", "fast").returncode == 2
+    assert tessera("conform", "--seed", "x").returncode == 2
+    assert tessera("conform", "--bogus").returncode == 2
+    r = tessera("conform", "--filter", "no-such-op/*", "--device", "cpu:0")
+    assert r.returncode == 1 and "no case matches" in r.stderr
+    assert tessera("conform", "--device", "nope:3", "--filter", "add.f32/*").returncode == 1
+    assert "usage:" in tessera("conform", "--help").stdout
