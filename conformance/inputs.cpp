@@ -1,11 +1,12 @@
 // Input generators of the conformance cases: `uniform` over each op's interesting range,
 // `special` (the cross product of special values over the operands) and `hard` (known-hard
 // ranges: huge sin/cos arguments, exp near overflow and underflow, log near 1, ties for the
-// rounding ops, the full exponent range). Self-contained xoshiro256** seeded by splitmix64 from
-// (seed, case id), so inputs are identical on every machine.
+// rounding ops, the full exponent range). ir::Rng (xoshiro256**) seeded from (seed, case id),
+// so inputs are identical on every machine.
 #include "conformance/catalog.h"
 
 #include "ir/interp/numerics.h"
+#include "ir/interp/rng.h"
 
 #include <cmath>
 #include <limits>
@@ -16,37 +17,7 @@ namespace {
 using ir::OpKind;
 using ir::Scalar;
 
-uint64_t splitmix64(uint64_t &s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-class Rng {
-public:
-  explicit Rng(uint64_t seed) {
-    for (uint64_t &w : s_)
-      w = splitmix64(seed);
-  }
-  uint64_t next() {
-    uint64_t result = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; } // [0, 1)
-  double range(double lo, double hi) { return lo + (hi - lo) * unit(); }
-  bool coin() { return next() >> 63; }
-
-private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
+using ir::Rng;
 
 uint64_t hashId(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
