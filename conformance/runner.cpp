@@ -99,6 +99,8 @@ void addFinding(RunReport &report, const std::string &device, const std::string 
   report.findings.push_back({device, cap, detail, {caseId}});
 }
 
+} // namespace
+
 void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails) {
   for (const XfailEntry &x : xfails)
     if (globMatch(x.glob, r.id)) {
@@ -107,8 +109,6 @@ void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails) {
       return;
     }
 }
-
-} // namespace
 
 int RunReport::count(const std::string &status) const {
   int n = 0;

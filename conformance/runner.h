@@ -57,6 +57,9 @@ struct DeviceRun {
   std::vector<XfailEntry> xfails;
 };
 
+/// Marks a result xfail / xpass when an entry of `xfails` matches its id.
+void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails);
+
 /// Called after every case (for progress lines).
 using ProgressFn = std::function<void(const CaseResult &)>;
 

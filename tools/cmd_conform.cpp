@@ -2,6 +2,7 @@
 // on HAL devices and on the fp64 reference interpreter, judges every case under the op
 // table's full-profile budgets, and prints a summary matrix, failures, JSON and JUnit.
 #include "conformance/catalog.h"
+#include "conformance/kernel_cases.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "tools/cli.h"
@@ -34,6 +35,9 @@ options:
   --junit FILE      write a JUnit XML report
   -j N              accepted for CI scripts; devices and cases run sequentially for now
   --xfail-dir DIR   where BACKEND.txt expected-failure lists live (default: the source tree)
+  --kernels DIR     kernel-level cases: every kernel with a launch spec in DIR/*.tir, judged
+                    with its kernel budget (default: ir/examples of the source tree; 'none'
+                    to skip). Their ids are kernel/<file>/<kernel>.
   --list            print the selected case ids and their count, run nothing
   --oracle-dump F   run only the reference interpreter on the selected float cases and write
                     `variant in... out` lines of hex floats to F (for the numpy cross-check)
@@ -42,6 +46,9 @@ options:
 
 #ifndef TESSERA_XFAIL_DIR
 #define TESSERA_XFAIL_DIR "conformance/xfail"
+#endif
+#ifndef TESSERA_KERNELS_DIR
+#define TESSERA_KERNELS_DIR "ir/examples"
 #endif
 
 std::vector<std::string> allDevices(RegistrySession &s) {
@@ -105,6 +112,7 @@ int cmdConform(int argc, char **argv) {
   Args args(argc, argv, 2);
   std::vector<std::string> devices, filters;
   std::string jsonPath, junitPath, profile = "full", xfailDir = TESSERA_XFAIL_DIR, oraclePath;
+  std::string kernelsDir = TESSERA_KERNELS_DIR;
   uint64_t seed = 1, progressEvery = 200;
   bool list = false, missing = false;
   while (!args.empty()) {
@@ -157,6 +165,10 @@ int cmdConform(int argc, char **argv) {
       xfailDir = *v;
       continue;
     }
+    if (auto v = args.option("--kernels", missing)) {
+      kernelsDir = *v;
+      continue;
+    }
     if (auto v = args.option("--oracle-dump", missing)) {
       oraclePath = *v;
       continue;
@@ -181,13 +193,28 @@ int cmdConform(int argc, char **argv) {
     if (keep)
       sel.push_back(i);
   }
+  std::vector<std::string> kernelFiles;
+  std::vector<std::string> kernelIds;
+  if (kernelsDir != "none" && oraclePath.empty()) {
+    kernelFiles = conform::kernelCaseFiles(kernelsDir);
+    for (const std::string &id : conform::kernelCaseIds(kernelFiles)) {
+      bool keep = filters.empty();
+      for (const std::string &g : filters)
+        keep = keep || conform::globMatch(g, id);
+      if (keep)
+        kernelIds.push_back(id);
+    }
+  }
   if (list) {
     for (size_t i : sel)
       std::printf("%s\n", cat.cases[i].id.c_str());
-    std::printf("%zu cases (%zu variants in the catalog)\n", sel.size(), cat.variants.size());
+    for (const std::string &id : kernelIds)
+      std::printf("%s\n", id.c_str());
+    std::printf("%zu cases (%zu variants in the catalog, %zu kernel cases)\n",
+                sel.size() + kernelIds.size(), cat.variants.size(), kernelIds.size());
     return 0;
   }
-  if (sel.empty()) {
+  if (sel.empty() && kernelIds.empty()) {
     std::fprintf(stderr, "tessera conform: no case matches the filter\n");
     return 1;
   }
@@ -236,14 +263,17 @@ int cmdConform(int argc, char **argv) {
       tsr_device_release(device);
       return 1;
     }
-    size_t done = 0, failed = 0;
-    conform::runDevice(cat, sel, dev, seed, report, [&](const conform::CaseResult &r) {
+    size_t done = 0, failed = 0, total = sel.size() + kernelIds.size();
+    auto progress = [&](const conform::CaseResult &r) {
       ++done;
       failed += r.status == "fail";
-      if (!tty && (done % progressEvery == 0 || done == sel.size()))
-        std::printf("[%s] %zu/%zu cases, %zu failed\n", name.c_str(), done, sel.size(), failed);
+      if (!tty && (done % progressEvery == 0 || done == total))
+        std::printf("[%s] %zu/%zu cases, %zu failed\n", name.c_str(), done, total, failed);
       std::fflush(stdout);
-    });
+    };
+    conform::runDevice(cat, sel, dev, seed, report, progress);
+    if (!kernelIds.empty())
+      conform::runKernelCases(kernelFiles, filters, dev, report, progress);
     tsr_device_release(device);
   }
   report.seconds =

@@ -82,3 +82,15 @@ def test_conform_usage_errors():
     assert r.returncode == 1 and "no case matches" in r.stderr
     assert tessera("conform", "--device", "nope:3", "--filter", "add.f32/*").returncode == 1
     assert "usage:" in tessera("conform", "--help").stdout
+
+
+def test_conform_kernel_cases_cover_every_example(tmp_path):
+    js = tmp_path / "k.json"
+    r = tessera("conform", "--device", "cpu:0", "--filter", "kernel/*", "--json", js)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(js.read_text())
+    ids = {c["case"] for c in doc["cases"]}
+    examples = {p.stem for p in (ROOT / "ir/examples").glob("*.tir")}
+    assert {i.split("/")[1] for i in ids} == examples
+    for c in doc["cases"]:
+        assert c["op"] == "kernel" and c["status"] == "pass" and c["tolerance"] >= 1, c

@@ -1,0 +1,143 @@
+// Kernel-level conformance cases (see kernel_cases.h). Compiles each file once per device
+// through runtime/ (memory-only cache), never through a backend's codegen directly.
+#include "conformance/kernel_cases.h"
+
+#include "ir/interp/interpreter.h"
+#include "ir/text/parser.h"
+#include "tessera/device_run.h"
+#include "tessera/program.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace tessera::conform {
+namespace {
+
+std::string stemOf(const std::string &path) { return std::filesystem::path(path).stem().string(); }
+
+bool selected(const std::string &id, const std::vector<std::string> &filters) {
+  if (filters.empty())
+    return true;
+  return std::any_of(filters.begin(), filters.end(),
+                     [&](const std::string &g) { return globMatch(g, id); });
+}
+
+CaseResult baseResult(const std::string &id, const std::string &stem, const DeviceRun &dev) {
+  CaseResult r;
+  r.id = id;
+  r.variant = stem;
+  r.op = "kernel";
+  r.dtype = "-";
+  r.device = dev.name;
+  return r;
+}
+
+// Runs one kernel; fills status, errors and the worst errors over its outputs.
+void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &program,
+                 DeviceRun &dev, CaseResult &r) {
+  auto fail = [&](const std::string &msg) {
+    r.status = "fail";
+    r.message = msg;
+  };
+  const ProgramKernel *pk = program.kernel(f.name);
+  if (!pk)
+    return fail("kernel missing from the compiled program");
+  ir::LaunchData data;
+  std::string err;
+  if (!ir::makeLaunchData(f, data, err))
+    return fail(err);
+  r.seed = f.launch->seed;
+  ir::LaunchData reference = data;
+  for (size_t i = 0, b = 0; i < reference.args.size(); ++i)
+    if (reference.args[i].buffer)
+      reference.args[i].buffer = &reference.buffers[b++];
+  std::vector<ir::HostBuffer> outputs;
+  if (!runOnDevice(dev.device, *pk, data, outputs, nullptr, &err))
+    return fail("device run failed: " + err);
+  ir::InterpOptions io;
+  io.subgroupSize = pk->subgroupSize;
+  ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);
+  if (!res.ok)
+    return fail("the reference interpreter failed: " + res.error);
+  r.tolerance = kernelUlpBudget(m, f);
+  r.status = "pass";
+  for (const BufferCheck &c : checkOutputs(f, reference, outputs, r.tolerance)) {
+    r.maxUlp = std::max(r.maxUlp, c.maxUlp);
+    r.maxAbs = std::max(r.maxAbs, c.maxAbs);
+    if (!c.passed && r.status == "pass")
+      fail("%" + c.param + ": first mismatch at " + c.detail);
+  }
+  for (const ir::HostBuffer &b : outputs)
+    r.n = std::max(r.n, b.size());
+}
+
+} // namespace
+
+std::vector<std::string> kernelCaseFiles(const std::string &dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".tir")
+      files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<std::string> kernelCaseIds(const std::vector<std::string> &files) {
+  std::vector<std::string> ids;
+  for (const std::string &file : files) {
+    ir::ParseResult pr = ir::parseFile(file);
+    if (!pr.ok()) {
+      ids.push_back("kernel/" + stemOf(file) + "/parse");
+      continue;
+    }
+    for (const auto &f : pr.module->functions)
+      if (f->isKernel && f->launch)
+        ids.push_back("kernel/" + stemOf(file) + "/" + f->name);
+  }
+  return ids;
+}
+
+void runKernelCases(const std::vector<std::string> &files, const std::vector<std::string> &filters,
+                    DeviceRun &dev, RunReport &report, const ProgressFn &progress) {
+  auto finish = [&](CaseResult r) {
+    applyXfail(r, dev.xfails);
+    report.results.push_back(std::move(r));
+    if (progress)
+      progress(report.results.back());
+  };
+  for (const std::string &file : files) {
+    std::string stem = stemOf(file);
+    ir::ParseResult pr = ir::parseFile(file);
+    if (!pr.ok()) {
+      std::string id = "kernel/" + stem + "/parse";
+      if (!selected(id, filters))
+        continue;
+      CaseResult r = baseResult(id, stem, dev);
+      r.status = "fail";
+      r.message = pr.diags.empty() ? "cannot parse" : pr.diags[0].str();
+      finish(std::move(r));
+      continue;
+    }
+    std::vector<const ir::Function *> kernels;
+    for (const auto &f : pr.module->functions)
+      if (f->isKernel && f->launch && selected("kernel/" + stem + "/" + f->name, filters))
+        kernels.push_back(f.get());
+    if (kernels.empty())
+      continue;
+    std::string err;
+    auto program = Program::create(dev.device, *pr.module, nullptr, {}, &err);
+    for (const ir::Function *f : kernels) {
+      CaseResult r = baseResult("kernel/" + stem + "/" + f->name, stem, dev);
+      if (!program) {
+        r.status = "fail";
+        r.message = "compile failed: " + err;
+      } else {
+        judgeKernel(*pr.module, *f, *program, dev, r);
+      }
+      finish(std::move(r));
+    }
+  }
+}
+
+} // namespace tessera::conform

@@ -1,0 +1,28 @@
+// Kernel-level conformance cases: every kernel with a launch spec in a folder of .tir files
+// (by default ir/examples: reductions with shared memory and barriers, subgroup reductions
+// and shuffles, a scan, softmax, layernorm, a tiled matmul, atomics, conversions with
+// saturation, divergent control flow), run on a device and judged against the interpreter.
+#pragma once
+
+#include "conformance/runner.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::conform {
+
+/// The .tir files of `dir`, sorted (deterministic case order). Empty if `dir` is unreadable.
+std::vector<std::string> kernelCaseFiles(const std::string &dir);
+
+/// The case ids `kernel/<file stem>/<kernel name>` of `files` (files that fail to parse
+/// contribute `kernel/<stem>/parse`).
+std::vector<std::string> kernelCaseIds(const std::vector<std::string> &files);
+
+/// Runs the kernels of `files` whose id matches one of `filters` (all if empty) on `dev`.
+/// Judging: integers exact, floats within the kernel's budget (runtime's kernelUlpBudget:
+/// 1 ULP + the full-profile budget of every float op kind it uses, elementwise or normwise),
+/// with the interpreter emulating the subgroup size the device's codegen chose.
+void runKernelCases(const std::vector<std::string> &files, const std::vector<std::string> &filters,
+                    DeviceRun &dev, RunReport &report, const ProgressFn &progress);
+
+} // namespace tessera::conform
