@@ -62,6 +62,8 @@ TEST_F(HalApi, DeviceToDeviceCopyHonoursBothOffsets) {
   TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), src, 0, a.size()));
   TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), dst, 0, b.size()));
   TSR_ASSERT_OK(tsr_stream_copy_d2d(stream_, src, 101, dst, 7, 333));
+  // The host source of an asynchronous copy must stay unchanged until the copy has run.
+  TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
   std::memcpy(b.data() + 7, a.data() + 101, 333);
   EXPECT_EQ(readBytes(stream_, dst, 0, 800), b);
   // Non-overlapping ranges of the same allocation are fine.
@@ -74,6 +76,7 @@ TEST_F(HalApi, UnalignedCopiesAreByteExact) {
   std::vector<uint8_t> model(257, 0);
   tsr_buffer_t buffer = allocate(257);
   TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, model.data(), buffer, 0, model.size()));
+  TSR_ASSERT_OK(tsr_stream_synchronize(stream_)); // `model` changes below: let the copy run
   std::vector<uint8_t> src = bytePattern(97, 4);
   for (uint64_t offset : {1u, 3u, 13u, 77u, 160u}) {
     uint64_t length = offset % 2 ? 97 : 31;
