@@ -10,7 +10,7 @@
 #include "backends/builtin_drivers.h"
 #include "ir/text/parser.h"
 #include "tessera/compile_cache.h"
-#include "tessera/hal.h"
+#include "tessera/hal.hpp"
 #include "tessera/program.h"
 
 #include <omp.h>
@@ -39,9 +39,7 @@ using Clock = std::chrono::steady_clock;
 void check(tsr_status_t st, const char *what) {
   if (!st)
     return;
-  std::string msg = tsr_status_message(st);
-  tsr_status_free(st);
-  die(std::string(what) + ": " + msg);
+  die(std::string(what) + ": " + tessera::hal::Status::fromC(st).message());
 }
 
 double median(std::vector<double> v) {

@@ -48,9 +48,6 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
     return fail(err);
   r.seed = f.launch->seed;
   ir::LaunchData reference = data;
-  for (size_t i = 0, b = 0; i < reference.args.size(); ++i)
-    if (reference.args[i].buffer)
-      reference.args[i].buffer = &reference.buffers[b++];
   std::vector<ir::HostBuffer> outputs;
   if (!runOnDevice(dev.device, *pk, data, outputs, nullptr, &err))
     return fail("device run failed: " + err);

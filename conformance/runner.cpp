@@ -69,11 +69,6 @@ ir::LaunchData makeLaunch(const Variant &v, const Case &c, uint64_t seed) {
   return d;
 }
 
-void repoint(ir::LaunchData &d) {
-  for (size_t i = 0; i < d.buffers.size(); ++i)
-    d.args[i].buffer = &d.buffers[i];
-}
-
 CaseResult baseResult(const Catalog &cat, const Case &c, const std::string &device,
                       uint64_t seed) {
   const Variant &v = cat.variants[c.variant];
@@ -198,7 +193,6 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
       }
       ir::LaunchData data = makeLaunch(v, c, seed);
       ir::LaunchData ref = data;
-      repoint(ref);
       ir::InterpOptions io;
       io.subgroupSize = pk->subgroupSize ? pk->subgroupSize : 32;
       ir::InterpResult ires = ir::interpret(*m, *m->functions[0], ref.dims, ref.args, io);

@@ -69,18 +69,13 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
     return 1;
   }
   if (!check) {
-    ir::LaunchData shown = data;
-    shown.buffers = outputs;
-    for (size_t i = 0, b = 0; i < shown.args.size(); ++i)
-      if (shown.args[i].buffer)
-        shown.args[i].buffer = &shown.buffers[b++];
+    // The device's outputs, in place: element assignment keeps the args' buffer pointers.
+    for (size_t i = 0; i < outputs.size(); ++i)
+      data.buffers[i] = std::move(outputs[i]);
     std::printf("@%s on %s (%.2f ms)\n%s", f.name.c_str(), deviceName.c_str(), ms,
-                ir::digestOutputs(f, shown).c_str());
+                ir::digestOutputs(f, data).c_str());
     return 0;
   }
-  for (size_t i = 0, b = 0; i < reference.args.size(); ++i)
-    if (reference.args[i].buffer)
-      reference.args[i].buffer = &reference.buffers[b++];
   ir::InterpOptions io;
   io.subgroupSize = pk->subgroupSize;
   ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);

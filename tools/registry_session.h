@@ -3,17 +3,13 @@
 #pragma once
 
 #include "backends/builtin_drivers.h"
-#include "tessera/hal.h"
+#include "tessera/hal.hpp"
 
 #include <string>
 
 namespace tessera::cli {
 
-inline std::string takeMessage(tsr_status_t st) {
-  std::string msg = tsr_status_message(st);
-  tsr_status_free(st);
-  return msg;
-}
+inline std::string takeMessage(tsr_status_t st) { return hal::Status::fromC(st).message(); }
 
 class RegistrySession {
 public:

@@ -14,6 +14,30 @@ struct LaunchData {
   LaunchDims dims;
   std::vector<HostBuffer> buffers; // one per buffer parameter, in parameter order
   std::vector<KernelArg> args;     // one per parameter; buffer args point into `buffers`
+
+  LaunchData() = default;
+  /// A copy owns its buffers: its buffer arguments point into its own `buffers` (in order),
+  /// never into the original's. Moves keep the buffers' storage, so pointers stay valid.
+  LaunchData(const LaunchData &other) : dims(other.dims), buffers(other.buffers), args(other.args) {
+    rebindBuffers();
+  }
+  LaunchData &operator=(const LaunchData &other) {
+    dims = other.dims;
+    buffers = other.buffers;
+    args = other.args;
+    rebindBuffers();
+    return *this;
+  }
+  LaunchData(LaunchData &&) = default;
+  LaunchData &operator=(LaunchData &&) = default;
+
+private:
+  void rebindBuffers() {
+    size_t b = 0;
+    for (KernelArg &a : args)
+      if (a.buffer)
+        a.buffer = &buffers.at(b++);
+  }
 };
 
 /// Builds inputs from `kernel.launch` (seeded, so identical on every machine).

@@ -169,6 +169,27 @@ TEST(Launch, DigestAndErrors) {
   EXPECT_NE(err.find("%n"), std::string::npos) << err;
 }
 
+TEST(Launch, ACopyOwnsItsBuffers) {
+  KernelBuilder k = launchKernel(3);
+  LaunchData a;
+  std::string err;
+  ASSERT_TRUE(makeLaunchData(*k.f, a, err)) << err;
+  LaunchData b = a;
+  LaunchData c;
+  c = a;
+  for (const LaunchData *copy : {&b, &c}) {
+    size_t bi = 0;
+    for (const KernelArg &arg : copy->args) {
+      if (!arg.buffer)
+        continue;
+      EXPECT_EQ(arg.buffer, &copy->buffers[bi]) << "a copy's argument points outside it";
+      EXPECT_EQ(arg.buffer->bytes, a.buffers[bi].bytes);
+      ++bi;
+    }
+    EXPECT_EQ(bi, a.buffers.size());
+  }
+}
+
 TEST(Launch, RunsThroughTheInterpreter) {
   KernelBuilder k = saxpy();
   LaunchSpec s;

@@ -2,6 +2,7 @@
 #include "tessera/device_run.h"
 
 #include "ir/interp/numerics.h"
+#include "tessera/hal.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -11,11 +12,7 @@
 namespace tessera {
 namespace {
 
-std::string takeMessage(tsr_status_t st) {
-  std::string msg = tsr_status_message(st);
-  tsr_status_free(st);
-  return msg;
-}
+std::string takeMessage(tsr_status_t st) { return hal::Status::fromC(st).message(); }
 
 tsr_arg_t scalarArg(const ir::Type &t, const ir::Literal &lit) {
   switch (t.elem) {

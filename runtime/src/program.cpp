@@ -5,6 +5,7 @@
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "ir/text/printer.h"
+#include "tessera/hal.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -172,9 +173,7 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   if (tsr_status_t st = tsr_device_info(device, &info)) {
-    std::string msg = tsr_status_message(st);
-    tsr_status_free(st);
-    return fail(msg);
+    return fail(hal::Status::fromC(st).message());
   }
   if (std::string_view(info.backend) != "cpu")
     return fail(std::string("no compiler for backend '") + info.backend +
@@ -243,17 +242,13 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   auto impl = std::make_unique<Impl>();
   if (tsr_status_t st =
           tsr_executable_create(device, TSR_CPU_NATIVE_FORMAT, &mod, sizeof mod, &impl->exe)) {
-    std::string msg = tsr_status_message(st);
-    tsr_status_free(st);
-    return fail(msg);
+    return fail(hal::Status::fromC(st).message());
   }
   std::unique_ptr<Program> p(new Program(std::move(impl)));
   for (const auto &k : cm->kernels()) {
     ProgramKernel pk{k.name, nullptr, k.params, k.subgroupSize, k.sharedBytes};
     if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel)) {
-      std::string msg = tsr_status_message(st);
-      tsr_status_free(st);
-      return fail(msg);
+      return fail(hal::Status::fromC(st).message());
     }
     p->kernels_.push_back(std::move(pk));
   }
