@@ -12,6 +12,7 @@ PKGS_CORE=(
 # Device runtimes and SDKs used by the backends (all loaded with dlopen at run time).
 PKGS_DEVICES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-tools spirv-tools spirv-headers glslang-tools
+  vulkan-validationlayers rocm-device-libs libamdhip64-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers clinfo
   libopenmpi-dev openmpi-bin
 )
@@ -22,7 +23,7 @@ PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 # One dpkg-query for all packages: the no-op path must stay fast.
 all=("${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}")
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${all[@]}" 2>/dev/null |
-            awk '$NF == "installed" && $(NF-1) == "ok" {sub(/:.*/, "", $1); print $1}')
+            awk '$NF == "installed" && $(NF-1) == "ok" {sub(/:.*/, "", $1); print $1}' || true)
 missing=()
 for p in "${all[@]}"; do
   grep -qx "$p" <<<"$installed" || missing+=("$p")
