@@ -1,0 +1,68 @@
+/* The executable formats of the GPU backends: what a codegen hands to its driver through
+ * tsr_executable_create(device, format, &module, sizeof(module), &exe).
+ *
+ *   TSR_VULKAN_SPIRV_FORMAT "vulkan-spirv": image = SPIR-V words (Shader flavour, one
+ *       GLCompute entry point per kernel, named as the kernel without '@').
+ *   TSR_CUDA_FORMAT "cuda": image = cubin (may be absent), fallback = NUL-terminated PTX
+ *       text (always present; the driver JIT-compiles it when the cubin is absent or does
+ *       not load).
+ *   TSR_ROCM_FORMAT "rocm-hsaco": image = AMD code object (ELF, code object v4).
+ *
+ * The driver copies everything it keeps; `data` may be freed after the call. This header
+ * is C99 and is shared by codegen and runtime halves; it never names a vendor API.
+ *
+ * Kernel ABI, Vulkan (see docs/backends.md):
+ *   - buffer parameter i: descriptor set 0, binding i (a storage buffer; the driver binds
+ *     the argument's view with offset and range, through push descriptors);
+ *   - scalar parameters: one push-constant block; param_offsets[i] is the byte offset of
+ *     scalar parameter i in it. i1/i8/i16/f16/bf16/i32/f32 occupy a 32-bit slot (the value's
+ *     bits in the low bits, zero-extended), i64/f64 an 8-byte slot aligned to 8;
+ *     push_constant_bytes is the block's size;
+ *   - workgroup size: specialization constants 0, 1, 2 (x, y, z).
+ * Kernel ABI, CUDA and ROCm: the kernel's parameters in order, buffers as global pointers
+ * to the first byte of the view, scalars by value (i1 as i8, f16/bf16 as their 16 bits);
+ * param_offsets is NULL.
+ */
+#ifndef TESSERA_BACKENDS_GPU_MODULE_H_
+#define TESSERA_BACKENDS_GPU_MODULE_H_
+
+#include "tessera/hal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSR_VULKAN_SPIRV_FORMAT "vulkan-spirv"
+#define TSR_CUDA_FORMAT "cuda"
+#define TSR_ROCM_FORMAT "rocm-hsaco"
+#define TSR_GPU_MODULE_VERSION 1
+
+typedef struct tsr_gpu_kernel {
+  const char *name;                 /* unique within the module; the entry point / symbol */
+  const tsr_kernel_param_t *params; /* param_count entries */
+  uint32_t param_count;
+  const uint32_t *param_offsets;    /* Vulkan: push-constant offset per parameter (buffers:
+                                       unused, 0); NULL elsewhere */
+  uint32_t push_constant_bytes;     /* Vulkan: size of the push-constant block; else 0 */
+  uint32_t shared_memory_bytes;     /* static workgroup-shared memory */
+} tsr_gpu_kernel;
+
+typedef struct tsr_gpu_module {
+  uint32_t struct_size; /* sizeof(tsr_gpu_module) */
+  uint32_t version;     /* TSR_GPU_MODULE_VERSION */
+  const void *image;    /* format-specific, see above; may be NULL only for "cuda" */
+  size_t image_size;
+  const void *fallback; /* "cuda": PTX text (NUL-terminated); else NULL */
+  size_t fallback_size; /* bytes including the NUL */
+  const tsr_gpu_kernel *kernels;
+  uint32_t kernel_count;
+} tsr_gpu_module;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSERA_BACKENDS_GPU_MODULE_H_ */

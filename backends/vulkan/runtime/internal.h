@@ -1,0 +1,295 @@
+// The Vulkan driver's objects and every hal_driver.h entry point it implements.
+//
+// Internal to backends/vulkan/runtime (vulkan_driver.h is the public face). Handles are these
+// C++ objects cast to the opaque driver handle types.
+//
+// Execution model: a stream records commands into one command buffer and submits it (a
+// "batch") only when the host needs an answer — synchronize, query, an event record — or the
+// batch grows large. Each submission signals the stream's timeline semaphore with the next
+// value and waits on the previous one, so a stream's batches run in order; commands inside a
+// batch are separated by full memory barriers. A worker thread per stream waits for each
+// batch and then runs its host actions (device-to-host copies out of staging memory), so
+// completion observed through events and synchronize includes them.
+#pragma once
+
+#include "backends/gpu_module.h"
+#include "backends/vulkan/runtime/vk_api.h"
+#include "tessera/hal_driver.h"
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera::vulkan {
+
+template <typename T, typename Handle> T *as(Handle handle) {
+  return reinterpret_cast<T *>(handle);
+}
+template <typename Handle, typename T> Handle handleOf(T *object) {
+  return reinterpret_cast<Handle>(object);
+}
+
+/// "vkCall: VK_ERROR_X" as a HAL status (OOM -> RESOURCE_EXHAUSTED, device lost -> INTERNAL).
+tsr_status_t vkStatus(const char *call, VkResult r);
+
+struct PhysicalDevice {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  uint32_t queueFamily = 0;
+  tsr_device_info_t info = {};
+  VkPhysicalDeviceLimits limits = {};
+  VkPhysicalDeviceMemoryProperties memory = {};
+  bool atomicFloat = false; // VK_EXT_shader_atomic_float with shaderBufferFloat32AtomicAdd
+  uint32_t maxPushDescriptors = 0;
+  // Features enabled at device creation (only those the device has).
+  VkPhysicalDeviceFeatures2 features = {};
+  VkPhysicalDeviceVulkan11Features features11 = {};
+  VkPhysicalDeviceVulkan12Features features12 = {};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloatFeatures = {};
+};
+
+struct VkDriver {
+  void *library = nullptr;
+  PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr;
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  InstanceFns fn;
+  std::vector<PhysicalDevice> devices;
+};
+
+// --- memory --------------------------------------------------------------------------------
+
+/// A range of a VkDeviceMemory block.
+struct Allocation {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint64_t offset = 0, size = 0;
+  void *mapped = nullptr; // host pointer of offset 0 of this allocation, when host-visible
+  uint32_t type = 0;
+  int block = -1; // index of the sub-allocator block; -1: dedicated memory
+};
+
+/// Sub-allocates buffers out of large blocks per memory type (Vulkan implementations cap the
+/// number of allocations, and vkAllocateMemory is slow); large requests get their own memory.
+/// First fit over an offset-ordered free list. Thread-safe.
+class MemoryAllocator {
+public:
+  MemoryAllocator(const DeviceFns &fn, VkDevice device, const VkPhysicalDeviceMemoryProperties &props)
+      : fn_(fn), device_(device), props_(props) {}
+  ~MemoryAllocator();
+  /// Memory of one of `typeBits` with `required` properties (preferring `preferred` too).
+  tsr_status_t allocate(const VkMemoryRequirements &req, VkMemoryPropertyFlags required,
+                        VkMemoryPropertyFlags preferred, Allocation *out);
+  void free(const Allocation &a);
+
+private:
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint32_t type = 0;
+    uint64_t size = 0;
+    void *mapped = nullptr;
+    std::map<uint64_t, uint64_t> freeRanges; // offset -> size
+  };
+  int findType(uint32_t typeBits, VkMemoryPropertyFlags required,
+               VkMemoryPropertyFlags preferred) const;
+  tsr_status_t allocateMemory(uint32_t type, uint64_t size, VkDeviceMemory *mem, void **mapped);
+
+  const DeviceFns &fn_;
+  VkDevice device_;
+  VkPhysicalDeviceMemoryProperties props_;
+  std::mutex mutex_;
+  std::vector<Block> blocks_;
+};
+
+struct VkBufferObj {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  Allocation alloc;
+  uint64_t size = 0;
+};
+
+struct VkDevice_;
+
+// --- streams and events --------------------------------------------------------------------
+
+/// A stream's timeline semaphore and how far the host has seen it complete. Shared with the
+/// events recorded on the stream and the streams that wait on it, so either may outlive it.
+struct Timeline {
+  Timeline(VkDevice_ &dev, VkSemaphore sem) : dev(dev), sem(sem) {}
+  ~Timeline();
+  /// Blocks until batches up to `value` completed and their host actions ran.
+  void waitFor(uint64_t value);
+  bool reached(uint64_t value);
+
+  VkDevice_ &dev;
+  VkSemaphore sem;
+  std::mutex mutex;
+  std::condition_variable cv;
+  uint64_t completed = 0;
+};
+
+/// (timeline, value): "that stream's work up to value".
+using TimelinePoint = std::pair<std::shared_ptr<Timeline>, uint64_t>;
+
+/// One submitted (or recording) command buffer and what must live until it completes.
+struct Batch {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  uint64_t value = 0;                        // timeline value signalled on completion
+  std::vector<VkBufferObj> staging;          // freed when the batch completes
+  std::vector<std::function<void()>> onDone; // host actions, in order, after completion
+  std::vector<TimelinePoint> waits;          // device-side waits of the submission
+  uint64_t stagingBytes = 0;
+  uint32_t commands = 0;
+};
+
+class VkStream {
+public:
+  VkStream(VkDevice_ &dev, VkCommandPool pool, std::shared_ptr<Timeline> timeline);
+  ~VkStream(); // requires a synchronized stream
+
+  /// The batch being recorded (begun on demand), with a barrier after the previous command.
+  tsr_status_t recording(Batch **out);
+  /// Ends a command; submits the batch when it has grown large.
+  tsr_status_t commandDone();
+  /// Submits the recording batch, if any. Returns the value that marks "everything so far".
+  tsr_status_t flush(uint64_t *outValue);
+  /// Later submissions wait (on the device) for the point; later host copies from host
+  /// memory first wait for its host actions (device-to-host copies into that memory).
+  void addWait(const TimelinePoint &p);
+  /// Device-to-host copies enqueued before here (on this stream and on the streams it
+  /// waits for) have written their host memory. Blocks when they have not.
+  tsr_status_t hostSync();
+  tsr_status_t takeError();
+  const std::shared_ptr<Timeline> &timeline() const { return timeline_; }
+
+  std::mutex mutex; // serialises recording from several host threads
+
+private:
+  void worker();
+  void recycle(); // reuses command buffers of completed batches (recording thread only)
+
+  VkDevice_ &dev_;
+  VkCommandPool pool_;
+  std::shared_ptr<Timeline> timeline_;
+  std::unique_ptr<Batch> current_;
+  std::vector<TimelinePoint> waits_;     // for the next submission
+  std::vector<TimelinePoint> hostDeps_;  // for the next host-to-device copy
+  std::vector<VkCommandBuffer> freeCmds_;
+  uint64_t nextValue_ = 0;   // last value handed to a submission
+  uint64_t lastHostRead_ = 0; // value of the latest batch with device-to-host copies
+  bool currentHostReads_ = false;
+
+  std::mutex stateMutex_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> inflight_; // submitted, not yet completed
+  std::vector<std::unique_ptr<Batch>> done_;     // completed, command buffer to recycle
+  tsr_status_t error_ = nullptr;                // first asynchronous failure
+  bool stopping_ = false;
+  std::thread worker_;
+
+  friend tsr_status_t streamCopyD2H(tsr_drv_device_t, tsr_drv_stream_t, tsr_drv_buffer_t,
+                                    uint64_t, void *, uint64_t);
+};
+
+struct VkEventObj {
+  std::mutex mutex;
+  TimelinePoint latest; // of the most recent record (null timeline: never recorded)
+};
+
+// --- executables ---------------------------------------------------------------------------
+
+struct VkKernelObj {
+  std::string name;
+  std::vector<tsr_kernel_param_t> params;
+  std::vector<uint32_t> offsets;
+  uint32_t pushBytes = 0, sharedBytes = 0;
+  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkShaderModule module = VK_NULL_HANDLE; // shared, owned by the executable
+  std::mutex mutex;
+  std::map<std::array<uint32_t, 3>, VkPipeline> pipelines; // per workgroup size
+};
+
+struct VkExecutableObj {
+  VkShaderModule module = VK_NULL_HANDLE;
+  std::vector<std::unique_ptr<VkKernelObj>> kernels;
+};
+
+struct VkDevice_ {
+  VkDriver *driver = nullptr;
+  const PhysicalDevice *phys = nullptr;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  std::mutex queueMutex; // vkQueueSubmit needs external synchronisation
+  DeviceFns fn;
+  VkPipelineCache pipelineCache = VK_NULL_HANDLE;
+  std::unique_ptr<MemoryAllocator> memory;
+  VkBufferObj dummy; // bound for zero-length buffer views
+
+  tsr_status_t createBuffer(uint64_t size, VkMemoryPropertyFlags required,
+                            VkMemoryPropertyFlags preferred, VkBufferObj *out);
+  void destroyBuffer(VkBufferObj &b);
+  /// A host-visible staging buffer of `size` bytes.
+  tsr_status_t createStaging(uint64_t size, VkBufferObj *out) {
+    return createBuffer(size, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                        VK_MEMORY_PROPERTY_HOST_CACHED_BIT, out);
+  }
+  VkPipeline pipelineFor(VkKernelObj &k, const uint32_t wg[3], tsr_status_t *status);
+};
+
+// --- entry points (hal_driver.h) -----------------------------------------------------------
+tsr_status_t driverOpen(tsr_drv_driver_t *out);
+void driverClose(tsr_drv_driver_t driver);
+tsr_status_t deviceCount(tsr_drv_driver_t driver, uint32_t *out);
+tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info_t *out);
+tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_t *out);
+void deviceClose(tsr_drv_device_t device);
+
+tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
+                            tsr_drv_buffer_t *out);
+void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer);
+tsr_status_t bufferMap(tsr_drv_device_t device, tsr_drv_buffer_t buffer, void **out);
+void bufferUnmap(tsr_drv_device_t device, tsr_drv_buffer_t buffer);
+
+tsr_status_t streamCreate(tsr_drv_device_t device, tsr_drv_stream_t *out);
+void streamDestroy(tsr_drv_device_t device, tsr_drv_stream_t stream);
+tsr_status_t streamFill(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t buffer,
+                        uint64_t offset, uint64_t length, uint32_t pattern, uint32_t patternSize);
+tsr_status_t streamCopyH2D(tsr_drv_device_t device, tsr_drv_stream_t stream, const void *src,
+                           tsr_drv_buffer_t dst, uint64_t dstOffset, uint64_t length);
+tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
+                           uint64_t srcOffset, void *dst, uint64_t length);
+tsr_status_t streamCopyD2D(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
+                           uint64_t srcOffset, tsr_drv_buffer_t dst, uint64_t dstOffset,
+                           uint64_t length);
+tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                          tsr_drv_kernel_t kernel, const uint32_t grid[3],
+                          const uint32_t workgroup[3], const tsr_drv_arg_t *args,
+                          uint32_t argCount);
+tsr_status_t streamRecordEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                               tsr_drv_event_t event);
+tsr_status_t streamWaitEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                             tsr_drv_event_t event);
+tsr_status_t streamSynchronize(tsr_drv_device_t device, tsr_drv_stream_t stream);
+tsr_status_t streamQuery(tsr_drv_device_t device, tsr_drv_stream_t stream, bool *out);
+
+tsr_status_t eventCreate(tsr_drv_device_t device, tsr_drv_event_t *out);
+void eventDestroy(tsr_drv_device_t device, tsr_drv_event_t event);
+tsr_status_t eventSynchronize(tsr_drv_device_t device, tsr_drv_event_t event);
+tsr_status_t eventQuery(tsr_drv_device_t device, tsr_drv_event_t event, bool *out);
+
+tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const void *data,
+                              size_t size, tsr_drv_executable_t *out);
+void executableDestroy(tsr_drv_device_t device, tsr_drv_executable_t executable);
+tsr_status_t executableKernelCount(tsr_drv_device_t device, tsr_drv_executable_t executable,
+                                   uint32_t *out);
+tsr_status_t executableKernel(tsr_drv_device_t device, tsr_drv_executable_t executable,
+                              uint32_t index, tsr_kernel_info_t *outInfo,
+                              tsr_drv_kernel_t *outKernel);
+
+} // namespace tessera::vulkan
