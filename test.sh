@@ -23,6 +23,11 @@ case "$preset" in default|debug|asan|tsan) ;; *) echo "test.sh: unknown preset '
 
 start=$(date +%s)
 ./scripts/setup-deps.sh
+# The Vulkan loader wants a private runtime directory; without one it prints noise per process.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
+  export XDG_RUNTIME_DIR="$(mktemp -d)"
+  chmod 0700 "$XDG_RUNTIME_DIR"
+fi
 PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 
 echo "== layering check"

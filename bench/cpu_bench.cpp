@@ -7,7 +7,7 @@
 //      disk cache (fresh cache object: disk read + checksum + decode + JIT link).
 // Every figure is the median of --reps runs after a warm-up; ratios are printed against the
 // issue's targets. Results are checked against a host computation before they are reported.
-#include "backends/builtin_drivers.h"
+#include "bench/bench_util.h"
 #include "ir/text/parser.h"
 #include "tessera/compile_cache.h"
 #include "tessera/hal.hpp"
@@ -29,35 +29,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void die(const std::string &msg) {
-  std::fprintf(stderr, "cpu_bench: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-void check(tsr_status_t st, const char *what) {
-  if (!st)
-    return;
-  die(std::string(what) + ": " + tessera::hal::Status::fromC(st).message());
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median wall time in ms of `fn` over `reps` runs after one warm-up run.
-double timeMs(int reps, const std::function<void()> &fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return median(t);
-}
+using namespace tessera::bench;
 
 // The fused kernel is ir/examples/gelu_affine.tir itself; these two are the baselines.
 const char *kBaselines = R"(
@@ -74,76 +46,6 @@ kernel @triad(%x: buffer<f32, readonly>, %b: buffer<f32, readonly>, %y: buffer<f
 kernel @empty() {
 }
 )";
-
-struct Device {
-  tsr_registry_t registry = nullptr;
-  tsr_device_t device = nullptr;
-  tsr_stream_t stream = nullptr;
-
-  Device() {
-    check(tsr_registry_create(&registry), "tsr_registry_create");
-    check(tsr_registry_register_builtin_drivers(registry), "register drivers");
-    check(tsr_registry_open_device(registry, "cpu:0", &device), "open cpu:0");
-    check(tsr_stream_create(device, &stream), "tsr_stream_create");
-  }
-  ~Device() {
-    tsr_stream_release(stream);
-    tsr_device_release(device);
-    tsr_registry_release(registry);
-  }
-  tsr_buffer_t upload(const std::vector<float> &v) {
-    tsr_buffer_t b = nullptr;
-    check(tsr_buffer_allocate(device, v.size() * 4, TSR_MEMORY_DEVICE_LOCAL, &b), "allocate");
-    check(tsr_stream_copy_h2d(stream, v.data(), b, 0, v.size() * 4), "copy_h2d");
-    check(tsr_stream_synchronize(stream), "synchronize");
-    return b;
-  }
-  void download(tsr_buffer_t b, std::vector<float> &v) {
-    check(tsr_stream_copy_d2h(stream, b, 0, v.data(), v.size() * 4), "copy_d2h");
-    check(tsr_stream_synchronize(stream), "synchronize");
-  }
-  void launch(tsr_kernel_t k, uint32_t grid, uint32_t wg, std::vector<tsr_arg_t> args) {
-    uint32_t g[3] = {grid, 1, 1}, w[3] = {wg, 1, 1};
-    check(tsr_stream_launch(stream, k, g, w, args.data(), static_cast<uint32_t>(args.size())),
-          "launch");
-  }
-  void sync() { check(tsr_stream_synchronize(stream), "synchronize"); }
-};
-
-std::unique_ptr<tessera::ir::Module> parseOrDie(const std::string &text, const char *name) {
-  auto r = tessera::ir::parseModule(text, name);
-  if (!r.ok())
-    die(r.diags.empty() ? "parse failed" : r.diags[0].str());
-  return std::move(r.module);
-}
-
-std::unique_ptr<tessera::Program> programOrDie(Device &d, const tessera::ir::Module &m,
-                                               tessera::CompileCache *cache) {
-  std::string err;
-  auto p = tessera::Program::create(d.device, m, cache, {}, &err);
-  if (!p)
-    die(err);
-  return p;
-}
-
-std::string readFile(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    die("cannot open " + path);
-  std::string s;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-void ratioLine(const char *what, double ratio, const char *op, double target) {
-  bool met = op[0] == '>' ? ratio >= target : ratio <= target;
-  std::printf("  %-44s %8.3f   target %s %.2f  %s\n", what, ratio, op, target,
-              met ? "met" : "NOT met");
-}
 
 } // namespace
 

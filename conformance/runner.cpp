@@ -207,7 +207,8 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
         r.message = "run: " + err;
       } else {
         std::vector<ir::HostBuffer> inputs(ref.buffers.begin(), ref.buffers.end() - 1);
-        r.judgement = judge(v, *kernelOp(*m), inputs, ref.buffers.back(), outputs.back());
+        r.judgement =
+            judge(v, *kernelOp(*m), inputs, ref.buffers.back(), outputs.back(), dev.profile);
         r.status = r.judgement.passed ? "pass" : "fail";
         r.maxUlp = r.judgement.maxUlp;
         r.maxAbs = r.judgement.maxAbs;
@@ -231,6 +232,10 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
       finish();
     }
   }
+}
+
+Profile declaredProfile(const std::string &backend) {
+  return backend == "vulkan" ? Profile::Relaxed : Profile::Full;
 }
 
 } // namespace tessera::conform

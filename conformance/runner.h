@@ -55,7 +55,12 @@ struct DeviceRun {
   tsr_device_t device = nullptr;
   uint64_t features = 0;   // TSR_FEATURE_*
   std::vector<XfailEntry> xfails;
+  Profile profile = Profile::Full;
 };
+
+/// The tolerance profile a backend declares (docs/conformance.md): Vulkan's SPIR-V precision
+/// table for "vulkan", the full profile elsewhere.
+Profile declaredProfile(const std::string &backend);
 
 /// Marks a result xfail / xpass when an entry of `xfails` matches its id.
 void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails);

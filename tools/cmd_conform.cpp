@@ -11,6 +11,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace tessera::cli {
@@ -29,11 +32,11 @@ options:
   --device DEV      a device to test (repeatable); default: every available device
   --filter GLOB     only cases whose id matches (e.g. 'exp.f32/*', '*/special/*'); repeatable
   --seed N          input seed (default 1); printed with every failure
-  --profile P       full (default) or relaxed; relaxed is accepted and judged as full until
-                    the Vulkan backend brings the relaxed tables
+  --profile P       full or relaxed (the Vulkan SPIR-V precision table; docs/conformance.md);
+                    default: each backend's declared profile (vulkan: relaxed, others: full)
   --json FILE       write the per-case report as JSON (schema tessera-conform/1)
   --junit FILE      write a JUnit XML report
-  -j N              accepted for CI scripts; devices and cases run sequentially for now
+  -j N              test up to N devices at once (each device's cases stay sequential)
   --xfail-dir DIR   where BACKEND.txt expected-failure lists live (default: the source tree)
   --kernels DIR     kernel-level cases: every kernel with a launch spec in DIR/*.tir, judged
                     with its kernel budget (default: ir/examples of the source tree; 'none'
@@ -111,9 +114,9 @@ int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint
 int cmdConform(int argc, char **argv) {
   Args args(argc, argv, 2);
   std::vector<std::string> devices, filters;
-  std::string jsonPath, junitPath, profile = "full", xfailDir = TESSERA_XFAIL_DIR, oraclePath;
+  std::string jsonPath, junitPath, profile = "declared", xfailDir = TESSERA_XFAIL_DIR, oraclePath;
   std::string kernelsDir = TESSERA_KERNELS_DIR;
-  uint64_t seed = 1, progressEvery = 200;
+  uint64_t seed = 1, progressEvery = 200, jobs = 1;
   bool list = false, missing = false;
   while (!args.empty()) {
     if (isHelp(args.peek())) {
@@ -142,9 +145,11 @@ int cmdConform(int argc, char **argv) {
       continue;
     }
     if (auto v = args.option("-j", missing)) {
-      if (auto n = parseUnsigned(*v); !n || *n == 0)
+      auto n = parseUnsigned(*v);
+      if (!n || *n == 0)
         return usageError("conform", "-j needs a positive integer");
-      continue; // sequential for now (see --help)
+      jobs = *n;
+      continue;
     }
     if (auto v = args.option("--progress-every", missing)) {
       auto n = parseUnsigned(*v);
@@ -233,48 +238,84 @@ int cmdConform(int argc, char **argv) {
     std::fprintf(stderr, "tessera conform: no device available (see 'tessera devices')\n");
     return 1;
   }
-  if (profile == "relaxed")
-    std::printf("note: profile 'relaxed' is judged as 'full' until the Vulkan backend lands\n");
 
   conform::RunReport report;
   report.profile = profile;
+  if (profile == "declared") { // one name when every device declares the same profile
+    std::set<std::string> names;
+    for (const auto &d : devices)
+      names.insert(conform::profileName(conform::declaredProfile(d.substr(0, d.find(':')))));
+    report.profile = names.size() == 1 ? *names.begin() : "declared";
+  }
   report.seed = seed;
   report.devices = devices;
   bool tty = isatty(fileno(stdout));
   auto t0 = std::chrono::steady_clock::now();
   int rc = 0;
-  for (const std::string &name : devices) {
-    conform::DeviceRun dev;
+  // Devices are opened here, one after the other, then tested by up to `jobs` threads, each
+  // into its own partial report; the parts are merged in device order.
+  std::vector<conform::DeviceRun> runs(devices.size());
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const std::string &name = devices[d];
+    conform::DeviceRun &dev = runs[d];
     dev.name = name;
-    tsr_device_t device = nullptr;
-    if (tsr_status_t st = tsr_registry_open_device(session.registry, name.c_str(), &device)) {
+    if (tsr_status_t st = tsr_registry_open_device(session.registry, name.c_str(), &dev.device)) {
       std::fprintf(stderr, "tessera conform: %s\n", takeMessage(st).c_str());
+      for (auto &r : runs)
+        if (r.device)
+          tsr_device_release(r.device);
       return 1;
     }
-    dev.device = device;
     tsr_device_info_t info{};
     info.struct_size = sizeof info;
-    if (tsr_status_t st = tsr_device_info(device, &info))
+    if (tsr_status_t st = tsr_device_info(dev.device, &info))
       tsr_status_free(st);
     dev.features = info.features;
     std::string backend = name.substr(0, name.find(':'));
+    dev.profile = profile == "declared" ? conform::declaredProfile(backend)
+                  : profile == "relaxed" ? conform::Profile::Relaxed
+                                         : conform::Profile::Full;
+    std::printf("[%s] profile %s\n", name.c_str(), conform::profileName(dev.profile));
     if (!conform::loadXfails(xfailDir + "/" + backend + ".txt", dev.xfails, &err)) {
       std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
-      tsr_device_release(device);
+      for (auto &r : runs)
+        if (r.device)
+          tsr_device_release(r.device);
       return 1;
     }
+  }
+  std::mutex outMutex;
+  std::vector<conform::RunReport> parts(devices.size());
+  auto testDevice = [&](size_t d) {
+    conform::DeviceRun &dev = runs[d];
     size_t done = 0, failed = 0, total = sel.size() + kernelIds.size();
     auto progress = [&](const conform::CaseResult &r) {
       ++done;
       failed += r.status == "fail";
-      if (!tty && (done % progressEvery == 0 || done == total))
-        std::printf("[%s] %zu/%zu cases, %zu failed\n", name.c_str(), done, total, failed);
+      if (tty || (done % progressEvery != 0 && done != total))
+        return;
+      std::lock_guard<std::mutex> lock(outMutex);
+      std::printf("[%s] %zu/%zu cases, %zu failed\n", dev.name.c_str(), done, total, failed);
       std::fflush(stdout);
     };
-    conform::runDevice(cat, sel, dev, seed, report, progress);
+    conform::runDevice(cat, sel, dev, seed, parts[d], progress);
     if (!kernelIds.empty())
-      conform::runKernelCases(kernelFiles, filters, dev, report, progress);
-    tsr_device_release(device);
+      conform::runKernelCases(kernelFiles, filters, dev, parts[d], progress);
+  };
+  for (size_t first = 0; first < devices.size(); first += jobs) {
+    std::vector<std::thread> threads;
+    size_t last = std::min<size_t>(devices.size(), first + jobs);
+    for (size_t d = first + 1; d < last; ++d)
+      threads.emplace_back(testDevice, d);
+    testDevice(first);
+    for (auto &t : threads)
+      t.join();
+  }
+  for (size_t d = 0; d < devices.size(); ++d) {
+    report.results.insert(report.results.end(), parts[d].results.begin(), parts[d].results.end());
+    report.findings.insert(report.findings.end(), parts[d].findings.begin(),
+                           parts[d].findings.end());
+    tsr_device_release(runs[d].device);
   }
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -288,7 +329,7 @@ int cmdConform(int argc, char **argv) {
     std::printf("\n%s", findings.c_str());
   std::printf("\nconform (profile %s, seed %llu): %zu cases on %zu device(s) in %.1f s: %d pass, "
               "%d fail, %d xfail, %d xpass, %d skip\n",
-              profile.c_str(), static_cast<unsigned long long>(seed), report.results.size(),
+              report.profile.c_str(), static_cast<unsigned long long>(seed), report.results.size(),
               devices.size(), report.seconds, report.count("pass"), report.count("fail"),
               report.count("xfail"), report.count("xpass"), report.count("skip"));
   if (!jsonPath.empty() && !conform::writeFile(jsonPath, conform::toJson(report), &err)) {

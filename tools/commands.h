@@ -9,5 +9,6 @@ int cmdDevices(int argc, char **argv); // tessera devices [--json]
 int cmdCompile(int argc, char **argv); // tessera compile FILE --target T ...
 int cmdRun(int argc, char **argv);     // tessera run FILE --device D [--check]
 int cmdConform(int argc, char **argv); // tessera conform [--device D]... [--json F] ...
+int cmdCts(int argc, char **argv);     // tessera cts [--driver PATH.so]... (runs tessera-cts)
 
 } // namespace tessera::cli

@@ -24,6 +24,7 @@ commands:
                           every output with the reference interpreter
   conform [--device D]    run the conformance suite (op catalog x dtypes x shapes) on devices
                           against the reference interpreter; table, JSON, JUnit
+  cts [--driver PATH.so]  run the HAL conformance suite on every device (and on a plugin)
 
 Run 'tessera <command> --help' for the options of a command.
 )";
@@ -49,6 +50,8 @@ int dispatch(int argc, char **argv) {
     return tessera::cli::cmdCompile(argc, argv);
   if (cmd == "run")
     return tessera::cli::cmdRun(argc, argv);
+  if (cmd == "cts")
+    return tessera::cli::cmdCts(argc, argv);
   if (cmd == "conform")
     return tessera::cli::cmdConform(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);

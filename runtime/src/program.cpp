@@ -1,9 +1,12 @@
 // Program: compile (or fetch from the cache) and load a module on a HAL device.
-// Only the CPU compiler exists so far; other backends get a clear "no compiler" error.
+// One path per backend: CPU (JIT-linked object, cpu-native format) and the GPU backends
+// (an image handed to the driver in a tsr_gpu_module). Others get a clear "no compiler" error.
 #include "tessera/program.h"
 
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
+#include "backends/gpu_module.h"
+#include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/printer.h"
 #include "tessera/hal.hpp"
 
@@ -11,6 +14,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -134,6 +138,135 @@ tsr_type_t halType(const ir::Type &t) {
   return TSR_TYPE_I32;
 }
 
+
+// --- GPU artefacts: kernel metadata + image (+ fallback), one cache payload for every GPU
+// backend ---------------------------------------------------------------------------------
+struct GpuKernel {
+  std::string name;
+  std::vector<ir::Type> params;
+  std::vector<uint32_t> offsets; // Vulkan push-constant offsets; empty elsewhere
+  uint32_t pushBytes = 0;
+  uint64_t sharedBytes = 0;
+};
+
+struct GpuArtefact {
+  std::vector<GpuKernel> kernels;
+  std::vector<uint8_t> image, fallback;
+};
+
+constexpr std::string_view kGpuMagic = "TSRGPU1\n";
+
+std::string encodeGpu(const GpuArtefact &a) {
+  std::ostringstream s;
+  s << kGpuMagic;
+  for (const auto &k : a.kernels) {
+    s << "kernel " << k.name << " " << k.sharedBytes << " " << k.pushBytes << " "
+      << k.params.size();
+    for (size_t i = 0; i < k.params.size(); ++i)
+      s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
+    s << "\n";
+  }
+  for (const auto *bytes : {&a.image, &a.fallback}) {
+    s << "bytes " << bytes->size() << "\n";
+    s.write(reinterpret_cast<const char *>(bytes->data()), std::streamsize(bytes->size()));
+  }
+  return s.str();
+}
+
+std::optional<GpuArtefact> decodeGpu(const std::string &payload, bool withOffsets) {
+  if (payload.compare(0, kGpuMagic.size(), kGpuMagic) != 0)
+    return std::nullopt;
+  std::istringstream s(payload.substr(kGpuMagic.size()));
+  GpuArtefact a;
+  std::string word;
+  int blobs = 0;
+  while (blobs < 2 && s >> word) {
+    if (word == "bytes") {
+      size_t size = 0;
+      if (!(s >> size) || s.get() != '\n' || size > payload.size())
+        return std::nullopt;
+      auto &dst = blobs++ == 0 ? a.image : a.fallback;
+      dst.resize(size);
+      if (!s.read(reinterpret_cast<char *>(dst.data()), std::streamsize(size)))
+        return std::nullopt;
+      continue;
+    }
+    if (word != "kernel")
+      return std::nullopt;
+    GpuKernel k;
+    size_t n = 0;
+    if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> n) || n > 4096)
+      return std::nullopt;
+    for (size_t i = 0; i < n; ++i) {
+      std::string t;
+      ir::Type ty;
+      if (!(s >> t) || t.find(':') == std::string::npos || !decodeType(t.substr(0, t.find(':')), ty))
+        return std::nullopt;
+      k.params.push_back(ty);
+      if (withOffsets)
+        k.offsets.push_back(uint32_t(std::stoul(t.substr(t.find(':') + 1))));
+    }
+    a.kernels.push_back(std::move(k));
+  }
+  if (blobs != 2)
+    return std::nullopt;
+  return a;
+}
+
+vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
+  // The driver reports a feature bit only when every Vulkan feature behind it is enabled.
+  vulkan::VulkanTargetCaps c;
+  uint64_t f = info.features;
+  c.subgroupSize = info.subgroup_size;
+  c.float16 = f & TSR_FEATURE_FP16;
+  c.storageBuffer16BitAccess = f & (TSR_FEATURE_FP16 | TSR_FEATURE_INT16);
+  c.float64 = f & TSR_FEATURE_FP64;
+  c.int64 = c.shaderBufferInt64Atomics = c.shaderSharedInt64Atomics = f & TSR_FEATURE_INT64;
+  c.int16 = f & TSR_FEATURE_INT16;
+  c.int8 = c.storageBuffer8BitAccess = f & TSR_FEATURE_INT8;
+  bool sub = f & TSR_FEATURE_SUBGROUPS;
+  c.subgroupArithmetic = c.subgroupShuffle = c.subgroupVote = c.subgroupExtendedTypes = sub;
+  bool fa = f & TSR_FEATURE_FLOAT_ATOMICS;
+  c.shaderBufferFloat32AtomicAdd = c.shaderSharedFloat32AtomicAdd = fa;
+  c.shaderBufferFloat32Atomics = c.shaderSharedFloat32Atomics = fa;
+  c.maxComputeSharedMemorySize = uint32_t(std::min<uint64_t>(info.max_shared_memory, UINT32_MAX));
+  return c;
+}
+
+// Compiles (or fetches) a Vulkan module; false with `*error` set.
+bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
+                   const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
+                   ProgramStats *stats, std::string *error) {
+  vulkan::VulkanCompileOptions vo;
+  vo.caps = vulkanCaps(info);
+  std::string key;
+  if (cache && opts.dumpDir.empty()) {
+    key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
+                       ir::printModule(m));
+    uint64_t diskBefore = cache->stats().diskHits;
+    if (auto payload = cache->lookup(key))
+      if (auto a = decodeGpu(*payload, true)) {
+        *out = std::move(*a);
+        stats->source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
+                                                             : ProgramStats::Source::MemoryCache;
+        return true;
+      }
+  }
+  auto cm = vulkan::compileKernelModule(m, vo, error);
+  if (!cm)
+    return false;
+  if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, error))
+    return false;
+  const auto &w = cm->words();
+  out->image.resize(w.size() * 4);
+  std::memcpy(out->image.data(), w.data(), out->image.size());
+  for (const auto &k : cm->kernels())
+    out->kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes});
+  if (cache && !key.empty())
+    cache->store(key, encodeGpu(*out));
+  return true;
+}
+
 } // namespace
 
 struct Program::Impl {
@@ -158,7 +291,7 @@ const ProgramKernel *Program::kernel(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<std::string> compilerTargets() { return {"cpu"}; }
+std::vector<std::string> compilerTargets() { return {"cpu", "vulkan"}; }
 
 std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &m,
                                          CompileCache *cache, const ProgramOptions &opts,
@@ -175,9 +308,12 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   if (tsr_status_t st = tsr_device_info(device, &info)) {
     return fail(hal::Status::fromC(st).message());
   }
-  if (std::string_view(info.backend) != "cpu")
+  std::string_view backend = info.backend;
+  if (backend == "vulkan")
+    return createGpu(device, info, m, cache, opts, error);
+  if (backend != "cpu")
     return fail(std::string("no compiler for backend '") + info.backend +
-                "' yet (compilers: cpu)");
+                "' yet (compilers: cpu, vulkan)");
 
   cpu::CpuCompileOptions copts;
   copts.subgroupSize = opts.subgroupSize;
@@ -253,6 +389,67 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
     p->kernels_.push_back(std::move(pk));
   }
   p->impl_->cpu = std::move(cm);
+  stats.loadMs = msSince(t1);
+  p->stats_ = stats;
+  return p;
+}
+
+std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_device_info_t &info,
+                                            const ir::Module &m, CompileCache *cache,
+                                            const ProgramOptions &opts, std::string *error) {
+  auto fail = [&](const std::string &msg) -> std::unique_ptr<Program> {
+    if (error)
+      *error = msg;
+    return nullptr;
+  };
+  std::string backend = info.backend;
+  ProgramStats stats;
+  GpuArtefact art;
+  std::string err;
+  const char *format = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string key0 = std::string(kCompilerVersion) + " " + compilerBuildId();
+  if (backend == "vulkan") {
+    format = TSR_VULKAN_SPIRV_FORMAT;
+    if (!compileVulkan(info, m, cache, opts, key0, &art, &stats, &err))
+      return fail(err);
+  }
+  stats.compileMs = msSince(t0);
+
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<std::vector<tsr_kernel_param_t>> params;
+  for (const auto &k : art.kernels) {
+    std::vector<tsr_kernel_param_t> ps;
+    for (const auto &t : k.params)
+      ps.push_back({halType(t), nullptr});
+    params.push_back(std::move(ps));
+  }
+  std::vector<tsr_gpu_kernel> gk;
+  for (size_t i = 0; i < art.kernels.size(); ++i) {
+    const auto &k = art.kernels[i];
+    gk.push_back({k.name.c_str(), params[i].data(), uint32_t(params[i].size()),
+                  k.offsets.empty() ? nullptr : k.offsets.data(), k.pushBytes,
+                  uint32_t(k.sharedBytes)});
+  }
+  tsr_gpu_module mod = {};
+  mod.struct_size = sizeof mod;
+  mod.version = TSR_GPU_MODULE_VERSION;
+  mod.image = art.image.empty() ? nullptr : art.image.data();
+  mod.image_size = art.image.size();
+  mod.fallback = art.fallback.empty() ? nullptr : art.fallback.data();
+  mod.fallback_size = art.fallback.size();
+  mod.kernels = gk.data();
+  mod.kernel_count = uint32_t(gk.size());
+  auto impl = std::make_unique<Impl>();
+  if (tsr_status_t st = tsr_executable_create(device, format, &mod, sizeof mod, &impl->exe))
+    return fail(hal::Status::fromC(st).message());
+  std::unique_ptr<Program> p(new Program(std::move(impl)));
+  for (const auto &k : art.kernels) {
+    ProgramKernel pk{k.name, nullptr, k.params, info.subgroup_size, k.sharedBytes};
+    if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel))
+      return fail(hal::Status::fromC(st).message());
+    p->kernels_.push_back(std::move(pk));
+  }
   stats.loadMs = msSince(t1);
   p->stats_ = stats;
   return p;

@@ -114,12 +114,16 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   f12.shaderFloat16 = pd.features12.shaderFloat16;
   f12.shaderBufferInt64Atomics = pd.features12.shaderBufferInt64Atomics;
   f12.shaderSharedInt64Atomics = pd.features12.shaderSharedInt64Atomics;
+  f12.shaderSubgroupExtendedTypes = pd.features12.shaderSubgroupExtendedTypes;
   pd.features12 = f12;
-  pd.atomicFloat = atomicExt && pd.atomicFloatFeatures.shaderBufferFloat32AtomicAdd;
+  // The codegen may emit f32 atomic add and exchange on buffers and shared arrays: all four.
+  const auto &a = pd.atomicFloatFeatures;
+  pd.atomicFloat = atomicExt && a.shaderBufferFloat32AtomicAdd && a.shaderSharedFloat32AtomicAdd &&
+                   a.shaderBufferFloat32Atomics && a.shaderSharedFloat32Atomics;
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af = {};
   af.sType = pd.atomicFloatFeatures.sType;
-  af.shaderBufferFloat32AtomicAdd = pd.atomicFloatFeatures.shaderBufferFloat32AtomicAdd;
-  af.shaderSharedFloat32AtomicAdd = pd.atomicFloatFeatures.shaderSharedFloat32AtomicAdd;
+  af.shaderBufferFloat32AtomicAdd = af.shaderSharedFloat32AtomicAdd = pd.atomicFloat;
+  af.shaderBufferFloat32Atomics = af.shaderSharedFloat32Atomics = pd.atomicFloat;
   pd.atomicFloatFeatures = af;
 
   tsr_device_info_t &info = pd.info;
@@ -155,6 +159,8 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   info.buffer_offset_alignment =
       uint32_t(std::max<VkDeviceSize>(props.limits.minStorageBufferOffsetAlignment, 4));
   bool subgroupOps = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                     f12.shaderSubgroupExtendedTypes &&
+                     (sub.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT) &&
                      (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                      (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                      (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
@@ -168,7 +174,7 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
     feat |= TSR_FEATURE_INT8;
   if (want.shaderInt16 && f11.storageBuffer16BitAccess)
     feat |= TSR_FEATURE_INT16;
-  if (want.shaderInt64)
+  if (want.shaderInt64 && f12.shaderBufferInt64Atomics && f12.shaderSharedInt64Atomics)
     feat |= TSR_FEATURE_INT64;
   if (subgroupOps)
     feat |= TSR_FEATURE_SUBGROUPS;

@@ -60,6 +60,9 @@ public:
 
 private:
   explicit Program(std::unique_ptr<Impl> impl);
+  static std::unique_ptr<Program> createGpu(tsr_device_t device, const tsr_device_info_t &info,
+                                            const ir::Module &m, CompileCache *cache,
+                                            const ProgramOptions &opts, std::string *error);
 
   std::unique_ptr<Impl> impl_;
   std::vector<ProgramKernel> kernels_;

@@ -1,0 +1,127 @@
+// The CUDA driver's table, and how registering it reports a system without CUDA: no
+// library, a library without the entry points, cuInit failing, no device (the last two
+// through the fake libcuda). Each asserts the reason the registry lists.
+#include "backends/cuda/runtime/tests/cuda_test_support.h"
+
+#include "tessera/hal_driver.h"
+
+#include <cstring>
+
+namespace tessera::cuda::testing {
+namespace {
+
+/// Registers the driver and checks it is UNAVAILABLE, listed once as "cuda" with a reason
+/// containing `reason`, and contributes no device.
+void expectUnavailable(const std::string &reason) {
+  tsr_status_t status = nullptr;
+  tsr_registry_t registry = registryWithCuda(&status);
+  TSR_EXPECT_ERROR(status, TSR_UNAVAILABLE, reason);
+  uint32_t count = 0;
+  TSR_EXPECT_OK(tsr_registry_unavailable_count(registry, &count));
+  ASSERT_EQ(count, 1u);
+  tsr_unavailable_t record = {};
+  TSR_EXPECT_OK(tsr_registry_unavailable(registry, 0, &record));
+  EXPECT_STREQ(record.backend, "cuda");
+  EXPECT_NE(std::string(record.reason).find(reason), std::string::npos) << record.reason;
+  EXPECT_EQ(std::string(record.reason).rfind("cuda driver: ", 0), 0u) << record.reason;
+  TSR_EXPECT_OK(tsr_registry_device_count(registry, &count));
+  EXPECT_EQ(count, 0u);
+  tsr_registry_release(registry);
+}
+
+TEST(CudaDriverTable, HeaderAndEveryEntryArePresent) {
+  const tsr_driver_v1 *table = tsr_cuda_driver();
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->struct_size, sizeof(tsr_driver_v1));
+  EXPECT_EQ(table->abi_major, TSR_DRIVER_ABI_MAJOR);
+  EXPECT_EQ(table->abi_minor, TSR_DRIVER_ABI_MINOR);
+  EXPECT_STREQ(table->name, "cuda");
+  // Every field after the header is an entry point; the driver implements them all.
+  const size_t first = offsetof(tsr_driver_v1, driver_open);
+  for (size_t offset = first; offset < sizeof(tsr_driver_v1); offset += sizeof(void *)) {
+    void *entry = nullptr;
+    std::memcpy(&entry, reinterpret_cast<const char *>(table) + offset, sizeof(entry));
+    EXPECT_NE(entry, nullptr) << "entry " << (offset - first) / sizeof(void *) << " is NULL";
+  }
+}
+
+TEST(CudaDriverRegistration, UnavailableWithoutLibcuda) {
+  ScopedEnv library("TESSERA_CUDA_LIBRARY", std::nullopt);
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))
+    GTEST_SKIP() << "libcuda.so.1 is installed here (the CudaDevice tests use it)";
+  expectUnavailable("dlopen failed: libcuda.so.1: cannot open shared object file");
+}
+
+TEST(CudaDriverRegistration, LibraryPathFromTheEnvironment) {
+  ScopedEnv library("TESSERA_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+  expectUnavailable("dlopen failed: /nonexistent/libcuda.so.1: cannot open shared object file");
+}
+
+TEST(CudaDriverRegistration, LibraryWithoutTheEntryPoints) {
+  ScopedEnv library("TESSERA_CUDA_LIBRARY", "libm.so.6");
+  expectUnavailable("lacks an entry point (driver too old?)");
+  expectUnavailable("cuGetErrorName");
+}
+
+TEST(CudaDriverRegistration, ToolkitStubResolvesEveryEntryPoint) {
+  // The toolkit's stub exports the real driver's symbols (so the names in cuda_api.h are
+  // right) and fails cuInit, as it does when the stub is found instead of the driver. Once
+  // loaded, its soname makes it this process's "libcuda.so.1": never where a driver exists.
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))
+    GTEST_SKIP() << "a CUDA driver is installed (the CudaDevice tests use it)";
+  const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!dlopen(stub, RTLD_NOW | RTLD_LOCAL))
+    GTEST_SKIP() << "no CUDA toolkit stub at " << stub;
+  ScopedEnv library("TESSERA_CUDA_LIBRARY", stub);
+  expectUnavailable("cuda driver: cuInit: CUDA_ERROR_STUB_LIBRARY");
+}
+
+TEST(CudaDriverRegistration, CuInitFailureNamesTheCudaError) {
+  UseFakeCuda fake("init_error");
+  expectUnavailable("cuda driver: cuInit: CUDA_ERROR_INSUFFICIENT_DRIVER (CUDA driver version is "
+                    "insufficient for CUDA runtime version)");
+}
+
+TEST(CudaDriverRegistration, NoDeviceIsUnavailable) {
+  UseFakeCuda fake("no_device");
+  expectUnavailable("cuda driver: no CUDA device (cuDeviceGetCount found 0)");
+}
+
+TEST(CudaDriverRegistration, FakeDeviceIsListedWithItsAttributes) {
+  UseFakeCuda fake("");
+  tsr_status_t status = nullptr;
+  tsr_registry_t registry = registryWithCuda(&status);
+  TSR_ASSERT_OK(status);
+  uint32_t count = 0;
+  TSR_EXPECT_OK(tsr_registry_unavailable_count(registry, &count));
+  EXPECT_EQ(count, 0u);
+  TSR_EXPECT_OK(tsr_registry_device_count(registry, &count));
+  ASSERT_EQ(count, 1u);
+  tsr_device_info_t info = {};
+  info.struct_size = sizeof(info);
+  TSR_ASSERT_OK(tsr_registry_device_info(registry, 0, &info));
+  // The values fake_libcuda.c reports, through the attribute numbers of cuda.h.
+  EXPECT_STREQ(info.name, "cuda:0");
+  EXPECT_STREQ(info.backend, "cuda");
+  EXPECT_STREQ(info.vendor, "NVIDIA");
+  EXPECT_STREQ(info.architecture, "sm_90");
+  EXPECT_EQ(info.total_memory, uint64_t(1) << 30);
+  EXPECT_EQ(info.compute_units, 132u);
+  EXPECT_EQ(info.max_workgroup_size[0], 1024u);
+  EXPECT_EQ(info.max_workgroup_size[2], 64u);
+  EXPECT_EQ(info.max_workgroup_total, 1024u);
+  EXPECT_EQ(info.max_grid_size[0], 2147483647u);
+  EXPECT_EQ(info.max_grid_size[1], 65535u);
+  EXPECT_EQ(info.max_shared_memory, 49152u);
+  EXPECT_EQ(info.subgroup_size, 32u);
+  EXPECT_EQ(info.buffer_offset_alignment, 256u);
+  const uint64_t expected = TSR_FEATURE_FP16 | TSR_FEATURE_BF16 | TSR_FEATURE_FP64 |
+                            TSR_FEATURE_INT8 | TSR_FEATURE_INT16 | TSR_FEATURE_INT64 |
+                            TSR_FEATURE_SUBGROUPS | TSR_FEATURE_FLOAT_ATOMICS;
+  EXPECT_EQ(info.features, expected);
+  tsr_registry_release(registry);
+  EXPECT_EQ(fakeCounter("fake_cuda_primary_retains"), 0);
+}
+
+} // namespace
+} // namespace tessera::cuda::testing

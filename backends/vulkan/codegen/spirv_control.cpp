@@ -1,0 +1,437 @@
+// Structured control flow, calls, memory, atomics, work-item queries and subgroup ops.
+//
+// if -> OpSelectionMerge with phis in the merge block; for / while -> OpLoopMerge with the
+// loop-carried values as header phis completed from the continue block (a `while` exits
+// through a break edge after its first region). Calls are inlined at their call sites.
+// Subgroup ops follow SPIR-V's GroupNonUniform rules, as the IR does; they must never be
+// given a type Vulkan would reject without the matching feature (small integers are widened
+// to 32 bits, 64-bit shuffles go through a uvec2).
+#include "backends/vulkan/codegen/spirv_lowering.h"
+
+namespace tessera::vulkan::detail {
+
+using ir::OpKind;
+using ir::Scalar;
+
+// ----------------------------------------------------------------- control flow
+
+bool Lowering::emitIf(const ir::Op &op) {
+  Id cond = val(op.operands[0]);
+  if (!cond)
+    return false;
+  bool hasElse = op.regions.size() > 1;
+  spirv::IfBlocks ib = b_.beginIf(cond, hasElse);
+  std::vector<Id> thenVals, elseVals;
+  if (!emitBlock(op.region(0), &thenVals))
+    return false;
+  if (hasElse) {
+    b_.beginElse(ib);
+    if (!emitBlock(op.region(1), &elseVals))
+      return false;
+  }
+  b_.endIf(ib);
+  curOp_ = &op;
+  if (thenVals.size() < op.results.size() || elseVals.size() < op.results.size())
+    return fail("internal error: 'if' results without yields in both regions");
+  for (size_t k = 0; k < op.results.size(); ++k) {
+    Id t = regType(op.results[k]->type.elem);
+    define(op.result(k), b_.phi(t, {{thenVals[k], ib.thenEnd}, {elseVals[k], ib.elseEnd}}).id);
+  }
+  return true;
+}
+
+bool Lowering::emitFor(const ir::Op &op) {
+  Id lb = val(op.operands[0]), ub = val(op.operands[1]), step = val(op.operands[2]);
+  if (!lb || !ub || !step)
+    return false;
+  const ir::Block &body = op.region(0);
+  Id ivT = regType(body.args[0]->type.elem);
+  spirv::LoopBlocks l = b_.beginLoop();
+  spirv::PhiRef iv = b_.phi(ivT, {{lb, l.preheader}});
+  define(body.args[0].get(), iv.id);
+  std::vector<spirv::PhiRef> iters;
+  for (size_t k = 0; k < op.results.size(); ++k) {
+    Id init = val(op.operands[3 + k]);
+    if (!init)
+      return false;
+    iters.push_back(b_.phi(regType(op.results[k]->type.elem), {{init, l.preheader}}));
+    define(body.args[k + 1].get(), iters.back().id);
+  }
+  b_.loopHeaderEnd(l, b_.op(spv::OpSLessThan, boolT(), {iv.id, ub}));
+  std::vector<Id> next;
+  if (!emitBlock(body, &next))
+    return false;
+  if (next.size() < iters.size())
+    return fail("internal error: 'for' body yields too few values");
+  b_.beginContinue(l);
+  b_.addIncoming(iv, b_.op(spv::OpIAdd, ivT, {iv.id, step}), l.cont);
+  for (size_t k = 0; k < iters.size(); ++k)
+    b_.addIncoming(iters[k], next[k], l.cont);
+  b_.endLoop(l);
+  for (size_t k = 0; k < iters.size(); ++k)
+    define(op.result(k), iters[k].id);
+  return true;
+}
+
+bool Lowering::emitWhile(const ir::Op &op) {
+  const ir::Block &before = op.region(0), &after = op.region(1);
+  spirv::LoopBlocks l = b_.beginLoop();
+  std::vector<spirv::PhiRef> iters;
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    Id init = val(op.operands[k]);
+    if (!init)
+      return false;
+    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, l.preheader}}));
+    // Both regions see the iteration values; so does the code after the loop.
+    define(before.args[k].get(), iters.back().id);
+    vals_[after.args[k].get()] = iters.back().id;
+  }
+  b_.loopHeaderEnd(l, 0);
+  std::vector<Id> cond;
+  if (!emitBlock(before, &cond))
+    return false;
+  if (cond.empty())
+    return fail("internal error: 'while' without a condition");
+  b_.breakUnless(l, cond[0]);
+  std::vector<Id> next;
+  if (!emitBlock(after, &next))
+    return false;
+  if (next.size() < iters.size())
+    return fail("internal error: 'while' body yields too few values");
+  b_.beginContinue(l);
+  for (size_t k = 0; k < iters.size(); ++k)
+    b_.addIncoming(iters[k], next[k], l.cont);
+  b_.endLoop(l);
+  for (size_t k = 0; k < op.results.size(); ++k)
+    vals_[op.result(k)] = iters[k].id;
+  return true;
+}
+
+bool Lowering::emitCall(const ir::Op &op) {
+  const ir::Function *callee = module_.lookup(op.callee);
+  if (!callee || callee->isKernel)
+    return fail("call of unknown device function @" + op.callee);
+  if (callDepth_ >= 64)
+    return fail("calls nest deeper than 64 (recursion is not allowed)");
+  std::vector<ir::Value *> params = callee->params();
+  if (params.size() != op.operands.size())
+    return fail("call of @" + op.callee + " with the wrong number of arguments");
+  for (size_t k = 0; k < params.size(); ++k) {
+    const ir::Value *arg = op.operands[k];
+    if (!arg->type.isMemory()) {
+      Id v = val(arg);
+      if (!v)
+        return false;
+      vals_[params[k]] = v;
+      continue;
+    }
+    MemRef *m = mem(arg);
+    if (!m || (!m->shared && !bufferVar(*m)))
+      return false;
+    mems_[params[k]] = *m;
+  }
+  ++callDepth_;
+  std::vector<Id> ret;
+  bool ok = emitBlock(*callee->body, &ret);
+  --callDepth_;
+  curOp_ = &op;
+  if (!ok)
+    return false;
+  if (ret.size() < op.results.size())
+    return fail("@" + op.callee + " returns too few values");
+  for (size_t k = 0; k < op.results.size(); ++k)
+    vals_[op.result(k)] = ret[k];
+  return true;
+}
+
+// --------------------------------------------------------------- work-item queries
+
+bool Lowering::emitWorkItem(const ir::Op &op) {
+  Id u32 = u32T();
+  uint32_t d = op.mods.dim;
+  auto vec3 = [&](spv::BuiltIn bi) {
+    Id v = b_.op(spv::OpLoad, b_.typeVector(u32, 3), {builtinVar(bi, true)});
+    return b_.op(spv::OpCompositeExtract, u32, {v, d});
+  };
+  auto scalar = [&](spv::BuiltIn bi) {
+    b_.capability(spv::CapabilityGroupNonUniform);
+    return b_.op(spv::OpLoad, u32, {builtinVar(bi, false)});
+  };
+  Id x = 0;
+  switch (op.kind) {
+  case OpKind::GlobalId:
+    x = vec3(spv::BuiltInGlobalInvocationId);
+    break;
+  case OpKind::LocalId:
+    x = vec3(spv::BuiltInLocalInvocationId);
+    break;
+  case OpKind::GroupId:
+    x = vec3(spv::BuiltInWorkgroupId);
+    break;
+  case OpKind::NumGroups:
+    x = vec3(spv::BuiltInNumWorkgroups);
+    break;
+  case OpKind::LocalSize:
+    x = b_.op(spv::OpCompositeExtract, u32, {workgroupSize(), d});
+    break;
+  case OpKind::SubgroupSize:
+    x = scalar(spv::BuiltInSubgroupSize);
+    break;
+  case OpKind::SubgroupId:
+    x = scalar(spv::BuiltInSubgroupId);
+    break;
+  case OpKind::SubgroupLocalId:
+    x = scalar(spv::BuiltInSubgroupLocalInvocationId);
+    break;
+  default:
+    return fail("not a work-item query");
+  }
+  Scalar t = op.results[0]->type.elem;
+  if (t == Scalar::I1)
+    x = b_.op(spv::OpINotEqual, boolT(), {x, constU32(0)});
+  else if (t != Scalar::I32)
+    x = b_.op(spv::OpUConvert, regType(t), {x});
+  define(op.result(), x);
+  return true;
+}
+
+// ------------------------------------------------------------------------- memory
+
+bool Lowering::emitSharedAlloc(const ir::Op &op) {
+  const ir::Type &t = op.results[0]->type;
+  if (t.count < 1 || t.count > (int64_t{1} << 24))
+    return fail("shared array of " + std::to_string(t.count) + " elements");
+  if (!checkStorage(t.elem, true))
+    return false;
+  sharedBytes_ += static_cast<uint64_t>(t.count) * ir::byteSize(t.elem);
+  if (sharedBytes_ > caps_.maxComputeSharedMemorySize)
+    return fail("the kernel needs " + std::to_string(sharedBytes_) +
+                " bytes of shared memory; the target allows " +
+                std::to_string(caps_.maxComputeSharedMemorySize) +
+                " (caps.maxComputeSharedMemorySize)");
+  Id arr = b_.typeArray(memType(t.elem), static_cast<uint32_t>(t.count));
+  Id var = b_.globalVariable(b_.typePointer(spv::StorageClassWorkgroup, arr),
+                             spv::StorageClassWorkgroup);
+  if (!op.results[0]->name.empty())
+    b_.name(var, op.results[0]->name);
+  interface_.insert(var);
+  mems_[op.result()] = MemRef{nullptr, var, t.elem, true};
+  return true;
+}
+
+Id Lowering::elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value *idx) {
+  (void)op;
+  MemRef *m = mem(memv);
+  Id index = val(idx);
+  if (!m || !index)
+    return 0;
+  Id var = m->shared ? m->var : bufferVar(*m);
+  if (!var)
+    return 0;
+  // Indices are signed; narrow ones are sign-extended (i1 true reads as -1).
+  switch (idx->type.elem) {
+  case Scalar::I1:
+    index = b_.op(spv::OpSelect, u32T(), {index, constU32(0xffffffffu), constU32(0)});
+    break;
+  case Scalar::I8:
+  case Scalar::I16:
+    index = b_.op(spv::OpSConvert, u32T(), {index});
+    break;
+  default:
+    break;
+  }
+  Id memT = memType(m->elem);
+  if (m->shared)
+    return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassWorkgroup, memT),
+                 {var, index});
+  return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, memT),
+               {var, constU32(0), index});
+}
+
+bool Lowering::emitLoadStore(const ir::Op &op) {
+  bool isStore = op.kind == OpKind::Store;
+  const ir::Value *memv = op.operands[isStore ? 1 : 0];
+  Id ptr = elementPtr(op, memv, op.operands[isStore ? 2 : 1]);
+  if (!ptr)
+    return false;
+  Scalar t = memv->type.elem;
+  if (!isStore) {
+    define(op.result(), fromMem(b_.op(spv::OpLoad, memType(t), {ptr}), t));
+    return true;
+  }
+  Id v = val(op.operands[0]);
+  if (!v)
+    return false;
+  b_.opVoid(spv::OpStore, {ptr, toMem(v, t)});
+  return true;
+}
+
+bool Lowering::emitAtomic(const ir::Op &op) {
+  const ir::Value *memv = op.operands[0];
+  Scalar t = memv->type.elem;
+  bool shared = memv->type.kind == ir::Type::Kind::Shared;
+  std::string type = std::string(ir::scalarName(t)) + (shared ? " shared memory" : " buffers");
+  std::string what = "'" + std::string(op.info().name) + "' on " + type;
+  bool isFloat = t == Scalar::F32;
+  if (t != Scalar::I32 && t != Scalar::I64 && !isFloat)
+    return fail(what + " is not supported on Vulkan (atomics need i32, i64 or f32)");
+  if (isFloat && op.kind != OpKind::AtomicAdd && op.kind != OpKind::AtomicXchg)
+    return fail(what + " is not supported on Vulkan (f32 atomics: add and exchange only)");
+  if (t == Scalar::I64) {
+    if (!need(shared ? caps_.shaderSharedInt64Atomics : caps_.shaderBufferInt64Atomics,
+              "64-bit atomics on " + type,
+              shared ? "shaderSharedInt64Atomics" : "shaderBufferInt64Atomics"))
+      return false;
+    b_.capability(spv::CapabilityInt64Atomics);
+  }
+  if (isFloat && op.kind == OpKind::AtomicAdd) {
+    if (!need(shared ? caps_.shaderSharedFloat32AtomicAdd : caps_.shaderBufferFloat32AtomicAdd,
+              "float atomic add on " + type,
+              shared ? "shaderSharedFloat32AtomicAdd" : "shaderBufferFloat32AtomicAdd"))
+      return false;
+    b_.capability(spv::CapabilityAtomicFloat32AddEXT);
+    b_.extension("SPV_EXT_shader_atomic_float_add");
+  }
+  if (isFloat && op.kind == OpKind::AtomicXchg &&
+      !need(shared ? caps_.shaderSharedFloat32Atomics : caps_.shaderBufferFloat32Atomics,
+            "float atomic exchange on " + type,
+            shared ? "shaderSharedFloat32Atomics" : "shaderBufferFloat32Atomics"))
+    return false;
+  Id ptr = elementPtr(op, memv, op.operands[1]);
+  Id v = val(op.operands[2]);
+  if (!ptr || !v)
+    return false;
+  Id T = regType(t);
+  Id scope = constU32(shared ? spv::ScopeWorkgroup : spv::ScopeDevice);
+  Id relaxed = constU32(spv::MemorySemanticsMaskNone);
+  bool u = op.mods.isUnsigned;
+  Id old = 0;
+  switch (op.kind) {
+  case OpKind::AtomicAdd:
+    old = b_.op(isFloat ? spv::OpAtomicFAddEXT : spv::OpAtomicIAdd, T, {ptr, scope, relaxed, v});
+    break;
+  case OpKind::AtomicMin:
+    old = b_.op(u ? spv::OpAtomicUMin : spv::OpAtomicSMin, T, {ptr, scope, relaxed, v});
+    break;
+  case OpKind::AtomicMax:
+    old = b_.op(u ? spv::OpAtomicUMax : spv::OpAtomicSMax, T, {ptr, scope, relaxed, v});
+    break;
+  case OpKind::AtomicXchg:
+    old = b_.op(spv::OpAtomicExchange, T, {ptr, scope, relaxed, v});
+    break;
+  case OpKind::AtomicCas: {
+    Id desired = val(op.operands[3]);
+    if (!desired)
+      return false;
+    old = b_.op(spv::OpAtomicCompareExchange, T, {ptr, scope, relaxed, relaxed, desired, v});
+    break;
+  }
+  default:
+    return fail("unknown atomic");
+  }
+  define(op.result(), old);
+  return true;
+}
+
+// ------------------------------------------------------------------------ subgroups
+
+bool Lowering::emitSubgroupReduce(const ir::Op &op) {
+  if (!need(caps_.subgroupArithmetic, "subgroup arithmetic", "subgroupArithmetic"))
+    return false;
+  b_.capability(spv::CapabilityGroupNonUniformArithmetic);
+  Scalar t = op.results[0]->type.elem;
+  Id v = val(op.operands[0]);
+  if (!v)
+    return false;
+  Id scope = constU32(spv::ScopeSubgroup);
+  auto reduce = [&](spv::Op o, Id T, Id x) {
+    return b_.op(o, T, {scope, spv::GroupOperationReduce, x});
+  };
+  bool u = op.mods.isUnsigned;
+  bool isMin = op.kind == OpKind::SubgroupMin, isMax = op.kind == OpKind::SubgroupMax;
+  if (ir::isIntScalar(t)) {
+    if (t == Scalar::I64 &&
+        !need(caps_.subgroupExtendedTypes, "64-bit subgroup operations", "subgroupExtendedTypes"))
+      return false;
+    spv::Op o = isMin   ? (u ? spv::OpGroupNonUniformUMin : spv::OpGroupNonUniformSMin)
+                : isMax ? (u ? spv::OpGroupNonUniformUMax : spv::OpGroupNonUniformSMax)
+                        : spv::OpGroupNonUniformIAdd;
+    // i8 / i16 are reduced in 32 bits (exact: extension keeps the order, the sum wraps).
+    bool narrow = t == Scalar::I8 || t == Scalar::I16;
+    Id x = narrow ? b_.op(u ? spv::OpUConvert : spv::OpSConvert, u32T(), {v}) : v;
+    Id r = reduce(o, narrow ? u32T() : regType(t), x);
+    define(op.result(), narrow ? b_.op(spv::OpUConvert, regType(t), {r}) : r);
+    return true;
+  }
+  Id T = regType(t);
+  if (!isMin && !isMax) {
+    // The IR's float sum is the correctly rounded sum of the active lanes, in any order.
+    // Summing f32 / f16 / bf16 lanes in f64 is exact unless their exponents spread over
+    // ~29 bits, so rounding once from there almost always gives that result.
+    bool wide = t != Scalar::F64 && caps_.float64;
+    Id W = wide ? b_.typeFloat(64) : T;
+    Id x = wide ? b_.op(spv::OpFConvert, W, {v}) : v;
+    Id r = reduce(spv::OpGroupNonUniformFAdd, W, x);
+    if (wide && t == Scalar::F16) // one rounding, straight to the narrow type
+      r = b_.op(spv::OpFConvert, b_.typeFloat(16), {r});
+    define(op.result(), roundNarrow(wide ? b_.op(spv::OpFConvert, T, {r}) : r, t));
+    return true;
+  }
+  // FMin/FMax ignore NaN lanes but leave -0 vs +0 and the all-NaN case open: settle both
+  // with votes so that the result is minimumNumber / maximumNumber of the active lanes.
+  if (!need(caps_.subgroupVote, "subgroup votes for exact float min/max", "subgroupVote"))
+    return false;
+  b_.capability(spv::CapabilityGroupNonUniformVote);
+  Id r = reduce(isMin ? spv::OpGroupNonUniformFMin : spv::OpGroupNonUniformFMax, T, v);
+  Id zero = constFloat(T, 0.0), negZero = constFloat(T, -0.0);
+  Id laneIsZero = b_.op(spv::OpFOrdEqual, boolT(), {v, zero});
+  Id neg = isNegative(v, T);
+  Id wanted = isMin ? neg : b_.op(spv::OpLogicalNot, boolT(), {neg});
+  Id any = b_.op(spv::OpGroupNonUniformAny, boolT(),
+                 {scope, b_.op(spv::OpLogicalAnd, boolT(), {laneIsZero, wanted})});
+  Id zeroPick = isMin ? b_.op(spv::OpSelect, T, {any, negZero, zero})
+                      : b_.op(spv::OpSelect, T, {any, zero, negZero});
+  r = b_.op(spv::OpSelect, T, {b_.op(spv::OpFOrdEqual, boolT(), {r, zero}), zeroPick, r});
+  Id allNan = b_.op(spv::OpGroupNonUniformAll, boolT(), {scope, b_.op(spv::OpIsNan, boolT(), {v})});
+  define(op.result(), b_.op(spv::OpSelect, T, {allNan, v, r}));
+  return true;
+}
+
+bool Lowering::emitShuffle(const ir::Op &op) {
+  if (!need(caps_.subgroupShuffle, "subgroup shuffles", "subgroupShuffle"))
+    return false;
+  b_.capability(spv::CapabilityGroupNonUniformShuffle);
+  Scalar t = op.results[0]->type.elem;
+  Id v = val(op.operands[0]), lane = val(op.operands[1]);
+  if (!v || !lane)
+    return false;
+  // broadcast uses Shuffle too: its lane may be dynamic (uniform, but not a constant).
+  spv::Op o = op.kind == OpKind::ShuffleXor ? spv::OpGroupNonUniformShuffleXor
+                                            : spv::OpGroupNonUniformShuffle;
+  Id scope = constU32(spv::ScopeSubgroup);
+  auto shuffle = [&](Id T, Id x) { return b_.op(o, T, {scope, x, lane}); };
+  Id u32 = u32T();
+  Id r = 0;
+  switch (t) {
+  case Scalar::I1:
+    r = shuffle(u32, b_.op(spv::OpSelect, u32, {v, constU32(1), constU32(0)}));
+    r = b_.op(spv::OpINotEqual, boolT(), {r, constU32(0)});
+    break;
+  case Scalar::I8:
+  case Scalar::I16:
+    r = b_.op(spv::OpUConvert, regType(t), {shuffle(u32, b_.op(spv::OpUConvert, u32, {v}))});
+    break;
+  case Scalar::I64: {
+    Id v2 = b_.typeVector(u32, 2);
+    r = b_.op(spv::OpBitcast, regType(t), {shuffle(v2, b_.op(spv::OpBitcast, v2, {v}))});
+    break;
+  }
+  default:
+    r = shuffle(regType(t), v);
+    break;
+  }
+  define(op.result(), r);
+  return true;
+}
+
+} // namespace tessera::vulkan::detail

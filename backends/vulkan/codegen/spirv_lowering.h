@@ -1,0 +1,129 @@
+// Internal interface of the kernel IR -> SPIR-V (Shader flavour) lowering. Included only by
+// the .cpp files of backends/vulkan/codegen.
+//
+// Register representation (mirrors backends/llvm): i1 as OpTypeBool, i8..i64 as integers of
+// their width (signedness 0: the instruction carries it), f16/bf16/f32 as 32-bit floats
+// (f16/bf16 hold a value exactly representable in the narrow type: every op computes in
+// f32 and rounds once), f64 as a 64-bit float. Memory representation: i1 and i8 as 8-bit
+// integers, i16 and bf16 as 16-bit integers, f16 as a 16-bit float, the rest as in registers.
+//
+// Errors never assert: an op the target cannot run sets `error()` ("FILE:L:C: error: ...")
+// and the emitting function returns 0 / false, which every caller propagates at once.
+#pragma once
+
+#include "backends/spirv/spirv_builder.h"
+#include "backends/vulkan/codegen/vulkan_codegen.h"
+
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera::vulkan::detail {
+
+using spirv::Id;
+
+/// A buffer parameter or shared array: the variable and how to index it.
+struct MemRef {
+  const ir::Value *param = nullptr; // buffers: the kernel parameter (declared lazily)
+  Id var = 0;
+  ir::Scalar elem = ir::Scalar::I32;
+  bool shared = false;
+};
+
+class Lowering {
+public:
+  Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps);
+
+  /// Emits one kernel as a GLCompute entry point; false with error() set on failure.
+  bool lowerKernel(const ir::Function &f, VulkanKernelInfo &info);
+  const std::string &error() const { return error_; }
+
+  // --- types and constants (spirv_kernel.cpp) -------------------------------------------
+  Id boolT() { return b_.typeBool(); }
+  Id u32T() { return b_.typeInt(32); }
+  Id f32T() { return b_.typeFloat(32); }
+  Id regType(ir::Scalar s);
+  Id memType(ir::Scalar s);
+  /// The unsigned integer type as wide as float type `ft` (16, 32 or 64 bits).
+  Id bitsType(Id ft);
+  Id constInt(Id type, uint64_t bits) { return b_.constant(type, bits); }
+  Id constU32(uint32_t v) { return b_.constU32(v); }
+  /// A float constant of type `ft` (32 or 64 bits, or 16 for half) equal to `v` rounded.
+  Id constFloat(Id ft, double v);
+  Id glsl(Id type, uint32_t inst, std::initializer_list<Id> args);
+
+  // --- representation (spirv_scalar.cpp) ------------------------------------------------
+  Id toMem(Id v, ir::Scalar s);
+  Id fromMem(Id v, ir::Scalar s);
+  /// Rounds an f32 register to f16/bf16 (and back to f32); identity for other types.
+  Id roundNarrow(Id v, ir::Scalar s);
+  /// f32 -> bf16 bits in the low half of a u32, round to nearest even, NaN kept quiet.
+  Id f32ToBF16Bits(Id v);
+  Id bf16BitsToF32(Id bits32);
+  /// The sign bit of float `v` of type `ft` (true for -0 and negative NaNs too).
+  Id isNegative(Id v, Id ft);
+  /// IEEE 754-2019 minimumNumber / maximumNumber of two floats of type `ft`.
+  Id floatMinMax(Id x, Id y, Id ft, bool isMax);
+
+  // --- ops -------------------------------------------------------------------------------
+  Id emitScalar(const ir::Op &op, std::span<const Id> v); // spirv_scalar.cpp
+  Id emitConvert(const ir::Op &op, Id v);                 // spirv_convert.cpp
+  Id emitMath(const ir::Op &op, std::span<const Id> v);   // spirv_math.cpp
+  /// Integral float `r` (type `ft`) -> `d`, saturating; NaN -> 0 (spirv_convert.cpp).
+  Id satFloatToInt(Id r, Id ft, ir::Scalar d, bool isUnsigned);
+
+  /// Records an error at `op` (or the current op) and returns 0.
+  Id fail(const std::string &msg);
+  /// False (with an error naming `what` and the caps field) unless `have`.
+  bool need(bool have, const std::string &what, const char *field);
+  /// Whether register values of `s` are supported (Int8, Int16, Int64, Float16, Float64).
+  bool checkScalar(ir::Scalar s);
+  /// Whether `s` can live in a buffer (shared == false) or a shared array.
+  bool checkStorage(ir::Scalar s, bool shared);
+
+  spirv::ModuleBuilder &b_;
+  const ir::Module &module_;
+  const VulkanTargetCaps &caps_;
+  const ir::Op *curOp_ = nullptr; // for error locations
+  const ir::Function *curFn_ = nullptr;
+
+private:
+  // --- kernel structure (spirv_kernel.cpp) -----------------------------------------------
+  bool declareParams(const ir::Function &f, VulkanKernelInfo &info);
+  Id bufferVar(MemRef &m);
+  Id builtinVar(spv::BuiltIn bi, bool vec3);
+  Id workgroupSize();
+  bool emitBlock(const ir::Block &blk, std::vector<Id> *terminatorValues);
+  bool emitOp(const ir::Op &op);
+  Id val(const ir::Value *v);
+  MemRef *mem(const ir::Value *v);
+  void define(const ir::Value *v, Id id);
+
+  // --- control flow, memory, SIMT (spirv_control.cpp) -------------------------------------
+  bool emitIf(const ir::Op &op);
+  bool emitFor(const ir::Op &op);
+  bool emitWhile(const ir::Op &op);
+  bool emitCall(const ir::Op &op);
+  bool emitWorkItem(const ir::Op &op);
+  bool emitSharedAlloc(const ir::Op &op);
+  Id elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value *idx);
+  bool emitLoadStore(const ir::Op &op);
+  bool emitAtomic(const ir::Op &op);
+  bool emitSubgroupReduce(const ir::Op &op);
+  bool emitShuffle(const ir::Op &op);
+
+  std::string error_;
+  std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
+  std::unordered_map<const ir::Value *, MemRef> mems_;
+  std::set<Id> interface_;          // this kernel's global variables (sorted ids)
+  std::map<uint32_t, Id> builtins_; // BuiltIn -> Input variable (module-wide)
+  std::map<Id, Id> blockStructs_;   // element memory type -> Block struct
+  Id wgSize_ = 0;                   // the WorkgroupSize spec-constant composite
+  uint64_t sharedBytes_ = 0;
+  int callDepth_ = 0;
+};
+
+} // namespace tessera::vulkan::detail

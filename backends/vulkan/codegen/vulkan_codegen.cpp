@@ -1,0 +1,214 @@
+// The Vulkan compile pipeline as named stages: kir -> spirv (-> spirv.dis), plus in-process
+// validation with SPIRV-Tools (Vulkan 1.2 / SPIR-V 1.5).
+//
+// The IR is verified first (the lowering relies on verified shapes), lowered kernel by
+// kernel into one module, checked against the target's capabilities and validated: a
+// module that fails either is an error, never a result. Must never depend on the Vulkan
+// runtime or the HAL, and must stay deterministic.
+#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "ir/text/printer.h"
+#include "ir/verify/verifier.h"
+
+#include <spirv-tools/libspirv.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace tessera::vulkan {
+
+namespace {
+
+uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+constexpr uint32_t kSpirvVersion = 0x00010500; // SPIR-V 1.5 = Vulkan 1.2
+
+} // namespace
+
+std::string VulkanTargetCaps::describe() const {
+  std::string s = "subgroupSize=" + std::to_string(subgroupSize);
+  auto flag = [&](const char *name, bool v) {
+    s += std::string(" ") + name + "=" + (v ? "1" : "0");
+  };
+  flag("float16", float16);
+  flag("float64", float64);
+  flag("int64", int64);
+  flag("int16", int16);
+  flag("int8", int8);
+  flag("storageBuffer8BitAccess", storageBuffer8BitAccess);
+  flag("storageBuffer16BitAccess", storageBuffer16BitAccess);
+  flag("subgroupArithmetic", subgroupArithmetic);
+  flag("subgroupShuffle", subgroupShuffle);
+  flag("subgroupVote", subgroupVote);
+  flag("subgroupExtendedTypes", subgroupExtendedTypes);
+  flag("shaderBufferFloat32AtomicAdd", shaderBufferFloat32AtomicAdd);
+  flag("shaderSharedFloat32AtomicAdd", shaderSharedFloat32AtomicAdd);
+  flag("shaderBufferFloat32Atomics", shaderBufferFloat32Atomics);
+  flag("shaderSharedFloat32Atomics", shaderSharedFloat32Atomics);
+  flag("shaderBufferInt64Atomics", shaderBufferInt64Atomics);
+  flag("shaderSharedInt64Atomics", shaderSharedInt64Atomics);
+  flag("fusedFma", fusedFma);
+  s += " maxPushConstantsSize=" + std::to_string(maxPushConstantsSize);
+  s += " maxComputeSharedMemorySize=" + std::to_string(maxComputeSharedMemorySize);
+  return s;
+}
+
+// The description names every field, so its hash changes whenever any field does.
+uint64_t VulkanTargetCaps::hash() const { return fnv1a(describe()); }
+
+uint64_t VulkanCompileOptions::hash() const {
+  return fnv1a("vulkan-options-v1 spirv=1.5", caps.hash());
+}
+
+// ----------------------------------------------------------------- compiled module
+
+struct VulkanCompiledModule::Impl {
+  std::vector<uint32_t> words;
+  std::vector<VulkanKernelInfo> kernels;
+  std::map<std::string, std::string, std::less<>> dumps;
+};
+
+VulkanCompiledModule::VulkanCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VulkanCompiledModule::~VulkanCompiledModule() = default;
+const std::vector<uint32_t> &VulkanCompiledModule::words() const { return impl_->words; }
+const std::vector<VulkanKernelInfo> &VulkanCompiledModule::kernels() const {
+  return impl_->kernels;
+}
+
+const std::string &VulkanCompiledModule::dump(std::string_view stage) const {
+  static const std::string empty;
+  auto it = impl_->dumps.find(stage);
+  return it == impl_->dumps.end() ? empty : it->second;
+}
+
+const std::vector<std::string> &VulkanCompiledModule::stageNames() {
+  static const std::vector<std::string> names = {"kir", "spirv", "spirv.dis"};
+  return names;
+}
+
+std::unique_ptr<VulkanCompiledModule>
+VulkanCompiledModule::fromWords(std::vector<uint32_t> words,
+                                std::vector<VulkanKernelInfo> kernels) {
+  auto impl = std::make_unique<Impl>();
+  impl->words = std::move(words);
+  impl->kernels = std::move(kernels);
+  return std::make_unique<VulkanCompiledModule>(std::move(impl));
+}
+
+bool VulkanCompiledModule::writeStages(const std::string &dir, std::string *error) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  auto write = [&](const std::string &name, const void *data, size_t size) {
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+    if (f)
+      return true;
+    if (error)
+      *error = "cannot write " + dir + "/" + name;
+    return false;
+  };
+  const std::string &kir = dump("kir"), &dis = dump("spirv.dis");
+  // SPIR-V files are the words in little-endian byte order (the host's, on x86-64).
+  return write("0-kir.tir", kir.data(), kir.size()) &&
+         write("1-spirv.spv", impl_->words.data(), impl_->words.size() * sizeof(uint32_t)) &&
+         write("2-spirv.dis.txt", dis.data(), dis.size());
+}
+
+// -------------------------------------------------------------- validation, text
+
+bool validateSpirv(const std::vector<uint32_t> &words, std::string *error) {
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
+  std::string messages;
+  tools.SetMessageConsumer(
+      [&](spv_message_level_t, const char *, const spv_position_t &pos, const char *msg) {
+        messages += "word " + std::to_string(pos.index) + ": " + msg + "\n";
+      });
+  spvtools::ValidatorOptions opts;
+  if (tools.Validate(words.data(), words.size(), opts))
+    return true;
+  if (error)
+    *error = messages.empty() ? "invalid SPIR-V" : messages;
+  return false;
+}
+
+std::string disassemble(const std::vector<uint32_t> &words) {
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
+  std::string text;
+  if (!tools.Disassemble(words, &text,
+                         SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES |
+                             SPV_BINARY_TO_TEXT_OPTION_INDENT))
+    return "; error: SPIRV-Tools cannot disassemble this module\n";
+  return text;
+}
+
+namespace {
+
+/// The capabilities the lowering may declare, and whether the caps allow each: a safety
+/// net behind the per-op checks (a capability outside this table is always allowed).
+std::string forbiddenCapability(const std::set<spv::Capability> &used, const VulkanTargetCaps &c) {
+  const std::pair<spv::Capability, bool> table[] = {
+      {spv::CapabilityInt8, c.int8},
+      {spv::CapabilityInt16, c.int16},
+      {spv::CapabilityInt64, c.int64},
+      {spv::CapabilityFloat16, c.float16},
+      {spv::CapabilityFloat64, c.float64},
+      {spv::CapabilityStorageBuffer8BitAccess, c.storageBuffer8BitAccess},
+      {spv::CapabilityStorageBuffer16BitAccess, c.storageBuffer16BitAccess},
+      {spv::CapabilityGroupNonUniformArithmetic, c.subgroupArithmetic},
+      {spv::CapabilityGroupNonUniformShuffle, c.subgroupShuffle},
+      {spv::CapabilityGroupNonUniformVote, c.subgroupVote},
+      {spv::CapabilityAtomicFloat32AddEXT,
+       c.shaderBufferFloat32AtomicAdd || c.shaderSharedFloat32AtomicAdd},
+      {spv::CapabilityInt64Atomics, c.shaderBufferInt64Atomics || c.shaderSharedInt64Atomics},
+  };
+  for (auto [cap, allowed] : table)
+    if (used.count(cap) && !allowed)
+      return "capability " + std::to_string(static_cast<uint32_t>(cap));
+  return {};
+}
+
+} // namespace
+
+std::unique_ptr<VulkanCompiledModule>
+compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<VulkanCompiledModule> {
+    if (error)
+      *error = std::move(msg);
+    return nullptr;
+  };
+  ir::Diagnostics diags = ir::verifyModule(m);
+  if (!diags.empty())
+    return fail(diags.front().str());
+  auto impl = std::make_unique<VulkanCompiledModule::Impl>();
+  impl->dumps["kir"] = ir::printModule(m);
+  spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
+  detail::Lowering lowering(b, m, opts.caps);
+  for (const auto &f : m.functions) {
+    if (!f->isKernel)
+      continue;
+    VulkanKernelInfo info;
+    if (!lowering.lowerKernel(*f, info))
+      return fail(lowering.error());
+    impl->kernels.push_back(std::move(info));
+  }
+  if (impl->kernels.empty())
+    return fail((m.filename.empty() ? std::string("<module>") : m.filename) +
+                ": error: the module has no kernel to compile for Vulkan");
+  impl->words = b.finish();
+  std::string bad = forbiddenCapability(b.capabilities(), opts.caps);
+  if (!bad.empty())
+    return fail("internal error: the SPIR-V declares " + bad + ", which the target lacks");
+  std::string verr;
+  if (!validateSpirv(impl->words, &verr))
+    return fail("internal error: the Vulkan lowering produced invalid SPIR-V:\n" + verr);
+  impl->dumps["spirv.dis"] = disassemble(impl->words);
+  return std::make_unique<VulkanCompiledModule>(std::move(impl));
+}
+
+} // namespace tessera::vulkan

@@ -1,0 +1,109 @@
+// The Vulkan codegen: kernel IR -> SPIR-V (Shader flavour, SPIR-V 1.5 / Vulkan 1.2).
+//
+// Stages (each dumpable): "kir" (the input text), "spirv" (the binary words; not text) and
+// "spirv.dis" (its disassembly). Every module is validated in-process with SPIRV-Tools
+// before it is returned: a construct the target cannot run is a compile error naming the
+// op and its location, never an invalid module. The kernel ABI (bindings, push constants,
+// specialization constants) is the one documented in backends/gpu_module.h. Output is
+// deterministic. This header is LLVM-free and never includes a runtime, HAL or Vulkan header.
+#pragma once
+
+#include "ir/core/ir.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::vulkan {
+
+/// What the device supports (VkPhysicalDevice*Features / Properties). The defaults are
+/// what lavapipe (Mesa 22.3, llvmpipe) reports.
+struct VulkanTargetCaps {
+  uint32_t subgroupSize = 8;
+  bool float16 = true;                      // shaderFloat16
+  bool float64 = true;                      // shaderFloat64
+  bool int64 = true;                        // shaderInt64
+  bool int16 = true;                        // shaderInt16
+  bool int8 = true;                         // shaderInt8
+  bool storageBuffer8BitAccess = true;      // storageBuffer8BitAccess
+  bool storageBuffer16BitAccess = true;     // storageBuffer16BitAccess
+  bool subgroupArithmetic = true;           // VK_SUBGROUP_FEATURE_ARITHMETIC_BIT (compute)
+  bool subgroupShuffle = true;              // VK_SUBGROUP_FEATURE_SHUFFLE(_RELATIVE)_BIT
+  bool subgroupVote = true;                 // VK_SUBGROUP_FEATURE_VOTE_BIT (exact float min/max)
+  bool subgroupExtendedTypes = true;        // shaderSubgroupExtendedTypes (64-bit integers)
+  bool shaderBufferFloat32AtomicAdd = true; // VK_EXT_shader_atomic_float
+  bool shaderSharedFloat32AtomicAdd = true; // VK_EXT_shader_atomic_float
+  bool shaderBufferFloat32Atomics = true;   // f32 exchange on buffers
+  bool shaderSharedFloat32Atomics = true;   // f32 exchange on shared arrays
+  bool shaderBufferInt64Atomics = true;     // shaderBufferInt64Atomics
+  bool shaderSharedInt64Atomics = true;     // shaderSharedInt64Atomics
+  /// GLSL.std.450 Fma rounds once (Vulkan only promises mul-then-add precision). True on
+  /// hardware with an FMA unit behind it (NVIDIA, AMD); false on llvmpipe, which splits
+  /// it. When false, f32 fma is computed exactly through f64 (slower).
+  bool fusedFma = false;
+  uint32_t maxPushConstantsSize = 128;
+  uint32_t maxComputeSharedMemorySize = 32768;
+
+  /// One line naming every field and its value (for `tessera devices` and the cache key).
+  std::string describe() const;
+  uint64_t hash() const;
+  friend bool operator==(const VulkanTargetCaps &, const VulkanTargetCaps &) = default;
+};
+
+/// Frozen compile options; hash() feeds the compile cache key.
+struct VulkanCompileOptions {
+  VulkanTargetCaps caps;
+
+  uint64_t hash() const;
+  friend bool operator==(const VulkanCompileOptions &, const VulkanCompileOptions &) = default;
+};
+
+struct VulkanKernelInfo {
+  std::string name; // kernel name without '@' = the entry point name
+  std::vector<ir::Type> params;
+  /// Push-constant byte offset of each scalar parameter (0 for buffers).
+  std::vector<uint32_t> paramOffsets;
+  uint32_t pushConstantBytes = 0;
+  uint64_t sharedBytes = 0;
+};
+
+class VulkanCompiledModule {
+public:
+  struct Impl;
+  explicit VulkanCompiledModule(std::unique_ptr<Impl> impl);
+  ~VulkanCompiledModule();
+
+  /// The SPIR-V binary (validated).
+  const std::vector<uint32_t> &words() const;
+  const std::vector<VulkanKernelInfo> &kernels() const;
+  /// "kir" or "spirv.dis" text; empty for an unknown stage or a module from fromWords().
+  const std::string &dump(std::string_view stage) const;
+  static const std::vector<std::string> &stageNames();
+  /// Writes every stage into `dir` (created if needed): 0-kir.tir, 1-spirv.spv,
+  /// 2-spirv.dis.txt.
+  bool writeStages(const std::string &dir, std::string *error) const;
+
+  /// A module from words and kernel metadata kept earlier (the compile cache): no kir dump.
+  static std::unique_ptr<VulkanCompiledModule> fromWords(std::vector<uint32_t> words,
+                                                         std::vector<VulkanKernelInfo> kernels);
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles every kernel of `m` into one SPIR-V module (one GLCompute entry point per
+/// kernel). Returns null with `*error` set ("FILE:LINE:COL: error: ...") when the module
+/// uses something `opts.caps` lacks or that Vulkan cannot express.
+std::unique_ptr<VulkanCompiledModule>
+compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error);
+
+/// Validates `words` for Vulkan 1.2 (SPIR-V 1.5) with SPIRV-Tools; false with the
+/// validator's message in `*error`.
+bool validateSpirv(const std::vector<uint32_t> &words, std::string *error);
+
+/// SPIRV-Tools' disassembly of `words` (with friendly names); an error line if it fails.
+std::string disassemble(const std::vector<uint32_t> &words);
+
+} // namespace tessera::vulkan

@@ -1,0 +1,526 @@
+// CUDA backend benchmark (issue #6). In one run, on cuda:0:
+//   1. device-to-device copy bandwidth through the HAL (tsr_stream_copy_d2d): the peer of 2;
+//   2. fused elementwise y = gelu(a*x + b) (ir/examples/gelu_affine.tir) in GB/s, as a ratio
+//      to 1 (target >= 0.9: a fused kernel should stream at copy speed);
+//   3. row softmax (ir/examples/row_softmax.tir): time and effective GB/s;
+//   4. tiled f32 matmul (ir/examples/matmul_tiled.tir) in TFLOP/s, against cuBLAS sgemm
+//      (libcublas loaded with dlopen; the ratio is skipped with the reason when it is absent).
+// Every figure is the median of --reps samples after a warm-up; a sample times several
+// back-to-back operations between two synchronizes. Results are checked against the host
+// before they are reported. Output: a table, and with --json FILE the same as JSON.
+//
+// Builds everywhere (no CUDA header: the driver and cuBLAS are loaded at run time). Without a
+// CUDA device it prints "no CUDA device: <reason>" and exits 0, so CPU-only runs stay green;
+// with one, any failed check or error exits 1.
+#include "backends/cuda/runtime/cuda_api.h"
+#include "backends/cuda/runtime/cuda_driver.h"
+#include "ir/text/parser.h"
+#include "tessera/hal.hpp"
+#include "tessera/program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace tessera;
+using Clock = std::chrono::steady_clock;
+
+/// A failed step: recorded, reported, and the run exits 1.
+struct BenchFailure {
+  std::string what;
+};
+
+void ok(hal::Status status, const std::string &what) {
+  if (!status.ok())
+    throw BenchFailure{what + ": " + status.toString()};
+}
+void ok(tsr_status_t status, const std::string &what) { ok(hal::Status::fromC(status), what); }
+template <typename T> T take(hal::Expected<T> expected, const std::string &what) {
+  ok(expected.status(), what);
+  return std::move(expected).value();
+}
+
+struct Options {
+  int reps = 7;
+  bool quick = false;
+  std::string json;
+};
+
+/// One row of the report: a name, numbers, and a note (a skip reason, a target, ...).
+struct Row {
+  std::string name;
+  std::vector<std::pair<std::string, double>> numbers;
+  std::string note;
+};
+
+struct Report {
+  std::string device, architecture, skipped;
+  std::vector<Row> rows;
+  std::vector<std::string> failures;
+
+  void add(Row row) {
+    std::printf("  %-40s", row.name.c_str());
+    for (const auto &[key, value] : row.numbers)
+      std::printf(" %10.3f %-7s", value, key.c_str());
+    std::printf(" %s\n", row.note.c_str());
+    rows.push_back(std::move(row));
+  }
+  void fail(const std::string &what) {
+    std::printf("  FAILED: %s\n", what.c_str());
+    failures.push_back(what);
+  }
+};
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+void writeJson(const Report &report, const std::string &path) {
+  std::ostringstream j;
+  j << "{\n  \"schema\": \"tessera-cuda-bench/1\",\n  \"device\": " << jsonString(report.device)
+    << ",\n  \"architecture\": " << jsonString(report.architecture)
+    << ",\n  \"skipped\": " << (report.skipped.empty() ? "null" : jsonString(report.skipped))
+    << ",\n  \"results\": [";
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const Row &row = report.rows[i];
+    j << (i ? "," : "") << "\n    {\"name\": " << jsonString(row.name);
+    for (const auto &[key, value] : row.numbers)
+      j << ", " << jsonString(key) << ": " << (std::isfinite(value) ? value : -1.0);
+    j << ", \"note\": " << jsonString(row.note) << "}";
+  }
+  j << "\n  ],\n  \"failures\": [";
+  for (size_t i = 0; i < report.failures.size(); ++i)
+    j << (i ? ", " : "") << jsonString(report.failures[i]);
+  j << "],\n  \"passed\": " << (report.failures.empty() ? "true" : "false") << "\n}\n";
+  std::ofstream(path) << j.str();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Median ms per operation: `iters` operations between synchronizes, over `reps` samples.
+double timeMs(int reps, int iters, hal::Stream &stream, const std::function<void()> &op) {
+  op();
+  ok(stream.synchronize(), "warm-up");
+  std::vector<double> samples;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i)
+      op();
+    ok(stream.synchronize(), "synchronize");
+    samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters);
+  }
+  return median(samples);
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw BenchFailure{"cannot open " + path};
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Deterministic inputs in [lo, hi) without a slow generator (2^26 values are made here).
+std::vector<float> inputs(size_t n, unsigned seed, float lo, float hi) {
+  std::vector<float> v(n);
+  uint32_t state = 0x9E3779B9u * (seed + 1);
+  for (float &x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = lo + (hi - lo) * float(state >> 8) * (1.0f / 16777216.0f);
+  }
+  return v;
+}
+
+/// Compiles an ir/examples file for the device through Program.
+std::unique_ptr<Program> compileExample(hal::Device &device, const std::string &file) {
+  std::string text = readFile(std::string(TESSERA_SOURCE_DIR) + "/ir/examples/" + file);
+  auto parsed = ir::parseModule(text, file);
+  if (!parsed.ok())
+    throw BenchFailure{file + ": " +
+                       (parsed.diags.empty() ? "parse failed" : parsed.diags[0].str())};
+  std::string error;
+  auto program = Program::create(device.get(), *parsed.module, nullptr, {}, &error);
+  if (!program)
+    throw BenchFailure{"Program::create(" + file + "): " + error};
+  return program;
+}
+
+tsr_kernel_t kernelOf(const Program &program, const char *name) {
+  const ProgramKernel *k = program.kernel(name);
+  if (!k)
+    throw BenchFailure{std::string("no kernel ") + name};
+  return k->kernel;
+}
+
+void launch(hal::Stream &stream, tsr_kernel_t kernel, hal::Dim3 grid, hal::Dim3 wg,
+            const std::vector<tsr_arg_t> &args) {
+  uint32_t g[3] = {grid.x, grid.y, grid.z}, w[3] = {wg.x, wg.y, wg.z};
+  ok(tsr_stream_launch(stream.get(), kernel, g, w, args.data(), uint32_t(args.size())), "launch");
+}
+
+hal::Buffer upload(hal::Device &device, hal::Stream &stream, const std::vector<float> &v) {
+  hal::Buffer b = take(device.allocate(v.size() * 4), "allocate");
+  ok(stream.copyToDevice(v.data(), b, 0, v.size() * 4), "copy to device");
+  ok(stream.synchronize(), "synchronize");
+  return b;
+}
+
+std::vector<float> download(hal::Stream &stream, const hal::Buffer &b, size_t n) {
+  std::vector<float> v(n);
+  ok(stream.copyToHost(b, 0, v.data(), n * 4), "copy to host");
+  ok(stream.synchronize(), "synchronize");
+  return v;
+}
+
+std::string ratioNote(double ratio, double target) {
+  char text[96];
+  std::snprintf(text, sizeof text, "ratio %.3f, target >= %.2f: %s", ratio, target,
+                ratio >= target ? "met" : "NOT met");
+  return text;
+}
+
+// ---- 1 + 2: copy bandwidth and the fused elementwise kernel ---------------------------
+
+double copyBandwidth(const Options &o, hal::Device &device, hal::Stream &stream, Report &report) {
+  const uint64_t bytes = o.quick ? (uint64_t(4) << 20) : (uint64_t(256) << 20);
+  hal::Buffer a = take(device.allocate(bytes), "allocate"),
+              b = take(device.allocate(bytes), "allocate");
+  ok(stream.fill<uint32_t>(a, 0, bytes, 0x3F800000u), "fill");
+  double ms = timeMs(o.reps, 20, stream, [&] { ok(stream.copy(a, 0, b, 0, bytes), "copy d2d"); });
+  double gbps = 2.0 * double(bytes) / ms / 1e6; // read + write
+  report.add({"d2d copy (tsr_stream_copy_d2d)",
+              {{"ms", ms}, {"GB/s", gbps}},
+              std::to_string(bytes >> 20) + " MiB"});
+  return gbps;
+}
+
+void fusedElementwise(const Options &o, hal::Device &device, hal::Stream &stream, double copyGbps,
+                      Report &report) {
+  const size_t n = o.quick ? (size_t(1) << 20) : (size_t(1) << 26);
+  const float a = 1.5f;
+  std::vector<float> x = inputs(n, 1, -4, 4), bias = inputs(n, 2, -1, 1);
+  auto program = compileExample(device, "gelu_affine.tir");
+  tsr_kernel_t gelu = kernelOf(*program, "gelu_affine");
+  hal::Buffer bx = upload(device, stream, x), bb = upload(device, stream, bias);
+  hal::Buffer by = take(device.allocate(n * 4), "allocate");
+  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bx.get(), 0), tsr_arg_buffer(bb.get(), 0),
+                                 tsr_arg_buffer(by.get(), 0), tsr_arg_f32(a),
+                                 tsr_arg_i32(int32_t(n))};
+  double ms =
+      timeMs(o.reps, 20, stream, [&] { launch(stream, gelu, {uint32_t(n / 256)}, {256}, args); });
+  std::vector<float> y = download(stream, by, n);
+  for (size_t i = 0; i < n; i += 9973) {
+    double t = double(a) * x[i] + bias[i];
+    double want = 0.5 * t * (1 + std::erf(t / std::sqrt(2.0)));
+    if (std::fabs(y[i] - want) > 1e-5 * (1 + std::fabs(want)))
+      throw BenchFailure{"gelu_affine: y[" + std::to_string(i) + "] = " + std::to_string(y[i]) +
+                         ", expected " + std::to_string(want)};
+  }
+  double gbps = 3.0 * 4.0 * double(n) / ms / 1e6;
+  report.add({"fused gelu(a*x+b) (gelu_affine.tir)",
+              {{"ms", ms}, {"GB/s", gbps}},
+              ratioNote(gbps / copyGbps, 0.9) + " (vs d2d copy)"});
+}
+
+// ---- 3: row softmax ---------------------------------------------------------------------
+
+void rowSoftmax(const Options &o, hal::Device &device, hal::Stream &stream, double copyGbps,
+                Report &report) {
+  const size_t rows = o.quick ? 256 : 8192, cols = o.quick ? 1024 : 8192;
+  std::vector<float> x = inputs(rows * cols, 3, -6, 6);
+  auto program = compileExample(device, "row_softmax.tir");
+  tsr_kernel_t softmax = kernelOf(*program, "row_softmax");
+  hal::Buffer bx = upload(device, stream, x);
+  hal::Buffer by = take(device.allocate(rows * cols * 4), "allocate");
+  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bx.get(), 0), tsr_arg_buffer(by.get(), 0),
+                                 tsr_arg_i32(int32_t(cols))};
+  // One workgroup of 128 per row: the kernel's shared reduction array has 128 slots.
+  double ms =
+      timeMs(o.reps, 10, stream, [&] { launch(stream, softmax, {uint32_t(rows)}, {128}, args); });
+  std::vector<float> y = download(stream, by, rows * cols);
+  for (size_t r = 0; r < rows; r += rows / 16) {
+    const float *row = &x[r * cols];
+    double m = *std::max_element(row, row + cols), sum = 0;
+    for (size_t c = 0; c < cols; ++c)
+      sum += std::exp(double(row[c]) - m);
+    for (size_t c = 0; c < cols; c += 97) {
+      double want = std::exp(double(row[c]) - m) / sum;
+      if (std::fabs(y[r * cols + c] - want) > 1e-5 * want + 1e-9)
+        throw BenchFailure{"row_softmax: y[" + std::to_string(r) + ", " + std::to_string(c) +
+                           "] = " + std::to_string(y[r * cols + c]) + ", expected " +
+                           std::to_string(want)};
+    }
+  }
+  double gbps = 2.0 * 4.0 * double(rows * cols) / ms / 1e6; // one read + one write
+  char note[96];
+  std::snprintf(note, sizeof note, "%zu x %zu; %.2f of d2d copy bandwidth", rows, cols,
+                gbps / copyGbps);
+  report.add({"row softmax (row_softmax.tir)", {{"ms", ms}, {"GB/s", gbps}}, note});
+}
+
+// ---- 4: matmul against cuBLAS -----------------------------------------------------------
+
+/// cuBLAS through dlopen: the few entry points sgemm needs.
+struct Cublas {
+  using Handle = struct cublasContext *;
+  int (*create)(Handle *) = nullptr;
+  int (*destroy)(Handle) = nullptr;
+  int (*setStream)(Handle, cuda::CUstream) = nullptr;
+  int (*sgemm)(Handle, int, int, int, int, int, const float *, const float *, int, const float *,
+               int, const float *, float *, int) = nullptr;
+
+  /// Empty on success, else why cuBLAS cannot be used.
+  std::string load() {
+    std::vector<std::string> names = {"libcublas.so", "libcublas.so.13", "libcublas.so.12",
+                                      "/usr/local/cuda/lib64/libcublas.so"};
+    if (const char *env = std::getenv("TESSERA_CUBLAS_LIBRARY"))
+      names.insert(names.begin(), env);
+    void *library = nullptr;
+    std::string first;
+    for (const std::string &name : names) {
+      if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+      if (first.empty())
+        first = dlerror();
+    }
+    if (!library)
+      return "cuBLAS not found: " + first;
+    create = reinterpret_cast<decltype(create)>(dlsym(library, "cublasCreate_v2"));
+    destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "cublasDestroy_v2"));
+    setStream = reinterpret_cast<decltype(setStream)>(dlsym(library, "cublasSetStream_v2"));
+    sgemm = reinterpret_cast<decltype(sgemm)>(dlsym(library, "cublasSgemm_v2"));
+    return create && destroy && setStream && sgemm ? "" : "cuBLAS lacks cublasSgemm_v2";
+  }
+};
+
+/// cuBLAS's own CUDA resources on the device's primary context, released in any case.
+struct CublasRun {
+  cuda::CudaApi api;
+  Cublas blas;
+  cuda::CUdevice device = 0;
+  cuda::CUcontext context = nullptr;
+  cuda::CUstream stream = nullptr;
+  cuda::CUdeviceptr dA = 0, dB = 0, dC = 0;
+  Cublas::Handle handle = nullptr;
+
+  void cu(cuda::CUresult result, const char *call) {
+    if (result != cuda::CUDA_SUCCESS)
+      throw BenchFailure{std::string("cuBLAS set-up: ") + call + ": CUDA error " +
+                         std::to_string(result)};
+  }
+  ~CublasRun() {
+    if (!context)
+      return;
+    if (handle)
+      blas.destroy(handle);
+    for (cuda::CUdeviceptr p : {dA, dB, dC})
+      if (p)
+        api.cuMemFree_v2(p);
+    if (stream)
+      api.cuStreamDestroy_v2(stream);
+    cuda::CUcontext popped = nullptr;
+    api.cuCtxPopCurrent_v2(&popped);
+    api.cuDevicePrimaryCtxRelease_v2(device);
+  }
+};
+
+cuda::CUdeviceptr hostAddress(const void *p) { return reinterpret_cast<cuda::CUdeviceptr>(p); }
+
+/// cuBLAS sgemm on C = A x B (row-major M x K times K x N) in its own CUDA memory: the median
+/// ms, or a negative value with *why set when cuBLAS cannot run here.
+double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::vector<float> &B,
+                     int M, int N, int K, std::vector<float> *C, std::string *why) {
+  CublasRun r;
+  if ((*why = r.blas.load()) != "" || !cuda::loadCudaApi(&r.api, why))
+    return -1;
+  r.cu(r.api.cuDeviceGet(&r.device, 0), "cuDeviceGet");
+  r.cu(r.api.cuDevicePrimaryCtxRetain(&r.context, r.device), "cuDevicePrimaryCtxRetain");
+  if (r.api.cuCtxPushCurrent_v2(r.context) != cuda::CUDA_SUCCESS) {
+    r.api.cuDevicePrimaryCtxRelease_v2(r.device);
+    r.context = nullptr;
+    throw BenchFailure{"cuBLAS set-up: cuCtxPushCurrent_v2 failed"};
+  }
+  r.cu(r.api.cuStreamCreate(&r.stream, cuda::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  r.cu(r.api.cuMemAlloc_v2(&r.dA, A.size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.cuMemAlloc_v2(&r.dB, B.size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.cuMemAlloc_v2(&r.dC, C->size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.cuMemcpyAsync(r.dA, hostAddress(A.data()), A.size() * 4, r.stream), "cuMemcpyAsync");
+  r.cu(r.api.cuMemcpyAsync(r.dB, hostAddress(B.data()), B.size() * 4, r.stream), "cuMemcpyAsync");
+  if (int status = r.blas.create(&r.handle)) {
+    r.handle = nullptr;
+    *why = "cublasCreate_v2 failed with status " + std::to_string(status) +
+           " (a cuBLAS newer than the driver?)";
+    return -1;
+  }
+  r.blas.setStream(r.handle, r.stream);
+  const float one = 1, zero = 0;
+  // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, no transposes.
+  auto run = [&] {
+    if (int status = r.blas.sgemm(r.handle, 0, 0, N, M, K, &one, reinterpret_cast<float *>(r.dB), N,
+                                  reinterpret_cast<float *>(r.dA), K, &zero,
+                                  reinterpret_cast<float *>(r.dC), N))
+      throw BenchFailure{"cublasSgemm_v2 failed with status " + std::to_string(status)};
+  };
+  run();
+  r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+  std::vector<double> samples;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < 3; ++i)
+      run();
+    r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+    samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 3);
+  }
+  r.cu(r.api.cuMemcpyAsync(hostAddress(C->data()), r.dC, C->size() * 4, r.stream), "cuMemcpyAsync");
+  r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+  return median(samples);
+}
+
+/// Checks sampled entries of C against a double dot product, within K * 2^-23 * sum|a b|.
+void checkMatmul(const char *who, const std::vector<float> &A, const std::vector<float> &B,
+                 const std::vector<float> &C, int M, int N, int K) {
+  for (int s = 0; s < 64; ++s) {
+    int i = (s * 7919) % M, j = (s * 104729 + 13) % N;
+    double want = 0, magnitude = 0;
+    for (int k = 0; k < K; ++k) {
+      want += double(A[size_t(i) * K + k]) * B[size_t(k) * N + j];
+      magnitude += std::fabs(double(A[size_t(i) * K + k]) * B[size_t(k) * N + j]);
+    }
+    if (std::fabs(C[size_t(i) * N + j] - want) > K * std::ldexp(magnitude, -23) + 1e-6)
+      throw BenchFailure{std::string(who) + ": C[" + std::to_string(i) + ", " + std::to_string(j) +
+                         "] = " + std::to_string(C[size_t(i) * N + j]) + ", expected " +
+                         std::to_string(want)};
+  }
+}
+
+void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &report) {
+  const int M = o.quick ? 256 : 4096, N = M, K = M;
+  std::vector<float> A = inputs(size_t(M) * K, 4, -1, 1), B = inputs(size_t(K) * N, 5, -1, 1);
+  double flop = 2.0 * M * N * K;
+  auto program = compileExample(device, "matmul_tiled.tir");
+  tsr_kernel_t mm = kernelOf(*program, "matmul_tiled");
+  hal::Buffer bA = upload(device, stream, A), bB = upload(device, stream, B);
+  hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
+  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0),
+                                 tsr_arg_buffer(bB.get(), 0),
+                                 tsr_arg_buffer(bC.get(), 0),
+                                 tsr_arg_i32(M),
+                                 tsr_arg_i32(N),
+                                 tsr_arg_i32(K)};
+  hal::Dim3 grid = {uint32_t(N + 15) / 16, uint32_t(M + 15) / 16};
+  double ms = timeMs(o.reps, 3, stream, [&] { launch(stream, mm, grid, {16, 16}, args); });
+  checkMatmul("matmul_tiled", A, B, download(stream, bC, size_t(M) * N), M, N, K);
+  double tflops = flop / ms / 1e9;
+  std::string size = std::to_string(M) + "^3";
+  report.add({"tiled matmul f32 (matmul_tiled.tir)", {{"ms", ms}, {"TFLOP/s", tflops}}, size});
+  std::string why;
+  std::vector<float> C(size_t(M) * N);
+  double blasMs = cublasSgemmMs(o, A, B, M, N, K, &C, &why);
+  if (blasMs < 0) {
+    report.add({"cuBLAS sgemm (peer)", {}, "skipped: " + why});
+    return;
+  }
+  checkMatmul("cuBLAS sgemm", A, B, C, M, N, K);
+  double blasTflops = flop / blasMs / 1e9;
+  char note[96];
+  std::snprintf(note, sizeof note, "%s; tiled / cuBLAS = %.3f", size.c_str(), tflops / blasTflops);
+  report.add({"cuBLAS sgemm (peer)", {{"ms", blasMs}, {"TFLOP/s", blasTflops}}, note});
+}
+
+/// Runs one section; a failure is recorded and the next section still runs.
+void section(Report &report, const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const BenchFailure &failure) {
+    report.fail(failure.what);
+  }
+}
+
+int usage(int code) {
+  std::printf("usage: cuda_bench [--reps N] [--quick] [--json FILE]\n"
+              "  --reps N     samples per figure, median reported (default 7)\n"
+              "  --quick      small sizes, 3 samples (a smoke run)\n"
+              "  --json FILE  also write the results as JSON (schema tessera-cuda-bench/1)\n"
+              "Without a CUDA device: prints 'no CUDA device: <reason>' and exits 0.\n"
+              "TESSERA_CUDA_LIBRARY / TESSERA_CUBLAS_LIBRARY name other libraries to load.\n");
+  return code;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      o.quick = true;
+      o.reps = 3;
+    } else if (a == "--reps" && i + 1 < argc) {
+      o.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--json" && i + 1 < argc) {
+      o.json = argv[++i];
+    } else if (a == "--help" || a == "-h") {
+      return usage(0);
+    } else {
+      std::fprintf(stderr, "cuda_bench: unknown argument '%s'\n", a.c_str());
+      return usage(2);
+    }
+  }
+  Report report;
+  auto finish = [&] {
+    if (!o.json.empty())
+      writeJson(report, o.json);
+    return report.failures.empty() ? 0 : 1;
+  };
+  hal::Registry registry = take(hal::Registry::create(), "tsr_registry_create");
+  hal::Status registered = registry.registerDriver(tsr_cuda_driver());
+  if (registered.code() == TSR_UNAVAILABLE) {
+    // The registry's record holds the driver's reason, without the call's name in front.
+    report.skipped = registered.message();
+    auto unavailable = registry.unavailable();
+    if (unavailable.ok() && !unavailable->empty())
+      report.skipped = unavailable->front().reason;
+    std::printf("no CUDA device: %s\n", report.skipped.c_str());
+    return finish();
+  }
+  section(report, [&] {
+    ok(registered, "register the CUDA driver");
+    hal::Device device = take(registry.openDevice("cuda:0"), "open cuda:0");
+    tsr_device_info_t info = take(device.info(), "device info");
+    report.device = info.name;
+    report.architecture = info.architecture;
+    hal::Stream stream = take(device.createStream(), "create a stream");
+    std::printf("Tessera CUDA benchmark: %s (%s, %u SMs, %.1f GiB), median of %d samples%s\n\n",
+                info.name, info.architecture, info.compute_units,
+                double(info.total_memory) / double(1 << 30), o.reps, o.quick ? " (quick)" : "");
+    double copyGbps = 0;
+    section(report, [&] { copyGbps = copyBandwidth(o, device, stream, report); });
+    section(report, [&] { fusedElementwise(o, device, stream, copyGbps, report); });
+    section(report, [&] { rowSoftmax(o, device, stream, copyGbps, report); });
+    section(report, [&] { matmul(o, device, stream, report); });
+  });
+  std::printf("\n%s\n", report.failures.empty() ? "all checks passed" : "SOME CHECKS FAILED");
+  return finish();
+}
