@@ -1,11 +1,15 @@
-// `tessera compile FILE --target cpu [-o OUT] [--dump-dir DIR]`: kernel IR -> target artefact,
-// with every intermediate stage written to --dump-dir. Needs no device.
+// `tessera compile FILE --target cpu|spirv|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir DIR]`:
+// kernel IR -> target artefact, with every intermediate stage written to --dump-dir. Needs
+// no device: PTX and code objects are produced without a GPU or vendor runtime.
 #include "backends/cpu/codegen/cpu_codegen.h"
+#include "backends/cuda/codegen/cuda_codegen.h"
+#include "backends/rocm/codegen/rocm_codegen.h"
+#include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/parser.h"
-#include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,18 +18,49 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kCompileHelp = R"(usage: tessera compile FILE --target TARGET [-o OUT] [--dump-dir DIR] [--subgroup-size N]
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (const std::string &x : v)
+    s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
 
-Compiles every kernel of FILE for TARGET and writes the artefact to OUT (default: FILE's
-name with the target's extension, in the current directory).
+std::string compileHelp() {
+  return "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
+         "                       [--subgroup-size N]\n\n"
+         "Compiles every kernel of FILE for TARGET and writes the artefact to OUT (default:\n"
+         "FILE's name with the target's extension, in the current directory).\n\n"
+         "targets:\n"
+         "  cpu       x86-64 object for this host (-march=native), loaded by the CPU driver's JIT\n"
+         "  spirv     Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan 1.2), for a device\n"
+         "            with lavapipe's features (the driver compiles for the real device at run time)\n"
+         "  ptx       NVIDIA PTX (.ptx); with ptxas installed also a cubin, in --dump-dir\n"
+         "            --arch: " +
+         joined(cuda::supportedArchs()) +
+         "\n"
+         "  hsaco     AMD code object v4 (.hsaco), linked with ld.lld\n"
+         "            --arch: " +
+         joined(rocm::supportedArchs()) +
+         "\n\n"
+         "options:\n"
+         "  --arch ARCH          GPU architecture (required for ptx and hsaco)\n"
+         "  --dump-dir DIR       write each stage:\n"
+         "                         cpu:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-obj.o\n"
+         "                         spirv: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
+         "                         ptx:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-ptx.ptx "
+         "[4-cubin.cubin]\n"
+         "                         hsaco: 0-kir.tir 1-llvm.ll 2-llvm.linked.ll 3-llvm.opt.ll "
+         "4-obj.o\n"
+         "                                5-hsaco.hsaco\n"
+         "  --subgroup-size N    CPU subgroup width the work-item loops are written for (default\n"
+         "                       16); GPU subgroups are the warp (32) or the wavefront (64 on\n"
+         "                       gfx90a / gfx942, 32 on gfx1100)\n";
+}
 
-targets:
-  cpu       x86-64 object for this host (-march=native), loaded by the CPU driver's JIT
-
-options:
-  --dump-dir DIR       write each stage: 0-kir.tir, 1-llvm.ll, 2-llvm.opt.ll, 3-obj.o
-  --subgroup-size N    CPU subgroup width the work-item loops are written for (default 16)
-)";
+struct Request {
+  std::string file, target, arch, out, dumpDir;
+  uint32_t subgroup = 0; // 0: not given
+};
 
 bool writeFile(const std::string &path, const void *data, size_t size) {
   std::ofstream f(path, std::ios::binary);
@@ -33,35 +68,175 @@ bool writeFile(const std::string &path, const void *data, size_t size) {
   return static_cast<bool>(f);
 }
 
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Writes the artefact and the stage dumps; prints the error and returns false on failure.
+template <typename Compiled>
+bool writeOutputs(const Request &rq, const Compiled &cm, const std::string &out, const void *data,
+                  size_t size) {
+  if (!writeFile(out, data, size)) {
+    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", out.c_str());
+    return false;
+  }
+  std::string err;
+  if (!rq.dumpDir.empty() && !cm.writeStages(rq.dumpDir, &err)) {
+    std::fprintf(stderr, "tessera compile: %s\n", err.c_str());
+    return false;
+  }
+  return true;
+}
+
+template <typename Kernels> void printKernels(const Kernels &kernels) {
+  for (const auto &k : kernels)
+    std::printf("  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
+                k.params.size(), static_cast<unsigned long long>(k.sharedBytes), k.subgroupSize);
+}
+
+std::string outPath(const Request &rq, const char *ext) {
+  return rq.out.empty() ? std::filesystem::path(rq.file).stem().string() + ext : rq.out;
+}
+
+int compileCpu(const Request &rq, const ir::Module &m) {
+  cpu::CpuCompileOptions opts;
+  opts.subgroupSize = rq.subgroup ? rq.subgroup : 16;
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cm = cpu::compileKernelModule(m, opts, &err);
+  double ms = msSince(t0);
+  if (!cm) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  std::string out = outPath(rq, ".o");
+  const auto &obj = cm->objectBytes();
+  if (!writeOutputs(rq, *cm, out, obj.data(), obj.size()))
+    return 1;
+  std::printf("%s: %zu kernel(s), %zu bytes of x86-64 object in %.1f ms -> %s\n", rq.file.c_str(),
+              cm->kernels().size(), obj.size(), ms, out.c_str());
+  printKernels(cm->kernels());
+  return 0;
+}
+
+int compileSpirv(const Request &rq, const ir::Module &m) {
+  vulkan::VulkanCompileOptions opts; // the default capabilities: lavapipe's
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cm = vulkan::compileKernelModule(m, opts, &err);
+  double ms = msSince(t0);
+  if (!cm) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  std::string out = outPath(rq, ".spv");
+  const auto &words = cm->words();
+  if (!writeOutputs(rq, *cm, out, words.data(), words.size() * 4))
+    return 1;
+  std::printf("%s: %zu kernel(s), %zu words of SPIR-V (validated) in %.1f ms -> %s\n",
+              rq.file.c_str(), cm->kernels().size(), words.size(), ms, out.c_str());
+  for (const auto &k : cm->kernels())
+    std::printf("  @%s: %zu params, %u bytes push constants, %llu bytes shared memory\n",
+                k.name.c_str(), k.params.size(), k.pushConstantBytes,
+                static_cast<unsigned long long>(k.sharedBytes));
+  return 0;
+}
+
+int compilePtx(const Request &rq, const ir::Module &m) {
+  cuda::CudaCompileOptions opts;
+  opts.arch = rq.arch;
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cm = cuda::compileKernelModule(m, opts, &err);
+  double ms = msSince(t0);
+  if (!cm) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  std::string out = outPath(rq, ".ptx");
+  if (!writeOutputs(rq, *cm, out, cm->ptx().data(), cm->ptx().size()))
+    return 1;
+  std::string cubin = cm->cubin().empty() ? "no cubin (ptxas not found)"
+                                          : std::to_string(cm->cubin().size()) + " bytes of cubin";
+  std::printf("%s: %zu kernel(s), %zu bytes of PTX for %s, %s, in %.1f ms -> %s\n", rq.file.c_str(),
+              cm->kernels().size(), cm->ptx().size(), rq.arch.c_str(), cubin.c_str(), ms,
+              out.c_str());
+  printKernels(cm->kernels());
+  return 0;
+}
+
+int compileHsaco(const Request &rq, const ir::Module &m) {
+  rocm::RocmCompileOptions opts;
+  opts.arch = rq.arch;
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cm = rocm::compileKernelModule(m, opts, &err);
+  double ms = msSince(t0);
+  if (!cm) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  std::string out = outPath(rq, ".hsaco");
+  if (!writeOutputs(rq, *cm, out, cm->hsaco().data(), cm->hsaco().size()))
+    return 1;
+  std::printf("%s: %zu kernel(s), %zu bytes of code object v4 for %s in %.1f ms -> %s\n",
+              rq.file.c_str(), cm->kernels().size(), cm->hsaco().size(), rq.arch.c_str(), ms,
+              out.c_str());
+  printKernels(cm->kernels());
+  return 0;
+}
+
+/// Checks the target / arch / subgroup combination; returns a usage error message or "".
+std::string checkTarget(const Request &rq) {
+  bool gpu = rq.target == "ptx" || rq.target == "hsaco";
+  if (!gpu && !rq.arch.empty())
+    return "--arch applies to --target ptx and hsaco";
+  if ((gpu || rq.target == "spirv") && rq.subgroup)
+    return "--subgroup-size applies to --target cpu (GPU subgroups are the device's)";
+  if (!gpu)
+    return "";
+  const std::vector<std::string> &archs =
+      rq.target == "ptx" ? cuda::supportedArchs() : rocm::supportedArchs();
+  if (rq.arch.empty())
+    return "--target " + rq.target + " needs --arch (accepted: " + joined(archs) + ")";
+  if (std::find(archs.begin(), archs.end(), rq.arch) == archs.end())
+    return "unknown --arch '" + rq.arch + "' for --target " + rq.target +
+           " (accepted: " + joined(archs) + ")";
+  return "";
+}
+
 } // namespace
 
 int cmdCompile(int argc, char **argv) {
   Args args(argc, argv, 2);
-  std::string file, target, out, dumpDir;
-  uint32_t subgroup = 16;
+  Request rq;
   bool missing = false;
   while (!args.empty()) {
     if (isHelp(args.peek())) {
-      std::fputs(kCompileHelp, stdout);
+      std::fputs(compileHelp().c_str(), stdout);
       return 0;
     }
     if (auto v = args.option("--target", missing)) {
-      target = *v;
+      rq.target = *v;
+      continue;
+    }
+    if (auto v = args.option("--arch", missing)) {
+      rq.arch = *v;
       continue;
     }
     if (auto v = args.option("-o", missing)) {
-      out = *v;
+      rq.out = *v;
       continue;
     }
     if (auto v = args.option("--dump-dir", missing)) {
-      dumpDir = *v;
+      rq.dumpDir = *v;
       continue;
     }
     if (auto v = args.option("--subgroup-size", missing)) {
       auto n = parseUnsigned(*v);
       if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
         return usageError("compile", "--subgroup-size must be a power of two in [1, 64]");
-      subgroup = static_cast<uint32_t>(*n);
+      rq.subgroup = static_cast<uint32_t>(*n);
       continue;
     }
     if (missing)
@@ -69,54 +244,37 @@ int cmdCompile(int argc, char **argv) {
     std::string a = args.next();
     if (a.size() > 1 && a[0] == '-')
       return usageError("compile", "unknown option '" + a + "'");
-    if (!file.empty())
+    if (!rq.file.empty())
       return usageError("compile", "more than one FILE given");
-    file = a;
+    rq.file = a;
   }
   if (missing)
     return usageError("compile", "an option is missing its value");
-  if (file.empty())
+  if (rq.file.empty())
     return usageError("compile", "needs a FILE");
-  if (target.empty())
-    return usageError("compile", "needs --target (targets: cpu)");
-  if (target != "cpu") {
-    std::fprintf(stderr, "tessera compile: target '%s' is not available in this build (targets: cpu)\n",
-                 target.c_str());
+  if (rq.target.empty())
+    return usageError("compile", "needs --target (targets: cpu, spirv, ptx, hsaco)");
+  if (rq.target != "cpu" && rq.target != "spirv" && rq.target != "ptx" && rq.target != "hsaco") {
+    std::fprintf(stderr,
+                 "tessera compile: target '%s' is not available in this build (targets: "
+                 "cpu, spirv, ptx, hsaco)\n",
+                 rq.target.c_str());
     return 1;
   }
-  ir::ParseResult r = ir::parseFile(file);
+  if (std::string msg = checkTarget(rq); !msg.empty())
+    return usageError("compile", msg);
+  ir::ParseResult r = ir::parseFile(rq.file);
   for (const auto &d : r.diags)
     std::fprintf(stderr, "%s\n", d.str().c_str());
   if (!r.ok())
     return 1;
-
-  cpu::CpuCompileOptions opts;
-  opts.subgroupSize = subgroup;
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
-  auto cm = cpu::compileKernelModule(*r.module, opts, &err);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!cm) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  if (out.empty())
-    out = std::filesystem::path(file).stem().string() + ".o";
-  const auto &obj = cm->objectBytes();
-  if (!writeFile(out, obj.data(), obj.size())) {
-    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", out.c_str());
-    return 1;
-  }
-  if (!dumpDir.empty() && !cm->writeStages(dumpDir, &err)) {
-    std::fprintf(stderr, "tessera compile: %s\n", err.c_str());
-    return 1;
-  }
-  std::printf("%s: %zu kernel(s), %zu bytes of x86-64 object in %.1f ms -> %s\n", file.c_str(),
-              cm->kernels().size(), obj.size(), ms, out.c_str());
-  for (const auto &k : cm->kernels())
-    std::printf("  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
-                k.params.size(), static_cast<unsigned long long>(k.sharedBytes), k.subgroupSize);
-  return 0;
+  if (rq.target == "ptx")
+    return compilePtx(rq, *r.module);
+  if (rq.target == "hsaco")
+    return compileHsaco(rq, *r.module);
+  if (rq.target == "spirv")
+    return compileSpirv(rq, *r.module);
+  return compileCpu(rq, *r.module);
 }
 
 } // namespace tessera::cli

@@ -210,7 +210,7 @@ llvm::Value *emitIntBinary(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *
 }
 
 llvm::Value *emitFloatBinary(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *x,
-                             llvm::Value *y) {
+                             llvm::Value *y, TargetHooks &hooks) {
   Scalar t = op.results[0]->type.elem;
   llvm::Value *r = nullptr;
   switch (op.kind) {
@@ -218,7 +218,7 @@ llvm::Value *emitFloatBinary(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value
   case OpKind::Sub: r = b.CreateFSub(x, y); break;
   case OpKind::Mul: r = b.CreateFMul(x, y); break;
   case OpKind::Div: r = b.CreateFDiv(x, y); break;
-  case OpKind::Rem: r = b.CreateFRem(x, y); break; // fmod: exact
+  case OpKind::Rem: r = hooks.emitFRem(b, x, y); break; // fmod: exact
   case OpKind::Min:
   case OpKind::Max: return emitFloatMinMax(b, x, y, op.kind == OpKind::Max);
   case OpKind::Copysign:
@@ -255,7 +255,7 @@ llvm::Expected<llvm::Value *> emitScalarOp(llvm::IRBuilder<> &b, const ir::Op &o
   Scalar t = op.results.empty() ? Scalar::I32 : op.results[0]->type.elem;
   bool isFloat = ir::isFloatScalar(t);
   if (info.form == ir::OpForm::Binary) {
-    llvm::Value *r = isFloat ? emitFloatBinary(b, op, v[0], v[1]) : emitIntBinary(b, op, v[0], v[1]);
+    llvm::Value *r = isFloat ? emitFloatBinary(b, op, v[0], v[1], hooks) : emitIntBinary(b, op, v[0], v[1]);
     if (r)
       return r;
   }

@@ -13,6 +13,24 @@ namespace tessera::llvmgen {
 using ir::OpKind;
 using ir::Scalar;
 
+const char *mathFunctionName(OpKind k) {
+  switch (k) {
+  case OpKind::Exp: return "exp";
+  case OpKind::Exp2: return "exp2";
+  case OpKind::Log: return "log";
+  case OpKind::Log2: return "log2";
+  case OpKind::Log1p: return "log1p";
+  case OpKind::Expm1: return "expm1";
+  case OpKind::Sin: return "sin";
+  case OpKind::Cos: return "cos";
+  case OpKind::Tan: return "tan";
+  case OpKind::Tanh: return "tanh";
+  case OpKind::Erf: return "erf";
+  case OpKind::Pow: return "pow";
+  default: return nullptr;
+  }
+}
+
 llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
                                          llvm::ArrayRef<llvm::Value *> v, TargetHooks &hooks) {
   Scalar t = op.results[0]->type.elem;

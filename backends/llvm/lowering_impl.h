@@ -2,8 +2,9 @@
 //
 // Only .cpp files of backends/llvm and of a backend's codegen may include this header: it
 // pulls in LLVM (about 11 s and 0.8 GB per translation unit). Targets differ only through
-// TargetHooks (math library calls, and later work-item queries / barriers for GPUs); the
-// lowering itself never names a target, a vendor runtime or a HAL type.
+// TargetHooks (math library calls) and, for GPUs, SimtTargetHooks (work-item queries,
+// barriers, subgroup lanes, address spaces); the lowering itself never names a target, a
+// vendor runtime or a HAL type.
 #pragma once
 
 #include "ir/core/ir.h"
@@ -26,6 +27,12 @@ public:
   /// null with `error` set if the target cannot. Never called for f16/bf16 (computed in f32).
   virtual llvm::Value *emitMath(llvm::IRBuilder<> &b, ir::OpKind k,
                                 llvm::ArrayRef<llvm::Value *> args, std::string &error) = 0;
+  /// Float `rem` (fmod, exact) on float or double. LLVM's frem is a libm call on the CPU,
+  /// but NVPTX and AMDGPU expand it as x - trunc(x / y) * y, which is not exact: GPU
+  /// targets call their library's fmod instead.
+  virtual llvm::Value *emitFRem(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+    return b.CreateFRem(x, y);
+  }
 };
 
 struct LoweringConfig {
@@ -34,7 +41,7 @@ struct LoweringConfig {
   TargetHooks *hooks = nullptr;
 };
 
-/// Metadata of one lowered kernel (the CPU execution model: one function per workgroup).
+/// Metadata of one lowered kernel (CPU: one function per workgroup; SIMT: per work-item).
 struct LoweredKernel {
   std::string name;   // kernel name without '@'
   std::string symbol; // the LLVM function name
@@ -46,6 +53,47 @@ struct LoweredKernel {
 /// `void(const TsrCpuWgCtx*, void**)`); device functions are inlined at their call sites.
 llvm::Error lowerModule(const ir::Module &m, llvm::Module &out, const LoweringConfig &cfg,
                         std::vector<LoweredKernel> &kernels);
+
+// --- SIMT mode (GPUs): one LLVM function per kernel, one thread per work-item -----------
+
+/// What a GPU target supplies on top of TargetHooks. Subgroup lane sets ("masks") are
+/// iN integers, N = the subgroup size, bit l = lane l; every call that takes a mask is
+/// executed by exactly the lanes in it (the lowering tracks them through divergent control
+/// flow), so the target may use it as the member mask of a synchronising instruction.
+class SimtTargetHooks : public TargetHooks {
+public:
+  enum class Query { LocalId, GroupId, LocalSize, NumGroups };
+  /// The i32 value of a work-item query in dimension `dim` (0..2).
+  virtual llvm::Value *emitQuery(llvm::IRBuilder<> &b, Query q, unsigned dim) = 0;
+  /// Workgroup execution barrier with workgroup-scope memory ordering (shared and global).
+  virtual void emitBarrier(llvm::IRBuilder<> &b) = 0;
+  /// The lanes of `mask` whose `cond` (i1) is true.
+  virtual llvm::Value *emitBallot(llvm::IRBuilder<> &b, llvm::Value *mask, llvm::Value *cond) = 0;
+  /// The i32 `v` of lane `src` (i32, in [0, subgroup size)), for every lane of `mask`.
+  virtual llvm::Value *emitShuffle(llvm::IRBuilder<> &b, llvm::Value *mask, llvm::Value *v,
+                                   llvm::Value *src) = 0;
+  /// Sync scopes of atomics on global buffers (device) and on shared arrays (workgroup).
+  virtual llvm::SyncScope::ID deviceScope(llvm::LLVMContext &c) = 0;
+  virtual llvm::SyncScope::ID workgroupScope(llvm::LLVMContext &c) = 0;
+  /// Makes `f` a kernel entry point: calling convention, attributes, annotations.
+  virtual void finishKernel(llvm::Function &f) = 0;
+};
+
+struct SimtConfig {
+  uint32_t subgroupSize = 32; // 32 or 64: the warp / wavefront
+  std::string targetName;     // for messages: "cuda", "rocm"
+  SimtTargetHooks *hooks = nullptr;
+};
+
+/// Address spaces of the SIMT lowering (the same on NVPTX and AMDGPU).
+inline constexpr unsigned kGlobalAddrSpace = 1, kSharedAddrSpace = 3;
+
+/// Lowers every kernel of `m` into `out` as a kernel function named like the kernel, with
+/// the kernel's parameters in order: buffers as `ptr addrspace(1)` (the view's first
+/// byte), scalars by value (i1 as i8, f16/bf16 as i16 bits). Shared arrays become
+/// addrspace(3) globals; device functions are inlined at their call sites.
+llvm::Error lowerModuleSimt(const ir::Module &m, llvm::Module &out, const SimtConfig &cfg,
+                            std::vector<LoweredKernel> &kernels);
 
 // --- scalar op lowering (lower_arith.cpp, lower_convert.cpp, lower_math.cpp) -------------
 // Register representation: i1..i64 as LLVM integers, f32/f64 as float/double, and f16/bf16
@@ -72,6 +120,9 @@ llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op
 llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
                                          llvm::ArrayRef<llvm::Value *> operands,
                                          TargetHooks &hooks);
+/// The C math library name of a transcendental op ("exp", "log1p", "pow" ...) that targets
+/// map to their library (__nv_expf, __ocml_exp_f32); null for any other op.
+const char *mathFunctionName(ir::OpKind k);
 /// IEEE 754-2019 minimumNumber / maximumNumber on float registers.
 llvm::Value *emitFloatMinMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, bool isMax);
 /// The binary combine of subgroup reductions and atomics (add/min/max with signedness).

@@ -5,12 +5,16 @@
 
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
+#include "backends/cuda/codegen/cuda_codegen.h"
+#include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/gpu_module.h"
 #include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/printer.h"
 #include "tessera/hal.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -147,6 +151,7 @@ struct GpuKernel {
   std::vector<uint32_t> offsets; // Vulkan push-constant offsets; empty elsewhere
   uint32_t pushBytes = 0;
   uint64_t sharedBytes = 0;
+  uint32_t subgroupSize = 0; // 0: the device's
 };
 
 struct GpuArtefact {
@@ -154,14 +159,14 @@ struct GpuArtefact {
   std::vector<uint8_t> image, fallback;
 };
 
-constexpr std::string_view kGpuMagic = "TSRGPU1\n";
+constexpr std::string_view kGpuMagic = "TSRGPU2\n";
 
 std::string encodeGpu(const GpuArtefact &a) {
   std::ostringstream s;
   s << kGpuMagic;
   for (const auto &k : a.kernels) {
     s << "kernel " << k.name << " " << k.sharedBytes << " " << k.pushBytes << " "
-      << k.params.size();
+      << k.subgroupSize << " " << k.params.size();
     for (size_t i = 0; i < k.params.size(); ++i)
       s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
     s << "\n";
@@ -195,7 +200,7 @@ std::optional<GpuArtefact> decodeGpu(const std::string &payload, bool withOffset
       return std::nullopt;
     GpuKernel k;
     size_t n = 0;
-    if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> n) || n > 4096)
+    if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> k.subgroupSize >> n) || n > 4096)
       return std::nullopt;
     for (size_t i = 0; i < n; ++i) {
       std::string t;
@@ -233,38 +238,111 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
   return c;
 }
 
-// Compiles (or fetches) a Vulkan module; false with `*error` set.
-bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
-                   const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                   ProgramStats *stats, std::string *error) {
-  vulkan::VulkanCompileOptions vo;
-  vo.caps = vulkanCaps(info);
-  std::string key;
-  if (cache && opts.dumpDir.empty()) {
-    key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
-                       ir::printModule(m));
+// The artefact under `key` from the cache, else `compile`'s (stored for next time). A dump
+// directory bypasses the cache (every stage must be produced). False with `*error` set.
+bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::string &key,
+                   bool withOffsets,
+                   const std::function<bool(GpuArtefact *, std::string *)> &compile,
+                   GpuArtefact *out, ProgramStats *stats, std::string *error) {
+  bool useCache = cache && opts.dumpDir.empty();
+  if (useCache) {
     uint64_t diskBefore = cache->stats().diskHits;
     if (auto payload = cache->lookup(key))
-      if (auto a = decodeGpu(*payload, true)) {
+      if (auto a = decodeGpu(*payload, withOffsets)) {
         *out = std::move(*a);
         stats->source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
                                                              : ProgramStats::Source::MemoryCache;
         return true;
       }
   }
-  auto cm = vulkan::compileKernelModule(m, vo, error);
-  if (!cm)
+  if (!compile(out, error))
     return false;
-  if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, error))
-    return false;
-  const auto &w = cm->words();
-  out->image.resize(w.size() * 4);
-  std::memcpy(out->image.data(), w.data(), out->image.size());
-  for (const auto &k : cm->kernels())
-    out->kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes});
-  if (cache && !key.empty())
+  if (useCache)
     cache->store(key, encodeGpu(*out));
   return true;
+}
+
+// Each GPU compiler: options from the device, a cache key, and the artefact.
+bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
+                   const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
+                   ProgramStats *stats, std::string *error) {
+  vulkan::VulkanCompileOptions vo;
+  vo.caps = vulkanCaps(info);
+  std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
+                                 ir::printModule(m));
+  return cachedCompile(cache, opts, key, true, [&](GpuArtefact *a, std::string *err) {
+    auto cm = vulkan::compileKernelModule(m, vo, err);
+    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+      return false;
+    const auto &w = cm->words();
+    a->image.resize(w.size() * 4);
+    std::memcpy(a->image.data(), w.data(), a->image.size());
+    for (const auto &k : cm->kernels())
+      a->kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes,
+                            info.subgroup_size});
+    return true;
+  }, out, stats, error);
+}
+
+// sm_XY of the device -> the newest PTX target Tessera emits that it runs (the driver
+// JIT-compiles the PTX for newer parts when the cubin does not load).
+std::optional<std::string> cudaArch(const std::string &deviceArch) {
+  int cc = 0;
+  if (std::sscanf(deviceArch.c_str(), "sm_%d", &cc) != 1 || cc < 80)
+    return std::nullopt;
+  return cc >= 90 ? "sm_90" : cc >= 89 ? "sm_89" : "sm_80";
+}
+
+bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
+                 const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
+                 ProgramStats *stats, std::string *error) {
+  auto arch = cudaArch(info.architecture);
+  if (!arch) {
+    *error = std::string("cuda: device architecture '") + info.architecture +
+             "' is not supported (Tessera emits PTX for sm_80 and newer)";
+    return false;
+  }
+  cuda::CudaCompileOptions co;
+  co.arch = *arch;
+  std::string key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
+                                 ir::printModule(m));
+  return cachedCompile(cache, opts, key, false, [&](GpuArtefact *a, std::string *err) {
+    auto cm = cuda::compileKernelModule(m, co, err);
+    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+      return false;
+    a->image = cm->cubin();
+    a->fallback.assign(cm->ptx().begin(), cm->ptx().end());
+    a->fallback.push_back('\0'); // the driver takes NUL-terminated PTX text
+    for (const auto &k : cm->kernels())
+      a->kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    return true;
+  }, out, stats, error);
+}
+
+bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
+                 const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
+                 ProgramStats *stats, std::string *error) {
+  std::string arch = info.architecture;
+  arch = arch.substr(0, arch.find(':')); // "gfx90a:sramecc+:xnack-" -> "gfx90a"
+  const auto &archs = rocm::supportedArchs();
+  if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
+    *error = "rocm: device architecture '" + arch + "' is not supported (Tessera emits code " +
+             "objects for gfx90a, gfx942 and gfx1100)";
+    return false;
+  }
+  rocm::RocmCompileOptions ro;
+  ro.arch = arch;
+  std::string key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
+                                 ir::printModule(m));
+  return cachedCompile(cache, opts, key, false, [&](GpuArtefact *a, std::string *err) {
+    auto cm = rocm::compileKernelModule(m, ro, err);
+    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+      return false;
+    a->image = cm->hsaco();
+    for (const auto &k : cm->kernels())
+      a->kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    return true;
+  }, out, stats, error);
 }
 
 } // namespace
@@ -291,7 +369,7 @@ const ProgramKernel *Program::kernel(std::string_view name) const {
   return nullptr;
 }
 
-std::vector<std::string> compilerTargets() { return {"cpu", "vulkan"}; }
+std::vector<std::string> compilerTargets() { return {"cpu", "vulkan", "cuda", "rocm"}; }
 
 std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &m,
                                          CompileCache *cache, const ProgramOptions &opts,
@@ -309,11 +387,11 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
     return fail(hal::Status::fromC(st).message());
   }
   std::string_view backend = info.backend;
-  if (backend == "vulkan")
+  if (backend == "vulkan" || backend == "cuda" || backend == "rocm")
     return createGpu(device, info, m, cache, opts, error);
   if (backend != "cpu")
     return fail(std::string("no compiler for backend '") + info.backend +
-                "' yet (compilers: cpu, vulkan)");
+                "' yet (compilers: cpu, vulkan, cuda, rocm)");
 
   cpu::CpuCompileOptions copts;
   copts.subgroupSize = opts.subgroupSize;
@@ -409,11 +487,22 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
   const char *format = nullptr;
   auto t0 = std::chrono::steady_clock::now();
   std::string key0 = std::string(kCompilerVersion) + " " + compilerBuildId();
+  using Compiler = bool (*)(const tsr_device_info_t &, const ir::Module &, CompileCache *,
+                            const ProgramOptions &, const std::string &, GpuArtefact *,
+                            ProgramStats *, std::string *);
+  Compiler compile = nullptr;
   if (backend == "vulkan") {
     format = TSR_VULKAN_SPIRV_FORMAT;
-    if (!compileVulkan(info, m, cache, opts, key0, &art, &stats, &err))
-      return fail(err);
+    compile = compileVulkan;
+  } else if (backend == "cuda") {
+    format = TSR_CUDA_FORMAT;
+    compile = compileCuda;
+  } else {
+    format = TSR_ROCM_FORMAT;
+    compile = compileRocm;
   }
+  if (!compile(info, m, cache, opts, key0, &art, &stats, &err))
+    return fail(err);
   stats.compileMs = msSince(t0);
 
   auto t1 = std::chrono::steady_clock::now();
@@ -445,7 +534,8 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
     return fail(hal::Status::fromC(st).message());
   std::unique_ptr<Program> p(new Program(std::move(impl)));
   for (const auto &k : art.kernels) {
-    ProgramKernel pk{k.name, nullptr, k.params, info.subgroup_size, k.sharedBytes};
+    ProgramKernel pk{k.name, nullptr, k.params,
+                     k.subgroupSize ? k.subgroupSize : info.subgroup_size, k.sharedBytes};
     if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel))
       return fail(hal::Status::fromC(st).message());
     p->kernels_.push_back(std::move(pk));

@@ -3,6 +3,7 @@
 The binary is $TESSERA_BIN, or build/default/tools/tessera. Values are checked against
 independent expectations (numpy-free: plain Python arithmetic over the dumped buffers).
 """
+import json
 import os
 import pathlib
 import struct
@@ -141,6 +142,38 @@ def test_devices_json_shape():
     assert "cpu:0" in tessera("devices", check=0).stdout
 
 
+def test_run_check_every_example_on_vulkan(tmp_path):
+    env = run_env(tmp_path)
+    devices = json.loads(tessera("devices", "--json", check=0).stdout)["devices"]
+    if not any(d["name"] == "vulkan:0" for d in devices):
+        pytest.skip("no Vulkan device here")
+    for ex in EXAMPLES:
+        r = tessera_env(env, "run", ex, "--device", "vulkan:0", "--check")
+        assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
+        lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
+        assert lines and all(": ok" in l for l in lines), r.stdout
+
+
+def test_cuda_path_end_to_end_through_the_fake_driver(tmp_path):
+    # IR -> PTX (+ cubin) -> the CUDA driver -> a launch, with the test-only fake libcuda
+    # (backends/cuda/runtime/tests/fake_libcuda.c: an sm_90 device that runs `vector_add` on
+    # the host and refuses the cubin, so the PTX fallback is taken).
+    fake = BIN.parents[1] / "backends/cuda/runtime/tests/fake/libcuda.so.1"
+    if not fake.exists():
+        pytest.skip("the fake libcuda was not built")
+    env = run_env(tmp_path)
+    env["TESSERA_CUDA_LIBRARY"] = str(fake)
+    r = tessera_env(env, "run", ROOT / "ir/examples/vector_add.tir", "--device", "cuda:0", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "@vector_add cuda:0 %c: ok" in r.stdout
+    # Without the fake, cuda is unavailable with the loader's reason.
+    env.pop("TESSERA_CUDA_LIBRARY")
+    env["TESSERA_CUDA_LIBRARY"] = str(tmp_path / "missing/libcuda.so.1")
+    doc = json.loads(tessera_env(env, "devices", "--json").stdout)
+    cuda = [u for u in doc["unavailable"] if u["backend"] == "cuda"]
+    assert cuda and "libcuda.so.1" in cuda[0]["reason"], doc
+
+
 def test_run_check_every_example_on_cpu(tmp_path):
     env = run_env(tmp_path)
     for ex in EXAMPLES:
@@ -195,4 +228,86 @@ def test_compile_writes_object_and_every_stage(tmp_path):
     assert "define" in (dump / "1-llvm.ll").read_text()
     assert "@gelu_affine" in r.stdout
     bad = tessera("compile", ROOT / "ir/examples/gelu_affine.tir", "--target", "ptx")
-    assert bad.returncode == 1 and "ptx" in bad.stderr
+    assert bad.returncode == 2 and "needs --arch" in bad.stderr
+
+
+def test_compile_ptx_writes_ptx_and_every_stage(tmp_path):
+    out = tmp_path / "r.ptx"
+    dump = tmp_path / "dump"
+    r = tessera("compile", ROOT / "ir/examples/reduce_tree.tir", "--target", "ptx", "--arch",
+                "sm_90", "-o", out, "--dump-dir", dump, check=0)
+    ptx = out.read_text()
+    assert ".target sm_90" in ptx and ".visible .entry reduce_tree(" in ptx
+    assert "bar.sync" in ptx and ".shared" in ptx
+    for name in ("0-kir.tir", "1-llvm.ll", "2-llvm.opt.ll", "3-ptx.ptx"):
+        assert (dump / name).stat().st_size > 0, name
+    assert (dump / "3-ptx.ptx").read_text() == ptx
+    cubin = dump / "4-cubin.cubin"
+    if "bytes of cubin" in r.stdout:  # ptxas is installed
+        assert cubin.read_bytes()[:4] == b"\x7fELF"
+    else:
+        assert "no cubin (ptxas not found)" in r.stdout and not cubin.exists()
+    assert "@reduce_tree: 3 params, 1024 bytes shared memory, subgroup 32" in r.stdout
+
+
+def test_compile_hsaco_writes_a_code_object_per_arch(tmp_path):
+    ex = ROOT / "ir/examples/subgroup_reduce.tir"
+    for arch, wave in (("gfx90a", 64), ("gfx942", 64), ("gfx1100", 32)):
+        out = tmp_path / f"s_{arch}.hsaco"
+        dump = tmp_path / arch
+        r = tessera("compile", ex, "--target", "hsaco", "--arch", arch, "-o", out,
+                    "--dump-dir", dump, check=0)
+        data = out.read_bytes()
+        assert data[:4] == b"\x7fELF" and data[16] == 3 and data[18] == 224  # ET_DYN, EM_AMDGPU
+        assert b"amdhsa.kernels" in data and b"subgroup_reduce.kd" in data
+        for name in ("0-kir.tir", "1-llvm.ll", "2-llvm.linked.ll", "3-llvm.opt.ll", "4-obj.o"):
+            assert (dump / name).stat().st_size > 0, name
+        assert (dump / "5-hsaco.hsaco").read_bytes() == data
+        assert f"for {arch}" in r.stdout and f"subgroup {wave}" in r.stdout
+
+
+def test_compile_gpu_targets_reject_a_bad_or_missing_arch():
+    ex = ROOT / "ir/examples/saxpy.tir"
+    r = tessera("compile", ex, "--target", "ptx", "--arch", "sm_12")
+    assert r.returncode == 2 and "'sm_12'" in r.stderr
+    assert "sm_80, sm_89, sm_90, sm_90a" in r.stderr
+    r = tessera("compile", ex, "--target", "hsaco", "--arch", "sm_80")
+    assert r.returncode == 2 and "gfx90a, gfx942, gfx1100" in r.stderr
+    r = tessera("compile", ex, "--target", "hsaco")
+    assert r.returncode == 2 and "needs --arch" in r.stderr
+    assert tessera("compile", ex, "--target", "cpu", "--arch", "sm_80").returncode == 2
+    assert tessera("compile", ex, "--target", "ptx", "--arch", "sm_80",
+                   "--subgroup-size", "16").returncode == 2
+    text = tessera("compile", "--help", check=0).stdout
+    for word in ("cpu", "ptx", "hsaco", "sm_80", "sm_90a", "gfx90a", "gfx1100"):
+        assert word in text, word
+
+
+def test_compile_ptx_reports_an_unsupported_construct(tmp_path):
+    big = tmp_path / "big.tir"
+    big.write_text("kernel @big(%o: buffer<f32>) {\n"
+                   "  %s = shared_alloc : shared<f32, 16384>\n"
+                   "  %i = local_id.x : i32\n"
+                   "  %v = load %s[%i] : f32\n"
+                   "  store %v, %o[%i] : f32\n}\n")
+    r = tessera("compile", big, "--target", "ptx", "--arch", "sm_80", "-o", tmp_path / "b.ptx")
+    assert r.returncode == 1
+    assert "kernel @big uses 65536 bytes of shared memory; CUDA allows 49152" in r.stderr
+    ok = tessera("compile", big, "--target", "hsaco", "--arch", "gfx90a", "-o",
+                 tmp_path / "b.hsaco", check=0)  # 64 KiB of LDS fits on AMD
+    assert "65536 bytes shared memory" in ok.stdout
+
+
+def test_compile_spirv_dumps_every_stage_and_validates(tmp_path):
+    out = tmp_path / "s.spv"
+    dump = tmp_path / "dump"
+    r = tessera("compile", ROOT / "ir/examples/row_softmax.tir", "--target", "spirv", "-o", out,
+                "--dump-dir", dump, check=0)
+    words = out.read_bytes()
+    assert words[:4] == bytes.fromhex("03022307")  # the SPIR-V magic, little-endian
+    assert (dump / "1-spirv.spv").read_bytes() == words
+    assert "OpEntryPoint GLCompute" in (dump / "2-spirv.dis.txt").read_text()
+    assert "@row_softmax" in r.stdout and "validated" in r.stdout
+    val = subprocess.run(["spirv-val", "--target-env", "vulkan1.2", str(out)], capture_output=True,
+                         text=True)
+    assert val.returncode == 0, val.stderr
