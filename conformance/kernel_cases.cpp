@@ -56,7 +56,7 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
   ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);
   if (!res.ok)
     return fail("the reference interpreter failed: " + res.error);
-  r.tolerance = kernelUlpBudget(m, f);
+  r.tolerance = kernelUlpBudget(m, f, pk->subgroupSize);
   r.status = "pass";
   for (const BufferCheck &c : checkOutputs(f, reference, outputs, r.tolerance)) {
     r.maxUlp = std::max(r.maxUlp, c.maxUlp);
@@ -70,14 +70,22 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
 
 } // namespace
 
-std::vector<std::string> kernelCaseFiles(const std::string &dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto &e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".tir")
-      files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
+std::vector<std::string> kernelCaseFiles(const std::string &dirs) {
+  std::vector<std::string> all;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? dirs.size() + 1 : end + 1;
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".tir")
+        files.push_back(e.path().string());
+    std::sort(files.begin(), files.end()); // per folder, folders in the order given
+    all.insert(all.end(), files.begin(), files.end());
+  }
+  return all;
 }
 
 std::vector<std::string> kernelCaseIds(const std::vector<std::string> &files) {

@@ -11,8 +11,9 @@
 
 namespace tessera::conform {
 
-/// The .tir files of `dir`, sorted (deterministic case order). Empty if `dir` is unreadable.
-std::vector<std::string> kernelCaseFiles(const std::string &dir);
+/// The .tir files of each folder of `dirs` (a ':'-separated list), sorted within a folder,
+/// folders in the order given (deterministic case order). Unreadable folders add nothing.
+std::vector<std::string> kernelCaseFiles(const std::string &dirs);
 
 /// The case ids `kernel/<file stem>/<kernel name>` of `files` (files that fail to parse
 /// contribute `kernel/<stem>/parse`).

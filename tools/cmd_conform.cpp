@@ -38,9 +38,10 @@ options:
   --junit FILE      write a JUnit XML report
   -j N              test up to N devices at once (each device's cases stay sequential)
   --xfail-dir DIR   where BACKEND.txt expected-failure lists live (default: the source tree)
-  --kernels DIR     kernel-level cases: every kernel with a launch spec in DIR/*.tir, judged
-                    with its kernel budget (default: ir/examples of the source tree; 'none'
-                    to skip). Their ids are kernel/<file>/<kernel>.
+  --kernels DIRS    kernel-level cases: every kernel with a launch spec in DIR/*.tir for each
+                    DIR of the ':'-separated list, judged with its kernel budget (default:
+                    ir/examples and conformance/kernels of the source tree; 'none' to skip).
+                    Their ids are kernel/<file>/<kernel>.
   --list            print the selected case ids and their count, run nothing
   --oracle-dump F   run only the reference interpreter on the selected float cases and write
                     `variant in... out` lines of hex floats to F (for the numpy cross-check)

@@ -84,7 +84,7 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
                  f.name.c_str(), res.error.c_str());
     return 1;
   }
-  double budget = kernelUlpBudget(m, f);
+  double budget = kernelUlpBudget(m, f, pk->subgroupSize);
   int rc = 0;
   for (const BufferCheck &c : checkOutputs(f, reference, outputs, budget)) {
     std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.3g ulp (%.2f ms)\n",

@@ -21,7 +21,8 @@ bool runOnDevice(tsr_device_t device, const ProgramKernel &kernel, const ir::Lau
 /// calls) uses. An element passes when its ULP error is within the budget, or when its
 /// absolute error is within the budget measured in ULPs of the buffer's largest reference
 /// magnitude (cancellation, e.g. 1 + erf(x) near -1, makes elementwise ULPs meaningless).
-double kernelUlpBudget(const ir::Module &m, const ir::Function &kernel);
+/// A float subgroup_add adds subgroupSize - 1 ULPs: devices sum the lanes in any order.
+double kernelUlpBudget(const ir::Module &m, const ir::Function &kernel, uint32_t subgroupSize);
 
 struct BufferCheck {
   std::string param;

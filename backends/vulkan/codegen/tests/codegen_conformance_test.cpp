@@ -81,14 +81,13 @@ TEST(VulkanConformance, MinimalDeviceGivesFeatureErrorsOnly) {
   EXPECT_GT(compiled, 0u); // the f32 / i32 variants need nothing optional
 }
 
-// The examples, and this folder's kernels (subgroup ops over every type, float min/max
-// over special values, mixed atomics, calls and loops): `tessera conform --device
-// vulkan:0 --kernels backends/vulkan/codegen/tests/kernels` runs them on a device.
+// The examples, and conformance/kernels (subgroup ops over every type, float min/max over
+// special values, mixed atomics, calls and loops), which `tessera conform` runs on devices.
 TEST(VulkanConformance, EveryKernelCaseCompiles) {
   std::vector<std::string> files =
       conform::kernelCaseFiles(std::string(TESSERA_SOURCE_DIR) + "/ir/examples");
   std::vector<std::string> ours = conform::kernelCaseFiles(
-      std::string(TESSERA_SOURCE_DIR) + "/backends/vulkan/codegen/tests/kernels");
+      std::string(TESSERA_SOURCE_DIR) + "/conformance/kernels");
   ASSERT_FALSE(files.empty());
   ASSERT_EQ(ours.size(), 4u);
   files.insert(files.end(), ours.begin(), ours.end());
