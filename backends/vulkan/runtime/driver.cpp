@@ -339,8 +339,9 @@ void driverClose(tsr_drv_driver_t driver) {
   }
   if (d->instance && d->fn.vkDestroyInstance)
     d->fn.vkDestroyInstance(d->instance, nullptr);
-  if (d->library)
-    dlclose(d->library);
+  // The loader stays mapped (no dlclose): ICDs such as Mesa's keep process-wide state and
+  // threads that do not survive being unloaded, and a leak report against an unmapped
+  // library cannot be attributed. dlopen of an already-loaded library is cheap next time.
   delete d;
 }
 
