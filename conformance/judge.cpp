@@ -232,6 +232,12 @@ Judgement judge(const Variant &v, const ir::Op &op, const std::vector<ir::HostBu
         j.maxUlp = std::max(j.maxUlp, err);
       if (std::isfinite(abs))
         j.maxAbs = std::max(j.maxAbs, abs);
+      if (std::isnan(g.f) && std::isnan(w.f)) {
+        uint64_t gb = 0, wb = 0;
+        std::memcpy(&gb, &g.f, 8);
+        std::memcpy(&wb, &w.f, 8);
+        j.nanPayloadDiffers |= gb != wb;
+      }
       if (exact)
         ok = sameValue(g.f, w.f, true);
       else

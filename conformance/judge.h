@@ -11,6 +11,8 @@
 //   NaN matches NaN (any payload).
 // A subnormal reference answered by 0, or a result equal to the op applied to inputs whose
 // subnormals were flushed to 0, is reported as a flushing finding on top of the failure.
+// A NaN answered with other bits (sign, quiet bit, payload) than the reference's NaN passes
+// and is reported as a NaN-payload finding.
 #pragma once
 
 #include "conformance/catalog.h"
@@ -27,6 +29,7 @@ struct Judgement {
   double tolerance = 0; // the ULP threshold applied (0 for exact comparisons)
   bool flushesSubnormalResults = false;
   bool flushesSubnormalInputs = false;
+  bool nanPayloadDiffers = false; // a NaN answer whose bits differ from the reference's NaN
   // The first failing element.
   int64_t firstBad = -1;
   std::string inputs, expected, got;

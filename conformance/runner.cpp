@@ -228,6 +228,11 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
         if (r.judgement.flushesSubnormalInputs)
           addFinding(report, dev.name, "flushes-subnormal-inputs",
                      "computes as if subnormal inputs were 0", c.id);
+        if (r.judgement.nanPayloadDiffers)
+          addFinding(report, dev.name, "nan-payload-differs:" + v.family,
+                     v.family + " returns NaNs whose sign, quiet bit or payload differ from the "
+                                "reference's (NaN still matches NaN)",
+                     c.id);
       }
       finish();
     }

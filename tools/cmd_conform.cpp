@@ -287,15 +287,42 @@ int cmdConform(int argc, char **argv) {
   }
   std::mutex outMutex;
   std::vector<conform::RunReport> parts(devices.size());
+  // On a terminal: one status line redrawn in place (every device's progress); otherwise a
+  // plain line per --progress-every cases per device.
+  std::vector<size_t> doneBy(devices.size()), failedBy(devices.size());
+  auto lastDraw = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const size_t total = sel.size() + kernelIds.size();
+  auto drawBar = [&](bool final) {
+    std::string line = "\r";
+    for (size_t d = 0; d < devices.size(); ++d) {
+      constexpr int kWidth = 24;
+      int filled = total ? int(kWidth * doneBy[d] / total) : kWidth;
+      line += "[" + devices[d] + " " + std::string(size_t(filled), '#') +
+              std::string(size_t(kWidth - filled), '.') + " " + std::to_string(doneBy[d]) + "/" +
+              std::to_string(total) + (failedBy[d] ? ", " + std::to_string(failedBy[d]) +
+                                                         " failed" : "") + "] ";
+    }
+    std::fputs(line.c_str(), stdout);
+    if (final)
+      std::fputs("\n", stdout);
+    std::fflush(stdout);
+  };
   auto testDevice = [&](size_t d) {
     conform::DeviceRun &dev = runs[d];
-    size_t done = 0, failed = 0, total = sel.size() + kernelIds.size();
     auto progress = [&](const conform::CaseResult &r) {
-      ++done;
-      failed += r.status == "fail";
-      if (tty || (done % progressEvery != 0 && done != total))
-        return;
       std::lock_guard<std::mutex> lock(outMutex);
+      size_t done = ++doneBy[d];
+      size_t failed = failedBy[d] += r.status == "fail";
+      if (tty) {
+        auto now = std::chrono::steady_clock::now();
+        if (now - lastDraw > std::chrono::milliseconds(100) || done == total) {
+          lastDraw = now;
+          drawBar(false);
+        }
+        return;
+      }
+      if (done % progressEvery != 0 && done != total)
+        return;
       std::printf("[%s] %zu/%zu cases, %zu failed\n", dev.name.c_str(), done, total, failed);
       std::fflush(stdout);
     };
@@ -312,6 +339,8 @@ int cmdConform(int argc, char **argv) {
     for (auto &t : threads)
       t.join();
   }
+  if (tty)
+    drawBar(true);
   for (size_t d = 0; d < devices.size(); ++d) {
     report.results.insert(report.results.end(), parts[d].results.begin(), parts[d].results.end());
     report.findings.insert(report.findings.end(), parts[d].findings.begin(),

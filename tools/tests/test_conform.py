@@ -90,7 +90,8 @@ def test_conform_kernel_cases_cover_every_example(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(js.read_text())
     ids = {c["case"] for c in doc["cases"]}
-    examples = {p.stem for p in (ROOT / "ir/examples").glob("*.tir")}
+    examples = {p.stem for d in ("ir/examples", "conformance/kernels")
+                for p in (ROOT / d).glob("*.tir")}
     assert {i.split("/")[1] for i in ids} == examples
     for c in doc["cases"]:
         assert c["op"] == "kernel" and c["status"] == "pass" and c["tolerance"] >= 1, c
