@@ -194,6 +194,10 @@ std::string toJson(const RunReport &r) {
       os << (k ? ", " : "") << jstr(f.cases[k]);
     os << "]}";
   }
+  os << "\n  ],\n  \"skipped_backends\": [";
+  for (size_t i = 0; i < r.skippedBackends.size(); ++i)
+    os << (i ? ",\n" : "\n") << "    {\"backend\": " << jstr(r.skippedBackends[i].first)
+       << ", \"reason\": " << jstr(r.skippedBackends[i].second) << "}";
   os << "\n  ]\n}\n";
   return os.str();
 }

@@ -43,6 +43,7 @@ struct RunReport {
   std::vector<std::string> devices;
   std::vector<CaseResult> results;
   std::vector<Finding> findings;
+  std::vector<std::pair<std::string, std::string>> skippedBackends; // (backend, reason)
   double seconds = 0;
 
   int count(const std::string &status) const;

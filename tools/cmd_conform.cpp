@@ -241,6 +241,18 @@ int cmdConform(int argc, char **argv) {
   }
 
   conform::RunReport report;
+  uint32_t unavailable = 0;
+  if (tsr_status_t st = tsr_registry_unavailable_count(session.registry, &unavailable))
+    tsr_status_free(st);
+  for (uint32_t i = 0; i < unavailable; ++i) { // backends absent here: skipped, with the reason
+    tsr_unavailable_t u{};
+    if (tsr_status_t st = tsr_registry_unavailable(session.registry, i, &u)) {
+      tsr_status_free(st);
+      continue;
+    }
+    report.skippedBackends.push_back({u.backend, u.reason});
+    std::printf("skipped backend %s: %s\n", u.backend, u.reason);
+  }
   report.profile = profile;
   if (profile == "declared") { // one name when every device declares the same profile
     std::set<std::string> names;

@@ -65,6 +65,10 @@ def test_conform_cpu_json_and_junit(tmp_path):
     sg = [c for c in doc["cases"] if c["case"] == "sigmoid.f32/hard/n1000"]
     assert sg and sg[0]["status"] == "pass" and sg[0]["max_ulp"] <= 6, sg
     assert isinstance(doc["findings"], list)
+    # Backends absent here (no CUDA, no ROCm device on the build machines) are listed with why.
+    for b in doc["skipped_backends"]:
+        assert set(b) == {"backend", "reason"} and b["reason"], b
+        assert f"skipped backend {b['backend']}: " in r.stdout
     root = ET.parse(xml).getroot()
     assert root.tag == "testsuites"
     suites = root.findall("testsuite")

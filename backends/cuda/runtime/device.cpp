@@ -6,6 +6,7 @@
 // numbers), and must never leave the process unusable when CUDA is absent: every failure to
 // open is UNAVAILABLE with the reason.
 #include "backends/cuda/runtime/entry_points.h"
+#include "backends/gpu_driver_entries.h"
 
 #include <cstdio>
 #include <new>
@@ -43,15 +44,7 @@ tsr_status_t openDriver(CudaDriver &driver) {
 } // namespace
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
-  auto *driver = new (std::nothrow) CudaDriver;
-  if (!driver)
-    return tsr_status_make(TSR_UNAVAILABLE, "%s: out of host memory", kDriverName);
-  if (tsr_status_t status = openDriver(*driver)) {
-    delete driver;
-    return status;
-  }
-  *out_driver = handleOf<tsr_drv_driver_t>(driver);
-  return nullptr;
+  return gpu::openDriver<CudaDriver>(kDriverName, openDriver, out_driver);
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<CudaDriver>(driver); }

@@ -4,8 +4,8 @@
 //
 // Must never keep a pointer into the caller's module (it may be freed after the call).
 #include "backends/cuda/runtime/entry_points.h"
+#include "backends/gpu_driver_entries.h"
 
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -49,50 +49,24 @@ tsr_status_t loadModule(const CudaApi &api, const gpu::GpuModuleCopy &copy, CUmo
   return appendDetail(status, detail + cubinError);
 }
 
-tsr_status_t findKernels(const CudaApi &api, CudaExecutable &executable) {
-  for (gpu::GpuKernel &kernel : executable.copy.kernels) {
-    CUfunction function = nullptr;
-    tsr_status_t status =
-        TSR_CU(api, cuModuleGetFunction, &function, executable.module, kernel.name.c_str());
-    if (status) {
-      // The module struct names a kernel its code lacks: malformed data, not a missing object.
-      tsr_status_t result =
-          tsr_status_make(TSR_INVALID_ARGUMENT, "%s (kernel '%s' is not in the module's code)",
-                          tsr_status_message(status), kernel.name.c_str());
-      tsr_status_free(status);
-      return result;
-    }
-    kernel.function = function;
-  }
-  return nullptr;
-}
-
 } // namespace
 
 tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const void *data,
                               size_t size, tsr_drv_executable_t *out_executable) {
-  if (std::strcmp(format, TSR_CUDA_FORMAT) != 0)
-    return tsr_status_make(TSR_UNIMPLEMENTED,
-                           "%s: executable format '%s' is not supported (accepted: %s)",
-                           kDriverName, format, TSR_CUDA_FORMAT);
   CudaDevice &d = deviceOf(device);
-  std::unique_ptr<CudaExecutable> executable(new (std::nothrow) CudaExecutable);
-  if (!executable)
-    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
-  if (tsr_status_t status = gpu::readGpuModule(kDriverName, data, size, false, executable->copy))
-    return status;
-  tsr_status_t status = inContext(d, [&]() -> tsr_status_t {
-    if (tsr_status_t s = loadModule(d.api, executable->copy, &executable->module))
-      return s;
-    tsr_status_t s = findKernels(d.api, *executable);
-    if (s)
-      d.api.cuModuleUnload(executable->module);
-    return s;
-  });
-  if (status)
-    return status;
-  *out_executable = handleOf<tsr_drv_executable_t>(executable.release());
-  return nullptr;
+  gpu::ExecutableCalls calls{
+      [&](auto &&body) { return inContext(d, body); },
+      [&](CudaExecutable &e) { return loadModule(d.api, e.copy, &e.module); },
+      [&](CudaExecutable &e, const char *name, void **out) {
+        CUfunction function = nullptr;
+        tsr_status_t status = TSR_CU(d.api, cuModuleGetFunction, &function, e.module, name);
+        *out = function;
+        return status;
+      },
+      [&](CudaExecutable &e) { d.api.cuModuleUnload(e.module); }};
+  // No image needed: the PTX fallback may stand alone.
+  return gpu::createExecutable<CudaExecutable>(kDriverName, format, TSR_CUDA_FORMAT, false, data,
+                                               size, calls, out_executable);
 }
 
 void executableDestroy(tsr_drv_device_t device, tsr_drv_executable_t executable) {
@@ -104,16 +78,12 @@ void executableDestroy(tsr_drv_device_t device, tsr_drv_executable_t executable)
 
 tsr_status_t executableKernelCount(tsr_drv_device_t, tsr_drv_executable_t executable,
                                    uint32_t *out_count) {
-  *out_count = uint32_t(as<CudaExecutable>(executable)->copy.kernels.size());
-  return nullptr;
+  return gpu::kernelCount(as<CudaExecutable>(executable)->copy, out_count);
 }
 
 tsr_status_t executableKernel(tsr_drv_device_t, tsr_drv_executable_t executable, uint32_t index,
                               tsr_kernel_info_t *out_info, tsr_drv_kernel_t *out_kernel) {
-  gpu::GpuKernel &kernel = as<CudaExecutable>(executable)->copy.kernels[index];
-  gpu::fillKernelInfo(kernel, out_info);
-  *out_kernel = handleOf<tsr_drv_kernel_t>(&kernel);
-  return nullptr;
+  return gpu::kernelAt(as<CudaExecutable>(executable)->copy, index, out_info, out_kernel);
 }
 
 } // namespace tessera::cuda

@@ -10,34 +10,28 @@
 //
 // Must never wait for the device in an enqueue, nor call CUDA from a host function.
 #include "backends/cuda/runtime/entry_points.h"
-
-#include <new>
+#include "backends/gpu_driver_entries.h"
 
 namespace tessera::cuda {
 
 tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
                             tsr_drv_buffer_t *out_buffer) {
   CudaDevice &d = deviceOf(device);
-  auto *buffer = new (std::nothrow) CudaBuffer;
-  if (!buffer)
-    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
-  tsr_status_t status = inContext(d, [&]() -> tsr_status_t {
-    if (!(kind & TSR_MEMORY_HOST_VISIBLE))
-      return TSR_CU(d.api, cuMemAlloc_v2, &buffer->address, size);
-    if (tsr_status_t s = TSR_CU(d.api, cuMemHostAlloc, &buffer->host, size,
+  auto allocDevice = [&](CudaBuffer &buffer) {
+    return TSR_CU(d.api, cuMemAlloc_v2, &buffer.address, size);
+  };
+  auto allocMapped = [&](CudaBuffer &buffer) -> tsr_status_t {
+    if (tsr_status_t s = TSR_CU(d.api, cuMemHostAlloc, &buffer.host, size,
                                 CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))
       return s;
-    tsr_status_t s = TSR_CU(d.api, cuMemHostGetDevicePointer_v2, &buffer->address, buffer->host, 0);
+    tsr_status_t s = TSR_CU(d.api, cuMemHostGetDevicePointer_v2, &buffer.address, buffer.host, 0);
     if (s)
-      d.api.cuMemFreeHost(buffer->host);
+      d.api.cuMemFreeHost(buffer.host);
     return s;
-  });
-  if (status) {
-    delete buffer;
-    return status;
-  }
-  *out_buffer = handleOf<tsr_drv_buffer_t>(buffer);
-  return nullptr;
+  };
+  return gpu::allocateBuffer<CudaBuffer>(
+      kDriverName, kind, [&](auto &&body) { return inContext(d, body); }, allocDevice, allocMapped,
+      out_buffer);
 }
 
 void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
@@ -87,30 +81,21 @@ tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr
                            uint64_t src_offset, void *dst, uint64_t length) {
   CudaDevice &d = deviceOf(device);
   CUstream s = streamOf(stream);
-  return inContext(d, [&]() -> tsr_status_t {
-    gpu::StagingPool::Block *block = nullptr;
-    auto allocPinned = [&](size_t bytes, void **out) {
-      return TSR_CU(d.api, cuMemHostAlloc, out, bytes, CU_MEMHOSTALLOC_PORTABLE);
-    };
-    auto freePinned = [&](void *pinned) { d.api.cuMemFreeHost(pinned); };
-    if (tsr_status_t status =
-            d.staging.acquire(kDriverName, length, allocPinned, freePinned, &block))
-      return status;
-    block->dst = dst;
-    block->length = length;
-    if (tsr_status_t status =
-            TSR_CU(d.api, cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(block->pinned),
-                   addressOf(src) + src_offset, length, s)) {
-      d.staging.release(block);
-      return status;
-    }
-    if (tsr_status_t status = TSR_CU(d.api, cuLaunchHostFunc, s, gpu::StagingPool::finish, block)) {
-      d.api.cuStreamSynchronize(s); // the copy into the block is enqueued: let it finish
-      d.staging.release(block);
-      return status;
-    }
-    return nullptr;
-  });
+  gpu::StagedCopyCalls calls{
+      [&](size_t bytes, void **out) {
+        return TSR_CU(d.api, cuMemHostAlloc, out, bytes, CU_MEMHOSTALLOC_PORTABLE);
+      },
+      [&](void *pinned) { d.api.cuMemFreeHost(pinned); },
+      [&](void *pinned) {
+        return TSR_CU(d.api, cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(pinned),
+                      addressOf(src) + src_offset, length, s);
+      },
+      [&](gpu::StagingPool::Block *block) {
+        return TSR_CU(d.api, cuLaunchHostFunc, s, gpu::StagingPool::finish, block);
+      },
+      [&] { d.api.cuStreamSynchronize(s); }};
+  return inContext(
+      d, [&] { return gpu::copyToHostStaged(kDriverName, d.staging, dst, length, calls); });
 }
 
 tsr_status_t streamCopyD2D(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,

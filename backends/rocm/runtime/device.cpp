@@ -4,6 +4,7 @@
 // Must never report a limit the device does not honour (the validation layer trusts these
 // numbers), and must never leave the process unusable when ROCm is absent: every failure to
 // open is UNAVAILABLE with the reason.
+#include "backends/gpu_driver_entries.h"
 #include "backends/rocm/runtime/entry_points.h"
 
 #include <cstdio>
@@ -57,15 +58,7 @@ tsr_status_t gcnArchName(const HipApi &api, int index, char *out, size_t outSize
 } // namespace
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
-  auto *driver = new (std::nothrow) RocmDriver;
-  if (!driver)
-    return tsr_status_make(TSR_UNAVAILABLE, "%s: out of host memory", kDriverName);
-  if (tsr_status_t status = openDriver(*driver)) {
-    delete driver;
-    return status;
-  }
-  *out_driver = handleOf<tsr_drv_driver_t>(driver);
-  return nullptr;
+  return gpu::openDriver<RocmDriver>(kDriverName, openDriver, out_driver);
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<RocmDriver>(driver); }

@@ -8,9 +8,9 @@
 // on the calling thread and restores the caller's device afterwards.
 #pragma once
 
+#include "backends/driver_entry_points.h"
 #include "backends/gpu_driver_util.h"
 #include "backends/rocm/runtime/hip_api.h"
-#include "tessera/hal_driver.h"
 
 #include <cstdint>
 
@@ -78,52 +78,6 @@ template <typename F> void onDeviceIgnoringErrors(RocmDevice &device, F &&body) 
 inline RocmDevice &deviceOf(tsr_drv_device_t device) { return *as<RocmDevice>(device); }
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
-tsr_status_t driverOpen(tsr_drv_driver_t *out_driver);
-void driverClose(tsr_drv_driver_t driver);
-tsr_status_t deviceCount(tsr_drv_driver_t driver, uint32_t *out_count);
-tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info_t *out_info);
-tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_t *out_device);
-void deviceClose(tsr_drv_device_t device);
-
-tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
-                            tsr_drv_buffer_t *out_buffer);
-void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer);
-tsr_status_t bufferMap(tsr_drv_device_t device, tsr_drv_buffer_t buffer, void **out_ptr);
-void bufferUnmap(tsr_drv_device_t device, tsr_drv_buffer_t buffer);
-
-tsr_status_t streamCreate(tsr_drv_device_t device, tsr_drv_stream_t *out_stream);
-void streamDestroy(tsr_drv_device_t device, tsr_drv_stream_t stream);
-tsr_status_t streamFill(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t buffer,
-                        uint64_t offset, uint64_t length, uint32_t pattern, uint32_t pattern_size);
-tsr_status_t streamCopyH2D(tsr_drv_device_t device, tsr_drv_stream_t stream, const void *src,
-                           tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length);
-tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
-                           uint64_t src_offset, void *dst, uint64_t length);
-tsr_status_t streamCopyD2D(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,
-                           uint64_t src_offset, tsr_drv_buffer_t dst, uint64_t dst_offset,
-                           uint64_t length);
-tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
-                          const uint32_t grid[3], const uint32_t workgroup[3],
-                          const tsr_drv_arg_t *args, uint32_t arg_count);
-tsr_status_t streamRecordEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                               tsr_drv_event_t event);
-tsr_status_t streamWaitEvent(tsr_drv_device_t device, tsr_drv_stream_t stream,
-                             tsr_drv_event_t event);
-tsr_status_t streamSynchronize(tsr_drv_device_t device, tsr_drv_stream_t stream);
-tsr_status_t streamQuery(tsr_drv_device_t device, tsr_drv_stream_t stream, bool *out_idle);
-
-tsr_status_t eventCreate(tsr_drv_device_t device, tsr_drv_event_t *out_event);
-void eventDestroy(tsr_drv_device_t device, tsr_drv_event_t event);
-tsr_status_t eventSynchronize(tsr_drv_device_t device, tsr_drv_event_t event);
-tsr_status_t eventQuery(tsr_drv_device_t device, tsr_drv_event_t event, bool *out_ready);
-
-tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const void *data,
-                              size_t size, tsr_drv_executable_t *out_executable);
-void executableDestroy(tsr_drv_device_t device, tsr_drv_executable_t executable);
-tsr_status_t executableKernelCount(tsr_drv_device_t device, tsr_drv_executable_t executable,
-                                   uint32_t *out_count);
-tsr_status_t executableKernel(tsr_drv_device_t device, tsr_drv_executable_t executable,
-                              uint32_t index, tsr_kernel_info_t *out_info,
-                              tsr_drv_kernel_t *out_kernel);
+TSR_DECLARE_DRIVER_ENTRY_POINTS()
 
 } // namespace tessera::rocm

@@ -9,9 +9,8 @@
 // pageable memory HIP would return only when the copy is done, and enqueues must not wait.
 //
 // Must never wait for the device in an enqueue, nor call HIP from a stream callback.
+#include "backends/gpu_driver_entries.h"
 #include "backends/rocm/runtime/entry_points.h"
-
-#include <new>
 
 namespace tessera::rocm {
 namespace {
@@ -23,26 +22,21 @@ void finishStagedCopy(hipStream_t, hipError_t, void *block) { gpu::StagingPool::
 tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
                             tsr_drv_buffer_t *out_buffer) {
   RocmDevice &d = deviceOf(device);
-  auto *buffer = new (std::nothrow) RocmBuffer;
-  if (!buffer)
-    return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
-  tsr_status_t status = onDevice(d, [&]() -> tsr_status_t {
-    if (!(kind & TSR_MEMORY_HOST_VISIBLE))
-      return TSR_HIP(d.api, hipMalloc, &buffer->address, size);
-    if (tsr_status_t s = TSR_HIP(d.api, hipHostMalloc, &buffer->host, size,
+  auto allocDevice = [&](RocmBuffer &buffer) {
+    return TSR_HIP(d.api, hipMalloc, &buffer.address, size);
+  };
+  auto allocMapped = [&](RocmBuffer &buffer) -> tsr_status_t {
+    if (tsr_status_t s = TSR_HIP(d.api, hipHostMalloc, &buffer.host, size,
                                  hipHostMallocPortable | hipHostMallocMapped))
       return s;
-    tsr_status_t s = TSR_HIP(d.api, hipHostGetDevicePointer, &buffer->address, buffer->host, 0);
+    tsr_status_t s = TSR_HIP(d.api, hipHostGetDevicePointer, &buffer.address, buffer.host, 0);
     if (s)
-      d.api.hipHostFree(buffer->host);
+      d.api.hipHostFree(buffer.host);
     return s;
-  });
-  if (status) {
-    delete buffer;
-    return status;
-  }
-  *out_buffer = handleOf<tsr_drv_buffer_t>(buffer);
-  return nullptr;
+  };
+  return gpu::allocateBuffer<RocmBuffer>(
+      kDriverName, kind, [&](auto &&body) { return onDevice(d, body); }, allocDevice, allocMapped,
+      out_buffer);
 }
 
 void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
@@ -91,29 +85,21 @@ tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr
                            uint64_t src_offset, void *dst, uint64_t length) {
   RocmDevice &d = deviceOf(device);
   hipStream_t s = streamOf(stream);
-  return onDevice(d, [&]() -> tsr_status_t {
-    gpu::StagingPool::Block *block = nullptr;
-    auto allocPinned = [&](size_t bytes, void **out) {
-      return TSR_HIP(d.api, hipHostMalloc, out, bytes, hipHostMallocPortable);
-    };
-    auto freePinned = [&](void *pinned) { d.api.hipHostFree(pinned); };
-    if (tsr_status_t status =
-            d.staging.acquire(kDriverName, length, allocPinned, freePinned, &block))
-      return status;
-    block->dst = dst;
-    block->length = length;
-    if (tsr_status_t status = TSR_HIP(d.api, hipMemcpyAsync, block->pinned,
-                                      pointerAt(src, src_offset), length, hipMemcpyDefault, s)) {
-      d.staging.release(block);
-      return status;
-    }
-    if (tsr_status_t status = TSR_HIP(d.api, hipStreamAddCallback, s, finishStagedCopy, block, 0)) {
-      d.api.hipStreamSynchronize(s); // the copy into the block is enqueued: let it finish
-      d.staging.release(block);
-      return status;
-    }
-    return nullptr;
-  });
+  gpu::StagedCopyCalls calls{
+      [&](size_t bytes, void **out) {
+        return TSR_HIP(d.api, hipHostMalloc, out, bytes, hipHostMallocPortable);
+      },
+      [&](void *pinned) { d.api.hipHostFree(pinned); },
+      [&](void *pinned) {
+        return TSR_HIP(d.api, hipMemcpyAsync, pinned, pointerAt(src, src_offset), length,
+                       hipMemcpyDefault, s);
+      },
+      [&](gpu::StagingPool::Block *block) {
+        return TSR_HIP(d.api, hipStreamAddCallback, s, finishStagedCopy, block, 0);
+      },
+      [&] { d.api.hipStreamSynchronize(s); }};
+  return onDevice(
+      d, [&] { return gpu::copyToHostStaged(kDriverName, d.staging, dst, length, calls); });
 }
 
 tsr_status_t streamCopyD2D(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_buffer_t src,

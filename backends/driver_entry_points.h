@@ -1,0 +1,63 @@
+// The hal_driver.h entry points under the names every Tessera driver gives them
+// (driverOpen, streamCopyH2D, ...), and the driver table built from those names.
+//
+// Each driver used to repeat 30 declarations and a 40-line table, which could drift from
+// hal_driver.h and from each other. Here each declaration takes its type from the table's
+// own field, so hal_driver.h stays the one place for a signature (a definition that does
+// not match it leaves the declared entry undefined: the driver fails to link). Must never
+// hold behaviour: only names and types.
+#pragma once
+
+#include "tessera/hal_driver.h"
+
+#include <type_traits>
+
+// X(table field, entry point name), in tsr_driver_v1's field order (designated
+// initialisers must follow it). A new field of tsr_driver_v1 is one row here.
+#define TSR_DRIVER_ENTRY_POINTS(X)                                                                 \
+  X(driver_open, driverOpen)                                                                       \
+  X(driver_close, driverClose)                                                                     \
+  X(device_count, deviceCount)                                                                     \
+  X(device_info, deviceInfo)                                                                       \
+  X(device_open, deviceOpen)                                                                       \
+  X(device_close, deviceClose)                                                                     \
+  X(buffer_allocate, bufferAllocate)                                                               \
+  X(buffer_free, bufferFree)                                                                       \
+  X(buffer_map, bufferMap)                                                                         \
+  X(buffer_unmap, bufferUnmap)                                                                     \
+  X(stream_create, streamCreate)                                                                   \
+  X(stream_destroy, streamDestroy)                                                                 \
+  X(stream_fill, streamFill)                                                                       \
+  X(stream_copy_h2d, streamCopyH2D)                                                                \
+  X(stream_copy_d2h, streamCopyD2H)                                                                \
+  X(stream_copy_d2d, streamCopyD2D)                                                                \
+  X(stream_launch, streamLaunch)                                                                   \
+  X(stream_record_event, streamRecordEvent)                                                        \
+  X(stream_wait_event, streamWaitEvent)                                                            \
+  X(stream_synchronize, streamSynchronize)                                                         \
+  X(event_create, eventCreate)                                                                     \
+  X(event_destroy, eventDestroy)                                                                   \
+  X(event_synchronize, eventSynchronize)                                                           \
+  X(event_query, eventQuery)                                                                       \
+  X(executable_create, executableCreate)                                                           \
+  X(executable_destroy, executableDestroy)                                                         \
+  X(executable_kernel_count, executableKernelCount)                                                \
+  X(executable_kernel, executableKernel)                                                           \
+  X(stream_query, streamQuery)
+
+#define TSR_DRIVER_DECLARE_ENTRY_POINT(field, name)                                                \
+  std::remove_pointer_t<decltype(tsr_driver_v1::field)> name;
+
+/// Declares every entry point in the current namespace (hal_driver.h documents each).
+#define TSR_DECLARE_DRIVER_ENTRY_POINTS() TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_DECLARE_ENTRY_POINT)
+
+#define TSR_DRIVER_TABLE_ENTRY(field, name) .field = name,
+
+/// `constexpr tsr_driver_v1 variable` for backend `driverName` ("cpu"), listing the entry
+/// points of the current namespace: a constant-initialised table, no static constructor.
+#define TSR_DEFINE_DRIVER_TABLE(variable, driverName)                                              \
+  constexpr tsr_driver_v1 variable = {.struct_size = sizeof(tsr_driver_v1),                        \
+                                      .abi_major = TSR_DRIVER_ABI_MAJOR,                           \
+                                      .abi_minor = TSR_DRIVER_ABI_MINOR,                           \
+                                      .name = driverName,                                          \
+                                      TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY)}
