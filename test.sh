@@ -35,6 +35,13 @@ echo "== layering check"
 
 ./scripts/build.sh "$preset"
 
+# Sanitizer suppressions (third-party code only; see the files) for every process the tests
+# start, ctest's and pytest's alike.
+case "$preset" in
+  asan) export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" ;;
+  tsan) export TSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/tsan.supp" ;;
+esac
+
 echo "== ctest (preset $preset)"
 ctest --preset "$preset" -j"$(nproc)" --timeout 900
 
