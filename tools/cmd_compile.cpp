@@ -1,4 +1,4 @@
-// `tessera compile FILE --target cpu|spirv|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir DIR]`:
+// `tessera compile FILE --target cpu|spirv-vulkan|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir DIR]`:
 // kernel IR -> target artefact, with every intermediate stage written to --dump-dir. Needs
 // no device: PTX and code objects are produced without a GPU or vendor runtime.
 #include "backends/cpu/codegen/cpu_codegen.h"
@@ -32,8 +32,9 @@ std::string compileHelp() {
          "FILE's name with the target's extension, in the current directory).\n\n"
          "targets:\n"
          "  cpu       x86-64 object for this host (-march=native), loaded by the CPU driver's JIT\n"
-         "  spirv     Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan 1.2), for a device\n"
-         "            with lavapipe's features (the driver compiles for the real device at run time)\n"
+         "  spirv-vulkan  (or spirv) Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan\n"
+         "            1.2) for a device with lavapipe's features; at run time Program compiles\n"
+         "            for the real device's features\n"
          "  ptx       NVIDIA PTX (.ptx); with ptxas installed also a cubin, in --dump-dir\n"
          "            --arch: " +
          joined(cuda::supportedArchs()) +
@@ -46,7 +47,7 @@ std::string compileHelp() {
          "  --arch ARCH          GPU architecture (required for ptx and hsaco)\n"
          "  --dump-dir DIR       write each stage:\n"
          "                         cpu:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-obj.o\n"
-         "                         spirv: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
+         "                         spirv-vulkan: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
          "                         ptx:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-ptx.ptx "
          "[4-cubin.cubin]\n"
          "                         hsaco: 0-kir.tir 1-llvm.ll 2-llvm.linked.ll 3-llvm.opt.ll "
@@ -191,7 +192,7 @@ std::string checkTarget(const Request &rq) {
   bool gpu = rq.target == "ptx" || rq.target == "hsaco";
   if (!gpu && !rq.arch.empty())
     return "--arch applies to --target ptx and hsaco";
-  if ((gpu || rq.target == "spirv") && rq.subgroup)
+  if ((gpu || rq.target == "spirv-vulkan") && rq.subgroup)
     return "--subgroup-size applies to --target cpu (GPU subgroups are the device's)";
   if (!gpu)
     return "";
@@ -253,11 +254,14 @@ int cmdCompile(int argc, char **argv) {
   if (rq.file.empty())
     return usageError("compile", "needs a FILE");
   if (rq.target.empty())
-    return usageError("compile", "needs --target (targets: cpu, spirv, ptx, hsaco)");
-  if (rq.target != "cpu" && rq.target != "spirv" && rq.target != "ptx" && rq.target != "hsaco") {
+    return usageError("compile", "needs --target (targets: cpu, spirv-vulkan, ptx, hsaco)");
+  if (rq.target == "spirv")
+    rq.target = "spirv-vulkan"; // the Shader flavour; "spirv-kernel" is Level Zero's (later)
+  if (rq.target != "cpu" && rq.target != "spirv-vulkan" && rq.target != "ptx" &&
+      rq.target != "hsaco") {
     std::fprintf(stderr,
                  "tessera compile: target '%s' is not available in this build (targets: "
-                 "cpu, spirv, ptx, hsaco)\n",
+                 "cpu, spirv-vulkan, ptx, hsaco)\n",
                  rq.target.c_str());
     return 1;
   }
@@ -272,7 +276,7 @@ int cmdCompile(int argc, char **argv) {
     return compilePtx(rq, *r.module);
   if (rq.target == "hsaco")
     return compileHsaco(rq, *r.module);
-  if (rq.target == "spirv")
+  if (rq.target == "spirv-vulkan")
     return compileSpirv(rq, *r.module);
   return compileCpu(rq, *r.module);
 }

@@ -19,8 +19,8 @@ commands:
   ir opt FILE --passes=P  run IR passes (canonicalize, cse, dce, inline)
   interp FILE             run kernels on the fp64 reference interpreter by their launch spec
   devices [--json]        list devices, and backends unavailable here with the reason
-  compile FILE --target T compile kernels for a target (cpu, spirv, ptx, hsaco), dumping
-                          every stage on request
+  compile FILE --target T compile kernels for a target (cpu, spirv-vulkan, ptx, hsaco),
+                          dumping every stage on request
   run FILE --device D     run kernels on a device (cpu:0, vulkan:0, cuda:0, ...) by their
                           launch spec; --check compares every output with the interpreter
   conform [--device D]    run the conformance suite (op catalog x dtypes x shapes) on devices
