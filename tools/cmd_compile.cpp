@@ -6,6 +6,7 @@
 #include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/parser.h"
+#include "tessera/artefact.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -43,6 +44,8 @@ std::string compileHelp() {
          "            --arch: " +
          joined(rocm::supportedArchs()) +
          "\n\n"
+         "  -o OUT.tsrx for a GPU target writes the container instead: kernel metadata and every\n"
+         "  image (ptx: cubin and PTX), as the compile cache keeps it\n\n"
          "options:\n"
          "  --arch ARCH          GPU architecture (required for ptx and hsaco)\n"
          "  --dump-dir DIR       write each stage:\n"
@@ -89,6 +92,17 @@ bool writeOutputs(const Request &rq, const Compiled &cm, const std::string &out,
   return true;
 }
 
+/// As writeOutputs; an OUT ending in .tsrx gets the container (tessera/artefact.h: kernel
+/// metadata and every image, e.g. cubin and PTX) instead of the bare artefact.
+template <typename Compiled>
+bool writeGpuOutputs(const Request &rq, const Compiled &cm, const std::string &out,
+                     const void *data, size_t size, const GpuArtefact &artefact) {
+  if (!out.ends_with(".tsrx"))
+    return writeOutputs(rq, cm, out, data, size);
+  std::string container = encodeArtefact(artefact);
+  return writeOutputs(rq, cm, out, container.data(), container.size());
+}
+
 template <typename Kernels> void printKernels(const Kernels &kernels) {
   for (const auto &k : kernels)
     std::printf("  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
@@ -132,7 +146,7 @@ int compileSpirv(const Request &rq, const ir::Module &m) {
   }
   std::string out = outPath(rq, ".spv");
   const auto &words = cm->words();
-  if (!writeOutputs(rq, *cm, out, words.data(), words.size() * 4))
+  if (!writeGpuOutputs(rq, *cm, out, words.data(), words.size() * 4, artefactOf(*cm, 0)))
     return 1;
   std::printf("%s: %zu kernel(s), %zu words of SPIR-V (validated) in %.1f ms -> %s\n",
               rq.file.c_str(), cm->kernels().size(), words.size(), ms, out.c_str());
@@ -155,7 +169,7 @@ int compilePtx(const Request &rq, const ir::Module &m) {
     return 1;
   }
   std::string out = outPath(rq, ".ptx");
-  if (!writeOutputs(rq, *cm, out, cm->ptx().data(), cm->ptx().size()))
+  if (!writeGpuOutputs(rq, *cm, out, cm->ptx().data(), cm->ptx().size(), artefactOf(*cm)))
     return 1;
   std::string cubin = cm->cubin().empty() ? "no cubin (ptxas not found)"
                                           : std::to_string(cm->cubin().size()) + " bytes of cubin";
@@ -178,7 +192,7 @@ int compileHsaco(const Request &rq, const ir::Module &m) {
     return 1;
   }
   std::string out = outPath(rq, ".hsaco");
-  if (!writeOutputs(rq, *cm, out, cm->hsaco().data(), cm->hsaco().size()))
+  if (!writeGpuOutputs(rq, *cm, out, cm->hsaco().data(), cm->hsaco().size(), artefactOf(*cm)))
     return 1;
   std::printf("%s: %zu kernel(s), %zu bytes of code object v4 for %s in %.1f ms -> %s\n",
               rq.file.c_str(), cm->kernels().size(), cm->hsaco().size(), rq.arch.c_str(), ms,

@@ -3,6 +3,8 @@
 // (an image handed to the driver in a tsr_gpu_module). Others get a clear "no compiler" error.
 #include "tessera/program.h"
 
+#include "tessera/artefact.h"
+
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cuda/codegen/cuda_codegen.h"
@@ -50,21 +52,6 @@ const std::string &compilerBuildId() {
 
 // --- the cache payload: kernel metadata, then the object bytes -------------------------------
 constexpr std::string_view kPayloadMagic = "TSRPROG1\n";
-
-std::string encodeType(const ir::Type &t) {
-  return std::to_string(int(t.kind)) + "." + std::to_string(int(t.elem)) + "." +
-         std::to_string(int(t.access)) + "." + std::to_string(t.count);
-}
-
-bool decodeType(const std::string &s, ir::Type &t) {
-  int kind = 0, elem = 0, access = 0;
-  long long count = 0;
-  if (std::sscanf(s.c_str(), "%d.%d.%d.%lld", &kind, &elem, &access, &count) != 4 || kind < 0 ||
-      kind > 3 || elem < 0 || elem > 8 || access < 0 || access > 2)
-    return false;
-  t = ir::Type{ir::Type::Kind(kind), ir::Scalar(elem), ir::Access(access), count};
-  return true;
-}
 
 std::string encodePayload(const cpu::CpuCompiledModule &cm) {
   std::ostringstream s;
@@ -143,80 +130,7 @@ tsr_type_t halType(const ir::Type &t) {
 }
 
 
-// --- GPU artefacts: kernel metadata + image (+ fallback), one cache payload for every GPU
-// backend ---------------------------------------------------------------------------------
-struct GpuKernel {
-  std::string name;
-  std::vector<ir::Type> params;
-  std::vector<uint32_t> offsets; // Vulkan push-constant offsets; empty elsewhere
-  uint32_t pushBytes = 0;
-  uint64_t sharedBytes = 0;
-  uint32_t subgroupSize = 0; // 0: the device's
-};
-
-struct GpuArtefact {
-  std::vector<GpuKernel> kernels;
-  std::vector<uint8_t> image, fallback;
-};
-
-constexpr std::string_view kGpuMagic = "TSRGPU2\n";
-
-std::string encodeGpu(const GpuArtefact &a) {
-  std::ostringstream s;
-  s << kGpuMagic;
-  for (const auto &k : a.kernels) {
-    s << "kernel " << k.name << " " << k.sharedBytes << " " << k.pushBytes << " "
-      << k.subgroupSize << " " << k.params.size();
-    for (size_t i = 0; i < k.params.size(); ++i)
-      s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
-    s << "\n";
-  }
-  for (const auto *bytes : {&a.image, &a.fallback}) {
-    s << "bytes " << bytes->size() << "\n";
-    s.write(reinterpret_cast<const char *>(bytes->data()), std::streamsize(bytes->size()));
-  }
-  return s.str();
-}
-
-std::optional<GpuArtefact> decodeGpu(const std::string &payload, bool withOffsets) {
-  if (payload.compare(0, kGpuMagic.size(), kGpuMagic) != 0)
-    return std::nullopt;
-  std::istringstream s(payload.substr(kGpuMagic.size()));
-  GpuArtefact a;
-  std::string word;
-  int blobs = 0;
-  while (blobs < 2 && s >> word) {
-    if (word == "bytes") {
-      size_t size = 0;
-      if (!(s >> size) || s.get() != '\n' || size > payload.size())
-        return std::nullopt;
-      auto &dst = blobs++ == 0 ? a.image : a.fallback;
-      dst.resize(size);
-      if (!s.read(reinterpret_cast<char *>(dst.data()), std::streamsize(size)))
-        return std::nullopt;
-      continue;
-    }
-    if (word != "kernel")
-      return std::nullopt;
-    GpuKernel k;
-    size_t n = 0;
-    if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> k.subgroupSize >> n) || n > 4096)
-      return std::nullopt;
-    for (size_t i = 0; i < n; ++i) {
-      std::string t;
-      ir::Type ty;
-      if (!(s >> t) || t.find(':') == std::string::npos || !decodeType(t.substr(0, t.find(':')), ty))
-        return std::nullopt;
-      k.params.push_back(ty);
-      if (withOffsets)
-        k.offsets.push_back(uint32_t(std::stoul(t.substr(t.find(':') + 1))));
-    }
-    a.kernels.push_back(std::move(k));
-  }
-  if (blobs != 2)
-    return std::nullopt;
-  return a;
-}
+// --- GPU artefacts (tessera/artefact.h): one container, also the cache payload -----------
 
 vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
   // The driver reports a feature bit only when every Vulkan feature behind it is enabled.
@@ -241,14 +155,13 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
 // The artefact under `key` from the cache, else `compile`'s (stored for next time). A dump
 // directory bypasses the cache (every stage must be produced). False with `*error` set.
 bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::string &key,
-                   bool withOffsets,
                    const std::function<bool(GpuArtefact *, std::string *)> &compile,
                    GpuArtefact *out, ProgramStats *stats, std::string *error) {
   bool useCache = cache && opts.dumpDir.empty();
   if (useCache) {
     uint64_t diskBefore = cache->stats().diskHits;
     if (auto payload = cache->lookup(key))
-      if (auto a = decodeGpu(*payload, withOffsets)) {
+      if (auto a = decodeArtefact(*payload)) {
         *out = std::move(*a);
         stats->source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
                                                              : ProgramStats::Source::MemoryCache;
@@ -258,7 +171,7 @@ bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::s
   if (!compile(out, error))
     return false;
   if (useCache)
-    cache->store(key, encodeGpu(*out));
+    cache->store(key, encodeArtefact(*out));
   return true;
 }
 
@@ -270,16 +183,11 @@ bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCa
   vo.caps = vulkanCaps(info);
   std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, true, [&](GpuArtefact *a, std::string *err) {
+  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
     auto cm = vulkan::compileKernelModule(m, vo, err);
     if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
       return false;
-    const auto &w = cm->words();
-    a->image.resize(w.size() * 4);
-    std::memcpy(a->image.data(), w.data(), a->image.size());
-    for (const auto &k : cm->kernels())
-      a->kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes,
-                            info.subgroup_size});
+    *a = artefactOf(*cm, info.subgroup_size);
     return true;
   }, out, stats, error);
 }
@@ -306,15 +214,11 @@ bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   co.arch = *arch;
   std::string key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, false, [&](GpuArtefact *a, std::string *err) {
+  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
     auto cm = cuda::compileKernelModule(m, co, err);
     if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
       return false;
-    a->image = cm->cubin();
-    a->fallback.assign(cm->ptx().begin(), cm->ptx().end());
-    a->fallback.push_back('\0'); // the driver takes NUL-terminated PTX text
-    for (const auto &k : cm->kernels())
-      a->kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    *a = artefactOf(*cm);
     return true;
   }, out, stats, error);
 }
@@ -334,13 +238,11 @@ bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   ro.arch = arch;
   std::string key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, false, [&](GpuArtefact *a, std::string *err) {
+  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
     auto cm = rocm::compileKernelModule(m, ro, err);
     if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
       return false;
-    a->image = cm->hsaco();
-    for (const auto &k : cm->kernels())
-      a->kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    *a = artefactOf(*cm);
     return true;
   }, out, stats, error);
 }
@@ -484,23 +386,18 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
   ProgramStats stats;
   GpuArtefact art;
   std::string err;
-  const char *format = nullptr;
   auto t0 = std::chrono::steady_clock::now();
   std::string key0 = std::string(kCompilerVersion) + " " + compilerBuildId();
   using Compiler = bool (*)(const tsr_device_info_t &, const ir::Module &, CompileCache *,
                             const ProgramOptions &, const std::string &, GpuArtefact *,
                             ProgramStats *, std::string *);
   Compiler compile = nullptr;
-  if (backend == "vulkan") {
-    format = TSR_VULKAN_SPIRV_FORMAT;
+  if (backend == "vulkan")
     compile = compileVulkan;
-  } else if (backend == "cuda") {
-    format = TSR_CUDA_FORMAT;
+  else if (backend == "cuda")
     compile = compileCuda;
-  } else {
-    format = TSR_ROCM_FORMAT;
+  else
     compile = compileRocm;
-  }
   if (!compile(info, m, cache, opts, key0, &art, &stats, &err))
     return fail(err);
   stats.compileMs = msSince(t0);
@@ -530,7 +427,7 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
   mod.kernels = gk.data();
   mod.kernel_count = uint32_t(gk.size());
   auto impl = std::make_unique<Impl>();
-  if (tsr_status_t st = tsr_executable_create(device, format, &mod, sizeof mod, &impl->exe))
+  if (tsr_status_t st = tsr_executable_create(device, art.format.c_str(), &mod, sizeof mod, &impl->exe))
     return fail(hal::Status::fromC(st).message());
   std::unique_ptr<Program> p(new Program(std::move(impl)));
   for (const auto &k : art.kernels) {

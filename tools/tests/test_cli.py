@@ -315,3 +315,16 @@ def test_compile_spirv_dumps_every_stage_and_validates(tmp_path):
     tessera("compile", ROOT / "ir/examples/row_softmax.tir", "--target", "spirv", "-o", alias,
             check=0)
     assert alias.read_bytes() == words
+
+
+def test_compile_ptx_container_carries_cubin_and_ptx(tmp_path):
+    out = tmp_path / "s.tsrx"
+    r = tessera("compile", ROOT / "ir/examples/saxpy.tir", "--target", "ptx", "--arch", "sm_90",
+                "-o", out, check=0)
+    data = out.read_bytes()
+    header, rest = data.split(b"\n", 1)
+    assert header == b"TSRX1 cuda", header
+    assert rest.startswith(b"kernel saxpy 0 0 32 4 ")
+    assert b".entry saxpy" in data  # the PTX fallback
+    if "bytes of cubin" in r.stdout:  # ptxas was found: the image is the cubin (an ELF)
+        assert b"\x7fELF" in data

@@ -1,0 +1,134 @@
+// The `.tsrx` GPU artefact container (see tessera/artefact.h).
+#include "tessera/artefact.h"
+
+#include "backends/cuda/codegen/cuda_codegen.h"
+#include "backends/gpu_module.h"
+#include "backends/rocm/codegen/rocm_codegen.h"
+#include "backends/vulkan/codegen/vulkan_codegen.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kMagic = "TSRX1 ";
+
+} // namespace
+
+GpuArtefact artefactOf(const vulkan::VulkanCompiledModule &m, uint32_t subgroupSize) {
+  GpuArtefact a;
+  a.format = TSR_VULKAN_SPIRV_FORMAT;
+  const auto &w = m.words();
+  a.image.resize(w.size() * 4);
+  std::memcpy(a.image.data(), w.data(), a.image.size());
+  for (const auto &k : m.kernels())
+    a.kernels.push_back(
+        {k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes, subgroupSize});
+  return a;
+}
+
+GpuArtefact artefactOf(const cuda::CudaCompiledModule &m) {
+  GpuArtefact a;
+  a.format = TSR_CUDA_FORMAT;
+  a.image = m.cubin();
+  a.fallback.assign(m.ptx().begin(), m.ptx().end());
+  a.fallback.push_back('\0'); // the driver takes NUL-terminated PTX text
+  for (const auto &k : m.kernels())
+    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+  return a;
+}
+
+GpuArtefact artefactOf(const rocm::RocmCompiledModule &m) {
+  GpuArtefact a;
+  a.format = TSR_ROCM_FORMAT;
+  a.image = m.hsaco();
+  for (const auto &k : m.kernels())
+    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+  return a;
+}
+
+std::string encodeType(const ir::Type &t) {
+  return std::to_string(int(t.kind)) + "." + std::to_string(int(t.elem)) + "." +
+         std::to_string(int(t.access)) + "." + std::to_string(t.count);
+}
+
+bool decodeType(const std::string &s, ir::Type &t) {
+  int kind = 0, elem = 0, access = 0;
+  long long count = 0;
+  if (std::sscanf(s.c_str(), "%d.%d.%d.%lld", &kind, &elem, &access, &count) != 4 || kind < 0 ||
+      kind > 3 || elem < 0 || elem > 8 || access < 0 || access > 2)
+    return false;
+  t = ir::Type{ir::Type::Kind(kind), ir::Scalar(elem), ir::Access(access), count};
+  return true;
+}
+
+std::string encodeArtefact(const GpuArtefact &a) {
+  std::ostringstream s;
+  s << kMagic << a.format << "\n";
+  for (const auto &k : a.kernels) {
+    s << "kernel " << k.name << " " << k.sharedBytes << " " << k.pushBytes << " "
+      << k.subgroupSize << " " << k.params.size();
+    for (size_t i = 0; i < k.params.size(); ++i)
+      s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
+    s << "\n";
+  }
+  for (const auto *bytes : {&a.image, &a.fallback}) {
+    s << "bytes " << bytes->size() << "\n";
+    s.write(reinterpret_cast<const char *>(bytes->data()), std::streamsize(bytes->size()));
+  }
+  return s.str();
+}
+
+std::optional<GpuArtefact> decodeArtefact(const std::string &bytes) {
+  if (bytes.compare(0, kMagic.size(), kMagic) != 0)
+    return std::nullopt;
+  std::istringstream s(bytes.substr(kMagic.size()));
+  GpuArtefact a;
+  if (!std::getline(s, a.format) || a.format.empty())
+    return std::nullopt;
+  bool vulkan = a.format == TSR_VULKAN_SPIRV_FORMAT; // only Vulkan has push-constant offsets
+  std::string word;
+  int blobs = 0;
+  while (blobs < 2 && s >> word) {
+    if (word == "bytes") {
+      size_t size = 0;
+      if (!(s >> size) || s.get() != '\n' || size > bytes.size())
+        return std::nullopt;
+      auto &dst = blobs++ == 0 ? a.image : a.fallback;
+      dst.resize(size);
+      if (!s.read(reinterpret_cast<char *>(dst.data()), std::streamsize(size)))
+        return std::nullopt;
+      continue;
+    }
+    if (word != "kernel")
+      return std::nullopt;
+    GpuKernel k;
+    size_t n = 0;
+    if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> k.subgroupSize >> n) || n > 4096)
+      return std::nullopt;
+    for (size_t i = 0; i < n; ++i) {
+      std::string t;
+      ir::Type ty;
+      size_t colon = 0;
+      if (!(s >> t) || (colon = t.find(':')) == std::string::npos ||
+          !decodeType(t.substr(0, colon), ty))
+        return std::nullopt;
+      k.params.push_back(ty);
+      char *end = nullptr;
+      unsigned long off = std::strtoul(t.c_str() + colon + 1, &end, 10);
+      if (*end != '\0' || off > UINT32_MAX)
+        return std::nullopt;
+      if (vulkan)
+        k.offsets.push_back(uint32_t(off));
+    }
+    a.kernels.push_back(std::move(k));
+  }
+  if (blobs != 2)
+    return std::nullopt;
+  return a;
+}
+
+} // namespace tessera
