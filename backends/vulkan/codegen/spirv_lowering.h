@@ -126,4 +126,15 @@ private:
   int callDepth_ = 0;
 };
 
+// f64 decompositions (spirv_math_f64.cpp): GLSL.std.450 has no 64-bit transcendentals.
+Id f64Exp(Lowering &L, Id x, bool base2);
+Id f64Expm1(Lowering &L, Id x);
+Id f64Log(Lowering &L, Id x, bool base2);
+Id f64Log1p(Lowering &L, Id x);
+Id f64Erf(Lowering &L, Id x);
+/// sin, cos or tan (k) of x.
+Id f64Trig(Lowering &L, Id x, ir::OpKind k);
+/// |x|^y for finite non-zero `ax` = |x|; the caller selects the special cases.
+Id f64Pow(Lowering &L, Id ax, Id y);
+
 } // namespace tessera::vulkan::detail

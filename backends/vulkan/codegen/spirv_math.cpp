@@ -7,8 +7,10 @@
 //
 // Vulkan's precision for GLSL.std.450 is relaxed (the SPIR-V precision table of the Vulkan
 // spec): the runtime conformance judges Vulkan under its `relaxed` profile. GLSL.std.450
-// transcendental functions have no 64-bit forms: those are clear compile errors. Never
-// decorate RelaxedPrecision and never use an approximation coarser than the ones below.
+// transcendental functions have no 64-bit forms: f64 exp/exp2/expm1/log/log2/log1p/pow/erf/
+// sin/cos/tan (and sigmoid, tanh on top of them) are spirv_math_f64.cpp's decompositions; an
+// f64 op with neither is a clear compile error. Never decorate RelaxedPrecision and never
+// use an approximation coarser than the ones below.
 #include "backends/vulkan/codegen/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
@@ -58,6 +60,8 @@ struct MathHelper {
     return sel(L.isNegative(signOf, T), b.op(spv::OpFNegate, T, {x}), x);
   }
   Id isSubnormal(Id x) { return cmp(spv::OpFOrdLessThan, x, c(0x1p-126)); } // f32, x >= 0
+  bool isF64() { return b.widthOf(T) == 64; }
+  Id exp(Id x) { return isF64() ? f64Exp(L, x, false) : ext(GLSLstd450Exp, {x}); }
 
   Id sigmoid(Id x);
   Id erf(Id x);
@@ -75,13 +79,15 @@ Id MathHelper::sigmoid(Id x) {
   // t = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + t), x < 0 gives t / (1 + t)
   // (as on the CPU: 1 / (1 + exp(-x)) overflowed exp for x < -88.7). NaN takes the second
   // arm and stays NaN.
-  Id t = ext(GLSLstd450Exp, {b.op(spv::OpFNegate, T, {ext(GLSLstd450FAbs, {x})})});
+  Id t = exp(b.op(spv::OpFNegate, T, {ext(GLSLstd450FAbs, {x})}));
   Id den = fop(spv::OpFAdd, c(1.0), t);
   Id nonNeg = cmp(spv::OpFOrdGreaterThanEqual, x, c(0.0));
   return sel(nonNeg, fop(spv::OpFDiv, c(1.0), den), fop(spv::OpFDiv, t, den));
 }
 
 Id MathHelper::erf(Id x) {
+  if (isF64())
+    return f64Erf(L, x);
   // The f32 algorithm of backends/cpu/codegen/cpu_erf.cpp (coefficients and error analysis
   // there: max 2.53 ulp unfused, budget 16):
   //   |x| <  0.921875:  x * P(x^2)
@@ -115,6 +121,8 @@ Id MathHelper::erf(Id x) {
 }
 
 Id MathHelper::log1p(Id x) {
+  if (isF64())
+    return f64Log1p(L, x);
   // |x| < 1/2: log1p(x) = 2 atanh(s), s = x / (2 + x) in [-1/3, 1/5], as the series
   // 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2 <= 1/9 (truncation < 2^-28). Its
   // error is that of s: 2 + x and the division (about 1.5 ulp with a correctly rounded
@@ -138,6 +146,8 @@ Id MathHelper::log1p(Id x) {
 }
 
 Id MathHelper::expm1(Id x) {
+  if (isF64())
+    return f64Expm1(L, x);
   // |x| < 1/2: Taylor to x^9/9! (truncation < 2^-30 relative), no cancellation and no
   // GLSL Exp (whose Vulkan bound, 3 + 2|x| ulp, would be amplified by exp(x) - 1 near 0).
   // Elsewhere exp(x) - 1 loses at most a factor 2.6 (x = 1/2) to cancellation; it overflows
@@ -160,6 +170,8 @@ Id MathHelper::tanh(Id x) {
 }
 
 Id MathHelper::log(Id x, bool base2) {
+  if (isF64())
+    return f64Log(L, x, base2);
   // Subnormal inputs are scaled by 2^24 first (exact): some drivers read the exponent
   // field of a subnormal as -127 (llvmpipe: log2(2^-149) = -127).
   Id small = isSubnormal(x); // also x <= 0, which stays <= 0
@@ -172,10 +184,15 @@ Id MathHelper::pow(Id x, Id y) {
   // GLSL's Pow(|x|, y) for finite non-zero |x|; every special case of C's pow (which the
   // interpreter uses) by selects.
   Id ax = ext(GLSLstd450FAbs, {x});
-  // A subnormal base is scaled into the normal range (see log()): x^y = (x 2^24)^y 2^-24y.
-  Id scaled = fop(spv::OpFMul, ext(GLSLstd450Pow, {fop(spv::OpFMul, ax, c(0x1p24)), y}),
-                  ext(GLSLstd450Pow, {c(0x1p-24), y}));
-  Id r = sel(isSubnormal(ax), scaled, ext(GLSLstd450Pow, {ax, y}));
+  Id r;
+  if (isF64()) {
+    r = f64Pow(L, ax, y);
+  } else {
+    // A subnormal base is scaled into the normal range (see log()): x^y = (x 2^24)^y 2^-24y.
+    Id scaled = fop(spv::OpFMul, ext(GLSLstd450Pow, {fop(spv::OpFMul, ax, c(0x1p24)), y}),
+                    ext(GLSLstd450Pow, {c(0x1p-24), y}));
+    r = sel(isSubnormal(ax), scaled, ext(GLSLstd450Pow, {ax, y}));
+  }
   Id inf = c(INFINITY);
   Id yNeg = cmp(spv::OpFOrdLessThan, y, c(0.0));
   Id half = fop(spv::OpFMul, y, c(0.5));
@@ -293,9 +310,22 @@ uint32_t glslUnary(OpKind k) {
   }
 }
 
-/// Ops GLSL.std.450 (or our decomposition built on it) has for 64-bit floats.
+/// Ops GLSL.std.450 or our decompositions (spirv_math_f64.cpp) have for 64-bit floats.
 bool hasF64Form(OpKind k) {
   switch (k) {
+  case OpKind::Exp:
+  case OpKind::Exp2:
+  case OpKind::Expm1:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Log1p:
+  case OpKind::Pow:
+  case OpKind::Sigmoid:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
   case OpKind::Rem:
   case OpKind::Sqrt:
   case OpKind::Rsqrt:
@@ -320,6 +350,18 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
   MathHelper h{*this, b_, T};
   Id r = 0;
   switch (op.kind) {
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+    r = t == Scalar::F64 ? f64Trig(*this, v[0], op.kind) : glsl(T, glslUnary(op.kind), {v[0]});
+    break;
+  case OpKind::Exp:
+  case OpKind::Exp2:
+    if (t == Scalar::F64)
+      r = f64Exp(*this, v[0], op.kind == OpKind::Exp2);
+    else
+      r = glsl(T, glslUnary(op.kind), {v[0]});
+    break;
   case OpKind::Sigmoid:
     r = h.sigmoid(v[0]);
     break;

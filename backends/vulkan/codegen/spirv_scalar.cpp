@@ -97,12 +97,10 @@ Id signMask(Lowering &L, Id ft) {
 
 Id Lowering::isNegative(Id v, Id ft) {
   Id bits = bitsView(*this, v, ft);
-  Id it = bitsType(ft);
-  if (b_.widthOf(ft) == 64) { // the high word holds the sign
-    bits = b_.op(spv::OpCompositeExtract, u32T(), {bits, 1});
-    it = u32T();
-  }
-  return b_.op(spv::OpSLessThan, boolT(), {bits, constInt(it, 0)});
+  if (b_.widthOf(ft) == 64) // the high word holds the sign (no 64-bit type: Int64 unneeded)
+    return b_.op(spv::OpSLessThan, boolT(),
+                 {b_.op(spv::OpCompositeExtract, u32T(), {bits, 1}), constU32(0)});
+  return b_.op(spv::OpSLessThan, boolT(), {bits, constInt(bitsType(ft), 0)});
 }
 
 Id Lowering::floatMinMax(Id x, Id y, Id ft, bool isMax) {
