@@ -5,6 +5,7 @@
 // so inputs are identical on every machine.
 #include "conformance/catalog.h"
 
+#include "ir/core/hash.h"
 #include "ir/interp/numerics.h"
 #include "ir/interp/rng.h"
 
@@ -19,12 +20,7 @@ using ir::Scalar;
 
 using ir::Rng;
 
-uint64_t hashId(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : s)
-    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return h;
-}
+uint64_t hashId(std::string_view s) { return Fnv1a().bytes(s).value(); }
 
 struct Format {
   int p, emin, emax;

@@ -5,6 +5,7 @@
 // strings here, at the edge. Must never depend on the CPU runtime or the HAL, and must stay
 // deterministic (no pointer-keyed iteration into output, no timestamps).
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
+#include "ir/core/hash.h"
 #include "ir/text/printer.h"
 
 #include <filesystem>
@@ -25,20 +26,8 @@
 namespace tessera::cpu {
 
 uint64_t CpuCompileOptions::hash() const {
-  // FNV-1a over the fields in declaration order (stable across runs and builds).
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  };
-  mix(1); // layout version of this struct
-  mix(subgroupSize);
-  mix(optLevel);
-  mix(hostCpu);
-  mix(vectorMath);
-  return h;
+  // The fields in declaration order, after the layout version of this struct.
+  return Fnv1a().num(1).num(subgroupSize).num(optLevel).num(hostCpu).num(vectorMath).value();
 }
 
 CpuCompiledModule::CpuCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -57,8 +46,8 @@ const std::vector<std::string> &CpuCompiledModule::stageNames() {
   return names;
 }
 
-std::unique_ptr<CpuCompiledModule> CpuCompiledModule::fromObject(std::vector<uint8_t> object,
-                                                                 std::vector<CpuKernelInfo> kernels) {
+std::unique_ptr<CpuCompiledModule>
+CpuCompiledModule::fromObject(std::vector<uint8_t> object, std::vector<CpuKernelInfo> kernels) {
   auto impl = std::make_unique<Impl>();
   impl->object = std::move(object);
   impl->kernels = std::move(kernels);
@@ -185,16 +174,15 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
                                : level == 2 ? llvm::OptimizationLevel::O2
                                : level == 1 ? llvm::OptimizationLevel::O1
                                             : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(ol)
-                                           : pb.buildPerModuleDefaultPipeline(ol);
+  llvm::ModulePassManager mpm =
+      level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
   mpm.run(m, mam);
 }
 
 } // namespace
 
-std::unique_ptr<CpuCompiledModule> compileKernelModule(const ir::Module &m,
-                                                       const CpuCompileOptions &opts,
-                                                       std::string *error) {
+std::unique_ptr<CpuCompiledModule>
+compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<CpuCompiledModule> {
     if (error)
       *error = std::move(msg);

@@ -9,6 +9,7 @@
 // deterministic.
 #include "backends/llvm/gpu_pipeline.h"
 #include "backends/rocm/codegen/rocm_codegen_impl.h"
+#include "ir/core/hash.h"
 #include "ir/text/printer.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -165,24 +166,8 @@ void layOutArgs(RocmKernelInfo &k) {
 } // namespace
 
 uint64_t RocmCompileOptions::hash() const {
-  // FNV-1a over the fields in declaration order (stable across runs and builds).
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto byte = [&](uint8_t c) { h = (h ^ c) * 0x100000001b3ull; };
-  auto num = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i)
-      byte(static_cast<uint8_t>(v >> (8 * i)));
-  };
-  auto str = [&](const std::string &s) {
-    num(s.size());
-    for (char c : s)
-      byte(static_cast<uint8_t>(c));
-  };
-  num(1); // layout version of this struct
-  str(arch);
-  num(optLevel);
-  str(deviceLibDir);
-  str(lldPath);
-  return h;
+  // The fields in declaration order, after the layout version of this struct.
+  return Fnv1a().num(1).str(arch).num(optLevel).str(deviceLibDir).str(lldPath).value();
 }
 
 RocmCompiledModule::RocmCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

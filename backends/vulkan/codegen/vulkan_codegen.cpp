@@ -6,6 +6,7 @@
 // module that fails either is an error, never a result. Must never depend on the Vulkan
 // runtime or the HAL, and must stay deterministic.
 #include "backends/vulkan/codegen/spirv_lowering.h"
+#include "ir/core/hash.h"
 #include "ir/text/printer.h"
 #include "ir/verify/verifier.h"
 
@@ -18,14 +19,6 @@
 namespace tessera::vulkan {
 
 namespace {
-
-uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 constexpr uint32_t kSpirvVersion = 0x00010500; // SPIR-V 1.5 = Vulkan 1.2
 
@@ -60,10 +53,10 @@ std::string VulkanTargetCaps::describe() const {
 }
 
 // The description names every field, so its hash changes whenever any field does.
-uint64_t VulkanTargetCaps::hash() const { return fnv1a(describe()); }
+uint64_t VulkanTargetCaps::hash() const { return Fnv1a().bytes(describe()).value(); }
 
 uint64_t VulkanCompileOptions::hash() const {
-  return fnv1a("vulkan-options-v1 spirv=1.5", caps.hash());
+  return Fnv1a(caps.hash()).bytes("vulkan-options-v1 spirv=1.5").value();
 }
 
 // ----------------------------------------------------------------- compiled module
