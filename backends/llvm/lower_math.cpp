@@ -13,6 +13,19 @@ namespace tessera::llvmgen {
 using ir::OpKind;
 using ir::Scalar;
 
+llvm::Function *declareMathFunction(llvm::Module &m, const std::string &name, llvm::Type *t,
+                                    unsigned arity) {
+  if (llvm::Function *f = m.getFunction(name))
+    return f;
+  llvm::SmallVector<llvm::Type *, 2> params(arity, t);
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(t, params, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  f->setDoesNotThrow();
+  f->setMemoryEffects(llvm::MemoryEffects::none());
+  f->setWillReturn();
+  return f;
+}
+
 const char *mathFunctionName(OpKind k) {
   switch (k) {
   case OpKind::Exp: return "exp";

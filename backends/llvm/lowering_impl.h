@@ -123,6 +123,11 @@ llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
 /// The C math library name of a transcendental op ("exp", "log1p", "pow" ...) that targets
 /// map to their library (__nv_expf, __ocml_exp_f32); null for any other op.
 const char *mathFunctionName(ir::OpKind k);
+/// The declaration in `m` of the external math function `name` (libm, libdevice, ocml): `arity`
+/// arguments and a result of type `t`, no memory access, no unwinding, always returns.
+/// Created on first use.
+llvm::Function *declareMathFunction(llvm::Module &m, const std::string &name, llvm::Type *t,
+                                    unsigned arity);
 /// IEEE 754-2019 minimumNumber / maximumNumber on float registers.
 llvm::Value *emitFloatMinMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, bool isMax);
 /// The binary combine of subgroup reductions and atomics (add/min/max with signedness).

@@ -5,6 +5,7 @@
 // strings here, at the edge. Must never depend on the CPU runtime or the HAL, and must stay
 // deterministic (no pointer-keyed iteration into output, no timestamps).
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
+#include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 
@@ -55,25 +56,13 @@ CpuCompiledModule::fromObject(std::vector<uint8_t> object, std::vector<CpuKernel
 }
 
 bool CpuCompiledModule::writeStages(const std::string &dir, std::string *error) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  auto write = [&](const std::string &name, const void *data, size_t size) {
-    std::ofstream f(dir + "/" + name, std::ios::binary);
-    f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
-    if (f)
-      return true;
-    if (error)
-      *error = "cannot write " + dir + "/" + name;
-    return false;
-  };
-  const std::pair<const char *, const char *> texts[] = {
-      {"kir", "0-kir.tir"}, {"llvm", "1-llvm.ll"}, {"llvm.opt", "2-llvm.opt.ll"}};
-  for (auto [stage, name] : texts) {
-    const std::string &text = dump(stage);
-    if (!write(name, text.data(), text.size()))
-      return false;
-  }
-  return write("3-obj.o", impl_->object.data(), impl_->object.size());
+  const auto &obj = impl_->object;
+  return writeStageFiles(dir,
+                         {{"0-kir.tir", dump("kir")},
+                          {"1-llvm.ll", dump("llvm")},
+                          {"2-llvm.opt.ll", dump("llvm.opt")},
+                          {"3-obj.o", {reinterpret_cast<const char *>(obj.data()), obj.size()}}},
+                         error);
 }
 
 bool CpuCompiledModule::load(std::string *error) {

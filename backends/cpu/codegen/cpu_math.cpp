@@ -59,18 +59,11 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
   if (k == OpKind::Erf && isF32) // inline and branch-free: vectorises without libmvec
     return emitErfF32(b, args[0]);
   std::string name = std::string(mn->f64) + (isF32 ? "f" : "");
-  llvm::SmallVector<llvm::Type *, 2> params(mn->arity, ft);
-  auto *fty = llvm::FunctionType::get(ft, params, false);
-  llvm::Function *f = m_.getFunction(name);
-  if (!f) {
-    f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
-    f->setDoesNotThrow();
-    f->setMemoryEffects(llvm::MemoryEffects::none());
-    f->setWillReturn();
-    f->addFnAttr(llvm::Attribute::Speculatable);
-    f->addFnAttr(llvm::Attribute::NoSync);
-    f->addFnAttr(llvm::Attribute::NoFree);
-  }
+  llvm::Function *f = llvmgen::declareMathFunction(m_, name, ft, mn->arity);
+  // libm is linked into the process, not inlined: tell the optimiser it may hoist the calls.
+  f->addFnAttr(llvm::Attribute::Speculatable);
+  f->addFnAttr(llvm::Attribute::NoSync);
+  f->addFnAttr(llvm::Attribute::NoFree);
   llvm::CallInst *call = b.CreateCall(f, args);
   if (!vectorMath_ || !mn->hasVector)
     return call;

@@ -6,6 +6,7 @@
 // error strings here. Must never need a GPU or the CUDA driver, and must stay deterministic.
 #include "backends/cuda/codegen/cuda_codegen_impl.h"
 #include "backends/llvm/gpu_pipeline.h"
+#include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 
@@ -137,26 +138,13 @@ const std::vector<std::string> &CudaCompiledModule::stageNames() {
 }
 
 bool CudaCompiledModule::writeStages(const std::string &dir, std::string *error) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::pair<const char *, const char *> files[] = {{"kir", "0-kir.tir"},
-                                                         {"llvm", "1-llvm.ll"},
-                                                         {"llvm.opt", "2-llvm.opt.ll"},
-                                                         {"ptx", "3-ptx.ptx"},
-                                                         {"cubin", "4-cubin.cubin"}};
-  for (auto [stage, name] : files) {
-    const std::string &bytes = dump(stage);
-    if (std::string_view(stage) == "cubin" && bytes.empty())
-      continue;
-    std::ofstream f(dir + "/" + name, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (f)
-      continue;
-    if (error)
-      *error = "cannot write " + dir + "/" + name;
-    return false;
-  }
-  return true;
+  std::vector<StageFile> files = {{"0-kir.tir", dump("kir")},
+                                  {"1-llvm.ll", dump("llvm")},
+                                  {"2-llvm.opt.ll", dump("llvm.opt")},
+                                  {"3-ptx.ptx", dump("ptx")}};
+  if (!dump("cubin").empty()) // no ptxas: no cubin
+    files.push_back({"4-cubin.cubin", dump("cubin")});
+  return writeStageFiles(dir, files, error);
 }
 
 const std::vector<std::string> &supportedArchs() {

@@ -18,15 +18,7 @@ llvm::Value *NvptxHooks::callLibdevice(llvm::IRBuilder<> &b, const std::string &
                                        llvm::ArrayRef<llvm::Value *> args) {
   llvm::Type *ft = args[0]->getType();
   std::string name = "__nv_" + base + (ft->isFloatTy() ? "f" : "");
-  llvm::SmallVector<llvm::Type *, 2> params(args.size(), ft);
-  llvm::FunctionCallee fn =
-      m_.getOrInsertFunction(name, llvm::FunctionType::get(ft, params, false));
-  if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
-    f->setDoesNotThrow();
-    f->setMemoryEffects(llvm::MemoryEffects::none());
-    f->setWillReturn();
-  }
-  return b.CreateCall(fn, args);
+  return b.CreateCall(llvmgen::declareMathFunction(m_, name, ft, unsigned(args.size())), args);
 }
 
 llvm::Value *NvptxHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,

@@ -20,15 +20,7 @@ llvm::Value *AmdgpuHooks::callOcml(llvm::IRBuilder<> &b, const std::string &base
                                    llvm::ArrayRef<llvm::Value *> args) {
   llvm::Type *ft = args[0]->getType();
   std::string name = "__ocml_" + base + (ft->isFloatTy() ? "_f32" : "_f64");
-  llvm::SmallVector<llvm::Type *, 2> params(args.size(), ft);
-  llvm::FunctionCallee fn =
-      m_.getOrInsertFunction(name, llvm::FunctionType::get(ft, params, false));
-  if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
-    f->setDoesNotThrow();
-    f->setMemoryEffects(llvm::MemoryEffects::none());
-    f->setWillReturn();
-  }
-  return b.CreateCall(fn, args);
+  return b.CreateCall(llvmgen::declareMathFunction(m_, name, ft, unsigned(args.size())), args);
 }
 
 llvm::Value *AmdgpuHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,

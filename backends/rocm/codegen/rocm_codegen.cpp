@@ -8,6 +8,7 @@
 // become our error strings here. Must never need a GPU or the ROCm runtime, and must stay
 // deterministic.
 #include "backends/llvm/gpu_pipeline.h"
+#include "backends/stage_files.h"
 #include "backends/rocm/codegen/rocm_codegen_impl.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
@@ -188,22 +189,14 @@ const std::vector<std::string> &RocmCompiledModule::stageNames() {
 }
 
 bool RocmCompiledModule::writeStages(const std::string &dir, std::string *error) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::pair<const char *, const char *> files[] = {
-      {"kir", "0-kir.tir"},          {"llvm", "1-llvm.ll"}, {"llvm.linked", "2-llvm.linked.ll"},
-      {"llvm.opt", "3-llvm.opt.ll"}, {"obj", "4-obj.o"},    {"hsaco", "5-hsaco.hsaco"}};
-  for (auto [stage, name] : files) {
-    const std::string &bytes = dump(stage);
-    std::ofstream f(dir + "/" + name, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (f)
-      continue;
-    if (error)
-      *error = "cannot write " + dir + "/" + name;
-    return false;
-  }
-  return true;
+  return writeStageFiles(dir,
+                         {{"0-kir.tir", dump("kir")},
+                          {"1-llvm.ll", dump("llvm")},
+                          {"2-llvm.linked.ll", dump("llvm.linked")},
+                          {"3-llvm.opt.ll", dump("llvm.opt")},
+                          {"4-obj.o", dump("obj")},
+                          {"5-hsaco.hsaco", dump("hsaco")}},
+                         error);
 }
 
 const std::vector<std::string> &supportedArchs() {

@@ -6,6 +6,7 @@
 // module that fails either is an error, never a result. Must never depend on the Vulkan
 // runtime or the HAL, and must stay deterministic.
 #include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 #include "ir/verify/verifier.h"
@@ -95,22 +96,14 @@ VulkanCompiledModule::fromWords(std::vector<uint32_t> words,
 }
 
 bool VulkanCompiledModule::writeStages(const std::string &dir, std::string *error) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  auto write = [&](const std::string &name, const void *data, size_t size) {
-    std::ofstream f(dir + "/" + name, std::ios::binary);
-    f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
-    if (f)
-      return true;
-    if (error)
-      *error = "cannot write " + dir + "/" + name;
-    return false;
-  };
-  const std::string &kir = dump("kir"), &dis = dump("spirv.dis");
   // SPIR-V files are the words in little-endian byte order (the host's, on x86-64).
-  return write("0-kir.tir", kir.data(), kir.size()) &&
-         write("1-spirv.spv", impl_->words.data(), impl_->words.size() * sizeof(uint32_t)) &&
-         write("2-spirv.dis.txt", dis.data(), dis.size());
+  const auto &w = impl_->words;
+  return writeStageFiles(
+      dir,
+      {{"0-kir.tir", dump("kir")},
+       {"1-spirv.spv", {reinterpret_cast<const char *>(w.data()), w.size() * sizeof(uint32_t)}},
+       {"2-spirv.dis.txt", dump("spirv.dis")}},
+      error);
 }
 
 // -------------------------------------------------------------- validation, text
