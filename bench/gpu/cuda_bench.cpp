@@ -14,6 +14,7 @@
 // with one, any failed check or error exits 1.
 #include "backends/cuda/runtime/cuda_api.h"
 #include "backends/cuda/runtime/cuda_driver.h"
+#include "bench/bench_util.h"
 #include "ir/text/parser.h"
 #include "tessera/hal.hpp"
 #include "tessera/program.h"
@@ -33,7 +34,8 @@
 namespace {
 
 using namespace tessera;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::median;
 
 /// A failed step: recorded, reported, and the run exits 1.
 struct BenchFailure {
@@ -113,11 +115,6 @@ void writeJson(const Report &report, const std::string &path) {
     j << (i ? ", " : "") << jsonString(report.failures[i]);
   j << "],\n  \"passed\": " << (report.failures.empty() ? "true" : "false") << "\n}\n";
   std::ofstream(path) << j.str();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 /// Median ms per operation: `iters` operations between synchronizes, over `reps` samples.
