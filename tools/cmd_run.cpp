@@ -5,6 +5,7 @@
 #include "ir/interp/launch.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
+#include "tessera/launch_memory.h"
 #include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -56,6 +57,12 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   }
   ir::LaunchData data;
   std::string err;
+  // Sizes first: the inputs, the outputs and, with --check, the reference's copy live on the
+  // host at once, and none of it may be built for a launch that cannot fit.
+  if (!checkLaunchFits(session.device, f, check ? 3 : 2, &err)) {
+    std::fprintf(stderr, "tessera run: %s\n", err.c_str());
+    return 1;
+  }
   if (!ir::makeLaunchData(f, data, err)) {
     std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), err.c_str());
     return 1;

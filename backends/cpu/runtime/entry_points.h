@@ -8,6 +8,7 @@
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cpu/runtime/thread_pool.h"
 #include "backends/driver_entry_points.h"
+#include "backends/memory_budget.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -36,6 +37,7 @@ struct CpuDevice {
   explicit CpuDevice(const tsr_device_info_t &info);
   tsr_device_info_t info;
   ThreadPool pool; // runs the workgroups of every launch on this device
+  backend::MemoryBudget &memory; // live buffers against info.total_memory
 };
 
 struct CpuBuffer {

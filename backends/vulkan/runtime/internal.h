@@ -14,6 +14,7 @@
 
 #include "backends/driver_entry_points.h"
 #include "backends/gpu_module.h"
+#include "backends/memory_budget.h"
 #include "backends/vulkan/runtime/vk_api.h"
 
 #include <array>
@@ -229,6 +230,8 @@ struct VkDevice_ {
   DeviceFns fn;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   std::unique_ptr<MemoryAllocator> memory;
+  std::string name;                        // "vulkan:<index>", for messages
+  backend::MemoryBudget *budget = nullptr; // user buffers against phys->info.total_memory
   VkBufferObj dummy; // bound for zero-length buffer views
 
   tsr_status_t createBuffer(uint64_t size, VkMemoryPropertyFlags required,

@@ -133,7 +133,7 @@ typedef struct tsr_device_info_t {
   char backend[TSR_NAME_MAX];       /* "cpu" */
   char vendor[TSR_NAME_MAX];        /* "GenuineIntel", "NVIDIA", ... */
   char architecture[TSR_NAME_MAX];  /* "x86_64", "sm_90", "gfx90a", ... */
-  uint64_t total_memory;            /* bytes; larger allocations fail RESOURCE_EXHAUSTED */
+  uint64_t total_memory;            /* bytes; live buffers past it fail RESOURCE_EXHAUSTED */
   uint32_t compute_units;           /* cores / SMs / CUs */
   uint32_t max_workgroup_size[3];   /* per dimension */
   uint32_t max_workgroup_total;     /* product of the three */

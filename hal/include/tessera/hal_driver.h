@@ -108,7 +108,9 @@ struct tsr_driver_v1 {
 
   /* ---- memory --------------------------------------------------------------------------- */
   /* cuMemAlloc / vkAllocateMemory. Guaranteed: 0 < size <= total_memory; kind is a non-empty
-   * subset of the TSR_MEMORY_* bits. Return RESOURCE_EXHAUSTED when out of memory. */
+   * subset of the TSR_MEMORY_* bits. Return RESOURCE_EXHAUSTED when out of memory, and when
+   * the live buffers plus size would exceed the total_memory the device reports (account
+   * before allocating: backends/memory_budget.h). */
   tsr_status_t (*buffer_allocate)(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
                                   tsr_drv_buffer_t *out_buffer);
   /* cuMemFree / vkFreeMemory. Guaranteed: no enqueued work uses it any more, it is unmapped. */
