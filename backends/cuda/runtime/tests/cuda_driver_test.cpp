@@ -128,8 +128,7 @@ TEST(CudaDriverRegistration, FakeDeviceIsListedWithItsAttributes) {
 // before the vendor allocator is called (hal/tests/memory_accounting_check.h).
 TEST(CudaDriverMemory, AllocationsAreAccountedInTotal) {
   UseFakeCuda fake("");
-  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES",
-                  std::to_string(hal::testing::kAccountingTestLimit));
+  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(hal::testing::kAccountingTestLimit));
   tsr_status_t status = nullptr;
   tsr_registry_t registry = registryWithCuda(&status);
   TSR_ASSERT_OK(status);

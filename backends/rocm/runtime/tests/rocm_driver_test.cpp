@@ -163,8 +163,7 @@ TEST(RocmDriverRegistration, FakeDevicesDescribeThemselves) {
 // before the vendor allocator is called (hal/tests/memory_accounting_check.h).
 TEST(RocmDriverMemory, AllocationsAreAccountedInTotal) {
   UseFakeHip fake("");
-  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES",
-                  std::to_string(hal::testing::kAccountingTestLimit));
+  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(hal::testing::kAccountingTestLimit));
   tsr_status_t status = nullptr;
   tsr_registry_t registry = registryWithRocm(&status);
   TSR_ASSERT_OK(status);
