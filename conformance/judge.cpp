@@ -2,6 +2,7 @@
 #include "conformance/judge.h"
 
 #include "ir/interp/numerics.h"
+#include "tessera/output_check.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -168,36 +169,9 @@ Special relaxedSpecialCase(ir::OpKind k, const std::vector<ir::Literal> &a, doub
 
 } // namespace
 
-const char *profileName(Profile p) { return p == Profile::Full ? "full" : "relaxed"; }
+const char *profileName(Profile p) { return precisionProfileName(p); }
 
-std::string formatValue(const ir::Literal &l, Scalar t) {
-  char buf[96];
-  if (ir::isFloatScalar(t)) {
-    int digits = t == Scalar::F64 ? 17 : t == Scalar::F32 ? 9 : 5;
-    uint64_t bits = 0;
-    switch (t) {
-    case Scalar::F16:
-      bits = ir::numerics::toF16Bits(l.f);
-      break;
-    case Scalar::BF16:
-      bits = ir::numerics::toBF16Bits(l.f);
-      break;
-    case Scalar::F32: {
-      float f = static_cast<float>(l.f);
-      uint32_t b;
-      std::memcpy(&b, &f, 4);
-      bits = b;
-      break;
-    }
-    default:
-      std::memcpy(&bits, &l.f, 8);
-    }
-    std::snprintf(buf, sizeof buf, "%.*g (0x%" PRIx64 ")", digits, l.f, bits);
-  } else {
-    std::snprintf(buf, sizeof buf, "%" PRId64, ir::numerics::signExtend(l.i, t));
-  }
-  return buf;
-}
+std::string formatValue(const ir::Literal &l, Scalar t) { return formatElement(l, t); }
 
 Judgement judge(const Variant &v, const ir::Op &op, const std::vector<ir::HostBuffer> &in,
                 const ir::HostBuffer &want, const ir::HostBuffer &got, Profile profile) {

@@ -239,8 +239,4 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
   }
 }
 
-Profile declaredProfile(const std::string &backend) {
-  return backend == "vulkan" ? Profile::Relaxed : Profile::Full;
-}
-
 } // namespace tessera::conform

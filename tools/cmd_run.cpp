@@ -6,6 +6,7 @@
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
 #include "tessera/launch_memory.h"
+#include "tessera/output_check.h"
 #include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -16,7 +17,8 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kRunHelp = R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+constexpr const char *kRunHelp =
+    R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
 
 Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.
@@ -83,24 +85,24 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
                 ir::digestOutputs(f, data).c_str());
     return 0;
   }
-  ir::InterpOptions io;
-  io.subgroupSize = pk->subgroupSize;
-  ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);
-  if (!res.ok) {
-    std::fprintf(stderr, "tessera run: @%s: the reference interpreter failed: %s\n",
-                 f.name.c_str(), res.error.c_str());
+  // Judged like the kernel-level conformance cases: the device's declared profile.
+  PrecisionProfile profile = profileForDevice(deviceName);
+  KernelCheck k = checkKernel(m, f, reference, outputs, pk->subgroupSize, profile);
+  if (!k.ok) {
+    std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), k.error.c_str());
     return 1;
   }
-  double budget = kernelUlpBudget(m, f, pk->subgroupSize);
   int rc = 0;
-  for (const BufferCheck &c : checkOutputs(f, reference, outputs, budget)) {
-    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.3g ulp (%.2f ms)\n",
-                f.name.c_str(), deviceName.c_str(), c.param.c_str(), c.passed ? "ok" : "MISMATCH",
-                c.maxUlp, c.maxAbs, budget, ms);
-    if (!c.passed) {
-      std::printf("    first mismatch at %s\n", c.detail.c_str());
-      rc = 1;
-    }
+  for (const OutputCheck &c : k.outputs) {
+    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.4g ulp (%s)%s (%.2f ms)\n",
+                f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(),
+                c.passed ? "ok" : "MISMATCH", c.maxUlp, c.maxAbs, c.budget.ulp,
+                precisionProfileName(profile), c.normwiseOnly ? " normwise-only" : "", ms);
+    if (c.passed)
+      continue;
+    std::printf("    %lld bad elements; first mismatch at %s\n", (long long)c.badCount,
+                c.detail.c_str());
+    rc = 1;
   }
   return rc;
 }
@@ -172,7 +174,8 @@ int cmdRun(int argc, char **argv) {
     return 1;
   }
   CompileCache cache(noCache ? std::filesystem::path() : CompileCache::defaultDir());
-  auto program = Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
+  auto program =
+      Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
   if (!program) {
     std::fprintf(stderr, "tessera run: %s\n", err.c_str());
     return 1;

@@ -9,6 +9,7 @@
 #include "ir/interp/numerics_internal.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera::ir::interp {
 namespace {
@@ -282,7 +283,12 @@ bool Machine::execAtomic(Frame &f, const COp &c, const Lanes &mask) {
       OpKind k = op.kind == OpKind::AtomicAdd   ? OpKind::Add
                  : op.kind == OpKind::AtomicMin ? OpKind::Min
                                                 : OpKind::Max;
-      numerics::EvalResult r = numerics::detail::evalBinary(k, op.mods, t, old, v);
+      Literal a = old, b = v;
+      if (opts_.magnitudeSums && k == OpKind::Add && isFloatScalar(t)) {
+        a.f = std::fabs(a.f);
+        b.f = std::fabs(b.f);
+      }
+      numerics::EvalResult r = numerics::detail::evalBinary(k, op.mods, t, a, b);
       if (!r.error.empty())
         return fail(op, lane, r.error);
       nv = r.value;

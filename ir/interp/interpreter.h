@@ -44,6 +44,10 @@ struct InterpOptions {
   uint32_t subgroupSize = 32;
   /// Abort after this many executed op-lanes (guards against non-terminating kernels).
   uint64_t maxSteps = 4'000'000'000ull;
+  /// Magnitude mode: float subgroup_add sums |x_i| and float atomic_add stores |old| + |v|,
+  /// so an output that is such a sum holds sum |x_i|, the scale of the error a device may
+  /// make by adding in another order (the conformance judge's summation allowance).
+  bool magnitudeSums = false;
 };
 
 struct InterpResult {

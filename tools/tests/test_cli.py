@@ -152,6 +152,8 @@ def test_run_check_every_example_on_vulkan(tmp_path):
         assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
+        # Judged by Vulkan's declared profile, as the conformance cases are.
+        assert all("ulp (relaxed)" in l for l in lines), r.stdout
 
 
 def test_cuda_path_end_to_end_through_the_fake_driver(tmp_path):
@@ -181,6 +183,7 @@ def test_run_check_every_example_on_cpu(tmp_path):
         assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
+        assert all("ulp (full)" in l for l in lines), r.stdout
 
 
 def test_run_uses_the_disk_cache_and_survives_corruption(tmp_path):
@@ -229,6 +232,25 @@ def test_compile_writes_object_and_every_stage(tmp_path):
     assert "@gelu_affine" in r.stdout
     bad = tessera("compile", ROOT / "ir/examples/gelu_affine.tir", "--target", "ptx")
     assert bad.returncode == 2 and "needs --arch" in bad.stderr
+
+
+def test_compile_without_o_writes_nothing_to_the_working_directory(tmp_path):
+    ex = ROOT / "ir/examples/saxpy.tir"
+
+    def run(*args):
+        return subprocess.run([str(BIN), "compile", str(ex), *args], cwd=tmp_path,
+                              capture_output=True, timeout=300)
+
+    cpu = run("--target", "cpu")  # binary: compiled and summarised, not written
+    assert cpu.returncode == 0, cpu.stderr
+    assert b"(not written: -o FILE writes it)" in cpu.stdout and b"@saxpy" in cpu.stdout
+    ptx = run("--target", "ptx", "--arch", "sm_80")  # text: the PTX on stdout, summary on stderr
+    assert ptx.returncode == 0, ptx.stderr
+    assert b".visible .entry saxpy(" in ptx.stdout and b"-> stdout" in ptx.stderr
+    piped = run("--target", "cpu", "-o", "-")  # explicit: the object on stdout (a pipe here)
+    assert piped.returncode == 0 and piped.stdout[:4] == b"\x7fELF", piped.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert "Without -o nothing is written to disk" in tessera("compile", "--help", check=0).stdout
 
 
 def test_compile_ptx_writes_ptx_and_every_stage(tmp_path):
