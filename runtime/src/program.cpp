@@ -393,6 +393,9 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
       params.push_back(std::move(ps));
     }
     std::vector<tsr_gpu_kernel> gk;
+    std::vector<uint32_t> controls;
+    for (const auto &k : art.kernels)
+      controls.push_back(k.controlBinding);
     for (size_t i = 0; i < art.kernels.size(); ++i) {
       const auto &k = art.kernels[i];
       gk.push_back({k.name.c_str(), params[i].data(), uint32_t(params[i].size()),
@@ -408,6 +411,7 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
     mod.fallback_size = art.fallback.size();
     mod.kernels = gk.data();
     mod.kernel_count = uint32_t(gk.size());
+    mod.control_bindings = controls.data();
     auto impl = std::make_unique<Impl>();
     if (tsr_status_t st =
             tsr_executable_create(device, art.format.c_str(), &mod, sizeof mod, &impl->exe)) {
