@@ -159,11 +159,13 @@ bool Lowering::emitWorkItem(const ir::Op &op) {
   };
   Id x = 0;
   switch (op.kind) {
-  case OpKind::GlobalId:
-    x = vec3(spv::BuiltInGlobalInvocationId);
+  case OpKind::GlobalId: // the dispatch is flat per workgroup (spirv_kernel.cpp)
+    x = b_.op(spv::OpIAdd, u32,
+              {b_.op(spv::OpIMul, u32, {vec3(spv::BuiltInWorkgroupId), logicalSize(d)}),
+               localId(d)});
     break;
   case OpKind::LocalId:
-    x = vec3(spv::BuiltInLocalInvocationId);
+    x = localId(d);
     break;
   case OpKind::GroupId:
     x = vec3(spv::BuiltInWorkgroupId);
@@ -172,7 +174,7 @@ bool Lowering::emitWorkItem(const ir::Op &op) {
     x = vec3(spv::BuiltInNumWorkgroups);
     break;
   case OpKind::LocalSize:
-    x = b_.op(spv::OpCompositeExtract, u32, {workgroupSize(), d});
+    x = logicalSize(d);
     break;
   case OpKind::SubgroupSize:
     x = scalar(spv::BuiltInSubgroupSize);

@@ -3,7 +3,10 @@
 //
 // ABI: buffer parameter i -> DescriptorSet 0, Binding i, a Block struct holding a runtime
 // array; scalars -> one push-constant Block (32-bit slots, 64-bit ones aligned to 8);
-// workgroup size -> the WorkgroupSize built-in on spec constants 0, 1, 2. The interface of
+// workgroup size (X, Y, Z) -> spec constants 3, 4, 5, while the WorkgroupSize built-in (spec
+// constants 0, 1, 2) is the flat (X*Y*Z, 1, 1): local ids are derived from the linear
+// LocalInvocationIndex, so that subgroups are runs of consecutive linear ids as the IR
+// defines them (lavapipe forms subgroups per row of a 2-D/3-D workgroup). The interface of
 // each entry point lists every global variable it references (SPIR-V 1.4+). Must never
 // emit a capability the caps lack: every type is checked where an op first needs it.
 #include "backends/vulkan/codegen/spirv_lowering.h"
@@ -156,6 +159,26 @@ Id Lowering::workgroupSize() {
   b_.decorate(wgSize_, spv::DecorationBuiltIn, {spv::BuiltInWorkgroupSize});
   b_.name(wgSize_, "workgroup_size");
   return wgSize_;
+}
+
+Id Lowering::logicalSize(uint32_t d) {
+  if (!logicalSize_[d]) {
+    logicalSize_[d] = b_.specConstant(u32T(), 1, 3 + d);
+    b_.name(logicalSize_[d], std::string("local_size_") + "xyz"[d]);
+  }
+  return logicalSize_[d];
+}
+
+// (x, y, z) from the linear index: x = i % X, y = (i / X) % Y, z = i / (X * Y).
+Id Lowering::localId(uint32_t d) {
+  Id u32 = u32T();
+  Id i = b_.op(spv::OpLoad, u32, {builtinVar(spv::BuiltInLocalInvocationIndex, false)});
+  if (d == 2)
+    return b_.op(spv::OpUDiv, u32,
+                 {i, b_.op(spv::OpIMul, u32, {logicalSize(0), logicalSize(1)})});
+  if (d == 1)
+    i = b_.op(spv::OpUDiv, u32, {i, logicalSize(0)});
+  return b_.op(spv::OpUMod, u32, {i, logicalSize(d)});
 }
 
 Id Lowering::builtinVar(spv::BuiltIn bi, bool vec3) {

@@ -96,6 +96,8 @@ private:
   Id bufferVar(MemRef &m);
   Id builtinVar(spv::BuiltIn bi, bool vec3);
   Id workgroupSize();
+  Id logicalSize(uint32_t d);
+  Id localId(uint32_t d);
   bool emitBlock(const ir::Block &blk, std::vector<Id> *terminatorValues);
   bool emitOp(const ir::Op &op);
   Id val(const ir::Value *v);
@@ -122,6 +124,7 @@ private:
   std::map<uint32_t, Id> builtins_; // BuiltIn -> Input variable (module-wide)
   std::map<Id, Id> blockStructs_;   // element memory type -> Block struct
   Id wgSize_ = 0;                   // the WorkgroupSize spec-constant composite
+  Id logicalSize_[3] = {0, 0, 0};   // the launch's workgroup size (spec constants 3, 4, 5)
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
 };

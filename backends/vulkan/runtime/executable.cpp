@@ -175,10 +175,14 @@ VkPipeline VkDevice_::pipelineFor(VkKernelObj &k, const uint32_t wg[3], tsr_stat
   std::lock_guard<std::mutex> lock(k.mutex);
   if (auto it = k.pipelines.find(key); it != k.pipelines.end())
     return it->second;
-  VkSpecializationMapEntry entries[3];
-  for (uint32_t i = 0; i < 3; ++i)
+  // The codegen's ABI (backends/vulkan/codegen/spirv_kernel.cpp): a flat WorkgroupSize
+  // (X*Y*Z, 1, 1) in constants 0-2, so that subgroups follow the linear local id, and the
+  // launch's (X, Y, Z) in constants 3-5.
+  std::array<uint32_t, 6> values = {wg[0] * wg[1] * wg[2], 1, 1, wg[0], wg[1], wg[2]};
+  VkSpecializationMapEntry entries[6];
+  for (uint32_t i = 0; i < 6; ++i)
     entries[i] = {i, i * 4, 4};
-  VkSpecializationInfo spec = {3, entries, sizeof key, key.data()};
+  VkSpecializationInfo spec = {6, entries, sizeof values, values.data()};
   VkComputePipelineCreateInfo ci = {};
   ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
   ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
