@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 
 namespace tessera::fuzz {
 namespace {
@@ -71,6 +72,27 @@ ir::Function *kernelOf(ir::Module &m) {
   return nullptr;
 }
 
+// The ops computing a store's index, transitively. The shrinker leaves them alone: turning
+// a per-work-item index (the linear global id) into a constant or a single dimension makes
+// work-items write one element in a race, a "failure" of the shrunk kernel that the original
+// did not have. (A shrunk kernel with one work-item is free of races: then they may go.)
+std::set<const Op *> storeIndexSlice(ir::Module &m) {
+  std::vector<const ir::Value *> work;
+  for (Op *op : preorder(m))
+    if (op->kind == OpKind::Store)
+      work.push_back(op->operands.at(2));
+  std::set<const Op *> slice;
+  while (!work.empty()) {
+    const ir::Value *v = work.back();
+    work.pop_back();
+    if (!v->def || !slice.insert(v->def).second)
+      continue;
+    for (const ir::Value *o : v->def->operands)
+      work.push_back(o);
+  }
+  return slice;
+}
+
 std::vector<Mutation> listMutations(ir::Module &m) {
   std::vector<Mutation> out{{Mut::Dce}, {Mut::Fold}, {Mut::Inline}};
   for (size_t i = 0; i < m.functions.size(); ++i)
@@ -89,9 +111,14 @@ std::vector<Mutation> listMutations(ir::Module &m) {
     }
   }
   std::vector<Op *> ops = preorder(m);
+  // One work-item cannot race with another: then the indices may go too.
+  ir::Function *k = kernelOf(m);
+  bool single = k && k->launch->grid == std::array<uint32_t, 3>{1, 1, 1} &&
+                k->launch->workgroup == std::array<uint32_t, 3>{1, 1, 1};
+  std::set<const Op *> keep = single ? std::set<const Op *>() : storeIndexSlice(m);
   for (size_t i = 0; i < ops.size(); ++i) {
     Op &op = *ops[i];
-    if (op.info().form == ir::OpForm::Terminator)
+    if (op.info().form == ir::OpForm::Terminator || keep.count(&op))
       continue;
     out.push_back({Mut::Erase, i});
     for (size_t r = 0; r < op.regions.size(); ++r)
