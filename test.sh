@@ -14,7 +14,7 @@ while [ $# -gt 0 ]; do
     -h|--help)
       sed -n '2,3p' "$0" | sed 's/^# //'
       echo "Presets: default (RelWithDebInfo, what CI runs), debug, asan (ASan+UBSan), tsan."
-      echo "The parser fuzzer runs for --fuzz-seconds (default 60, env TESSERA_FUZZ_SECONDS) in the default preset."
+      echo "The parser fuzzer and tessera fuzz each run for --fuzz-seconds (default 60, env TESSERA_FUZZ_SECONDS) in the default preset."
       exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -65,5 +65,21 @@ if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
   fi
   rm -rf "$corpus"
   grep -E 'stat::number_of_executed_units|Done' "$log" | tail -n 2 || true
+
+  # Differential fuzzing (#10, #11): random kernels on the interpreter and on every device
+  # here; a mismatch is shrunk and saved, and fails the run. Seeds 1, 2, ... (TESSERA_FUZZ_SEED
+  # changes the start) so that a failure reproduces.
+  tessera_bin=build/default/tools/tessera
+  fuzz_devices=(--device cpu:0)
+  if "$tessera_bin" devices | grep -q '^vulkan:0'; then fuzz_devices+=(--device vulkan:0); fi
+  echo "== differential fuzzing (${fuzz_devices[*]}) for ${fuzz_seconds}s"
+  log=build/fuzz-kernels.log
+  if ! "$tessera_bin" fuzz "${fuzz_devices[@]}" --seconds "$fuzz_seconds" --seed "${TESSERA_FUZZ_SEED:-1}" \
+       --shrink-seconds 60 --max-shrinks 2 --out build/fuzz-kernels >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "fuzz: tessera fuzz found a mismatch (or crashed); minimised kernels in build/fuzz-kernels/" >&2
+    exit 1
+  fi
+  tail -n 1 "$log"
 fi
 echo "== all tests passed (preset $preset, $(( $(date +%s) - start ))s)"

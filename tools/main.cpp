@@ -25,6 +25,8 @@ commands:
                           launch spec; --check compares every output with the interpreter
   conform [--device D]    run the conformance suite (op catalog x dtypes x shapes) on devices
                           against the reference interpreter; table, JSON, JUnit
+  fuzz [--device D]...    differential fuzzing: random kernels on the interpreter and on
+                          devices, failures shrunk and saved; last line 'N kernels, M mismatches'
   cts [--driver PATH.so]  run the HAL conformance suite on every device (and on a plugin)
 
 Run 'tessera <command> --help' for the options of a command.
@@ -53,6 +55,8 @@ int dispatch(int argc, char **argv) {
     return tessera::cli::cmdRun(argc, argv);
   if (cmd == "cts")
     return tessera::cli::cmdCts(argc, argv);
+  if (cmd == "fuzz")
+    return tessera::cli::cmdFuzz(argc, argv);
   if (cmd == "conform")
     return tessera::cli::cmdConform(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);

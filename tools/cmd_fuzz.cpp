@@ -1,0 +1,321 @@
+// `tessera fuzz`: differential fuzzing of the backends against the reference interpreter
+// (issue #11). Generates random well-typed kernels (tools/fuzz/kernel_gen.h), judges each on
+// every device like `tessera run --check` (tools/fuzz/fuzz_judge.h), shrinks every failure to
+// a small kernel (tools/fuzz/shrink.h) saved with its launch spec, and ends with the line
+// `N kernels, M mismatches`. Never stops at a failure: a fuzzing run reports them all.
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/fuzz/fuzz_judge.h"
+#include "tools/fuzz/kernel_gen.h"
+#include "tools/fuzz/shrink.h"
+#include "tools/registry_session.h"
+
+#include "ir/text/printer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace tessera::cli {
+namespace {
+
+constexpr const char *kFuzzHelp = R"(usage: tessera fuzz [--device D]... [--seconds N] [--seed S] [--out DIR] [options]
+
+Generates random well-typed kernels (structured control flow, loops with carried values, every
+op family and scalar type the devices support, device functions, shared memory with barriers,
+subgroup ops, order-independent atomics, multi-dimensional and partial workgroups), runs each
+on the fp64 reference interpreter and on every device, and judges them like 'tessera run
+--check'. Every failure is shrunk to a small kernel, saved in DIR with a header saying the
+device, the seed and what mismatched. The last line is 'N kernels, M mismatches' (M counts
+kernel x device failures: wrong outputs, and device errors on kernels the interpreter ran).
+Exit status 1 if M > 0 or the generator made an invalid kernel (a fuzzer bug), 2 on usage.
+
+options:
+  --device DEV        a device to test (repeatable); default cpu:0
+  --seconds N         stop generating after N seconds (default 60)
+  --count N           stop after N kernels (default: no limit)
+  --seed S            kernel i is generated from seed S + i (default 1); the same seed gives
+                      the same kernels on every machine
+  --out DIR           where failures are saved (default fuzz-out)
+  --max-ops N         size of the generated kernels (default 60)
+  --shrink-seconds N  time to shrink one failure (default 60; 0 = save it unshrunk)
+  --max-shrinks N     shrink at most N failures, save later ones unshrunk (default 10)
+  --hostile           also generate out-of-range indices, zero divisors, MIN / -1 and loops
+                      with step <= 0 (needs devices and an interpreter that define them)
+  --emit DIR          also write every generated kernel to DIR (kernel-SEED.tir)
+  --replay FILE       judge FILE on every device instead of generating (exit 1 on a failure)
+  --plant-mismatch OP test only: corrupt an output of every kernel that uses op OP, to check
+                      that failures are caught and shrunk
+)";
+
+struct Options {
+  std::vector<std::string> devices;
+  double seconds = 60;
+  uint64_t count = 0;
+  uint64_t seed = 1;
+  std::string out = "fuzz-out";
+  int maxOps = 60;
+  double shrinkSeconds = 60;
+  int maxShrinks = 10;
+  bool hostile = false;
+  std::string emit, replay;
+  fuzz::JudgeHooks hooks;
+};
+
+struct Devices {
+  RegistrySession session;
+  std::vector<fuzz::FuzzDevice> list;
+  ~Devices() {
+    for (auto &d : list)
+      tsr_device_release(d.device);
+  }
+};
+
+bool openDevices(const Options &o, Devices &ds, std::string &err) {
+  if (!ds.session.open(&err))
+    return false;
+  for (const std::string &name : o.devices) {
+    fuzz::FuzzDevice d;
+    d.name = name;
+    if (tsr_status_t st = tsr_registry_open_device(ds.session.registry, name.c_str(), &d.device)) {
+      err = name + ": " + takeMessage(st);
+      return false;
+    }
+    ds.list.push_back(d); // owned from here on
+    tsr_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (tsr_status_t st = tsr_device_info(d.device, &info)) {
+      err = name + ": " + takeMessage(st);
+      return false;
+    }
+    ds.list.back().features = info.features;
+    ds.list.back().subgroupSize = info.subgroup_size;
+  }
+  return true;
+}
+
+// What every device can run: the generator draws only from these.
+fuzz::GenOptions genOptionsFor(const Options &o, const Devices &ds) {
+  fuzz::GenOptions g;
+  g.maxOps = o.maxOps;
+  g.hostile = o.hostile;
+  uint64_t common = ~0ull;
+  for (const auto &d : ds.list)
+    common &= d.features;
+  auto keep = [&](ir::Scalar s, uint64_t feature) {
+    if (!(common & feature))
+      std::erase(g.types, s);
+  };
+  keep(ir::Scalar::F16, TSR_FEATURE_FP16);
+  keep(ir::Scalar::BF16, TSR_FEATURE_BF16);
+  keep(ir::Scalar::F64, TSR_FEATURE_FP64);
+  keep(ir::Scalar::I8, TSR_FEATURE_INT8);
+  keep(ir::Scalar::I16, TSR_FEATURE_INT16);
+  keep(ir::Scalar::I64, TSR_FEATURE_INT64);
+  g.subgroups = common & TSR_FEATURE_SUBGROUPS;
+  g.floatAtomics = common & TSR_FEATURE_FLOAT_ATOMICS;
+  return g;
+}
+
+bool writeFile(const std::filesystem::path &p, const std::string &text) {
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream f(p);
+  f << text;
+  return static_cast<bool>(f);
+}
+
+std::string fileSafe(std::string s) {
+  for (char &c : s)
+    if (c == ':' || c == '/')
+      c = '_';
+  return s;
+}
+
+int replay(const Options &o, Devices &ds) {
+  std::ifstream f(o.replay);
+  if (!f) {
+    std::fprintf(stderr, "tessera fuzz: cannot read '%s'\n", o.replay.c_str());
+    return 1;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  int rc = 0;
+  for (const auto &d : ds.list) {
+    fuzz::Verdict v = fuzz::judgeText(d, ss.str(), o.hooks);
+    std::printf("%s on %s: %s%s%s\n", o.replay.c_str(), d.name.c_str(),
+                fuzz::outcomeName(v.outcome), v.detail.empty() ? "" : ": ", v.detail.c_str());
+    rc |= v.outcome != fuzz::Outcome::Pass;
+  }
+  return rc;
+}
+
+// Counters of one run.
+struct Tally {
+  uint64_t kernels = 0, mismatches = 0, deviceErrors = 0, invalid = 0, shrunk = 0;
+};
+
+// Shrinks (within limits) and saves one failure; prints where.
+void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
+                   const std::string &text, const fuzz::Verdict &v, Tally &t) {
+  std::string kept = text;
+  fuzz::ShrinkStats st;
+  bool shrink = o.shrinkSeconds > 0 && t.shrunk < static_cast<uint64_t>(o.maxShrinks);
+  if (shrink) {
+    ++t.shrunk;
+    // The same outcome must persist (a mismatch must not shrink into a compile error).
+    kept = fuzz::shrinkModule(
+        text,
+        [&](const std::string &cand) { return fuzz::judgeText(d, cand, o.hooks).outcome == v.outcome; },
+        o.shrinkSeconds, &st);
+  }
+  fuzz::Verdict fin = shrink ? fuzz::judgeText(d, kept, o.hooks) : v;
+  std::ostringstream h;
+  h << "// tessera fuzz: " << fuzz::outcomeName(fin.outcome) << " on " << d.name << "\n"
+    << "// kernel seed " << kseed << " (regenerate: tessera fuzz --seed " << kseed
+    << " --count 1 --device " << d.name << ")\n"
+    << "// " << fin.detail << "\n";
+  if (shrink)
+    h << "// shrunk from " << fuzz::countOps(text) << " to " << fuzz::countOps(kept) << " ops ("
+      << st.accepted << " of " << st.attempts << " simplifications kept"
+      << (st.timedOut ? ", stopped by --shrink-seconds" : "") << ")\n";
+  std::filesystem::path base =
+      std::filesystem::path(o.out) / (fileSafe(d.name) + "-seed" + std::to_string(kseed));
+  writeFile(base.string() + ".tir", h.str() + kept);
+  writeFile(base.string() + ".orig.tir", "// unshrunk original of " + base.filename().string() +
+                                             ".tir\n" + text);
+  std::printf("%s on %s, kernel seed %llu: %s\n    saved %s.tir (%d ops)\n",
+              fuzz::outcomeName(v.outcome), d.name.c_str(), (unsigned long long)kseed,
+              v.detail.c_str(), base.string().c_str(), fuzz::countOps(kept));
+  std::fflush(stdout);
+}
+
+int fuzzLoop(const Options &o, Devices &ds) {
+  using Clock = std::chrono::steady_clock;
+  fuzz::GenOptions g = genOptionsFor(o, ds);
+  auto start = Clock::now();
+  bool tty = isatty(fileno(stdout));
+  Tally t;
+  for (uint64_t i = 0; o.count == 0 || i < o.count; ++i) {
+    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed >= o.seconds)
+      break;
+    if (tty)
+      std::printf("\r[%4.0fs] %llu kernels, %llu mismatches", elapsed,
+                  (unsigned long long)t.kernels, (unsigned long long)(t.mismatches + t.deviceErrors)),
+          std::fflush(stdout);
+    g.seed = o.seed + i;
+    std::string text = ir::printModule(*fuzz::generateModule(g));
+    ++t.kernels;
+    if (!o.emit.empty())
+      writeFile(std::filesystem::path(o.emit) / ("kernel-" + std::to_string(g.seed) + ".tir"), text);
+    for (const auto &d : ds.list) {
+      fuzz::Verdict v = fuzz::judgeText(d, text, o.hooks);
+      if (v.outcome == fuzz::Outcome::Pass)
+        continue;
+      if (tty)
+        std::printf("\n");
+      if (v.outcome == fuzz::Outcome::Invalid) { // the generator's fault, not the device's
+        ++t.invalid;
+        std::filesystem::path p =
+            std::filesystem::path(o.out) / ("generator-bug-seed" + std::to_string(g.seed) + ".tir");
+        writeFile(p, "// tessera fuzz: generator bug: " + v.detail + "\n" + text);
+        std::printf("generator bug, kernel seed %llu: %s\n    saved %s\n",
+                    (unsigned long long)g.seed, v.detail.c_str(), p.string().c_str());
+        break;
+      }
+      ++(v.outcome == fuzz::Outcome::Mismatch ? t.mismatches : t.deviceErrors);
+      recordFailure(o, d, g.seed, text, v, t);
+    }
+  }
+  if (tty)
+    std::printf("\r");
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("fuzz: seeds %llu..%llu on", (unsigned long long)o.seed,
+              (unsigned long long)(o.seed + (t.kernels ? t.kernels - 1 : 0)));
+  for (const auto &d : ds.list)
+    std::printf(" %s", d.name.c_str());
+  std::printf(" in %.0f s: %llu wrong outputs, %llu device errors, %llu generator bugs\n", secs,
+              (unsigned long long)t.mismatches, (unsigned long long)t.deviceErrors,
+              (unsigned long long)t.invalid);
+  std::printf("%llu kernels, %llu mismatches\n", (unsigned long long)t.kernels,
+              (unsigned long long)(t.mismatches + t.deviceErrors));
+  return t.mismatches + t.deviceErrors + t.invalid > 0 ? 1 : 0;
+}
+
+bool parseNumber(const std::string &v, double &out) {
+  auto n = parseUnsigned(v);
+  if (!n)
+    return false;
+  out = static_cast<double>(*n);
+  return true;
+}
+
+} // namespace
+
+int cmdFuzz(int argc, char **argv) {
+  Args args(argc, argv, 2);
+  Options o;
+  bool missing = false;
+  while (!args.empty()) {
+    if (isHelp(args.peek())) {
+      std::fputs(kFuzzHelp, stdout);
+      return 0;
+    }
+    double num = 0;
+    if (auto v = args.option("--device", missing)) {
+      o.devices.push_back(*v);
+    } else if (auto v = args.option("--seconds", missing)) {
+      if (!parseNumber(*v, o.seconds))
+        return usageError("fuzz", "--seconds needs a whole number");
+    } else if (auto v = args.option("--count", missing)) {
+      if (!parseNumber(*v, num))
+        return usageError("fuzz", "--count needs a whole number");
+      o.count = static_cast<uint64_t>(num);
+    } else if (auto v = args.option("--seed", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n)
+        return usageError("fuzz", "--seed needs a whole number");
+      o.seed = *n;
+    } else if (auto v = args.option("--out", missing)) {
+      o.out = *v;
+    } else if (auto v = args.option("--max-ops", missing)) {
+      if (!parseNumber(*v, num) || num < 1 || num > 100000)
+        return usageError("fuzz", "--max-ops needs a number in [1, 100000]");
+      o.maxOps = static_cast<int>(num);
+    } else if (auto v = args.option("--shrink-seconds", missing)) {
+      if (!parseNumber(*v, o.shrinkSeconds))
+        return usageError("fuzz", "--shrink-seconds needs a whole number");
+    } else if (auto v = args.option("--max-shrinks", missing)) {
+      if (!parseNumber(*v, num) || num > 1e6)
+        return usageError("fuzz", "--max-shrinks needs a whole number");
+      o.maxShrinks = static_cast<int>(num);
+    } else if (auto v = args.option("--emit", missing)) {
+      o.emit = *v;
+    } else if (auto v = args.option("--replay", missing)) {
+      o.replay = *v;
+    } else if (auto v = args.option("--plant-mismatch", missing)) {
+      o.hooks.plantOp = *v;
+    } else if (args.flag("--hostile")) {
+      o.hostile = true;
+    } else if (!missing) {
+      return usageError("fuzz", "unknown argument '" + std::string(args.peek()) + "'");
+    }
+    if (missing)
+      return usageError("fuzz", "an option is missing its value");
+  }
+  if (o.devices.empty())
+    o.devices.push_back("cpu:0");
+  Devices ds;
+  std::string err;
+  if (!openDevices(o, ds, err)) {
+    std::fprintf(stderr, "tessera fuzz: %s\n", err.c_str());
+    return 1;
+  }
+  return o.replay.empty() ? fuzzLoop(o, ds) : replay(o, ds);
+}
+
+} // namespace tessera::cli
