@@ -8,6 +8,7 @@
 #include "ir/interp/interpreter.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
+#include "tessera/output_check.h"
 #include "tessera/program.h"
 
 #include <gtest/gtest.h>
@@ -88,15 +89,18 @@ inline void expectCorrectRun(tsr_device_t device, const std::string &source,
   ASSERT_NE(f, nullptr);
   ir::LaunchData data;
   ASSERT_TRUE(ir::makeLaunchData(*f, data, err)) << err;
+  ir::LaunchData reference = data; // the inputs, before the device writes anything
   std::vector<ir::HostBuffer> outputs;
   double ms = 0;
   ASSERT_TRUE(runOnDevice(device, *program->kernel(name), data, outputs, &ms, &err)) << err;
-  ir::InterpOptions io;
-  io.subgroupSize = program->kernel(name)->subgroupSize;
-  ir::InterpResult ref = ir::interpret(*r.module, *f, data.dims, data.args, io);
-  ASSERT_TRUE(ref.ok) << ref.error;
-  for (const BufferCheck &c : checkOutputs(*f, data, outputs, 1.0))
-    EXPECT_TRUE(c.passed) << "%" << c.param << ": " << c.detail;
+  tsr_device_info_t info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(tsr_device_info(device, &info), nullptr);
+  KernelCheck k = checkKernel(*r.module, *f, reference, outputs,
+                              program->kernel(name)->subgroupSize, declaredProfile(info.backend));
+  ASSERT_TRUE(k.ok) << k.error;
+  for (const OutputCheck &c : k.outputs)
+    EXPECT_TRUE(c.passed) << c.detail;
 }
 
 /// "cpu" for "cpu:0": test names of suites parametrised over device names.

@@ -7,6 +7,7 @@
 #include "ir/interp/launch.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
+#include "tessera/output_check.h"
 #include "tessera/program.h"
 
 namespace tessera::fuzz {
@@ -97,17 +98,21 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
     if (ir::InterpResult res = interpretAt(pk->subgroupSize, reference); !res.ok)
       return {Outcome::Invalid, "interpreter: " + res.error};
 
+  ir::LaunchData inputs = data; // the inputs, before the device writes anything
   std::vector<ir::HostBuffer> outputs;
   if (!runOnDevice(dev.device, *pk, data, outputs, nullptr, &err))
     return {Outcome::DeviceError, "run: " + err};
   if (!hooks.plantOp.empty() && usesOp(m, hooks.plantOp))
     corruptFirstWritable(*k, outputs);
-  double budget = kernelUlpBudget(m, *k, pk->subgroupSize);
-  for (const BufferCheck &c : checkOutputs(*k, reference, outputs, budget))
+  KernelCheck kc =
+      checkKernel(m, *k, inputs, outputs, pk->subgroupSize, profileForDevice(dev.name));
+  if (!kc.ok)
+    return {Outcome::Invalid, "interpreter: " + kc.error};
+  for (const OutputCheck &c : kc.outputs)
     if (!c.passed) {
       char buf[96];
-      std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, budget);
-      return {Outcome::Mismatch, "%" + c.param + " " + c.detail + buf};
+      std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, c.budget.ulp);
+      return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf};
     }
   return {Outcome::Pass, ""};
 }
