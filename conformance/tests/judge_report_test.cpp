@@ -210,6 +210,21 @@ TEST(Report, HtmlShowsTheHeatMapFailuresAndSettings) {
   EXPECT_EQ(html.find("http"), std::string::npos); // nothing from the network
 }
 
+TEST(Report, NormwiseOnlyPassesAreNamed) {
+  RunReport r = sampleReport();
+  r.results[0].id = "kernel/layernorm/layernorm";
+  r.results[0].normwiseOnly = 273;
+  r.results[0].message = "passed only normwise: %y (273 elements)";
+  EXPECT_NE(findingList(r).find("note: cpu:0: kernel/layernorm/layernorm passed only normwise: "
+                                "%y (273 elements)\n"),
+            std::string::npos)
+      << findingList(r);
+  EXPECT_NE(toJson(r).find("\"normwise_only\": 273"), std::string::npos);
+  EXPECT_NE(toHtml(r).find("<td>passed-only-normwise</td>"), std::string::npos);
+  r.results[0].normwiseOnly = 0;
+  EXPECT_EQ(findingList(r).find("note:"), std::string::npos);
+}
+
 TEST(Xfail, ListsNeedReasons) {
   std::string path = testing::TempDir() + "xf.txt";
   std::string err;
