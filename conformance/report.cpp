@@ -147,6 +147,9 @@ std::string failureList(const RunReport &r) {
 
 std::string findingList(const RunReport &r) {
   std::string out;
+  for (const CaseResult &c : r.results) // a pass that needed the normwise arm is worth knowing
+    if (c.normwiseOnly > 0)
+      out += "note: " + c.device + ": " + c.id + " " + c.message + "\n";
   for (const Finding &f : r.findings) {
     out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + "), e.g.";
     for (const std::string &c : f.cases)

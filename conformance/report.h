@@ -24,7 +24,7 @@ namespace tessera::conform {
 std::string summaryMatrix(const RunReport &r);
 /// Every fail and xpass with op, dtype, shape, seed, first bad index, inputs, expected, got.
 std::string failureList(const RunReport &r);
-/// Capability findings, one line each.
+/// Capability findings, one line each, and the kernel cases that passed only normwise.
 std::string findingList(const RunReport &r);
 
 std::string toJson(const RunReport &r);

@@ -56,15 +56,21 @@ std::string colour(const Cell &c) {
 }
 
 std::string heatMap(const RunReport &r) {
-  // rows: op; columns: (dtype, device); kernels keep their file stem as the row.
+  // rows: op; columns: (dtype, device).
   std::map<std::string, std::map<std::pair<std::string, std::string>, Cell>> rows;
   std::set<std::string> dtypes;
   for (const CaseResult &c : r.results) {
     if (c.status == "skip")
       continue;
-    std::string row = c.op == "kernel" ? "kernel " + c.variant : c.op;
-    dtypes.insert(c.dtype);
-    Cell &cell = rows[row][{c.dtype, c.device}];
+    // Kernels keep their file as the row; conversions their source type, so that the columns
+    // stay the scalar types (destination) rather than every pair.
+    std::string row = c.op == "kernel" ? "kernel " + c.variant : c.op, dtype = c.dtype;
+    if (size_t arrow = dtype.find("->"); arrow != std::string::npos) {
+      row += " from " + dtype.substr(0, arrow);
+      dtype = dtype.substr(arrow + 2);
+    }
+    dtypes.insert(dtype);
+    Cell &cell = rows[row][{dtype, c.device}];
     ++cell.total;
     cell.passed += c.status == "pass" || c.status == "xpass";
     cell.failed += c.status == "fail" || c.status == "xfail";
@@ -96,7 +102,8 @@ std::string heatMap(const RunReport &r) {
         }
         const Cell &c = it->second;
         std::string label = c.tolerance > 0 ? num(c.worstRatio, "%.2f") : c.failed ? "x" : "=";
-        std::string tip = op + " " + t + " on " + d + ": " + std::to_string(c.passed) + "/" +
+        std::string tip = op + (op.find(" from ") != std::string::npos ? " to " : " ") + t +
+                          " on " + d + ": " + std::to_string(c.passed) + "/" +
                           std::to_string(c.total) + " pass; worst " + num(c.worstUlp) +
                           " ulp / budget " + (c.tolerance > 0 ? num(c.tolerance) : "exact") + " (" +
                           c.worstCase + ")";

@@ -1,6 +1,6 @@
 // `tessera run FILE --device DEV [--kernel NAME] [--check]`: compiles a module for a device
 // (through the compile cache), runs its kernels by their launch specs and, with --check,
-// compares every output with the fp64 reference interpreter under the op table's budgets.
+// compares every output with the fp64 reference interpreter (tessera/output_check.h).
 #include "ir/interp/interpreter.h"
 #include "ir/interp/launch.h"
 #include "ir/text/parser.h"
@@ -25,9 +25,10 @@ launch spec (or only --kernel NAME) and prints a digest of its outputs.
 
 options:
   --check            also run the fp64 reference interpreter on the same inputs and compare
-                     every output: integers exactly, floats within the kernel's budget (1 ULP
-                     + the op table's budget of each float op kind it uses, elementwise or
-                     normwise). Prints max ULP / abs error per output; exit 1 on a mismatch.
+                     every output: integers exactly, floats within the budget of the ops that
+                     reach that output, under the device's declared profile (vulkan: relaxed;
+                     docs/conformance.md). Prints max ULP / abs error, the budget and the
+                     profile per output; exit 1 on a mismatch.
   --no-cache         compile even if the compile cache has the module
   --subgroup-size N  CPU subgroup width (default: the device's, 16)
   --dump-dir DIR     write every compile stage to DIR (implies --no-cache)

@@ -46,6 +46,18 @@ ir::HostBuffer buffer(ir::Scalar t, std::initializer_list<double> values) {
   return b;
 }
 
+// @k: o[i] = OP(x[i]) in f32.
+std::string unaryKernel(const std::string &op) {
+  return "kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {\n"
+         "  %i = global_id.x : i32\n"
+         "  %v = load %x[%i] : f32\n"
+         "  %r = " +
+         op +
+         " %v : f32\n"
+         "  store %r, %o[%i] : f32\n"
+         "}\n";
+}
+
 // The old kernel-wide budget: 1 + per float op kind the worst budget over the float types.
 double oldKernelBudget(std::initializer_list<ir::OpKind> kinds) {
   double b = 1;
@@ -158,14 +170,7 @@ TEST(OutputBudget, VulkanIsJudgedByTheRelaxedProfile) {
   EXPECT_EQ(opUlpBudget(ir::OpKind::Exp, ir::Scalar::F32, PrecisionProfile::Full), 3);
   EXPECT_EQ(opUlpBudget(ir::OpKind::Exp, ir::Scalar::F64, PrecisionProfile::Relaxed), 3);
   EXPECT_EQ(opUlpBudget(ir::OpKind::Log, ir::Scalar::F32, PrecisionProfile::Relaxed), 3);
-  auto m = parse(R"(
-kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
-  %i = global_id.x : i32
-  %v = load %x[%i] : f32
-  %e = exp %v : f32
-  store %e, %o[%i] : f32
-}
-)");
+  auto m = parse(unaryKernel("exp"));
   ASSERT_TRUE(m);
   const ir::Function &k = *m->lookup("k");
   EXPECT_EQ(outputBudgets(*m, k, 8, 8, profileForDevice("cpu:0"))[0].ulp, 4);
@@ -176,14 +181,7 @@ kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
 TEST(OutputCheck, TotalRelativeErrorFailsWithoutCancellation) {
   // out = log(x): lavapipe's log(1 - eps/2) = 0. Nothing cancels after the log, so the tiny
   // element is judged by itself: 2^24 ULP off.
-  auto m = parse(R"(
-kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
-  %i = global_id.x : i32
-  %v = load %x[%i] : f32
-  %l = log %v : f32
-  store %l, %o[%i] : f32
-}
-)");
+  auto m = parse(unaryKernel("log"));
   ASSERT_TRUE(m);
   auto bs = outputBudgets(*m, *m->lookup("k"), 8, 2, PrecisionProfile::Full);
   ASSERT_EQ(bs.size(), 1u);

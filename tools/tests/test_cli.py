@@ -6,6 +6,7 @@ independent expectations (numpy-free: plain Python arithmetic over the dumped bu
 import json
 import os
 import pathlib
+import pty
 import struct
 import subprocess
 
@@ -251,6 +252,15 @@ def test_compile_without_o_writes_nothing_to_the_working_directory(tmp_path):
     assert piped.returncode == 0 and piped.stdout[:4] == b"\x7fELF", piped.stderr
     assert list(tmp_path.iterdir()) == []
     assert "Without -o nothing is written to disk" in tessera("compile", "--help", check=0).stdout
+    # A binary artefact is never written to a terminal.
+    leader, follower = pty.openpty()
+    try:
+        tty = subprocess.run([str(BIN), "compile", str(ex), "--target", "cpu", "-o", "-"],
+                             stdout=follower, stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert tty.returncode == 2 and b"refusing to write a binary artefact to a terminal" in tty.stderr
 
 
 def test_compile_ptx_writes_ptx_and_every_stage(tmp_path):
