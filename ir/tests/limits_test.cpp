@@ -75,7 +75,9 @@ TEST(Limits, AMillionOpKernelIsRefusedQuickly) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.diags.size(), 1u);
   EXPECT_EQ(r.diags[0].loc.line, kMaxOpsPerFunction + 2);
-  EXPECT_LT(s, 20.0) << "refusing must not cost what compiling would";
+  // About 5 s here (20 s under ASan): the file is lexed whole first. Compiling it would
+  // take hours on the CPU backend (docs/ir.md), so a minute still tells the two apart.
+  EXPECT_LT(s, 60.0) << "refusing must not cost what compiling would";
 }
 
 TEST(Limits, ModulesPastTheModuleLimitAreRefused) {

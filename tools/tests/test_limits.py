@@ -61,7 +61,7 @@ def test_two_16_gib_buffers_are_refused_before_anything_is_built(tmp_path, env, 
     assert r.returncode == 1, r.stdout + r.stderr
     assert "launch @big needs 34359738368 bytes of buffers" in r.stderr, r.stderr
     assert "nothing was allocated" in r.stderr, r.stderr
-    assert seconds < 30, f"took {seconds:.1f} s"
+    assert seconds < 60, f"took {seconds:.1f} s"  # compiling would take hours (docs/ir.md)
     # The same device then runs a kernel correctly (checked against the interpreter).
     r, _ = tessera("run", ROOT / "ir/examples/saxpy.tir", "--device", device, "--check", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -100,7 +100,7 @@ def test_names_and_modules_past_the_limits_are_refused_by_verify(tmp_path, case)
     assert r.returncode == 1, r.stdout + r.stderr[:500]
     assert r.stderr.startswith(f"{src}:{where}: error: "), r.stderr[:500]
     assert message in r.stderr and len(r.stderr) < 1000, r.stderr[:500]
-    assert seconds < 30, f"took {seconds:.1f} s"
+    assert seconds < 60, f"took {seconds:.1f} s"  # compiling would take hours (docs/ir.md)
 
 
 @pytest.mark.parametrize("device", devices())
@@ -113,7 +113,7 @@ def test_names_and_modules_past_the_limits_are_refused_by_run(tmp_path, env, cas
     assert r.returncode == 1, r.stdout + r.stderr[:500]
     assert r.stderr.startswith(f"{src}:{where}: error: "), r.stderr[:500]
     assert message in r.stderr and len(r.stderr) < 1000, r.stderr[:500]
-    assert seconds < 30, f"took {seconds:.1f} s"
+    assert seconds < 60, f"took {seconds:.1f} s"  # compiling would take hours (docs/ir.md)
     # A kernel at a realistic size still compiles and runs correctly on the device.
     ok = tmp_path / "ok.tir"
     ok.write_text(chain(200))
