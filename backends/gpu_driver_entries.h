@@ -43,11 +43,11 @@ template <typename Buffer, typename InScope, typename AllocDevice, typename Allo
 tsr_status_t allocateBuffer(const char *driver, backend::DeviceMemory &memory, uint64_t size,
                             tsr_memory_kind_t kind, InScope inScope, AllocDevice allocDevice,
                             AllocMapped allocMapped, tsr_drv_buffer_t *out_buffer) {
-  if (tsr_status_t status = memory.budget->reserve(driver, memory.name.c_str(), size, memory.total))
+  if (tsr_status_t status = memory.reserve(driver, size))
     return status;
   auto *buffer = new (std::nothrow) Buffer;
   if (!buffer) {
-    memory.budget->release(size);
+    memory.release(size);
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", driver);
   }
   buffer->size = size;
@@ -56,7 +56,7 @@ tsr_status_t allocateBuffer(const char *driver, backend::DeviceMemory &memory, u
   });
   if (status) {
     delete buffer;
-    memory.budget->release(size);
+    memory.release(size);
     return status;
   }
   *out_buffer = handleOf<tsr_drv_buffer_t>(buffer);
@@ -72,9 +72,8 @@ tsr_status_t openDeviceMemory(const char *backendName, tsr_drv_driver_t driver, 
   info.struct_size = sizeof info;
   if (tsr_status_t status = deviceInfo(driver, index, &info))
     return status;
-  out.name = std::string(backendName) + ":" + std::to_string(index);
-  out.budget = &backend::sharedMemoryBudget(out.name);
-  out.total = info.total_memory;
+  out = backend::DeviceMemory::of(std::string(backendName) + ":" + std::to_string(index),
+                                  info.total_memory);
   return nullptr;
 }
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace tessera::backend {
 
@@ -81,6 +82,16 @@ struct DeviceMemory {
   MemoryBudget *budget = nullptr;
   std::string name;
   uint64_t total = 0;
+
+  /// Opens the accounting of device `name` that reports `total` bytes.
+  static DeviceMemory of(std::string name, uint64_t total) {
+    MemoryBudget &budget = sharedMemoryBudget(name);
+    return {&budget, std::move(name), total};
+  }
+  tsr_status_t reserve(const char *driver, uint64_t bytes) {
+    return budget->reserve(driver, name.c_str(), bytes, total);
+  }
+  void release(uint64_t bytes) { budget->release(bytes); }
 };
 
 } // namespace tessera::backend

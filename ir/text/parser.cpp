@@ -320,6 +320,7 @@ bool Parser::parseFunction() {
   defined_.clear();
   scopes_.assign(1, {});
   depth_ = 0;
+  functionOps_ = 0;
   for (auto &[tok, type] : sig.params) {
     defined_.emplace(tok->text, tok->loc);
     bind(*tok, f->body->addArg(type, hint(*tok)));

@@ -10,10 +10,11 @@
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cuda/codegen/cuda_codegen.h"
-#include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/gpu_module.h"
+#include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/printer.h"
+#include "ir/verify/verifier.h"
 #include "tessera/hal.hpp"
 
 #include <algorithm>
@@ -249,6 +250,10 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
       *error = msg;
     return nullptr;
   };
+  // A module past the size limits would take minutes and gigabytes to compile (or could
+  // not be encoded): refused here too, for modules built in C++ that skipped the verifier.
+  if (ir::Diagnostics limits = ir::checkLimits(m); !limits.empty())
+    return fail(limits.front().str());
   tsr_device_info_t info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;

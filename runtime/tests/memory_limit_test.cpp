@@ -9,6 +9,7 @@
 #include "tessera/launch_memory.h"
 
 #include <atomic>
+#include <barrier>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -89,10 +90,12 @@ TEST_P(MemoryLimit, SecondOpenOfTheDeviceSharesTheCount) {
                    "requested 33554432 bytes, 50331648 of the device's 67108864 bytes");
 }
 
+// Each round, four threads allocate 24 MiB at once (a barrier lines them up) and hold it
+// until all have tried: exactly two fit in 64 MiB, whatever the interleaving.
 TEST_P(MemoryLimit, ThreadsAllocatingAtOnceNeverExceedTheTotal) {
-  constexpr int kThreads = 4, kRounds = 200;
-  std::atomic<int> peakOver{0};
-  std::atomic<uint64_t> live{0};
+  constexpr int kThreads = 4, kRounds = 50;
+  std::atomic<int> granted{0}, refused{0};
+  std::barrier sync(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&] {
@@ -101,18 +104,21 @@ TEST_P(MemoryLimit, ThreadsAllocatingAtOnceNeverExceedTheTotal) {
         tsr_status_t st =
             tsr_buffer_allocate(session_.device, 24 * kMiB, TSR_MEMORY_DEVICE_LOCAL, &b);
         if (st) {
+          refused.fetch_add(1);
           tsr_status_free(st);
-          continue;
+        } else {
+          granted.fetch_add(1);
         }
-        if (live.fetch_add(24 * kMiB) + 24 * kMiB > kLimit)
-          peakOver.fetch_add(1);
-        live.fetch_sub(24 * kMiB);
-        tsr_buffer_release(b);
+        sync.arrive_and_wait(); // everyone has tried while the others hold theirs
+        if (b)
+          tsr_buffer_release(b);
+        sync.arrive_and_wait();
       }
     });
   for (auto &t : threads)
     t.join();
-  EXPECT_EQ(peakOver.load(), 0) << "more than the total was live at once";
+  EXPECT_EQ(granted.load(), kRounds * 2);
+  EXPECT_EQ(refused.load(), kRounds * (kThreads - 2));
   // Every byte came back: the whole total is allocatable again.
   TSR_EXPECT_OK(allocate(kLimit));
 }

@@ -38,7 +38,7 @@ tsr_status_t allocateHost(uint64_t size, tsr_drv_buffer_t *out_buffer) {
 tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t,
                             tsr_drv_buffer_t *out_buffer) {
   CpuDevice *d = as<CpuDevice>(device);
-  if (tsr_status_t st = d->memory.reserve("cpu driver", "cpu:0", size, d->info.total_memory))
+  if (tsr_status_t st = d->memory.reserve("cpu driver", size))
     return st;
   tsr_status_t st = allocateHost(size, out_buffer);
   if (st)

@@ -73,7 +73,7 @@ CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo)
     // keeps a launch from oversubscribing the machine.
     : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0),
       // Every CPU device draws on the same host memory.
-      memory(backend::sharedMemoryBudget("cpu:0")) {}
+      memory(backend::DeviceMemory::of("cpu:0", deviceInfo.total_memory)) {}
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
   auto *driver = new (std::nothrow) CpuDriver;

@@ -37,7 +37,7 @@ struct CpuDevice {
   explicit CpuDevice(const tsr_device_info_t &info);
   tsr_device_info_t info;
   ThreadPool pool; // runs the workgroups of every launch on this device
-  backend::MemoryBudget &memory; // live buffers against info.total_memory
+  backend::DeviceMemory memory; // live buffers against info.total_memory
 };
 
 struct CpuBuffer {

@@ -41,7 +41,7 @@ void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
     return b->host ? TSR_CU(d.api, cuMemFreeHost, b->host)
                    : TSR_CU(d.api, cuMemFree_v2, b->address);
   });
-  d.memory.budget->release(b->size);
+  d.memory.release(b->size);
   delete b;
 }
 

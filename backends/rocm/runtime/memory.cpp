@@ -45,7 +45,7 @@ void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
   onDeviceIgnoringErrors(d, [&] {
     return b->host ? TSR_HIP(d.api, hipHostFree, b->host) : TSR_HIP(d.api, hipFree, b->address);
   });
-  d.memory.budget->release(b->size);
+  d.memory.release(b->size);
   delete b;
 }
 

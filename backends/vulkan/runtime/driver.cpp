@@ -363,8 +363,8 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   const PhysicalDevice &pd = d->devices[index];
   auto dev = std::make_unique<VkDevice_>();
   dev->driver = d;
-  dev->name = "vulkan:" + std::to_string(index);
-  dev->budget = &backend::sharedMemoryBudget(dev->name);
+  dev->accounting =
+      backend::DeviceMemory::of("vulkan:" + std::to_string(index), pd.info.total_memory);
   dev->phys = &pd;
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi = {};

@@ -230,8 +230,7 @@ struct VkDevice_ {
   DeviceFns fn;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   std::unique_ptr<MemoryAllocator> memory;
-  std::string name;                        // "vulkan:<index>", for messages
-  backend::MemoryBudget *budget = nullptr; // user buffers against phys->info.total_memory
+  backend::DeviceMemory accounting; // user buffers against phys->info.total_memory
   VkBufferObj dummy; // bound for zero-length buffer views
 
   tsr_status_t createBuffer(uint64_t size, VkMemoryPropertyFlags required,

@@ -178,12 +178,11 @@ tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_k
     preferred |= VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   // The user's bytes count against the heap the device reports, whatever the sub-allocator
   // rounds them to; staging buffers are the driver's own and bounded, so they do not count.
-  if (tsr_status_t st =
-          dev->budget->reserve("vulkan", dev->name.c_str(), size, dev->phys->info.total_memory))
+  if (tsr_status_t st = dev->accounting.reserve("vulkan", size))
     return st;
   auto buf = std::make_unique<VkBufferObj>();
   if (tsr_status_t st = dev->createBuffer(size, required, preferred, buf.get())) {
-    dev->budget->release(size);
+    dev->accounting.release(size);
     return st;
   }
   *out = handleOf<tsr_drv_buffer_t>(buf.release());
@@ -195,7 +194,7 @@ void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
   auto *dev = as<VkDevice_>(device);
   uint64_t size = buf->size;
   dev->destroyBuffer(*buf);
-  dev->budget->release(size);
+  dev->accounting.release(size);
   delete buf;
 }
 

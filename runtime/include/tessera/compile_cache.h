@@ -61,7 +61,8 @@ public:
   /// so in one warning line. The caller then compiles and stores afresh.
   void reject(const std::string &key, const std::string &reason);
 
-  /// Where warnings go; by default "tessera: warning: ..." lines on stderr.
+  /// Where warnings go; by default "tessera: warning: ..." lines on stderr. The sink runs
+  /// with the cache's lock held: it must not call this cache.
   void setWarningSink(WarningSink sink);
 
   /// Where an entry lives on disk (for tests and `tessera cache` tooling).
