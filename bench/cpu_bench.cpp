@@ -4,7 +4,9 @@
 //   2. row softmax 4096 x 4096 f32 against a hand-written OpenMP loop;
 //   3. launch overhead of an empty kernel (asynchronous launches, and launch + synchronize);
 //   4. compile time of the fused kernel: first in the process, cold (no cache), and from the
-//      disk cache (fresh cache object: disk read + checksum + decode + JIT link).
+//      disk cache (fresh cache object: disk read + checksum + decode + JIT link);
+//   5. f64 sin over 2^22 elements, moderate and huge arguments, against an OpenMP loop of
+//      glibc's scalar sin (the price of exact argument reduction, docs/performance.md).
 // Every figure is the median of --reps runs after a warm-up; ratios are printed against the
 // issue's targets. Results are checked against a host computation before they are reported.
 #include "bench/bench_util.h"
@@ -44,6 +46,15 @@ kernel @triad(%x: buffer<f32, readonly>, %b: buffer<f32, readonly>, %y: buffer<f
   }
 }
 kernel @empty() {
+}
+kernel @sin64(%x: buffer<f64, readonly>, %y: buffer<f64, writeonly>, %n: i32) {
+  %i = global_id.x : i32
+  %in = cmp.slt %i, %n : i32
+  if %in {
+    %xv = load %x[%i] : f64
+    %s = sin %xv : f64
+    store %s, %y[%i] : f64
+  }
 }
 )";
 
@@ -234,5 +245,47 @@ int main(int argc, char **argv) {
   std::printf("  %-44s %8.2f ms\n", "from the disk cache", tDisk);
   ratioLine("cold compile (ms)", tCold, "<=", 50);
   ratioLine("disk cache hit (ms)", tDisk, "<=", 2);
+
+  // --- 5. f64 sin -------------------------------------------------------------------------------
+  const int64_t sn = quick ? (1 << 18) : (1 << 22);
+  std::printf("\n5. f64 sin over %lld elements\n", (long long)sn);
+  for (bool huge : {false, true}) {
+    std::vector<double> sxs(sn), sys(sn), srefs(sn);
+    std::uniform_real_distribution<double> ud(-100, 100), ue(0, 300);
+    for (auto &v : sxs) // [-100, 100], or magnitudes log-uniform in [1, 1e300]
+      v = huge ? std::copysign(std::pow(10.0, ue(rng)), ud(rng)) : ud(rng);
+    tsr_buffer_t bx64 = nullptr, by64 = nullptr;
+    check(tsr_buffer_allocate(d.device, sn * 8, TSR_MEMORY_DEVICE_LOCAL, &bx64), "allocate");
+    check(tsr_buffer_allocate(d.device, sn * 8, TSR_MEMORY_DEVICE_LOCAL, &by64), "allocate");
+    check(tsr_stream_copy_h2d(d.stream, sxs.data(), bx64, 0, sn * 8), "copy_h2d");
+    std::vector<tsr_arg_t> args64 = {tsr_arg_buffer(bx64, 0), tsr_arg_buffer(by64, 0),
+                                     tsr_arg_i32(static_cast<int32_t>(sn))};
+    tsr_kernel_t sin64 = base->kernel("sin64")->kernel;
+    double tSin = timeMs(reps, [&] {
+      d.launch(sin64, static_cast<uint32_t>(sn / 1024), 1024, args64);
+      d.sync();
+    });
+    check(tsr_stream_copy_d2h(d.stream, by64, 0, sys.data(), sn * 8), "copy_d2h");
+    check(tsr_stream_synchronize(d.stream), "synchronize");
+    const double *sxp64 = sxs.data();
+    double *srp64 = srefs.data();
+    double tOmpSin = timeMs(reps, [&] {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < sn; ++i)
+        srp64[i] = std::sin(sxp64[i]);
+    });
+    for (int64_t i = 0; i < sn; i += 997) { // against the x87 long double sinl
+      double want = static_cast<double>(sinl(sxs[i]));
+      if (std::fabs(sys[i] - want) > 4 * std::ldexp(1.0, std::ilogb(want) - 52))
+        die("f64 sin result wrong at " + std::to_string(i));
+    }
+    std::printf("  %-44s %8.2f ms\n",
+                huge ? "Tessera cpu:0, |x| in [1, 1e300]" : "Tessera cpu:0, x in [-100, 100]",
+                tSin);
+    std::printf("  %-44s %8.2f ms\n", "OpenMP loop of glibc sin", tOmpSin);
+    std::printf("  %-44s %8.3f\n", "Tessera speed / OpenMP speed", tOmpSin / tSin);
+    tsr_buffer_release(bx64);
+    tsr_buffer_release(by64);
+  }
   return 0;
 }

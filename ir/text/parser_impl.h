@@ -97,7 +97,7 @@ private:
   bool parseInit(const Signature &sig, std::vector<ArgInit> &inits,
                  std::vector<const Token *> &seen);
   bool parseGenerator(ArgInit &init);
-  bool parseNumber(double &v);
+  bool parseNumber(double &v, IntParam *exact = nullptr);
 
   // ops helpers (parser_ops.cpp)
   bool parseMnemonic(OpKind &kind, Mods &mods, Loc &predLoc, bool &hasPred);

@@ -360,3 +360,53 @@ def test_compile_ptx_container_carries_cubin_and_ptx(tmp_path):
     assert b".entry saxpy" in data  # the PTX fallback
     if "bytes of cubin" in r.stdout:  # ptxas was found: the image is the cubin (an ELF)
         assert b"\x7fELF" in data
+
+
+EMPTY_AND_I64 = """
+kernel @copy(%x: buffer<f32, readonly>, %y: buffer<f32>, %n: i32) {
+  %i = global_id.x : i32
+  %in = cmp.slt %i, %n : i32
+  if %in {
+    %v = load %x[%i] : f32
+    store %v, %y[%i] : f32
+  }
+}
+launch @copy grid(1) workgroup(64) {
+  %x[0] = uniform(-1.0, 1.0)
+  %y[0] = fill(0.0)
+  %n = 0
+}
+
+kernel @inc(%x: buffer<i64, readonly>, %y: buffer<i64>, %z: buffer<i64>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : i64
+  %one = const 1 : i64
+  %w = add %v, %one : i64
+  store %w, %y[%i] : i64
+}
+launch @inc grid(1) workgroup(64) seed(5) {
+  %x[64] = uniform(-9223372036854775808, 9223372036854775807)
+  %y[64] = fill(0)
+  %z[3] = iota(9007199254740993, 1)
+}
+"""
+
+
+def test_run_empty_buffers_and_exact_i64_generators(tmp_path):
+    # Issue #11 bug 4: `%x[0]` is an empty buffer that every device runs, and i64 generator
+    # arguments are exact (uniform over the whole i64 range, values above 2^53 kept).
+    src = tmp_path / "empty_i64.tir"
+    src.write_text(EMPTY_AND_I64)
+    out = tessera("interp", src, check=0).stdout
+    y = next(l for l in out.splitlines() if l.startswith("%y: i64"))
+    lo, hi = (int(y.split(k + "=")[1].split()[0]) for k in ("min", "max"))
+    assert lo < -2**62 and hi > 2**62, y  # x + 1 over the full range, not INT64_MIN + 1
+    assert "%z: i64[3] min=9007199254740993 max=9007199254740995" in out, out
+    assert "%y: f32[0]" in out, out
+    env = run_env(tmp_path)
+    devices = [d["name"] for d in json.loads(tessera("devices", "--json", check=0).stdout)["devices"]]
+    for dev in [d for d in ("cpu:0", "vulkan:0") if d in devices]:
+        r = tessera_env(env, "run", src, "--device", dev, "--check")
+        assert r.returncode == 0, f"{dev}\n{r.stdout}\n{r.stderr}"
+        lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
+        assert len(lines) == 3 and all(": ok" in l for l in lines), r.stdout

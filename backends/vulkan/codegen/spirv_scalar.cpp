@@ -395,7 +395,9 @@ Id emitFma(Lowering &L, Scalar t, std::span<const Id> v) {
   bool narrow = t == Scalar::F16 || t == Scalar::BF16;
   if (t == Scalar::F32 && !L.caps_.fusedFma && L.caps_.float64 && L.caps_.int64)
     return fmaF32ViaF64(L, v[0], v[1], v[2]);
-  // f64, a fused Fma, or no f64 to do better with: GLSL's Fma (rounded once only when the
+  if (t == Scalar::F64 && !L.caps_.fusedFma) // exact products and round-to-odd sums
+    return f64Fma(L, v[0], v[1], v[2]);
+  // A fused Fma, or no f64 to do better with: GLSL's Fma (rounded once only when the
   // device fuses it).
   if (!narrow || !L.caps_.float64)
     return L.roundNarrow(L.glsl(T, GLSLstd450Fma, {v[0], v[1], v[2]}), t);
