@@ -3,6 +3,7 @@
 // every device like `tessera run --check` (tools/fuzz/fuzz_judge.h), shrinks every failure to
 // a small kernel (tools/fuzz/shrink.h) saved with its launch spec, and ends with the line
 // `N kernels, M mismatches`. Never stops at a failure: a fuzzing run reports them all.
+#include "conformance/runner.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/fuzz/fuzz_judge.h"
@@ -22,13 +23,14 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kFuzzHelp = R"(usage: tessera fuzz [--device D]... [--seconds N] [--seed S] [--out DIR] [options]
+constexpr const char *kFuzzHelp =
+    R"(usage: tessera fuzz [--device D]... [--seconds N] [--seed S] [--out DIR] [options]
 
 Generates random well-typed kernels (structured control flow, loops with carried values, every
 op family and scalar type the devices support, device functions, shared memory with barriers,
 subgroup ops, order-independent atomics, multi-dimensional and partial workgroups), runs each
 on the fp64 reference interpreter and on every device, and judges them like 'tessera run
---check'. Every failure is shrunk to a small kernel, saved in DIR with a header saying the
+--check' (and, on full-profile devices, per element). Every failure is shrunk to a small kernel, saved in DIR with a header saying the
 device, the seed and what mismatched. The last line is 'N kernels, M mismatches' (M counts
 kernel x device failures: wrong outputs, and device errors on kernels the interpreter ran).
 Exit status 1 if M > 0 or the generator made an invalid kernel (a fuzzer bug), 2 on usage.
@@ -45,8 +47,12 @@ options:
   --max-shrinks N     shrink at most N failures, save later ones unshrunk (default 10)
   --hostile           also generate out-of-range indices, zero divisors, MIN / -1 and loops
                       with step <= 0 (needs devices and an interpreter that define them)
+  --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
+                      known bug from dominating a run (repeatable)
   --emit DIR          also write every generated kernel to DIR (kernel-SEED.tir)
   --replay FILE       judge FILE on every device instead of generating (exit 1 on a failure)
+  --normwise-only     judge exactly like 'run --check' (by default a full-profile device is
+                      also held to the budget per element, see docs/conformance.md)
   --plant-mismatch OP test only: corrupt an output of every kernel that uses op OP, to check
                       that failures are caught and shrunk
 )";
@@ -61,6 +67,7 @@ struct Options {
   double shrinkSeconds = 60;
   int maxShrinks = 10;
   bool hostile = false;
+  std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;
   std::string emit, replay;
   fuzz::JudgeHooks hooks;
 };
@@ -93,6 +100,7 @@ bool openDevices(const Options &o, Devices &ds, std::string &err) {
     }
     ds.list.back().features = info.features;
     ds.list.back().subgroupSize = info.subgroup_size;
+    ds.list.back().fullProfile = conform::declaredProfile(info.backend) == conform::Profile::Full;
   }
   return true;
 }
@@ -102,6 +110,7 @@ fuzz::GenOptions genOptionsFor(const Options &o, const Devices &ds) {
   fuzz::GenOptions g;
   g.maxOps = o.maxOps;
   g.hostile = o.hostile;
+  g.exclude = o.exclude;
   uint64_t common = ~0ull;
   for (const auto &d : ds.list)
     common &= d.features;
@@ -169,7 +178,9 @@ void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
     // The same outcome must persist (a mismatch must not shrink into a compile error).
     kept = fuzz::shrinkModule(
         text,
-        [&](const std::string &cand) { return fuzz::judgeText(d, cand, o.hooks).outcome == v.outcome; },
+        [&](const std::string &cand) {
+          return fuzz::judgeText(d, cand, o.hooks).outcome == v.outcome;
+        },
         o.shrinkSeconds, &st);
   }
   fuzz::Verdict fin = shrink ? fuzz::judgeText(d, kept, o.hooks) : v;
@@ -185,8 +196,8 @@ void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
   std::filesystem::path base =
       std::filesystem::path(o.out) / (fileSafe(d.name) + "-seed" + std::to_string(kseed));
   writeFile(base.string() + ".tir", h.str() + kept);
-  writeFile(base.string() + ".orig.tir", "// unshrunk original of " + base.filename().string() +
-                                             ".tir\n" + text);
+  writeFile(base.string() + ".orig.tir",
+            "// unshrunk original of " + base.filename().string() + ".tir\n" + text);
   std::printf("%s on %s, kernel seed %llu: %s\n    saved %s.tir (%d ops)\n",
               fuzz::outcomeName(v.outcome), d.name.c_str(), (unsigned long long)kseed,
               v.detail.c_str(), base.string().c_str(), fuzz::countOps(kept));
@@ -205,13 +216,15 @@ int fuzzLoop(const Options &o, Devices &ds) {
       break;
     if (tty)
       std::printf("\r[%4.0fs] %llu kernels, %llu mismatches", elapsed,
-                  (unsigned long long)t.kernels, (unsigned long long)(t.mismatches + t.deviceErrors)),
+                  (unsigned long long)t.kernels,
+                  (unsigned long long)(t.mismatches + t.deviceErrors)),
           std::fflush(stdout);
     g.seed = o.seed + i;
     std::string text = ir::printModule(*fuzz::generateModule(g));
     ++t.kernels;
     if (!o.emit.empty())
-      writeFile(std::filesystem::path(o.emit) / ("kernel-" + std::to_string(g.seed) + ".tir"), text);
+      writeFile(std::filesystem::path(o.emit) / ("kernel-" + std::to_string(g.seed) + ".tir"),
+                text);
     for (const auto &d : ds.list) {
       fuzz::Verdict v = fuzz::judgeText(d, text, o.hooks);
       if (v.outcome == fuzz::Outcome::Pass)
@@ -293,12 +306,22 @@ int cmdFuzz(int argc, char **argv) {
       if (!parseNumber(*v, num) || num > 1e6)
         return usageError("fuzz", "--max-shrinks needs a whole number");
       o.maxShrinks = static_cast<int>(num);
+    } else if (auto v = args.option("--exclude", missing)) {
+      size_t colon = v->find(':');
+      auto op = ir::lookupOp(v->substr(0, colon));
+      auto type =
+          colon == std::string::npos ? std::nullopt : ir::parseScalarName(v->substr(colon + 1));
+      if (!op || !type)
+        return usageError("fuzz", "--exclude needs OP:TYPE, e.g. fma:bf16, got '" + *v + "'");
+      o.exclude.emplace_back(*op, *type);
     } else if (auto v = args.option("--emit", missing)) {
       o.emit = *v;
     } else if (auto v = args.option("--replay", missing)) {
       o.replay = *v;
     } else if (auto v = args.option("--plant-mismatch", missing)) {
       o.hooks.plantOp = *v;
+    } else if (args.flag("--normwise-only")) {
+      o.hooks.elementwise = false;
     } else if (args.flag("--hostile")) {
       o.hostile = true;
     } else if (!missing) {

@@ -317,15 +317,17 @@ llvm::Expected<llvm::Value *> emitScalarOp(llvm::IRBuilder<> &b, const ir::Op &o
   }
   if (op.kind == OpKind::Fma) {
     if (t == Scalar::F16 || t == Scalar::BF16) {
-      // a*b is exact in f64 and the sum is rounded once to f64, then to the narrow type.
+      // a*b is exact in f64. f16: the f64 sum is exact, or a*b is so small next to c (an f16
+      // value) that the f64 result cannot sit on an f16 midpoint, or it overflows f16 anyway;
+      // so one more rounding to half is correct. bf16: the exponent range is f32's, so the f64 sum can be inexact and must be
+      // rounded to odd before narrowing (a plain f64 -> f32 -> bf16 chain double-rounds
+      // midpoints: found by tessera fuzz, conformance/kernels/fma_narrow_ties.tir).
       llvm::Type *d = b.getDoubleTy();
-      llvm::Value *r = b.CreateIntrinsic(
-          llvm::Intrinsic::fma, {d},
-          {b.CreateFPExt(v[0], d), b.CreateFPExt(v[1], d), b.CreateFPExt(v[2], d)});
-      llvm::Value *n = t == Scalar::F16 ? b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()),
-                                                        b.getFloatTy())
-                                        : roundNarrow(b, b.CreateFPTrunc(r, b.getFloatTy()), t);
-      return n;
+      llvm::Value *xy = b.CreateFMul(b.CreateFPExt(v[0], d), b.CreateFPExt(v[1], d));
+      llvm::Value *c = b.CreateFPExt(v[2], d);
+      if (t == Scalar::BF16)
+        return sumToOddBF16(b, xy, c);
+      return b.CreateFPExt(b.CreateFPTrunc(b.CreateFAdd(xy, c), b.getHalfTy()), b.getFloatTy());
     }
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
   }

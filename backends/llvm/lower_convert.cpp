@@ -246,6 +246,29 @@ llvm::Expected<llvm::Value *> toFloat(llvm::IRBuilder<> &b, const ir::Op &op, co
 
 } // namespace
 
+llvm::Value *sumToOddBF16(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  // TwoSum: s + err == x + y exactly (no overflow for these magnitudes: |x|, |y| < 2^257).
+  llvm::Value *s = b.CreateFAdd(x, y);
+  llvm::Value *bb = b.CreateFSub(s, x);
+  llvm::Value *err =
+      b.CreateFAdd(b.CreateFSub(x, b.CreateFSub(s, bb)), b.CreateFSub(y, bb));
+  // Round s to odd: when inexact, take the neighbour of s on err's side whose last bit is 1.
+  llvm::Type *i64 = b.getInt64Ty();
+  llvm::Value *bits = b.CreateBitCast(s, i64);
+  llvm::Value *inexact = b.CreateAnd(b.CreateFCmpONE(err, llvm::ConstantFP::get(s->getType(), 0)),
+                                     b.CreateICmpEQ(b.CreateAnd(bits, b.getInt64(1)), b.getInt64(0)));
+  // err's sign equal to s's: the exact sum is further from zero (magnitude bits + 1).
+  llvm::Value *away = b.CreateICmpEQ(b.CreateICmpSLT(bits, b.getInt64(0)),
+                                     b.CreateFCmpOLT(err, llvm::ConstantFP::get(s->getType(), 0)));
+  llvm::Value *moved = b.CreateSelect(away, b.CreateAdd(bits, b.getInt64(1)),
+                                      b.CreateSub(bits, b.getInt64(1)));
+  llvm::Value *odd64 = b.CreateBitCast(b.CreateSelect(inexact, moved, bits), s->getType());
+  // Then to odd in f32 (24 bits >= 8 + 2), then once to bf16.
+  Source d{odd64, true, false};
+  llvm::Value *f = applyMode(b, convertNearest(b, d, b.getFloatTy()), d, Mode::Odd);
+  return roundNarrow(b, f, Scalar::BF16);
+}
+
 llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op,
                                           llvm::Value *v) {
   Scalar s = op.operands[0]->type.elem, d = op.results[0]->type.elem;

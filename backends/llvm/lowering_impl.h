@@ -119,6 +119,10 @@ llvm::Value *fromMem(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
 /// Rounds a float register value (f32) to the narrow type (f16/bf16) and back; identity
 /// for f32/f64.
 llvm::Value *roundNarrow(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
+/// The f64 sum x + y rounded once to bf16 (held in f32): the sum is rounded to odd in f64
+/// (TwoSum) and in f32 before the final rounding, so no intermediate rounding can land on a
+/// bf16 midpoint (lower_convert.cpp).
+llvm::Value *sumToOddBF16(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 
 /// Emits a pure scalar op (unary, binary, ternary, predicate, compare, select, convert,
 /// bitcast, const). Integer div/rem use emitSafeDivisor, so they never trap (also for the

@@ -5,10 +5,14 @@
 
 #include "ir/interp/interpreter.h"
 #include "ir/interp/launch.h"
+#include "ir/interp/numerics.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
 #include "tessera/output_check.h"
 #include "tessera/program.h"
+
+#include <cmath>
+#include <cstdio>
 
 namespace tessera::fuzz {
 namespace {
@@ -42,6 +46,45 @@ void corruptFirstWritable(const ir::Function &k, std::vector<ir::HostBuffer> &ou
   }
 }
 
+bool usesFloatSubgroupAdd(const ir::Module &m) {
+  bool found = false;
+  for (const auto &f : m.functions)
+    ir::walk(*f->body, [&](ir::Op &op) {
+      found |= op.kind == ir::OpKind::SubgroupAdd && op.result(0)->type.isFloat();
+    });
+  return found;
+}
+
+// The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
+// detail; empty when every element is within it.
+std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
+                                const std::vector<ir::HostBuffer> &got, double budget) {
+  size_t bi = 0;
+  for (const ir::Value *p : k.params()) {
+    if (p->type.kind != ir::Type::Kind::Buffer)
+      continue;
+    size_t idx = bi++;
+    const ir::HostBuffer &want = reference.buffers.at(idx);
+    if (p->type.access == ir::Access::ReadOnly || !ir::isFloatScalar(want.elem))
+      continue;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      double w = want.get(i).f, g = got.at(idx).get(i).f;
+      if (std::isnan(w) && std::isnan(g))
+        continue;
+      double ulp =
+          std::isnan(w) || std::isnan(g) ? INFINITY : ir::numerics::ulpError(g, w, want.elem);
+      if (ulp <= budget)
+        continue;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "%%%s index %lld: got %.9g, want %.9g (%.3g ulp elementwise, budget %.3g)",
+                    p->name.c_str(), (long long)i, g, w, ulp, budget);
+      return buf;
+    }
+  }
+  return "";
+}
+
 } // namespace
 
 const char *outcomeName(Outcome o) {
@@ -61,7 +104,8 @@ const char *outcomeName(Outcome o) {
 Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHooks &hooks) {
   ir::ParseResult r = ir::parseModule(text, "fuzz.tir", /*verify=*/true);
   if (!r.ok())
-    return {Outcome::Invalid, "verifier: " + (r.diags.empty() ? std::string("?") : r.diags[0].str())};
+    return {Outcome::Invalid,
+            "verifier: " + (r.diags.empty() ? std::string("?") : r.diags[0].str())};
   const ir::Module &m = *r.module;
   const ir::Function *k = nullptr;
   for (const auto &f : m.functions)
@@ -114,6 +158,9 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
       std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, c.budget.ulp);
       return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf};
     }
+  if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m))
+    if (std::string d = elementwiseMismatch(*k, reference, outputs, budget); !d.empty())
+      return {Outcome::Mismatch, d};
   return {Outcome::Pass, ""};
 }
 

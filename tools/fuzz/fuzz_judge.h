@@ -29,6 +29,9 @@ struct FuzzDevice {
   tsr_device_t device = nullptr; // owned by the caller
   uint64_t features = 0;         // TSR_FEATURE_*
   uint32_t subgroupSize = 0;     // the advertised width (0: unknown)
+  /// The backend declares the full profile (conformance::declaredProfile): it promises the
+  /// op table's budgets per element, so the judge may also check elementwise (see judgeText).
+  bool fullProfile = true;
 };
 
 /// Test-only fault injection: when the kernel uses an op named `plantOp`, the judge corrupts
@@ -36,10 +39,17 @@ struct FuzzDevice {
 /// failure to minimise. Empty: off.
 struct JudgeHooks {
   std::string plantOp;
+  /// After the `run --check` comparison passes, also compare every float element by ULPs
+  /// alone (no normwise arm) on full-profile devices, unless the kernel uses a float
+  /// subgroup_add. Sound for generated kernels: an approximate result never reaches further
+  /// arithmetic (kernel_gen.h), so there is no cancellation for the normwise arm to excuse,
+  /// while that arm, measured against the buffer's largest value, lets any error on small
+  /// elements pass once a buffer also holds a huge one (as `special` inputs produce).
+  bool elementwise = true;
 };
 
 /// Parses and verifies `text`, runs its kernel (the first with a launch spec) on the
-/// interpreter and on `dev`, and compares.
+/// interpreter and on `dev`, and compares (checkOutputs, then elementwise per `hooks`).
 Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHooks &hooks = {});
 
 } // namespace tessera::fuzz

@@ -58,6 +58,7 @@ public:
 
   // --- value_gen.cpp: scalar values
   bool hasType(ir::Scalar t) const;
+  bool excluded(ir::OpKind k, ir::Scalar t) const;
   ir::Scalar randType();
   ir::Scalar randIntType(bool withBool);
   ir::Scalar randFloatType();
@@ -74,6 +75,12 @@ public:
   void buildModule();
   void genBlock(ir::Builder &b, int depth, int count);
   void genStmt(ir::Builder &b, int depth);
+  void genUniformBarrierLoop(ir::Builder &b, uint32_t wgLinear);
+  /// Element `slot` of this work-item's block of kSlots in every output buffer.
+  ir::Value *slotIndex(ir::Builder &b, uint64_t slot);
+  void observe(ir::Builder &b);
+
+  static constexpr uint64_t kSlots = 4; // output elements per work-item and output buffer
 
   Rng rng;
   GenOptions o;
@@ -89,6 +96,7 @@ public:
   ir::Value *gid = nullptr;       // linear global id (i32)
   ir::Value *lid = nullptr;       // linear local id (i32)
   ir::Value *lsize = nullptr;     // linear workgroup size (i32)
+  ir::Value *slotBase = nullptr;  // gid * kSlots
 
 private:
   GV genFloat(ir::Builder &b, ir::Scalar t);

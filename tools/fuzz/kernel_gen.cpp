@@ -20,9 +20,9 @@ struct Shape {
 };
 // Workgroup shapes: powers of two (full subgroups on every device) and odd ones (a partial
 // last subgroup, and partial workgroups under the `gid < n` guard).
-const Shape kWorkgroups[] = {{64, 1, 1}, {32, 2, 1}, {8, 8, 1},  {16, 2, 2}, {4, 4, 4},
-                             {128, 1, 1}, {7, 1, 1}, {5, 3, 1},  {3, 3, 3},  {1, 1, 1},
-                             {13, 1, 1}, {33, 1, 1}, {6, 5, 2},  {2, 2, 2},  {17, 3, 1}};
+const Shape kWorkgroups[] = {{64, 1, 1},  {32, 2, 1}, {8, 8, 1}, {16, 2, 2}, {4, 4, 4},
+                             {128, 1, 1}, {7, 1, 1},  {5, 3, 1}, {3, 3, 3},  {1, 1, 1},
+                             {13, 1, 1},  {33, 1, 1}, {6, 5, 2}, {2, 2, 2},  {17, 3, 1}};
 
 ir::ArgInit bufferInit(Rng &rng, const std::string &name, Scalar t, int64_t count) {
   ir::ArgInit a;
@@ -91,13 +91,13 @@ void Gen::genStmt(ir::Builder &b, int depth) {
   }
   if (inKernel && r < 18 && !outs.empty()) { // store to this work-item's own element
     const OutBuf &out = rng.pick(outs);
-    b.store(pick(b, out.t, false).v, out.buf, gid);
+    b.store(pick(b, out.t, false).v, out.buf, slotIndex(b, rng.below(kSlots)));
     --opsLeft;
     return;
   }
   if (inKernel && r < 21 && !outs.empty()) { // read it back (whatever was stored: tainted)
     const OutBuf &out = rng.pick(outs);
-    push({b.load(out.buf, gid), false, false});
+    push({b.load(out.buf, slotIndex(b, rng.below(kSlots))), false, false});
     --opsLeft;
     return;
   }
@@ -162,8 +162,8 @@ void Gen::genStmt(ir::Builder &b, int depth) {
     return;
   }
   if (loopOk && r < 39) { // while: a counter bounds it, other carried values ride along
-    ir::Value *bound =
-        b.binary(OpKind::And, pick(b, Scalar::I32, true).v, b.constInt(depth <= 1 ? 7 : 3, Scalar::I32));
+    ir::Value *bound = b.binary(OpKind::And, pick(b, Scalar::I32, true).v,
+                                b.constInt(depth <= 1 ? 7 : 3, Scalar::I32));
     std::vector<GV> inits{{b.constInt(0, Scalar::I32), true, true}};
     for (int i = rng.range(0, 2); i > 0; --i)
       inits.push_back(pick(b, randType(), false));
@@ -251,6 +251,101 @@ void Gen::genStmt(ir::Builder &b, int depth) {
   genValue(b, randType());
 }
 
+// Barriers under uniform control flow: a loop whose trip count is the same for every
+// work-item (from constants and scalar parameters), maybe inside a uniform `if`, exchanging a
+// carried value through shared memory each iteration. The CPU backend splits work-item loops
+// at barriers; barriers inside loops and branches are its hardest case.
+void Gen::genUniformBarrierLoop(ir::Builder &b, uint32_t wgLinear) {
+  std::vector<ir::Value *> uniform;
+  for (const GV &g : scopes.front())
+    if (g.v->type.isScalar(Scalar::I32) && g.v->owner) // scalar parameters (%n included)
+      uniform.push_back(g.v);
+  auto uniformI32 = [&](ir::Builder &ub) {
+    return uniform.empty() || rng.chance(40) ? ub.constInt(rng.range(0, 5), Scalar::I32)
+                                             : rng.pick(uniform);
+  };
+  Scalar t = rng.chance(70) ? randIntType(false) : randFloatType();
+  ir::Value *sh = b.sharedAlloc(t, wgLinear);
+  GV init = pick(b, t, false);
+  auto loop = [&](ir::Builder &lb) {
+    ir::Value *ub = lb.binary(OpKind::And, uniformI32(lb), lb.constInt(3, Scalar::I32));
+    ir::Value *inits[] = {init.v};
+    ir::Value *res =
+        lb.forLoop(lb.constInt(0, Scalar::I32), lb.add(ub, lb.constInt(1, Scalar::I32)),
+                   lb.constInt(1, Scalar::I32), inits, [&](ir::Builder &fb, auto args) {
+                     fb.store(args[1], sh, lid);
+                     fb.barrier();
+                     ir::Value *off = fb.binary(
+                         OpKind::And, fb.add(args[0], fb.constInt(rng.range(1, 9), Scalar::I32)),
+                         fb.constInt(63, Scalar::I32));
+                     ir::Mods u;
+                     u.isUnsigned = true;
+                     ir::Value *w = fb.load(sh, fb.binary(OpKind::Rem, fb.add(lid, off), lsize, u));
+                     fb.barrier(); // the next iteration overwrites the slots
+                     // add wraps exactly on ints; max never amplifies an error
+                     ir::Value *next[] = {
+                         ir::isFloatScalar(t)
+                             ? fb.binary(OpKind::Max, args[1], w)
+                             : fb.binary(rng.chance(50) ? OpKind::Add : OpKind::Xor, args[1], w)};
+                     fb.yield(next);
+                   })[0];
+    return res;
+  };
+  opsLeft -= 12;
+  if (rng.chance(50)) {
+    push({loop(b), init.exact, false});
+    return;
+  }
+  ir::Value *c = b.cmp(ir::CmpPred::Sle, uniformI32(b), b.constInt(2, Scalar::I32));
+  ir::Type types[] = {ir::Type::scalar(t)};
+  ir::Value *r = b.ifOp(
+      c, types,
+      [&](ir::Builder &tb, auto) {
+        ir::Value *v[] = {loop(tb)};
+        tb.yield(v);
+      },
+      [&](ir::Builder &eb, auto) {
+        eb.barrier(); // uniform: every work-item of the workgroup takes this branch
+        ir::Value *v[] = {init.v};
+        eb.yield(v);
+      })[0];
+  push({r, init.exact, false});
+}
+
+ir::Value *Gen::slotIndex(ir::Builder &b, uint64_t slot) {
+  return b.add(slotBase, b.constInt(static_cast<int64_t>(slot), Scalar::I32));
+}
+
+// Stores the most recent values (of any type: exact ones converted, approximate floats only
+// rounded to a type at most as precise) into every slot of every output, so that as much of
+// the computation as possible is compared.
+void Gen::observe(ir::Builder &b) {
+  std::vector<GV> recent;
+  for (const auto &scope : scopes)
+    for (const GV &g : scope)
+      if (g.v->type.isScalar())
+        recent.push_back(g);
+  size_t next = recent.size();
+  for (const OutBuf &out : outs)
+    for (uint64_t slot = 0; slot < kSlots; ++slot) {
+      ir::Value *v = nullptr;
+      while (!v && next > 0) {
+        const GV &g = recent[--next];
+        Scalar s = g.v->type.elem;
+        if (s == out.t)
+          v = g.v;
+        else if (g.exact)
+          v = b.convert(g.v, out.t);
+        else if (ir::isFloatScalar(s) && ir::isFloatScalar(out.t) &&
+                 ir::mantissaBits(out.t) <= ir::mantissaBits(s))
+          v = b.convert(g.v, out.t);
+      }
+      if (!v)
+        v = pick(b, out.t, false).v;
+      b.store(v, out.buf, slotIndex(b, slot));
+    }
+}
+
 void Gen::buildModule() {
   const Shape &wg = kWorkgroups[rng.below(std::size(kWorkgroups))];
   Shape grid{static_cast<uint32_t>(rng.range(1, 4)), rng.chance(30) ? 2u : 1u,
@@ -303,8 +398,8 @@ void Gen::buildModule() {
     OutBuf out{nullptr, randType()};
     std::string name = "out" + std::to_string(outs.size());
     out.buf = param(ir::Type::buffer(out.t), name);
-    spec.args.push_back(rng.chance(50) ? fillInit(name, total, 0)
-                                       : bufferInit(rng, name, out.t, total));
+    spec.args.push_back(rng.chance(50) ? fillInit(name, total * kSlots, 0)
+                                       : bufferInit(rng, name, out.t, total * kSlots));
     outs.push_back(out);
   }
   auto makeAcc = [&]() {
@@ -356,9 +451,10 @@ void Gen::buildModule() {
     if (ir::isFloatScalar(t))
       a.scalar.f = static_cast<double>(rng.range(-40, 40)) / 8;
     else
-      a.scalar.i = t == Scalar::I1 ? rng.below(2) : static_cast<uint64_t>(rng.range(-50, 50)) &
-                                                        (ir::bitWidth(t) == 64 ? ~0ull
-                                                                                 : (1ull << ir::bitWidth(t)) - 1);
+      a.scalar.i = t == Scalar::I1
+                       ? rng.below(2)
+                       : static_cast<uint64_t>(rng.range(-50, 50)) &
+                             (ir::bitWidth(t) == 64 ? ~0ull : (1ull << ir::bitWidth(t)) - 1);
     spec.args.push_back(a);
   }
   ir::Value *n = param(ir::Type::scalar(Scalar::I32), "n");
@@ -366,7 +462,8 @@ void Gen::buildModule() {
   {
     ir::ArgInit a;
     a.param = "n";
-    int64_t cut = rng.chance(60) ? static_cast<int64_t>(rng.below(std::min<int64_t>(wgLinear, total))) : 0;
+    int64_t cut =
+        rng.chance(60) ? static_cast<int64_t>(rng.below(std::min<int64_t>(wgLinear, total))) : 0;
     a.scalar.i = static_cast<uint64_t>(std::max<int64_t>(1, total - cut));
     spec.args.push_back(a);
   }
@@ -384,6 +481,7 @@ void Gen::buildModule() {
               b.mul(lx, b.add(wi(OpKind::LocalId, 1), b.mul(ly, wi(OpKind::LocalId, 2)))));
   lsize = b.mul(b.mul(lx, ly), wi(OpKind::LocalSize, 2));
   push({gid, true, true});
+  slotBase = b.mul(gid, b.constInt(kSlots, Scalar::I32));
   push({lid, true, true});
 
   for (AccMem a : sharedPlan) { // zero (or c1) every element, cooperatively, then sync
@@ -408,7 +506,8 @@ void Gen::buildModule() {
       GV v = pick(b, t, false);
       b.store(v.v, sh, lid);
       b.barrier();
-      ir::Value *off = b.binary(OpKind::And, pick(b, Scalar::I32, true).v, b.constInt(63, Scalar::I32));
+      ir::Value *off =
+          b.binary(OpKind::And, pick(b, Scalar::I32, true).v, b.constInt(63, Scalar::I32));
       ir::Mods u;
       u.isUnsigned = true;
       ir::Value *idx = b.binary(OpKind::Rem, b.add(lid, off), lsize, u);
@@ -417,6 +516,8 @@ void Gen::buildModule() {
       genBlock(b, 0, rng.range(1, 3));
     }
   }
+  if (rng.chance(40))
+    genUniformBarrierLoop(b, wgLinear);
   if (o.subgroups && rng.chance(60)) { // every lane is active here
     for (int i = rng.range(1, 3); i > 0; --i) {
       GV v = pick(b, randType(), false);
@@ -424,10 +525,9 @@ void Gen::buildModule() {
       ir::Value *r;
       int which = fullSubgroups ? static_cast<int>(rng.below(3)) : 2;
       if (which == 0) {
-        ir::Value *lane = b.binary(OpKind::And,
-                                   b.add(b.workItem(OpKind::SubgroupLocalId),
-                                         pick(b, Scalar::I32, true).v),
-                                   sgMask);
+        ir::Value *lane = b.binary(
+            OpKind::And, b.add(b.workItem(OpKind::SubgroupLocalId), pick(b, Scalar::I32, true).v),
+            sgMask);
         r = b.shuffle(OpKind::Shuffle, v.v, lane);
       } else if (which == 1) {
         r = b.shuffle(OpKind::ShuffleXor, v.v,
@@ -446,8 +546,7 @@ void Gen::buildModule() {
       [&](ir::Builder &tb, auto) {
         scopes.emplace_back();
         genBlock(tb, 1, 1000);
-        for (const OutBuf &out : outs)
-          tb.store(pick(tb, out.t, false).v, out.buf, gid);
+        observe(tb);
         scopes.pop_back();
       },
       withElse ? ir::Builder::RegionFn([&](ir::Builder &eb, auto) {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace tessera::fuzz {
@@ -28,8 +29,8 @@ namespace tessera::fuzz {
 struct GenOptions {
   uint64_t seed = 1;
   /// Scalar types the kernel may use (the intersection of the devices' features).
-  std::vector<ir::Scalar> types{ir::Scalar::I1,  ir::Scalar::I8,  ir::Scalar::I16,
-                                ir::Scalar::I32, ir::Scalar::I64, ir::Scalar::F16,
+  std::vector<ir::Scalar> types{ir::Scalar::I1,   ir::Scalar::I8,  ir::Scalar::I16,
+                                ir::Scalar::I32,  ir::Scalar::I64, ir::Scalar::F16,
                                 ir::Scalar::BF16, ir::Scalar::F32, ir::Scalar::F64};
   bool floatAtomics = true; // float atomic_add on buffers and shared memory
   bool subgroups = true;
@@ -39,6 +40,9 @@ struct GenOptions {
   /// (possibly out-of-range) indices, unguarded divisors (0, MIN / -1) and non-positive loop
   /// steps. Off until every device and the interpreter define those cases.
   bool hostile = false;
+  /// (op, result type) pairs never generated as scalar ops, e.g. a known backend bug that
+  /// would otherwise dominate a long run (`tessera fuzz --exclude fma:bf16`).
+  std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;
 };
 
 /// Builds one module (kernel `@fuzz` with its launch spec, device functions `@fn0`...).
@@ -58,7 +62,9 @@ public:
   }
   /// Uniform in [0, n) (n > 0; the modulo bias is irrelevant here).
   uint64_t below(uint64_t n) { return next() % n; }
-  int range(int lo, int hi) { return lo + static_cast<int>(below(static_cast<uint64_t>(hi - lo + 1))); }
+  int range(int lo, int hi) {
+    return lo + static_cast<int>(below(static_cast<uint64_t>(hi - lo + 1)));
+  }
   bool chance(int percent) { return below(100) < static_cast<uint64_t>(percent); }
   template <typename T> const T &pick(const std::vector<T> &v) { return v[below(v.size())]; }
 

@@ -158,8 +158,7 @@ bool apply(ir::Module &m, const Mutation &mu) {
   switch (mu.kind) {
   case Mut::Dce:
     return ir::dce(m);
-  case Mut::Fold:
-  { // both always run
+  case Mut::Fold: { // both always run
     bool folded = ir::canonicalize(m);
     return ir::dce(m) || folded;
   }

@@ -36,26 +36,24 @@ Scalar bitcastPartner(Scalar t, Rng &rng) {
   }
 }
 
-const OpKind kApproxUnary[] = {OpKind::Exp,   OpKind::Exp2,  OpKind::Log,     OpKind::Log2,
-                               OpKind::Log1p, OpKind::Expm1, OpKind::Sqrt,    OpKind::Rsqrt,
-                               OpKind::Sin,   OpKind::Cos,   OpKind::Tan,     OpKind::Tanh,
+const OpKind kApproxUnary[] = {OpKind::Exp,     OpKind::Exp2,  OpKind::Log,  OpKind::Log2,
+                               OpKind::Log1p,   OpKind::Expm1, OpKind::Sqrt, OpKind::Rsqrt,
+                               OpKind::Sin,     OpKind::Cos,   OpKind::Tan,  OpKind::Tanh,
                                OpKind::Sigmoid, OpKind::Erf};
-const OpKind kExactUnary[] = {OpKind::Neg,   OpKind::Abs,  OpKind::Floor,
-                              OpKind::Ceil,  OpKind::Round, OpKind::Trunc};
+const OpKind kExactUnary[] = {OpKind::Neg,  OpKind::Abs,   OpKind::Floor,
+                              OpKind::Ceil, OpKind::Round, OpKind::Trunc};
 const OpKind kExactFloatBinary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul,
                                     OpKind::Min, OpKind::Max, OpKind::Rem};
-const OpKind kIntBinary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Rem,
-                             OpKind::Min, OpKind::Max, OpKind::And, OpKind::Or,  OpKind::Xor,
-                             OpKind::Shl, OpKind::Shr};
-const ir::CmpPred kIntPreds[] = {ir::CmpPred::Eq,  ir::CmpPred::Ne,  ir::CmpPred::Slt,
-                                 ir::CmpPred::Sle, ir::CmpPred::Sgt, ir::CmpPred::Sge,
-                                 ir::CmpPred::Ult, ir::CmpPred::Ule, ir::CmpPred::Ugt,
-                                 ir::CmpPred::Uge};
+const OpKind kIntBinary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
+                             OpKind::Rem, OpKind::Min, OpKind::Max, OpKind::And,
+                             OpKind::Or,  OpKind::Xor, OpKind::Shl, OpKind::Shr};
+const ir::CmpPred kIntPreds[] = {
+    ir::CmpPred::Eq,  ir::CmpPred::Ne,  ir::CmpPred::Slt, ir::CmpPred::Sle, ir::CmpPred::Sgt,
+    ir::CmpPred::Sge, ir::CmpPred::Ult, ir::CmpPred::Ule, ir::CmpPred::Ugt, ir::CmpPred::Uge};
 const ir::CmpPred kFloatPreds[] = {
-    ir::CmpPred::Oeq,  ir::CmpPred::One,  ir::CmpPred::Olt,  ir::CmpPred::Ole,
-    ir::CmpPred::Ogt,  ir::CmpPred::Oge,  ir::CmpPred::Ord,  ir::CmpPred::Ueq,
-    ir::CmpPred::Une,  ir::CmpPred::FUlt, ir::CmpPred::FUle, ir::CmpPred::FUgt,
-    ir::CmpPred::FUge, ir::CmpPred::Uno};
+    ir::CmpPred::Oeq,  ir::CmpPred::One,  ir::CmpPred::Olt,  ir::CmpPred::Ole, ir::CmpPred::Ogt,
+    ir::CmpPred::Oge,  ir::CmpPred::Ord,  ir::CmpPred::Ueq,  ir::CmpPred::Une, ir::CmpPred::FUlt,
+    ir::CmpPred::FUle, ir::CmpPred::FUgt, ir::CmpPred::FUge, ir::CmpPred::Uno};
 
 template <typename T, size_t N> const T &pickOf(Rng &rng, const T (&a)[N]) {
   return a[rng.below(N)];
@@ -96,9 +94,12 @@ Scalar Gen::randFloatType() {
 GV Gen::constant(ir::Builder &b, Scalar t) {
   --opsLeft;
   if (isFloat(t)) {
-    const double vals[] = {0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -1.5, 3.0, 1e-3, 100.0, 65504.0,
-                           std::numeric_limits<double>::infinity(), 1e-7, 0.1, -7.0};
-    double v = rng.chance(70) ? pickOf(rng, vals) : (static_cast<double>(rng.below(2001)) - 1000) / 64;
+    const double vals[] = {0.0,  -0.0,  1.0,     -1.0,
+                           0.5,  2.5,   -1.5,    3.0,
+                           1e-3, 100.0, 65504.0, std::numeric_limits<double>::infinity(),
+                           1e-7, 0.1,   -7.0};
+    double v =
+        rng.chance(70) ? pickOf(rng, vals) : (static_cast<double>(rng.below(2001)) - 1000) / 64;
     return {b.constFloat(v, t), true, true};
   }
   if (t == Scalar::I1)
@@ -250,8 +251,8 @@ GV Gen::genInt(ir::Builder &b, Scalar t) {
   if (r < 45) {
     OpKind k = pickOf(rng, kIntBinary);
     ir::Mods m;
-    m.isUnsigned = (k == OpKind::Div || k == OpKind::Rem || k == OpKind::Min ||
-                    k == OpKind::Max || k == OpKind::Shr) &&
+    m.isUnsigned = (k == OpKind::Div || k == OpKind::Rem || k == OpKind::Min || k == OpKind::Max ||
+                    k == OpKind::Shr) &&
                    rng.chance(50);
     GV x = pick(b, t, true), y = pick(b, t, true);
     ir::Value *rhs = y.v;
@@ -274,9 +275,9 @@ GV Gen::genInt(ir::Builder &b, Scalar t) {
     }
   }
   if (r < 86 && inKernel && (t == Scalar::I32 || t == Scalar::I64)) {
-    const OpKind ks[] = {OpKind::GlobalId,     OpKind::LocalId,    OpKind::GroupId,
-                         OpKind::LocalSize,    OpKind::NumGroups,  OpKind::SubgroupSize,
-                         OpKind::SubgroupId,   OpKind::SubgroupLocalId};
+    const OpKind ks[] = {OpKind::GlobalId,   OpKind::LocalId,        OpKind::GroupId,
+                         OpKind::LocalSize,  OpKind::NumGroups,      OpKind::SubgroupSize,
+                         OpKind::SubgroupId, OpKind::SubgroupLocalId};
     OpKind k = pickOf(rng, ks);
     if (!o.subgroups && k >= OpKind::SubgroupSize)
       k = OpKind::LocalId;
@@ -317,8 +318,27 @@ GV Gen::genBool(ir::Builder &b) {
 GV Gen::genValue(ir::Builder &b, Scalar t) {
   --opsLeft;
   GV g = t == Scalar::I1 ? genBool(b) : isFloat(t) ? genFloat(b, t) : genInt(b, t);
+  if (ir::Op *op = g.v->def; op && excluded(op->kind, t)) {
+    // An excluded (known-bad) op becomes one that neither amplifies an error nor needs
+    // more operands: max / neg for floats, xor / not for integers.
+    ir::OpForm form = op->info().form;
+    if (form == ir::OpForm::Unary) {
+      op->kind = isFloat(t) ? OpKind::Neg : OpKind::Not;
+    } else if (form == ir::OpForm::Binary || form == ir::OpForm::Ternary) {
+      op->kind = isFloat(t) ? (op->kind == OpKind::Max ? OpKind::Min : OpKind::Max) : OpKind::Xor;
+      op->operands.resize(2);
+    }
+    op->mods = {};
+  }
   push(g);
   return g;
+}
+
+bool Gen::excluded(OpKind k, Scalar t) const {
+  for (const auto &[ek, et] : o.exclude)
+    if (ek == k && et == t)
+      return true;
+  return false;
 }
 
 } // namespace tessera::fuzz::detail

@@ -115,8 +115,8 @@ TEST(FuzzShrink, ReducesToTheOpsTheFailureNeeds) {
     EXPECT_TRUE(fails(small)) << small;
     EXPECT_LT(countOps(small), countOps(text));
     // The kernel's shell (launch spec, one op and what it needs) is all that may remain.
-    EXPECT_LE(countOps(small), 4) << "seed " << s << " (" << st.accepted << " kept, "
-                                  << st.attempts << " tried)\n"
+    EXPECT_LE(countOps(small), 4) << "seed " << s << " (" << st.accepted << " kept, " << st.attempts
+                                  << " tried)\n"
                                   << small;
   }
   EXPECT_EQ(tried, 3);
@@ -126,8 +126,8 @@ TEST(FuzzShrink, NeverReturnsACandidateThatPasses) {
   std::string text = generate(5, 40);
   int calls = 0;
   // A failure that disappears once anything changes: the input must come back unchanged.
-  std::string out = shrinkModule(text, [&](const std::string &c) { return ++calls, c == text; },
-                                 30);
+  std::string out =
+      shrinkModule(text, [&](const std::string &c) { return ++calls, c == text; }, 30);
   EXPECT_EQ(out, text);
   EXPECT_GT(calls, 10);
 }

@@ -3,6 +3,7 @@ documented keys and values and a JUnit file that xml.etree parses; usage errors 
 
 The binary is $TESSERA_BIN, or build/default/tools/tessera.
 """
+import fnmatch
 import json
 import os
 import pathlib
@@ -97,8 +98,12 @@ def test_conform_kernel_cases_cover_every_example(tmp_path):
     examples = {p.stem for d in ("ir/examples", "conformance/kernels")
                 for p in (ROOT / d).glob("*.tir")}
     assert {i.split("/")[1] for i in ids} == examples
+    # Every kernel case passes, except the known bugs listed in the cpu xfail file.
+    xfails = [line.split()[0] for line in (ROOT / "conformance/xfail/cpu.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
     for c in doc["cases"]:
-        assert c["op"] == "kernel" and c["status"] == "pass", c
+        listed = any(fnmatch.fnmatch(c["case"], g) for g in xfails)
+        assert c["op"] == "kernel" and c["status"] == ("xfail" if listed else "pass"), c
     # The largest output budget: 0 (exact) for integer-only kernels, >= 1 with a float output;
     # each output gets only what reaches it (gelu: erf.f32 16 + 1, not every op kind's worst).
     tol = {c["case"].split("/")[1]: c["tolerance"] for c in doc["cases"]}

@@ -78,6 +78,7 @@ public:
   Id intToInt(const ir::Op &op, Id v, Scalar s, Scalar d);
   Id floatToInt(const ir::Op &op, Id v, Scalar s, Scalar d);
   Id toFloat(const ir::Op &op, Source x, Scalar s, Scalar d);
+  Id narrowOddSum(Id xy, Id c, Scalar d);
 
 private:
   Id nearest(const Source &x, Id ft);
@@ -308,7 +309,45 @@ Id Converter::toFloat(const ir::Op &op, Source x, Scalar s, Scalar d) {
   return b.op(spv::OpSelect, rt, {isInf, clamped, r});
 }
 
+Id Converter::narrowOddSum(Id xy, Id c, Scalar d) {
+  Id f64 = b.typeFloat(64), u64 = L.bitsType(f64), f32 = L.f32T();
+  auto fop = [&](spv::Op o, Id x, Id y) {
+    Id r = b.op(o, f64, {x, y});
+    b.decorate(r, spv::DecorationNoContraction, {});
+    return r;
+  };
+  // TwoSum: s + err == xy + c exactly.
+  Id s = fop(spv::OpFAdd, xy, c);
+  Id bb = fop(spv::OpFSub, s, xy);
+  Id err = fop(spv::OpFAdd, fop(spv::OpFSub, xy, fop(spv::OpFSub, s, bb)), fop(spv::OpFSub, c, bb));
+  // Round s to odd: when inexact with an even last bit, step to the neighbour on err's side.
+  Id bits = b.op(spv::OpBitcast, u64, {s});
+  Id zero = L.constFloat(f64, 0.0);
+  Id even = boolOp(spv::OpIEqual, b.op(spv::OpBitwiseAnd, u64, {bits, L.constInt(u64, 1)}),
+                   L.constInt(u64, 0));
+  Id inexact = boolOp(spv::OpLogicalAnd, boolOp(spv::OpFOrdNotEqual, err, zero), even);
+  Id away = boolOp(spv::OpLogicalEqual, L.isNegative(s, f64), boolOp(spv::OpFOrdLessThan, err, zero));
+  Id one = L.constInt(u64, 1);
+  Id moved = b.op(spv::OpSelect, u64,
+                  {away, b.op(spv::OpIAdd, u64, {bits, one}), b.op(spv::OpISub, u64, {bits, one})});
+  Id odd64 = b.op(spv::OpBitcast, f64, {b.op(spv::OpSelect, u64, {inexact, moved, bits})});
+  // To odd in f32 (24 bits >= 11 + 2), then one rounding to the narrow type.
+  Source x{odd64, f64, true, false, 64};
+  Id f = applyMode(nearest(x, f32), f32, x, Mode::Odd);
+  if (!f)
+    return 0;
+  if (d == Scalar::BF16)
+    return L.roundNarrow(f, Scalar::BF16);
+  return b.op(spv::OpFConvert, f32, {b.op(spv::OpFConvert, b.typeFloat(16), {f})});
+}
+
 } // namespace
+
+Id Lowering::narrowSumF64(Id xy, Id c, Scalar d) {
+  if (!need(caps_.int64, "64-bit integers for a correctly rounded narrow fma", "int64"))
+    return 0;
+  return Converter(*this).narrowOddSum(xy, c, d);
+}
 
 Id Lowering::emitConvert(const ir::Op &op, Id v) {
   Scalar s = op.operands[0]->type.elem, d = op.results[0]->type.elem;

@@ -73,6 +73,10 @@ public:
   // --- ops -------------------------------------------------------------------------------
   Id emitScalar(const ir::Op &op, std::span<const Id> v); // spirv_scalar.cpp
   Id emitConvert(const ir::Op &op, Id v);                 // spirv_convert.cpp
+  /// The exact f64 sum xy + c (xy, c: f64; c exact in f64) rounded once to f16 or bf16
+  /// (held in f32): TwoSum, then rounded to odd in f64 and in f32 before the last rounding,
+  /// so no intermediate rounding lands on a midpoint. Needs int64 (spirv_convert.cpp).
+  Id narrowSumF64(Id xy, Id c, ir::Scalar d);
   Id emitMath(const ir::Op &op, std::span<const Id> v);   // spirv_math.cpp
   /// Integral float `r` (type `ft`) -> `d`, saturating; NaN -> 0 (spirv_convert.cpp).
   Id satFloatToInt(Id r, Id ft, ir::Scalar d, bool isUnsigned);

@@ -401,14 +401,13 @@ Id emitFma(Lowering &L, Scalar t, std::span<const Id> v) {
   // device fuses it).
   if (!narrow || !L.caps_.float64)
     return L.roundNarrow(L.glsl(T, GLSLstd450Fma, {v[0], v[1], v[2]}), t);
-  // As on the CPU: a*b is exact in f64 and the sum is rounded once to f64, then narrowed.
+  // a*b is exact in f64; the sum is rounded to odd in f64 and f32 before the last rounding
+  // (narrowing a plain f64 sum double-rounds midpoints, and lavapipe's f64 -> f16 OpFConvert
+  // goes through f32: found by tessera fuzz, conformance/kernels/fma_narrow_ties.tir).
   Id d = b.typeFloat(64);
   Id xy = exactOp(L, spv::OpFMul, d, b.op(spv::OpFConvert, d, {v[0]}),
                   b.op(spv::OpFConvert, d, {v[1]}));
-  Id r = exactOp(L, spv::OpFAdd, d, xy, b.op(spv::OpFConvert, d, {v[2]}));
-  if (t == Scalar::F16)
-    return b.op(spv::OpFConvert, T, {b.op(spv::OpFConvert, b.typeFloat(16), {r})});
-  return L.roundNarrow(b.op(spv::OpFConvert, T, {r}), t);
+  return L.narrowSumF64(xy, b.op(spv::OpFConvert, d, {v[2]}), t);
 }
 
 Id intUnary(Lowering &L, const ir::Op &op, Id x) {
