@@ -3,8 +3,10 @@
 // All work-items of a workgroup execute in lock-step with an active mask, so `barrier`,
 // shared memory and subgroup operations have exact semantics; workgroups run one after the
 // other in linear order (atomics are therefore deterministic). Undefined behaviour that the
-// IR defines as such (out-of-range index, divergent barrier, integer division by zero,
-// reading an inactive lane) stops the run with an error naming the op and its location.
+// IR defines as such (out-of-range index, divergent barrier, reading an inactive lane) stops
+// the run with an error naming the op and its location; integer division by zero and a
+// `for` step <= 0 have defined results (docs/ir.md, "Faults"); a kernel that does not end
+// stops at InterpOptions::maxSteps.
 #pragma once
 
 #include "ir/core/ir.h"

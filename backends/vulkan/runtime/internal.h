@@ -17,6 +17,7 @@
 #include "backends/vulkan/runtime/vk_api.h"
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -168,6 +169,8 @@ public:
   const std::shared_ptr<Timeline> &timeline() const { return timeline_; }
 
   std::mutex mutex; // serialises recording from several host threads
+  /// Deadline of later launches (stream_set_timeout); stored, not yet enforced on Vulkan.
+  std::atomic<uint64_t> timeoutNs{0};
 
 private:
   void worker();

@@ -415,6 +415,11 @@ tsr_status_t streamQuery(tsr_drv_device_t, tsr_drv_stream_t stream, bool *out) {
   return nullptr;
 }
 
+tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t stream, uint64_t timeout_ns) {
+  streamOf(stream)->timeoutNs.store(timeout_ns, std::memory_order_relaxed);
+  return nullptr;
+}
+
 tsr_status_t streamRecordEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_event_t event) {
   auto *s = streamOf(stream);
   auto *e = as<VkEventObj>(event);

@@ -358,6 +358,14 @@ tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event);
 tsr_status_t tsr_stream_synchronize(tsr_stream_t stream);
 /* cuStreamQuery: *out_idle = all enqueued work is done. (Driver ABI 1.1.) */
 tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle);
+/* A deadline for every launch enqueued on `stream` after the call: a kernel that runs
+ * longer than timeout_ns is cancelled and the next tsr_stream_synchronize reports
+ * DEADLINE_EXCEEDED ("kernel @name ran past its deadline of N ms and was cancelled"); the
+ * device stays usable. 0 = no deadline. A new stream starts with TESSERA_KERNEL_TIMEOUT_MS
+ * (milliseconds, 0 = none) or else TSR_DEFAULT_KERNEL_TIMEOUT_MS. (Driver ABI 1.2; a driver
+ * that cannot cancel a running kernel answers UNIMPLEMENTED.) */
+tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns);
+#define TSR_DEFAULT_KERNEL_TIMEOUT_MS 60000
 
 /* ---------------------------------------------------------------------------------------
  * Events (CUevent / a VkSemaphore value)
