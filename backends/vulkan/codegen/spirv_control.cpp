@@ -64,15 +64,16 @@ bool Lowering::emitFor(const ir::Op &op) {
   Id more = b_.op(spv::OpSLessThan, boolT(), {iv.id, ub});
   if (stepOk)
     more = b_.op(spv::OpLogicalAnd, boolT(), {more, stepOk});
+  // A trip count known at compile time always ends: no cancellation point (nor unchecked).
+  bool cancellable = dynamic && bounds_ != TSR_BOUNDS_UNCHECKED;
   b_.loopHeaderEnd(l, more);
   std::vector<Id> next;
   if (!emitBlock(body, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'for' body yields too few values");
-  curOp_ = &op;
-  if (dynamic) // a trip count known at compile time always ends: no cancellation point
-    emitCancelCheck();
+  if (cancellable)
+    breakIfCancelled(l);
   b_.beginContinue(l);
   Id nextIv = b_.op(spv::OpIAdd, ivT, {iv.id, step});
   if (!isConstant(op.operands[2]) || op.operands[2]->def->literal.i != 1) {
@@ -85,6 +86,8 @@ bool Lowering::emitFor(const ir::Op &op) {
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
   b_.endLoop(l);
+  curOp_ = &op;
+  afterLoop(more, cancellable); // the header dominates the merge block
   for (size_t k = 0; k < iters.size(); ++k)
     define(op.result(k), iters[k].id);
   return true;
@@ -109,18 +112,21 @@ bool Lowering::emitWhile(const ir::Op &op) {
     return false;
   if (cond.empty())
     return fail("internal error: 'while' without a condition");
-  b_.breakUnless(l, cond[0]);
+  b_.breakUnless(l, cond[0]); // its block dominates the merge block (the other exit is later)
   std::vector<Id> next;
   if (!emitBlock(after, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'while' body yields too few values");
-  curOp_ = &op;
-  emitCancelCheck(); // a `while` may never end: the host can cancel it here
+  bool cancellable = bounds_ != TSR_BOUNDS_UNCHECKED; // a `while` may never end
+  if (cancellable)
+    breakIfCancelled(l);
   b_.beginContinue(l);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
   b_.endLoop(l);
+  curOp_ = &op;
+  afterLoop(cond[0], cancellable);
   for (size_t k = 0; k < op.results.size(); ++k)
     vals_[op.result(k)] = iters[k].id;
   return true;

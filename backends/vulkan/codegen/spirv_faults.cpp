@@ -37,6 +37,26 @@ bool constPositive(const ir::Value *v) {
   return bits != 0;
 }
 
+bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth) {
+  if (depth > 64) // recursion is rejected when the call is lowered
+    return false;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::While)
+      return true;
+    if (op->kind == OpKind::For && !(isConstant(op->operands[0]) && isConstant(op->operands[1]) &&
+                                     isConstant(op->operands[2])))
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const ir::Function *callee = m.lookup(op->callee))
+        if (hasDynamicLoop(m, *callee->body, depth + 1))
+          return true;
+    for (const auto &r : op->regions)
+      if (hasDynamicLoop(m, *r, depth))
+        return true;
+  }
+  return false;
+}
+
 Id Lowering::runtimeArrayBlock(Id memT, uint32_t stride) {
   Id &block = blockStructs_[memT];
   if (!block) {
@@ -61,8 +81,7 @@ Id Lowering::controlVar() {
   return control_;
 }
 
-void Lowering::writeFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide,
-                          Id count) {
+void Lowering::writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count) {
   Id u32 = u32T();
   Id var = controlVar();
   Id ptrT = b_.typePointer(spv::StorageClassStorageBuffer, u32);
@@ -73,7 +92,7 @@ void Lowering::writeFault(Id fault, tsr_fault_kind kind, uint32_t param, Id inde
   Id relaxed = constU32(spv::MemorySemanticsMaskNone);
   spirv::IfBlocks outer = b_.beginIf(fault, false);
   Id old = b_.op(spv::OpAtomicCompareExchange, u32,
-                 {word(kRecordWord), scope, relaxed, relaxed, constU32(kind), constU32(0)});
+                 {word(kRecordWord), scope, relaxed, relaxed, kind, constU32(0)});
   spirv::IfBlocks claimed = b_.beginIf(b_.op(spv::OpIEqual, boolT(), {old, constU32(0)}), false);
   // The index as a two's-complement i64 split in words (32-bit indices are sign-extended).
   Id lo = constU32(0), hi = constU32(0);
@@ -110,7 +129,7 @@ void Lowering::writeFault(Id fault, tsr_fault_kind kind, uint32_t param, Id inde
 void Lowering::recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide,
                            Id count) {
   if (bounds_ == TSR_BOUNDS_CHECKED)
-    writeFault(fault, kind, param, index, wide, count);
+    writeFault(fault, constU32(kind), param, index, wide, count);
 }
 
 Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind) {
@@ -159,19 +178,46 @@ Id Lowering::stepPositive(const ir::Op &op, Id lb, Id ub, Id step) {
   return ok;
 }
 
-void Lowering::emitCancelCheck() {
+Id Lowering::loadCancelFlag() {
   Id u32 = u32T();
   Id ptr = b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32),
                  {controlVar(), constU32(0), constU32(kCancelWord)});
   // An atomic load: the host writes the flag while the kernel runs, and the load is a side
   // effect that keeps an endless loop from being optimised away (LLVM deletes side-effect
-  // free infinite loops, which is how lavapipe once "finished" one with outputs unchanged).
+  // free infinite loops).
   Id flag = b_.op(spv::OpAtomicLoad, u32,
                   {ptr, constU32(spv::ScopeDevice), constU32(spv::MemorySemanticsMaskNone)});
-  Id cancelled = b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
-  writeFault(cancelled, TSR_FAULT_DEADLINE, UINT32_MAX, 0, false, 0);
+  return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
+}
+
+void Lowering::leaveIf(Id cancelled) {
+  writeFault(cancelled, constU32(TSR_FAULT_DEADLINE), UINT32_MAX, 0, false, 0);
   spirv::IfBlocks leave = b_.beginIf(cancelled, false);
   b_.returnVoid(); // the merge's only predecessor is the header's false edge
+  b_.startBlock(leave.merge);
+}
+
+void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
+  b_.breakUnless(l, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
+}
+
+void Lowering::afterLoop(Id goOn, bool cancellable) {
+  if (bounds_ == TSR_BOUNDS_UNCHECKED)
+    return;
+  // A fresh load of the flag: the loop may have left through its cancellation break.
+  Id cancelled = loadCancelFlag();
+  Id limit =
+      b_.op(spv::OpLogicalAnd, boolT(), {goOn, b_.op(spv::OpLogicalNot, boolT(), {cancelled})});
+  if (!cancellable) {
+    writeFault(limit, constU32(TSR_FAULT_LOOP_LIMIT), UINT32_MAX, 0, false, 0);
+    return;
+  }
+  // One record write for both causes: inside a loop nest it runs once per inner loop.
+  Id kind = b_.op(spv::OpSelect, u32T(),
+                  {cancelled, constU32(TSR_FAULT_DEADLINE), constU32(TSR_FAULT_LOOP_LIMIT)});
+  writeFault(b_.op(spv::OpLogicalOr, boolT(), {limit, cancelled}), kind, UINT32_MAX, 0, false, 0);
+  spirv::IfBlocks leave = b_.beginIf(cancelled, false);
+  b_.returnVoid();
   b_.startBlock(leave.merge);
 }
 

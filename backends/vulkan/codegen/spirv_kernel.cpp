@@ -307,7 +307,11 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   Id fn = b_.beginFunction(voidT, b_.typeFunction(voidT));
   b_.name(fn, f.name);
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
-  if (!declareParams(f, info) || !emitBlock(*f.body, nullptr))
+  if (!declareParams(f, info))
+    return false;
+  if (bounds_ != TSR_BOUNDS_UNCHECKED && hasDynamicLoop(module_, *f.body, 0))
+    leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
+  if (!emitBlock(*f.body, nullptr))
     return false;
   b_.returnVoid();
   b_.endFunction();

@@ -137,8 +137,9 @@ private:
   /// compare-exchange from 0) and writes the op's location, `param`, the index (`index`, of
   /// integer type; 0 for none), `count` (a u32; 0 for none) and its ids.
   void recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide, Id count);
-  /// The record write itself (every mode: deadline records are written in all of them).
-  void writeFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide, Id count);
+  /// The record write itself, `kind` a u32 (deadline and loop-limit records are written in
+  /// robust mode too).
+  void writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count);
   /// The Block struct of a runtime array of `memT` (deduplicated per element type).
   Id runtimeArrayBlock(Id memT, uint32_t stride);
   /// Robust / checked: whether `index` (a u32 or i64 register) lies in `m`; records the
@@ -149,9 +150,23 @@ private:
   /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs
   /// no iteration); records TSR_FAULT_LOOP_STEP in checked mode.
   Id stepPositive(const ir::Op &op, Id lb, Id ub, Id step);
-  /// At the end of a dynamic loop body: leaves the kernel, with a TSR_FAULT_DEADLINE record,
-  /// once the host has set the cancel flag (word 0 of the control buffer).
-  void emitCancelCheck();
+  /// Whether the host has set the cancel flag (an atomic load of control word 0).
+  Id loadCancelFlag();
+  /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (used at the
+  /// entry of a kernel with dynamic loops: workgroups that start late end at once).
+  void leaveIf(Id cancelled);
+  /// After a loop. `goOn`: the loop's last exit test without cancellation,
+  /// which dominates the merge block; when it still holds, the implementation cut the loop
+  /// short (llvmpipe ends loops after 65535 iterations per work-item in total, silently):
+  /// TSR_FAULT_LOOP_LIMIT. `cancelled` (0 for a loop without a cancellation point): the
+  /// loop left because the host set the cancel flag: TSR_FAULT_DEADLINE, and the kernel
+  /// returns. The loop itself only tests the flag in its exit condition: llvmpipe runs
+  /// every `if` body with a lane mask, taken or not, so a record write inside the loop
+  /// made row_softmax 4x slower. Robust and checked modes only, as the cancellation points:
+  /// unchecked is the fast path, without any of them.
+  void afterLoop(Id goOn, bool cancellable);
+  /// At the end of a cancellable loop's body: a break when the host has set the flag.
+  void breakIfCancelled(spirv::LoopBlocks &l);
 
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
@@ -172,6 +187,8 @@ private:
 bool isConstant(const ir::Value *v);
 /// Whether `v` is an integer constant > 0 (signed, at its width).
 bool constPositive(const ir::Value *v);
+/// Whether `b` (or a function it calls) holds a `while` or a `for` without constant bounds.
+bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth);
 
 // f64 decompositions (spirv_math_f64.cpp): GLSL.std.450 has no 64-bit transcendentals.
 Id f64Exp(Lowering &L, Id x, bool base2);

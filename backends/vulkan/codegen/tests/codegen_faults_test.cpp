@@ -179,7 +179,10 @@ kernel @d(%o: buffer<i32>, %y: i32) {
   EXPECT_EQ(unsignedDiv.find("%uint_6 %uint_0"), std::string::npos) << "no overflow unsigned";
 }
 
-TEST(VulkanFaults, DynamicLoopsPollTheCancelFlagInEveryMode) {
+// Robust and checked: a dynamic loop breaks at the end of its body when the host has set the
+// cancel flag, then writes the deadline record (or a loop-limit record) once and returns;
+// the kernel's entry polls the flag too. Unchecked: none of it.
+TEST(VulkanFaults, DynamicLoopsTestTheCancelFlagUnlessUnchecked) {
   const char *loops = R"(
 kernel @w(%o: buffer<i32>, %n: i32) {
   %z = const 0 : i32
@@ -194,13 +197,24 @@ kernel @w(%o: buffer<i32>, %n: i32) {
   store %r, %o[%z] : i32
 }
 )";
-  for (tsr_bounds_mode mode : kModes) {
+  VulkanKernelInfo unchecked;
+  std::string u = disasm(loops, TSR_BOUNDS_UNCHECKED, &unchecked);
+  EXPECT_EQ(unchecked.controlBinding, UINT32_MAX);
+  EXPECT_EQ(count(u, "OpAtomicLoad"), 0u) << u;
+  EXPECT_EQ(count(u, "OpReturn\n"), 1u) << u;
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED}) {
     VulkanKernelInfo info;
     std::string d = disasm(loops, mode, &info);
     EXPECT_EQ(info.controlBinding, 2u) << mode;
-    EXPECT_EQ(count(d, "OpAtomicLoad"), 1u) << d;
-    EXPECT_CONTAINS(d, "%uint_8 %uint_0");      // the deadline record is written in every mode
-    EXPECT_EQ(count(d, "OpReturn\n"), 2u) << d; // the cancellation exit and the kernel's end
+    EXPECT_EQ(count(d, "OpAtomicLoad"), 3u) << d; // entry, the body's break, after the loop
+    EXPECT_CONTAINS(d, "%uint_8 %uint_0");       // the entry's deadline record
+    EXPECT_TRUE(std::regex_search(d, std::regex("OpSelect %uint %\\w+ %uint_8 %uint_9"))) << d;
+    EXPECT_EQ(count(d, "OpReturn\n"), 3u) << d; // entry, after the loop, the kernel's end
+    // No record write inside the loop: it lies between OpLoopMerge and the loop's merge.
+    size_t loop = d.find("OpLoopMerge"), cas = d.find("OpAtomicCompareExchange", loop);
+    std::smatch merge;
+    ASSERT_TRUE(std::regex_search(d, merge, std::regex("OpLoopMerge (%\\w+)")));
+    EXPECT_GT(cas, d.find(merge[1].str() + " = OpLabel")) << d;
   }
   // A `for` with constant bounds and step always ends: no cancellation point.
   VulkanKernelInfo info;
@@ -217,8 +231,10 @@ kernel @f(%o: buffer<i32>) {
 }
 )",
                          TSR_BOUNDS_ROBUST, &info);
-  EXPECT_EQ(count(d, "OpAtomicLoad"), 0u) << d;
+  EXPECT_EQ(count(d, "OpAtomicLoad"), 1u) << d;   // none inside: only the loop-limit test
   EXPECT_EQ(count(d, "OpSGreaterThan"), 0u) << d; // a constant step > 0 needs no test
+  EXPECT_CONTAINS(d, "%uint_9 %uint_0");          // but the device may still cut it short
+  EXPECT_EQ(info.controlBinding, 1u);
 }
 
 TEST(VulkanFaults, RuntimeStepIsTestedAndRecorded) {
@@ -235,7 +251,7 @@ kernel @f(%o: buffer<i32>, %st: i32) {
 )";
   std::string robust = disasm(loop, TSR_BOUNDS_ROBUST);
   EXPECT_EQ(count(robust, "OpSGreaterThan"), 1u) << robust;
-  EXPECT_EQ(count(robust, "OpAtomicLoad"), 1u) << robust;
+  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust;
   EXPECT_EQ(robust.find("%uint_7 %uint_0"), std::string::npos) << robust;
   std::string checked = disasm(loop, TSR_BOUNDS_CHECKED);
   EXPECT_CONTAINS(checked, "%uint_7 %uint_0"); // TSR_FAULT_LOOP_STEP
