@@ -58,7 +58,8 @@ bool usesFloatSubgroupAdd(const ir::Module &m) {
 // The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
 // detail; empty when every element is within it.
 std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
-                                const std::vector<ir::HostBuffer> &got, double budget) {
+                                const std::vector<ir::HostBuffer> &got,
+                                const std::vector<double> &budgets) {
   size_t bi = 0;
   for (const ir::Value *p : k.params()) {
     if (p->type.kind != ir::Type::Kind::Buffer)
@@ -67,6 +68,7 @@ std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &ref
     const ir::HostBuffer &want = reference.buffers.at(idx);
     if (p->type.access == ir::Access::ReadOnly || !ir::isFloatScalar(want.elem))
       continue;
+    const double budget = budgets.at(idx);
     for (int64_t i = 0; i < want.size(); ++i) {
       double w = want.get(i).f, g = got.at(idx).get(i).f;
       if (std::isnan(w) && std::isnan(g))
@@ -158,9 +160,14 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
       std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, c.budget.ulp);
       return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf};
     }
-  if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m))
-    if (std::string d = elementwiseMismatch(*k, reference, outputs, budget); !d.empty())
+  if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m)) {
+    // Each output's own data-flow budget, element by element (no normwise arm at all).
+    std::vector<double> budgets(reference.buffers.size(), 0);
+    for (const OutputCheck &c : kc.outputs)
+      budgets.at(c.budget.bufferIndex) = c.budget.ulp;
+    if (std::string d = elementwiseMismatch(*k, reference, outputs, budgets); !d.empty())
       return {Outcome::Mismatch, d};
+  }
   return {Outcome::Pass, ""};
 }
 
