@@ -1,6 +1,8 @@
 // Decoding and checking cached modules against the module being loaded (cached_module.h).
 #include "runtime/src/cached_module.h"
 
+#include "backends/cpu/cpu_abi.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -93,6 +95,11 @@ std::unique_ptr<cpu::CpuCompiledModule> decodeCpuPayload(const std::string &payl
     if (!(s >> k.name >> k.symbol >> k.sharedBytes >> k.subgroupSize >> nparams) ||
         nparams > kMaxParams)
       return bad("has a malformed kernel record");
+    // The codegen names every kernel's function this way; another symbol would run another
+    // kernel's code (one of the same signature passes every other check).
+    if (k.symbol != TSR_CPU_WG_SYMBOL_PREFIX + k.name)
+      return bad("gives @" + k.name + " the symbol '" + k.symbol.substr(0, 64) + "', not '" +
+                 TSR_CPU_WG_SYMBOL_PREFIX + k.name + "'");
     if (k.sharedBytes > info.max_shared_memory)
       return bad("gives @" + k.name + " " + std::to_string(k.sharedBytes) +
                  " bytes of shared memory, more than the device's");

@@ -15,6 +15,7 @@
 #include <functional>
 #include <sstream>
 #include <sys/stat.h>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -153,7 +154,7 @@ TEST_P(ProgramCache, CraftedFieldsWithAValidChecksumAreMissesThatRebuild) {
     std::function<void(std::string &)> edit;
     const char *warning;
   };
-  const Case cases[] = {
+  std::vector<Case> cases = {
       {"object size 2^64-1",
        [&](std::string &p) {
          const char *word = cpu ? "\nobject " : "\nbytes ";
@@ -170,7 +171,14 @@ TEST_P(ProgramCache, CraftedFieldsWithAValidChecksumAreMissesThatRebuild) {
          });
        },
        "parameters of kernel @k differ"},
-      {"kernel renamed", [](std::string &p) { editKernelLines(p, [](auto &t) { t[1] = "j"; }); },
+      {"kernel renamed (with its CPU symbol)",
+       [&](std::string &p) {
+         editKernelLines(p, [&](auto &t) {
+           t[1] = "j";
+           if (cpu)
+             t[2] = "tsr_wg_j";
+         });
+       },
        "lacks kernel @k"},
       {"kernel listed twice",
        [](std::string &p) {
@@ -179,6 +187,12 @@ TEST_P(ProgramCache, CraftedFieldsWithAValidChecksumAreMissesThatRebuild) {
        },
        "lists 2 kernels, the module has 1"},
   };
+  if (cpu) // the CPU payload names each kernel's function: another kernel's would run
+    cases.push_back({"symbol of another kernel",
+                     [](std::string &p) {
+                       editKernelLines(p, [](std::vector<std::string> &t) { t[2] = "tsr_wg_j"; });
+                     },
+                     "gives @k the symbol 'tsr_wg_j', not 'tsr_wg_k'"});
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
     fs::path dir = root_ / "crafted";

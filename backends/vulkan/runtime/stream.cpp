@@ -213,6 +213,9 @@ void VkStream::worker() {
     b->staging.clear();
     b->onDone.clear();
     b->waits.clear();
+    // Read before the batch is handed over: once it is in done_, the recording thread may
+    // recycle (free) it at any time, and a stale read here once marked a later batch done.
+    uint64_t value = b->value;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failure && !error_)
@@ -224,7 +227,7 @@ void VkStream::worker() {
     }
     {
       std::lock_guard<std::mutex> lock(timeline_->mutex);
-      timeline_->completed = b->value;
+      timeline_->completed = value;
     }
     timeline_->cv.notify_all();
   }
