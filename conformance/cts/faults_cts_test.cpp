@@ -174,6 +174,11 @@ TEST_P(CtsKernelFaults, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
   tsr_arg_t quick[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(-1)};
   TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, grid, wg, quick, 2));
   EXPECT_EQ(ints(read(out, 0, 16)), (std::vector<int32_t>{-1, 0, 0, 0}));
+  // The largest timeout is no deadline in practice, not an overflow to an instant one.
+  TSR_ASSERT_OK(tsr_stream_set_timeout(stream_, UINT64_MAX));
+  tsr_arg_t again[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(-2)};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, grid, wg, again, 2));
+  EXPECT_EQ(ints(read(out, 0, 16)), (std::vector<int32_t>{-2, 0, 0, 0}));
   TSR_EXPECT_OK(tsr_stream_set_timeout(stream_, 0));
 }
 
