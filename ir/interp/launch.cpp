@@ -187,9 +187,8 @@ bool fillBuffer(const ArgInit &init, uint64_t seed, size_t paramIndex, HostBuffe
     return true;
   case ArgInit::Kind::Fill:
     for (int64_t i = 0; i < n; ++i)
-      buf.set(i, isFloat || !init.ia.set
-                     ? fromDouble(init.a, t)
-                     : Literal{0, numerics::truncInt(bitsOf(init.ia), t)});
+      buf.set(i, isFloat || !init.ia.set ? fromDouble(init.a, t)
+                                         : Literal{0, numerics::truncInt(bitsOf(init.ia), t)});
     return true;
   case ArgInit::Kind::Special: {
     std::vector<Literal> cycle = isFloat ? specialFloats(t) : specialInts(t);

@@ -283,7 +283,8 @@ TEST(Launch, I64GeneratorsAreExactIntegers) {
 TEST(Launch, I64GeneratorRangeIsCheckedExactly) {
   auto diag = [](const std::string &init) {
     ParseResult pr = parseModule("kernel @k(%x: buffer<i64>) {\n}\nlaunch @k grid(1) "
-                                 "workgroup(1) {\n  %x[4] = " + init + "\n}\n",
+                                 "workgroup(1) {\n  %x[4] = " +
+                                     init + "\n}\n",
                                  "r.tir");
     return pr.diags.empty() ? std::string() : pr.diags[0].message;
   };

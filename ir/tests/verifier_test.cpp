@@ -704,14 +704,14 @@ TEST(Verifier, LaunchGenerators) {
     return launchFor({a, b, c, {"d", ArgInit::Kind::Scalar, 0, 0, 0, lit, {}, {}, {}}});
   };
   using K = ArgInit::Kind;
-  t.k->launch = spec({"a", K::Uniform, 8, -5, 5, {}, {}, {}, {}},
-                     {"b", K::Uniform, 8, 0, 1, {}, {}, {}, {}},
-                     {"c", K::Special, 8, 0, 0, {}, {}, {}, {}}, 0xff);
+  t.k->launch =
+      spec({"a", K::Uniform, 8, -5, 5, {}, {}, {}, {}}, {"b", K::Uniform, 8, 0, 1, {}, {}, {}, {}},
+           {"c", K::Special, 8, 0, 0, {}, {}, {}, {}}, 0xff);
   EXPECT_TRUE(valid(t.m)); // uniform on i1 over [0, 1] is fine
 
-  t.k->launch = spec({"a", K::Normal, 8, 0, 1, {}, {}, {}, {}},
-                     {"b", K::Uniform, 8, 0, 2, {}, {}, {}, {}},
-                     {"c", K::Normal, -1, 0, -1, {}, {}, {}, {}}, 0x100);
+  t.k->launch =
+      spec({"a", K::Normal, 8, 0, 1, {}, {}, {}, {}}, {"b", K::Uniform, 8, 0, 2, {}, {}, {}, {}},
+           {"c", K::Normal, -1, 0, -1, {}, {}, {}, {}}, 0x100);
   Diagnostics d = verifyModule(t.m);
   ASSERT_EQ(d.size(), 5u) << dump(d);
   EXPECT_EQ(d[0].message, "launch @k: %a: 'normal' needs a float element type, got i32");

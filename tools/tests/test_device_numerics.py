@@ -77,6 +77,35 @@ kernel @fma_cases(%a: buffer<f64, readonly>, %b: buffer<f64, readonly>,
   store %f, %r[%i] : f64
 }
 
+// Every triple of the 18 special values (the launch `special` cycle: NaN, +-inf, +-0,
+// subnormals, extremes, 1 + eps, ...), NaN results made one canonical value (payloads may
+// differ by device).
+kernel @fma_specials(%s: buffer<f64, readonly>, %r: buffer<f64, writeonly>) {
+  %i = global_id.x : i32
+  %total = const 5832 : i32
+  %in = cmp.slt %i, %total : i32
+  if %in {
+    %n = const 18 : i32
+    %ia = rem %i, %n : i32
+    %j = div %i, %n : i32
+    %ib = rem %j, %n : i32
+    %ic = div %j, %n : i32
+    %x = load %s[%ia] : f64
+    %y = load %s[%ib] : f64
+    %z = load %s[%ic] : f64
+    %f = fma %x, %y, %z : f64
+    %bad = isnan %f : f64
+    %canon = const 12345.0 : f64
+    %v = select %bad, %canon, %f : f64
+    store %v, %r[%i] : f64
+  }
+}
+
+launch @fma_specials grid(23) workgroup(256) {
+  %s[18] = special
+  %r[5832] = fill(0.0)
+}
+
 launch @fma_cases grid(1) workgroup(4) {
   %a[4] = fill(0.1)
   %b[4] = fill(0.1)
@@ -99,7 +128,8 @@ def test_f64_fma_is_rounded_once(tmp_path, device):
     # Issue #11 bug 2: Vulkan's f64 fma was GLSL Fma, which lavapipe splits into mul + add:
     # fma(0.1, 0.1, -0.01) gave 1.7347e-18 (not 9.0206e-19) and fma(x, y, -x*y) gave 0.
     # 32768 random bit patterns (every finite exponent, subnormals included), the exact
-    # product error and near cancellation, against the interpreter, bit for bit.
+    # product error, near cancellation and every triple of special values, against the
+    # interpreter, bit for bit.
     if not BIN.exists():
         pytest.fail(f"tessera binary not found at {BIN}; build first")
     devices = json.loads(subprocess.run([str(BIN), "devices", "--json"], capture_output=True,
@@ -109,5 +139,5 @@ def test_f64_fma_is_rounded_once(tmp_path, device):
     src = tmp_path / "fma_f64.tir"
     src.write_text(FMA_F64)
     want = tessera(tmp_path, "interp", src)
-    assert len(want) == 4 and "min=9.02056208e-19 max=9.02056208e-19" in want[3], want
+    assert len(want) == 5 and "min=9.02056208e-19 max=9.02056208e-19" in want[3], want
     assert tessera(tmp_path, "run", src, "--device", device) == want

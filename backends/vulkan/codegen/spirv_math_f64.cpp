@@ -478,8 +478,8 @@ std::pair<Id, Id> F64::frexp(Id a) {
   Id hi = word(as, 1);
   Id bexp = iop(spv::OpBitwiseAnd, iop(spv::OpShiftRightLogical, hi, u(20)), u(0x7ff));
   Id e = sub(b.op(spv::OpConvertSToF, T, {bexp}), sel(tiny, c(1023 + 54), c(1023)));
-  Id m = fromWords(word(as, 0),
-                   iop(spv::OpBitwiseOr, iop(spv::OpBitwiseAnd, hi, u(0x800fffffu)), u(0x3ff00000)));
+  Id m = fromWords(word(as, 0), iop(spv::OpBitwiseOr, iop(spv::OpBitwiseAnd, hi, u(0x800fffffu)),
+                                    u(0x3ff00000)));
   return {m, e};
 }
 
@@ -519,8 +519,8 @@ Id F64::fmaCore(Id x, Id y, Id c0) {
       cmp(spv::OpLogicalAnd, lt(S, 0.0),
           cmp(spv::OpFOrdLessThan, fabs(I), pow2(toInt(clamp(sub(c(-1022), S2), -1022, 0)))));
   Id IZ = mul(Z, p1);
-  Id band = cmp(spv::OpFOrdGreaterThanEqual, fabs(IZ),
-                pow2(toInt(clamp(sub(c(-1023), S2), -1022, 0))));
+  Id band =
+      cmp(spv::OpFOrdGreaterThanEqual, fabs(IZ), pow2(toInt(clamp(sub(c(-1023), S2), -1022, 0))));
   Id inexact = cmp(spv::OpFOrdNotEqual, rem, c(0.0));
   Id dir = sel(cmp(spv::OpFOrdEqual, Z, R), rem, neg(rem)); // the remainder's sign from Z
   Id Zb = sel(cmp(spv::OpLogicalAnd, band, inexact), ulpStep(Z, dir), Z);
