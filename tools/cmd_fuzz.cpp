@@ -175,11 +175,13 @@ void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
   bool shrink = o.shrinkSeconds > 0 && t.shrunk < static_cast<uint64_t>(o.maxShrinks);
   if (shrink) {
     ++t.shrunk;
-    // The same outcome must persist (a mismatch must not shrink into a compile error).
+    // The same failure must persist: the same outcome (a mismatch must not shrink into a
+    // compile error) in the same output (not wander off to another bug of the kernel).
     kept = fuzz::shrinkModule(
         text,
         [&](const std::string &cand) {
-          return fuzz::judgeText(d, cand, o.hooks).outcome == v.outcome;
+          fuzz::Verdict c = fuzz::judgeText(d, cand, o.hooks);
+          return c.outcome == v.outcome && c.buffer == v.buffer;
         },
         o.shrinkSeconds, &st);
   }

@@ -55,9 +55,10 @@ bool usesFloatSubgroupAdd(const ir::Module &m) {
 }
 
 // The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
-// detail; empty when every element is within it.
+// detail (and its buffer in `*buffer`); empty when every element is within it.
 std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
-                                const std::vector<ir::HostBuffer> &got, double budget) {
+                                const std::vector<ir::HostBuffer> &got, double budget,
+                                std::string *buffer) {
   size_t bi = 0;
   for (const ir::Value *p : k.params()) {
     if (p->type.kind != ir::Type::Kind::Buffer)
@@ -74,6 +75,7 @@ std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &ref
           std::isnan(w) || std::isnan(g) ? INFINITY : ir::numerics::ulpError(g, w, want.elem);
       if (ulp <= budget)
         continue;
+      *buffer = p->name;
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "%%%s index %lld: got %.9g, want %.9g (%.3g ulp elementwise, budget %.3g)",
@@ -151,11 +153,12 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
     if (!c.passed) {
       char buf[96];
       std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, budget);
-      return {Outcome::Mismatch, "%" + c.param + " " + c.detail + buf};
+      return {Outcome::Mismatch, "%" + c.param + " " + c.detail + buf, c.param};
     }
   if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m))
-    if (std::string d = elementwiseMismatch(*k, reference, outputs, budget); !d.empty())
-      return {Outcome::Mismatch, d};
+    if (std::string buffer, d = elementwiseMismatch(*k, reference, outputs, budget, &buffer);
+        !d.empty())
+      return {Outcome::Mismatch, d, buffer};
   return {Outcome::Pass, ""};
 }
 
