@@ -107,6 +107,32 @@ void Gen::genStmt(ir::Builder &b, int depth) {
     --opsLeft;
     return;
   }
+  if (inKernel && r < 48 && !outs.empty()) { // an atomic on an own slot: its old value is defined
+    const OutBuf &out = rng.pick(outs);
+    bool isInt = out.t == Scalar::I32 || out.t == Scalar::I64;
+    if (isInt || (out.t == Scalar::F32 && o.floatAtomics)) {
+      ir::Value *idx = slotIndex(b, rng.below(kSlots));
+      ir::Value *old;
+      if (isInt && rng.chance(20)) {
+        old = b.atomicCas(out.buf, idx, pick(b, out.t, true).v, pick(b, out.t, true).v);
+      } else {
+        // A float slot may hold an approximate value: no arithmetic on it, only exchange.
+        std::vector<OpKind> ks{OpKind::AtomicXchg};
+        if (isInt)
+          ks.insert(ks.end(), {OpKind::AtomicAdd, OpKind::AtomicMin, OpKind::AtomicMax});
+        ir::Mods m;
+        m.isUnsigned = isInt && rng.chance(40);
+        OpKind k = rng.pick(ks);
+        if (k == OpKind::AtomicAdd || k == OpKind::AtomicXchg)
+          m.isUnsigned = false;
+        old = b.atomic(k, out.buf, idx, pick(b, out.t, true).v, m);
+      }
+      // The slot may hold a tainted value stored earlier.
+      push({old, false, false});
+      opsLeft -= 2;
+      return;
+    }
+  }
   if (inKernel && r < 52 && (!accs.empty() || !sharedAccs.empty())) {
     bool shared = accs.empty() || (!sharedAccs.empty() && rng.chance(50));
     const AccMem &a = shared ? rng.pick(sharedAccs) : rng.pick(accs);
