@@ -14,10 +14,13 @@
 #include "ir/text/printer.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace tessera::cli {
@@ -49,6 +52,8 @@ options:
                       with step <= 0 (needs devices and an interpreter that define them)
   --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
                       known bug from dominating a run (repeatable)
+  --kernel-timeout N  end the run (exit 1) when one kernel runs longer than N seconds on a
+                      device, naming it (default 300; 0 = never)
   --emit DIR          also write every generated kernel to DIR (kernel-SEED.tir)
   --replay FILE       judge FILE on every device instead of generating (exit 1 on a failure)
   --normwise-only     judge exactly like 'run --check' (by default a full-profile device is
@@ -68,6 +73,7 @@ struct Options {
   int maxShrinks = 10;
   bool hostile = false;
   std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;
+  double kernelTimeout = 300;
   std::string emit, replay;
   fuzz::JudgeHooks hooks;
 };
@@ -175,11 +181,13 @@ void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
   bool shrink = o.shrinkSeconds > 0 && t.shrunk < static_cast<uint64_t>(o.maxShrinks);
   if (shrink) {
     ++t.shrunk;
-    // The same outcome must persist (a mismatch must not shrink into a compile error).
+    // The same failure must persist: the same outcome (a mismatch must not shrink into a
+    // compile error) in the same output (not wander off to another bug of the kernel).
     kept = fuzz::shrinkModule(
         text,
         [&](const std::string &cand) {
-          return fuzz::judgeText(d, cand, o.hooks).outcome == v.outcome;
+          fuzz::Verdict c = fuzz::judgeText(d, cand, o.hooks);
+          return c.outcome == v.outcome && c.buffer == v.buffer;
         },
         o.shrinkSeconds, &st);
   }
@@ -204,9 +212,60 @@ void recordFailure(const Options &o, const fuzz::FuzzDevice &d, uint64_t kseed,
   std::fflush(stdout);
 }
 
+// A kernel that never finishes on a device (a miscompiled loop) would hang the run, and CI
+// with it: a watchdog thread ends the process, naming the kernel, when one judgement takes
+// longer than the limit. The kernel is already saved by then.
+class Watchdog {
+public:
+  explicit Watchdog(double limitSeconds) : limit_(limitSeconds), thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  /// Starts timing `what` (empty: idle); on a timeout `text` is saved as `file`.
+  void arm(std::string what, std::filesystem::path file, std::string text) {
+    std::lock_guard<std::mutex> l(m_);
+    what_ = std::move(what);
+    file_ = std::move(file);
+    text_ = std::move(text);
+    since_ = std::chrono::steady_clock::now();
+  }
+
+private:
+  void watch() {
+    std::unique_lock<std::mutex> l(m_);
+    while (!done_) {
+      cv_.wait_for(l, std::chrono::seconds(1));
+      double busy =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count();
+      if (!done_ && !what_.empty() && limit_ > 0 && busy > limit_) {
+        writeFile(file_, text_);
+        std::fprintf(stdout, "\nhang: %s did not finish in %.0f s; saved %s\n", what_.c_str(),
+                     limit_, file_.string().c_str());
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
+    }
+  }
+
+  double limit_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string what_, text_;
+  std::filesystem::path file_;
+  std::chrono::steady_clock::time_point since_;
+  std::thread thread_;
+};
+
 int fuzzLoop(const Options &o, Devices &ds) {
   using Clock = std::chrono::steady_clock;
   fuzz::GenOptions g = genOptionsFor(o, ds);
+  Watchdog watchdog(o.kernelTimeout);
   auto start = Clock::now();
   bool tty = isatty(fileno(stdout));
   Tally t;
@@ -226,7 +285,13 @@ int fuzzLoop(const Options &o, Devices &ds) {
       writeFile(std::filesystem::path(o.emit) / ("kernel-" + std::to_string(g.seed) + ".tir"),
                 text);
     for (const auto &d : ds.list) {
+      std::string what = "kernel seed " + std::to_string(g.seed) + " on " + d.name;
+      watchdog.arm(what,
+                   std::filesystem::path(o.out) /
+                       (fileSafe(d.name) + "-seed" + std::to_string(g.seed) + ".hang.tir"),
+                   "// tessera fuzz: hang: " + what + "\n" + text);
       fuzz::Verdict v = fuzz::judgeText(d, text, o.hooks);
+      watchdog.arm("", {}, {});
       if (v.outcome == fuzz::Outcome::Pass)
         continue;
       if (tty)
@@ -314,6 +379,9 @@ int cmdFuzz(int argc, char **argv) {
       if (!op || !type)
         return usageError("fuzz", "--exclude needs OP:TYPE, e.g. fma:bf16, got '" + *v + "'");
       o.exclude.emplace_back(*op, *type);
+    } else if (auto v = args.option("--kernel-timeout", missing)) {
+      if (!parseNumber(*v, o.kernelTimeout))
+        return usageError("fuzz", "--kernel-timeout needs a whole number");
     } else if (auto v = args.option("--emit", missing)) {
       o.emit = *v;
     } else if (auto v = args.option("--replay", missing)) {

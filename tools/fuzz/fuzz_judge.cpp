@@ -56,10 +56,10 @@ bool usesFloatSubgroupAdd(const ir::Module &m) {
 }
 
 // The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
-// detail; empty when every element is within it.
+// detail (and its buffer in `*buffer`); empty when every element is within it.
 std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
                                 const std::vector<ir::HostBuffer> &got,
-                                const std::vector<double> &budgets) {
+                                const std::vector<double> &budgets, std::string *buffer) {
   size_t bi = 0;
   for (const ir::Value *p : k.params()) {
     if (p->type.kind != ir::Type::Kind::Buffer)
@@ -77,6 +77,7 @@ std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &ref
           std::isnan(w) || std::isnan(g) ? INFINITY : ir::numerics::ulpError(g, w, want.elem);
       if (ulp <= budget)
         continue;
+      *buffer = p->name;
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "%%%s index %lld: got %.9g, want %.9g (%.3g ulp elementwise, budget %.3g)",
@@ -158,15 +159,16 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
     if (!c.passed) {
       char buf[96];
       std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, c.budget.ulp);
-      return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf};
+      return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf, c.budget.param};
     }
   if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m)) {
     // Each output's own data-flow budget, element by element (no normwise arm at all).
     std::vector<double> budgets(reference.buffers.size(), 0);
     for (const OutputCheck &c : kc.outputs)
       budgets.at(c.budget.bufferIndex) = c.budget.ulp;
-    if (std::string d = elementwiseMismatch(*k, reference, outputs, budgets); !d.empty())
-      return {Outcome::Mismatch, d};
+    if (std::string buffer, d = elementwiseMismatch(*k, reference, outputs, budgets, &buffer);
+        !d.empty())
+      return {Outcome::Mismatch, d, buffer};
   }
   return {Outcome::Pass, ""};
 }

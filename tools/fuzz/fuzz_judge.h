@@ -22,6 +22,7 @@ const char *outcomeName(Outcome o);
 struct Verdict {
   Outcome outcome = Outcome::Pass;
   std::string detail; // what failed, one line
+  std::string buffer = {}; // Mismatch: the first output that differs (a shrink keeps it failing)
 };
 
 struct FuzzDevice {

@@ -75,7 +75,12 @@ public:
   void buildModule();
   void genBlock(ir::Builder &b, int depth, int count);
   void genStmt(ir::Builder &b, int depth);
+  // --- control_gen.cpp: structured control flow
+  void genIf(ir::Builder &b, int depth);
+  void genFor(ir::Builder &b, int depth);
+  void genWhile(ir::Builder &b, int depth);
   void genUniformBarrierLoop(ir::Builder &b, uint32_t wgLinear);
+  std::vector<ir::Value *> carriedInits(ir::Builder &b, std::vector<GV> &inits);
   /// Element `slot` of this work-item's block of kSlots in every output buffer.
   ir::Value *slotIndex(ir::Builder &b, uint64_t slot);
   void observe(ir::Builder &b);

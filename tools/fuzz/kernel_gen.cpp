@@ -69,16 +69,6 @@ void Gen::genBlock(ir::Builder &b, int depth, int count) {
     genStmt(b, depth);
 }
 
-namespace {
-
-// Region bodies pass their yields back through these.
-struct Yielded {
-  Vals vals;
-  std::vector<bool> exact, nanSafe;
-};
-
-} // namespace
-
 // One statement. Control flow nests at most 3 deep; loops at most 2 (bounded trip counts).
 void Gen::genStmt(ir::Builder &b, int depth) {
   int r = static_cast<int>(rng.below(100));
@@ -101,106 +91,13 @@ void Gen::genStmt(ir::Builder &b, int depth) {
     --opsLeft;
     return;
   }
-  if (nest && r < 29) {
-    ir::Value *c = pick(b, Scalar::I1, true).v;
-    std::vector<ir::Type> types;
-    for (int i = rng.range(0, 2); i > 0; --i)
-      types.push_back(ir::Type::scalar(randType()));
-    Yielded ys[2];
-    bool withElse = !types.empty() || rng.chance(40);
-    auto region = [&](int which) {
-      return [&, which](ir::Builder &rb, std::span<ir::Value *const>) {
-        scopes.emplace_back();
-        genBlock(rb, depth + 1, rng.range(1, 4));
-        for (const ir::Type &t : types) {
-          GV g = pick(rb, t.elem, false);
-          ys[which].vals.push_back(g.v);
-          ys[which].exact.push_back(g.exact);
-          ys[which].nanSafe.push_back(g.nanSafe);
-        }
-        scopes.pop_back();
-        rb.yield(ys[which].vals);
-      };
-    };
-    Vals res = b.ifOp(c, types, region(0), withElse ? ir::Builder::RegionFn(region(1)) : nullptr);
-    for (size_t i = 0; i < res.size(); ++i)
-      push({res[i], ys[0].exact[i] && ys[1].exact[i], ys[0].nanSafe[i] && ys[1].nanSafe[i]});
-    --opsLeft;
-    return;
-  }
-  bool loopOk = nest && depth < 3 && opsLeft > 8;
-  if (loopOk && r < 35) { // for with carried values
-    Scalar it = randIntType(false);
-    int64_t mask = depth <= 1 ? 7 : 3;
-    ir::Value *lb = b.binary(OpKind::And, pick(b, it, true).v, b.constInt(3, it));
-    ir::Value *ub = b.binary(OpKind::And, pick(b, it, true).v, b.constInt(mask, it));
-    ir::Value *step = b.constInt(rng.range(1, 3), it);
-    if (o.hostile && rng.chance(20)) // may be <= 0: such a loop runs no iteration
-      step = b.binary(OpKind::Sub, b.binary(OpKind::And, pick(b, it, true).v, b.constInt(3, it)),
-                      b.constInt(1, it));
-    std::vector<GV> inits;
-    for (int i = rng.range(0, 2); i > 0; --i)
-      inits.push_back(pick(b, randType(), false));
-    Vals initVals;
-    for (const GV &g : inits)
-      initVals.push_back(g.v);
-    opsLeft -= 6;
-    Vals res = b.forLoop(lb, ub, step, initVals, [&](ir::Builder &lbld, auto args) {
-      scopes.emplace_back();
-      push({args[0], true, true});
-      for (size_t i = 0; i < inits.size(); ++i)
-        push({args[i + 1], inits[i].exact, false});
-      genBlock(lbld, depth + 1, rng.range(1, 5));
-      Vals next;
-      for (const GV &g : inits)
-        next.push_back(pick(lbld, g.v->type.elem, g.exact).v);
-      scopes.pop_back();
-      lbld.yield(next);
-    });
-    for (size_t i = 0; i < res.size(); ++i)
-      push({res[i], inits[i].exact, false});
-    return;
-  }
-  if (loopOk && r < 39) { // while: a counter bounds it, other carried values ride along
-    ir::Value *bound = b.binary(OpKind::And, pick(b, Scalar::I32, true).v,
-                                b.constInt(depth <= 1 ? 7 : 3, Scalar::I32));
-    std::vector<GV> inits{{b.constInt(0, Scalar::I32), true, true}};
-    for (int i = rng.range(0, 2); i > 0; --i)
-      inits.push_back(pick(b, randType(), false));
-    Vals initVals;
-    for (const GV &g : inits)
-      initVals.push_back(g.v);
-    opsLeft -= 6;
-    auto enter = [&](std::span<ir::Value *const> args) {
-      scopes.emplace_back();
-      for (size_t i = 0; i < inits.size(); ++i)
-        push({args[i], inits[i].exact, i == 0});
-    };
-    Vals res = b.whileLoop(
-        initVals,
-        [&](ir::Builder &cb, auto args) {
-          enter(args);
-          ir::Value *c = cb.cmp(ir::CmpPred::Slt, args[0], bound);
-          if (rng.chance(30)) { // an extra exit condition computed in the first region
-            genValue(cb, Scalar::I1);
-            c = cb.binary(OpKind::And, c, pick(cb, Scalar::I1, true).v);
-          }
-          scopes.pop_back();
-          cb.condition(c);
-        },
-        [&](ir::Builder &db, auto args) {
-          enter(args);
-          genBlock(db, depth + 1, rng.range(1, 4));
-          Vals next{db.add(args[0], db.constInt(1, Scalar::I32))};
-          for (size_t i = 1; i < inits.size(); ++i)
-            next.push_back(pick(db, inits[i].v->type.elem, inits[i].exact).v);
-          scopes.pop_back();
-          db.yield(next);
-        });
-    for (size_t i = 1; i < res.size(); ++i)
-      push({res[i], inits[i].exact, false});
-    return;
-  }
+  if (nest && r < 29)
+    return genIf(b, depth);
+  bool loopOk = nest && opsLeft > 8;
+  if (loopOk && r < 35)
+    return genFor(b, depth);
+  if (loopOk && r < 39)
+    return genWhile(b, depth);
   if (inKernel && r < 45 && !funcs.empty()) {
     const FuncSig &fs = rng.pick(funcs);
     Vals args;
@@ -209,6 +106,32 @@ void Gen::genStmt(ir::Builder &b, int depth) {
     push({b.call(*fs.f, args)[0], fs.resultExact, false});
     --opsLeft;
     return;
+  }
+  if (inKernel && r < 48 && !outs.empty()) { // an atomic on an own slot: its old value is defined
+    const OutBuf &out = rng.pick(outs);
+    bool isInt = out.t == Scalar::I32 || out.t == Scalar::I64;
+    if (isInt || (out.t == Scalar::F32 && o.floatAtomics)) {
+      ir::Value *idx = slotIndex(b, rng.below(kSlots));
+      ir::Value *old;
+      if (isInt && rng.chance(20)) {
+        old = b.atomicCas(out.buf, idx, pick(b, out.t, true).v, pick(b, out.t, true).v);
+      } else {
+        // A float slot may hold an approximate value: no arithmetic on it, only exchange.
+        std::vector<OpKind> ks{OpKind::AtomicXchg};
+        if (isInt)
+          ks.insert(ks.end(), {OpKind::AtomicAdd, OpKind::AtomicMin, OpKind::AtomicMax});
+        ir::Mods m;
+        m.isUnsigned = isInt && rng.chance(40);
+        OpKind k = rng.pick(ks);
+        if (k == OpKind::AtomicAdd || k == OpKind::AtomicXchg)
+          m.isUnsigned = false;
+        old = b.atomic(k, out.buf, idx, pick(b, out.t, true).v, m);
+      }
+      // The slot may hold a tainted value stored earlier.
+      push({old, false, false});
+      opsLeft -= 2;
+      return;
+    }
   }
   if (inKernel && r < 52 && (!accs.empty() || !sharedAccs.empty())) {
     bool shared = accs.empty() || (!sharedAccs.empty() && rng.chance(50));
@@ -249,67 +172,6 @@ void Gen::genStmt(ir::Builder &b, int depth) {
     return;
   }
   genValue(b, randType());
-}
-
-// Barriers under uniform control flow: a loop whose trip count is the same for every
-// work-item (from constants and scalar parameters), maybe inside a uniform `if`, exchanging a
-// carried value through shared memory each iteration. The CPU backend splits work-item loops
-// at barriers; barriers inside loops and branches are its hardest case.
-void Gen::genUniformBarrierLoop(ir::Builder &b, uint32_t wgLinear) {
-  std::vector<ir::Value *> uniform;
-  for (const GV &g : scopes.front())
-    if (g.v->type.isScalar(Scalar::I32) && g.v->owner) // scalar parameters (%n included)
-      uniform.push_back(g.v);
-  auto uniformI32 = [&](ir::Builder &ub) {
-    return uniform.empty() || rng.chance(40) ? ub.constInt(rng.range(0, 5), Scalar::I32)
-                                             : rng.pick(uniform);
-  };
-  Scalar t = rng.chance(70) ? randIntType(false) : randFloatType();
-  ir::Value *sh = b.sharedAlloc(t, wgLinear);
-  GV init = pick(b, t, false);
-  auto loop = [&](ir::Builder &lb) {
-    ir::Value *ub = lb.binary(OpKind::And, uniformI32(lb), lb.constInt(3, Scalar::I32));
-    ir::Value *inits[] = {init.v};
-    ir::Value *res =
-        lb.forLoop(lb.constInt(0, Scalar::I32), lb.add(ub, lb.constInt(1, Scalar::I32)),
-                   lb.constInt(1, Scalar::I32), inits, [&](ir::Builder &fb, auto args) {
-                     fb.store(args[1], sh, lid);
-                     fb.barrier();
-                     ir::Value *off = fb.binary(
-                         OpKind::And, fb.add(args[0], fb.constInt(rng.range(1, 9), Scalar::I32)),
-                         fb.constInt(63, Scalar::I32));
-                     ir::Mods u;
-                     u.isUnsigned = true;
-                     ir::Value *w = fb.load(sh, fb.binary(OpKind::Rem, fb.add(lid, off), lsize, u));
-                     fb.barrier(); // the next iteration overwrites the slots
-                     // add wraps exactly on ints; max never amplifies an error
-                     ir::Value *next[] = {
-                         ir::isFloatScalar(t)
-                             ? fb.binary(OpKind::Max, args[1], w)
-                             : fb.binary(rng.chance(50) ? OpKind::Add : OpKind::Xor, args[1], w)};
-                     fb.yield(next);
-                   })[0];
-    return res;
-  };
-  opsLeft -= 12;
-  if (rng.chance(50)) {
-    push({loop(b), init.exact, false});
-    return;
-  }
-  ir::Value *c = b.cmp(ir::CmpPred::Sle, uniformI32(b), b.constInt(2, Scalar::I32));
-  ir::Type types[] = {ir::Type::scalar(t)};
-  ir::Value *r = b.ifOp(
-      c, types,
-      [&](ir::Builder &tb, auto) {
-        ir::Value *v[] = {loop(tb)};
-        tb.yield(v);
-      },
-      [&](ir::Builder &eb, auto) {
-        eb.barrier(); // uniform: every work-item of the workgroup takes this branch
-        ir::Value *v[] = {init.v};
-        eb.yield(v);
-      })[0];
-  push({r, init.exact, false});
 }
 
 ir::Value *Gen::slotIndex(ir::Builder &b, uint64_t slot) {

@@ -79,7 +79,7 @@ def count_ops(text):
 
 def test_planted_mismatch_is_caught_shrunk_and_saved(tmp_path):
     out = tmp_path / "out"
-    r = tessera("fuzz", "--device", "cpu:0", "--count", "6", "--seed", "1", "--out", out,
+    r = tessera("fuzz", "--device", "cpu:0", "--count", "6", "--seed", "1", "--out", out, "--max-ops", "50",
                 "--plant-mismatch", "xor", "--shrink-seconds", "120", "--max-shrinks", "1")
     assert r.returncode == 1, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]

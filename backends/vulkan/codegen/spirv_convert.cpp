@@ -116,7 +116,14 @@ Id Converter::intToInt(const ir::Op &op, Id v, Scalar s, Scalar d) {
     return v;
   if (dw < sw || u)
     return b.op(spv::OpUConvert, D, {v}); // narrowing wraps; .u widening zero-extends
-  return b.op(spv::OpSConvert, D, {v});
+  if (dw != 64)
+    return b.op(spv::OpSConvert, D, {v});
+  // Sign extension to 64 bits as a zero extension and two shifts: lavapipe (Mesa 23, LLVM
+  // 15) miscompiles a signed 64-bit compare of an OpSConvert result with a constant (always
+  // true: min(3, sext(0)) gave 3; found by tessera fuzz, conformance/kernels/sext_compare.tir).
+  Id sh = L.constInt(D, static_cast<uint64_t>(64 - sw));
+  Id wide = b.op(spv::OpUConvert, D, {v});
+  return b.op(spv::OpShiftRightArithmetic, D, {b.op(spv::OpShiftLeftLogical, D, {wide, sh}), sh});
 }
 
 Id Converter::floatToInt(const ir::Op &op, Id v, Scalar s, Scalar d) {
