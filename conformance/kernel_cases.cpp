@@ -131,7 +131,8 @@ void runKernelCases(const std::vector<std::string> &files, const std::vector<std
     if (kernels.empty())
       continue;
     std::string err;
-    auto program = Program::create(dev.device, *pr.module, nullptr, {}, &err);
+    auto program =
+        Program::create(dev.device, *pr.module, nullptr, withSupportedBounds(dev.device, {}), &err);
     for (const ir::Function *f : kernels) {
       CaseResult r = baseResult("kernel/" + stem + "/" + f->name, stem, dev);
       if (!program) {

@@ -10,12 +10,16 @@
 #include "tools/commands.h"
 #include "tools/registry_session.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kRunHelp = R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+constexpr const char *kRunHelp =
+    R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+                  [--bounds unchecked|robust|checked] [--timeout-ms N]
 
 Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.
@@ -28,6 +32,16 @@ options:
   --no-cache         compile even if the compile cache has the module
   --subgroup-size N  CPU subgroup width (default: the device's, 16)
   --dump-dir DIR     write every compile stage to DIR (implies --no-cache)
+  --bounds MODE      out-of-bounds accesses (docs/ir.md, "Faults"): robust (default: loads
+                     read 0, stores are dropped; unchecked, with a note, on cuda and rocm,
+                     which have no other mode yet), checked (as robust, and the first fault --
+                     out-of-bounds access, integer division by 0 or MIN / -1, `for` step <= 0
+                     -- fails the kernel with its location and work-item), unchecked (fastest)
+  --timeout-ms N     cancel a kernel that runs longer than N ms (DEADLINE_EXCEEDED; default
+                     $TESSERA_KERNEL_TIMEOUT_MS, else 60000; 0 = no deadline)
+
+A failing kernel (fault, deadline, mismatch) does not stop the kernels after it: they run on
+the same device, and the exit status is 1.
 
 The compile cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
 ~/.cache/tessera.
@@ -47,7 +61,8 @@ const char *sourceName(ProgramStats::Source s) {
 
 // Runs one kernel; returns 0 ok, 1 on a failure or mismatch.
 int runKernel(RegistrySession &session, const std::string &deviceName, const ir::Module &m,
-              const ir::Function &f, const Program &program, bool check) {
+              const ir::Function &f, const Program &program, bool check,
+              std::optional<uint64_t> timeoutNs) {
   const ProgramKernel *pk = program.kernel(f.name);
   if (!pk) {
     std::fprintf(stderr, "tessera run: kernel @%s missing from the compiled program\n",
@@ -63,7 +78,7 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   ir::LaunchData reference = data; // the inputs, before the device writes anything
   std::vector<ir::HostBuffer> outputs;
   double ms = 0;
-  if (!runOnDevice(session.device, *pk, data, outputs, &ms, &err)) {
+  if (!runOnDevice(session.device, *pk, data, outputs, &ms, &err, timeoutNs)) {
     std::fprintf(stderr, "tessera run: @%s on %s: %s\n", f.name.c_str(), deviceName.c_str(),
                  err.c_str());
     return 1;
@@ -105,6 +120,8 @@ int cmdRun(int argc, char **argv) {
   std::string file, kernelName, device, dumpDir;
   bool check = false, noCache = false, missing = false;
   ProgramOptions popts;
+  std::optional<uint64_t> timeoutNs;
+  bool boundsGiven = false;
   while (!args.empty()) {
     if (isHelp(args.peek())) {
       std::fputs(kRunHelp, stdout);
@@ -127,6 +144,19 @@ int cmdRun(int argc, char **argv) {
       if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
         return usageError("run", "--subgroup-size must be a power of two in [1, 64]");
       popts.subgroupSize = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (auto v = args.option("--bounds", missing)) {
+      if (!parseBoundsMode(*v, &popts.bounds))
+        return usageError("run", "--bounds must be unchecked, robust or checked");
+      boundsGiven = true;
+      continue;
+    }
+    if (auto v = args.option("--timeout-ms", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n > UINT64_MAX / 1000000)
+        return usageError("run", "--timeout-ms must be a number of milliseconds");
+      timeoutNs = *n * 1000000;
       continue;
     }
     if (args.flag("--check")) {
@@ -164,6 +194,14 @@ int cmdRun(int argc, char **argv) {
     std::fprintf(stderr, "tessera run: %s\n", err.c_str());
     return 1;
   }
+  if (!boundsGiven) {
+    // The default (robust) where the backend has it; said, not silent, where it has not.
+    ProgramOptions supported = withSupportedBounds(session.device, popts);
+    if (supported.bounds != popts.bounds)
+      std::fprintf(stderr, "tessera run: note: %s has no %s bounds mode yet; running %s\n",
+                   device.c_str(), boundsModeName(popts.bounds), boundsModeName(supported.bounds));
+    popts = supported;
+  }
   CompileCache cache(noCache ? std::filesystem::path() : CompileCache::defaultDir());
   auto program = Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
   if (!program) {
@@ -178,7 +216,7 @@ int cmdRun(int argc, char **argv) {
     if (!f->isKernel || !f->launch || (!kernelName.empty() && f->name != kernelName))
       continue;
     ++ran;
-    rc |= runKernel(session, device, *r.module, *f, *program, check);
+    rc |= runKernel(session, device, *r.module, *f, *program, check, timeoutNs);
   }
   if (ran == 0) {
     std::fprintf(stderr, "tessera run: %s\n",

@@ -65,7 +65,8 @@ void collectFloatOps(const ir::Module &m, const ir::Function &f, std::set<ir::Op
 } // namespace
 
 bool runOnDevice(tsr_device_t device, const ProgramKernel &kernel, const ir::LaunchData &data,
-                 std::vector<ir::HostBuffer> &outputs, double *launchMs, std::string *error) {
+                 std::vector<ir::HostBuffer> &outputs, double *launchMs, std::string *error,
+                 std::optional<uint64_t> timeoutNs) {
   auto fail = [&](const std::string &msg) {
     if (error)
       *error = msg;
@@ -74,6 +75,9 @@ bool runOnDevice(tsr_device_t device, const ProgramKernel &kernel, const ir::Lau
   Handles h;
   if (tsr_status_t st = tsr_stream_create(device, &h.stream))
     return fail(takeMessage(st));
+  if (timeoutNs)
+    if (tsr_status_t st = tsr_stream_set_timeout(h.stream, *timeoutNs))
+      return fail(takeMessage(st));
   for (const ir::HostBuffer &hb : data.buffers) {
     tsr_buffer_t b = nullptr;
     uint64_t size = std::max<uint64_t>(hb.bytes.size(), 1); // the HAL has no empty buffers

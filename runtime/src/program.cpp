@@ -273,6 +273,45 @@ const ProgramKernel *Program::kernel(std::string_view name) const {
 
 std::vector<std::string> compilerTargets() { return {"cpu", "vulkan", "cuda", "rocm"}; }
 
+const char *boundsModeName(tsr_bounds_mode mode) {
+  switch (mode) {
+  case TSR_BOUNDS_UNCHECKED:
+    return "unchecked";
+  case TSR_BOUNDS_ROBUST:
+    return "robust";
+  case TSR_BOUNDS_CHECKED:
+    return "checked";
+  }
+  return "?";
+}
+
+bool boundsModeSupported(std::string_view backend, tsr_bounds_mode mode) {
+  // The SIMT lowering has no buffer sizes yet (they would be extra kernel parameters).
+  return mode == TSR_BOUNDS_UNCHECKED || (backend != "cuda" && backend != "rocm");
+}
+
+ProgramOptions withSupportedBounds(tsr_device_t device, ProgramOptions opts) {
+  tsr_device_info_t info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (tsr_status_t st = tsr_device_info(device, &info)) {
+    tsr_status_free(st); // Program::create reports the same failure
+    return opts;
+  }
+  if (!boundsModeSupported(info.backend, opts.bounds))
+    opts.bounds = TSR_BOUNDS_UNCHECKED;
+  return opts;
+}
+
+bool parseBoundsMode(std::string_view name, tsr_bounds_mode *out) {
+  for (tsr_bounds_mode m : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED})
+    if (name == boundsModeName(m)) {
+      *out = m;
+      return true;
+    }
+  return false;
+}
+
 std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &m,
                                          CompileCache *cache, const ProgramOptions &opts,
                                          std::string *error) {
@@ -297,6 +336,7 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
 
   cpu::CpuCompileOptions copts;
   copts.subgroupSize = opts.subgroupSize;
+  copts.bounds = opts.bounds;
   ProgramStats stats;
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<cpu::CpuCompiledModule> cm;
@@ -398,6 +438,11 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
     compile = compileCuda;
   else
     compile = compileRocm;
+  // Refuse rather than run a robust or checked request unchecked.
+  if (!boundsModeSupported(backend, opts.bounds))
+    return fail(backend + ": bounds mode '" + boundsModeName(opts.bounds) +
+                "' is not implemented for this backend yet (only 'unchecked': "
+                "ProgramOptions::bounds = TSR_BOUNDS_UNCHECKED, tessera run --bounds unchecked)");
   if (!compile(info, m, cache, opts, key0, &art, &stats, &err))
     return fail(err);
   stats.compileMs = msSince(t0);

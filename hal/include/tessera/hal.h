@@ -354,7 +354,9 @@ tsr_status_t tsr_stream_launch(tsr_stream_t stream, tsr_kernel_t kernel, const u
 tsr_status_t tsr_stream_record_event(tsr_stream_t stream, tsr_event_t event);
 tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event);
 
-/* cuStreamSynchronize: blocks until all enqueued work is done; reports a deferred error. */
+/* cuStreamSynchronize: blocks until all enqueued work is done; reports a deferred error,
+ * including a kernel fault (checked mode: OUT_OF_RANGE / INVALID_ARGUMENT; a deadline:
+ * DEADLINE_EXCEEDED; docs/ir.md "Faults") once. The stream stays usable after it. */
 tsr_status_t tsr_stream_synchronize(tsr_stream_t stream);
 /* cuStreamQuery: *out_idle = all enqueued work is done. (Driver ABI 1.1.) */
 tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle);
@@ -374,7 +376,8 @@ tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns);
 tsr_status_t tsr_event_create(tsr_device_t device, tsr_event_t *out_event);
 void tsr_event_retain(tsr_event_t event);
 void tsr_event_release(tsr_event_t event);
-/* cuEventSynchronize: blocks the host until the most recent record has completed. */
+/* cuEventSynchronize: blocks the host until the most recent record has completed; reports a
+ * kernel fault of the recording stream's earlier work (see tsr_stream_set_timeout). */
 tsr_status_t tsr_event_synchronize(tsr_event_t event);
 /* cuEventQuery: *out_ready = the most recent record has completed (or there was none). */
 tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready);

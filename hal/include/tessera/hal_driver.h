@@ -174,7 +174,8 @@ struct tsr_driver_v1 {
   tsr_status_t (*event_create)(tsr_drv_device_t device, tsr_drv_event_t *out_event);
   /* Guaranteed: no enqueued work refers to it any more. */
   void (*event_destroy)(tsr_drv_device_t device, tsr_drv_event_t event);
-  /* cuEventSynchronize (never recorded: return at once). */
+  /* cuEventSynchronize (never recorded: return at once). Reports a kernel fault of the
+   * recording stream's work before the record that no stream_synchronize had reported. */
   tsr_status_t (*event_synchronize)(tsr_drv_device_t device, tsr_drv_event_t event);
   /* cuEventQuery (never recorded: ready). */
   tsr_status_t (*event_query)(tsr_drv_device_t device, tsr_drv_event_t event, bool *out_ready);

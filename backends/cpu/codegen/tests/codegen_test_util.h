@@ -16,12 +16,13 @@ namespace tessera::cpu::testing {
 
 /// Calls `fn` once per workgroup of `dims` with `args` (the interpreter's argument list), as
 /// the driver does: buffer sizes in arg_bytes, a fault record, a cancel flag (never raised).
-/// Returns the fault record (checked mode) after the last workgroup.
+/// Returns the fault record (checked mode) after the last workgroup. `cancelled`: the flag is
+/// raised from the start (as if the deadline had passed).
 inline tsr_kernel_fault runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir::LaunchDims &dims,
-                                std::vector<ir::KernelArg> &args) {
+                                std::vector<ir::KernelArg> &args, bool cancelled = false) {
   std::vector<uint64_t> argBytes(args.size(), 0);
   tsr_kernel_fault fault = {};
-  uint32_t cancel = 0;
+  uint32_t cancel = cancelled ? 1 : 0;
   std::vector<void *> bufPtrs(args.size(), nullptr);
   std::vector<std::array<uint8_t, 8>> scalars(args.size());
   std::vector<void *> argv(args.size(), nullptr);
