@@ -202,8 +202,6 @@ void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
 }
 
 void Lowering::afterLoop(Id goOn, bool cancellable) {
-  if (bounds_ == TSR_BOUNDS_UNCHECKED)
-    return;
   // A fresh load of the flag: the loop may have left through its cancellation break.
   Id cancelled = loadCancelFlag();
   Id limit =
