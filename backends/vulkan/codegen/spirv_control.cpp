@@ -47,7 +47,7 @@ bool Lowering::emitFor(const ir::Op &op) {
   const ir::Block &body = op.region(0);
   Id ivT = regType(body.args[0]->type.elem);
   // A step <= 0 runs no iteration (checked: a fault); only a constant step > 0 needs no test.
-  Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, lb, ub, step);
+  Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, step);
   bool dynamic =
       !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
   spirv::LoopBlocks l = b_.beginLoop();

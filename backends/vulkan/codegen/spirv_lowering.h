@@ -145,7 +145,7 @@ private:
   void checkDivision(const ir::Op &op, Id x, Id y);
   /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs
   /// no iteration); records TSR_FAULT_LOOP_STEP in checked mode.
-  Id stepPositive(const ir::Op &op, Id lb, Id ub, Id step);
+  Id stepPositive(const ir::Op &op, Id step);
   /// Whether the host has set the cancel flag (an atomic load of control word 0).
   Id loadCancelFlag();
   /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (used at the
