@@ -1,6 +1,8 @@
 // Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
 // the robust and checked modes, the fault record of the checked mode, division and `for`
-// step checks, and the cancellation point on dynamic loop back-edges.
+// step checks, and in every mode the cancellation points (a break at the end of dynamic loop
+// bodies, a poll at the entry) and the test after each loop for a device that cut it short.
+// Records are written after loops, never inside: llvmpipe runs every `if` body under a mask.
 //
 // The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
 // word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
