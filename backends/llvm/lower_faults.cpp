@@ -203,13 +203,16 @@ bool KernelLowering::forNeedsCancelCheck(const ir::Op &op) {
   };
   const llvm::ConstantInt *lb = constant(op.operands[0]), *ub = constant(op.operands[1]),
                           *step = constant(op.operands[2]);
-  if (!lb || !ub || !step || !step->getValue().isStrictlyPositive())
+  if (!lb || !ub || !step)
     return true;
+  int64_t stride = step->getSExtValue();
+  if (stride <= 0)
+    return true; // runs no iteration, but checked mode may still report it: keep it simple
   if (ub->getSExtValue() <= lb->getSExtValue())
     return false;
   // The distance of two i64 constants can exceed INT64_MAX: compare in unsigned.
   uint64_t distance = uint64_t(ub->getSExtValue()) - uint64_t(lb->getSExtValue());
-  return distance / uint64_t(step->getSExtValue()) >= kSmallTripCount;
+  return distance / uint64_t(stride) >= kSmallTripCount;
 }
 
 void KernelLowering::emitCancelCheck() {

@@ -161,9 +161,11 @@ TEST_P(CtsKernelFaults, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
   }
   TSR_ASSERT_OK(st);
   uint32_t grid[3] = {1, 1, 1}, wg[3] = {1, 1, 1};
+  // Every work-item of 64 workgroups spins: all of the device's threads are stuck in it.
+  uint32_t many[3] = {64, 1, 1}, four[3] = {4, 1, 1};
   tsr_arg_t spin[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(1)};
   auto t0 = std::chrono::steady_clock::now();
-  TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, grid, wg, spin, 2));
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, many, four, spin, 2));
   TSR_EXPECT_ERROR(tsr_stream_synchronize(stream_), TSR_DEADLINE_EXCEEDED,
                    "tsr_stream_synchronize: kernel @spin ran past its deadline of 200 ms and "
                    "was cancelled");
@@ -174,6 +176,11 @@ TEST_P(CtsKernelFaults, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
   tsr_arg_t quick[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(-1)};
   TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, grid, wg, quick, 2));
   EXPECT_EQ(ints(read(out, 0, 16)), (std::vector<int32_t>{-1, 0, 0, 0}));
+  // The largest timeout is no deadline in practice, not an overflow to an instant one.
+  TSR_ASSERT_OK(tsr_stream_set_timeout(stream_, UINT64_MAX));
+  tsr_arg_t again[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(-2)};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, grid, wg, again, 2));
+  EXPECT_EQ(ints(read(out, 0, 16)), (std::vector<int32_t>{-2, 0, 0, 0}));
   TSR_EXPECT_OK(tsr_stream_set_timeout(stream_, 0));
 }
 

@@ -7,6 +7,7 @@
 #include "backends/cpu/runtime/entry_points.h"
 #include "backends/kernel_fault_status.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -108,9 +109,11 @@ tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_
   std::atomic<uint32_t> cancel{0};
   static_assert(sizeof(cancel) == sizeof(uint32_t), "the kernel reads the flag as a uint32_t");
   uint64_t armed = 0;
-  if (timeoutNs)
-    armed =
-        device.watchdog.arm(Watchdog::Clock::now() + std::chrono::nanoseconds(timeoutNs), &cancel);
+  if (timeoutNs) {
+    // Clamped to 2^62 ns (146 years), so that now + timeout cannot overflow the clock.
+    auto ns = std::chrono::nanoseconds(int64_t(std::min<uint64_t>(timeoutNs, uint64_t(1) << 62)));
+    armed = device.watchdog.arm(Watchdog::Clock::now() + ns, &cancel);
+  }
   // Ranges of linear workgroup ids: the id is decomposed once per range, then stepped, so
   // small workgroups don't pay three divisions each.
   std::function<void(uint64_t, uint64_t)> body = [&](uint64_t begin, uint64_t end) {
