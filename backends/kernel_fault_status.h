@@ -17,7 +17,8 @@
 namespace tessera {
 
 /// OUT_OF_RANGE for an out-of-bounds access, INVALID_ARGUMENT for a division or `for`
-/// step fault, DEADLINE_EXCEEDED for a cancelled launch.
+/// step fault, DEADLINE_EXCEEDED for a cancelled launch, UNIMPLEMENTED for a loop the
+/// device cut short (an implementation limit).
 inline tsr_status_code_t kernelFaultCode(uint32_t kind) {
   switch (kind) {
   case TSR_FAULT_LOAD_OUT_OF_BOUNDS:
@@ -27,6 +28,8 @@ inline tsr_status_code_t kernelFaultCode(uint32_t kind) {
     return TSR_OUT_OF_RANGE;
   case TSR_FAULT_DEADLINE:
     return TSR_DEADLINE_EXCEEDED;
+  case TSR_FAULT_LOOP_LIMIT: // the device cannot run the kernel to its end
+    return TSR_UNIMPLEMENTED;
   default:
     return TSR_INVALID_ARGUMENT;
   }
@@ -73,6 +76,10 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
     break;
   case TSR_FAULT_LOOP_STEP:
     what = "`for` step that is not positive";
+    break;
+  case TSR_FAULT_LOOP_LIMIT:
+    what = "loop ended early by the device (an implementation limit on loop iterations; "
+           "llvmpipe allows 65535 per work-item)";
     break;
   default:
     break;

@@ -48,6 +48,10 @@ TEST(KernelFaultStatus, MessagesAndCodes) {
        "(5, 0, 0) of workgroup (0, 0, 7)"},
       {TSR_FAULT_DEADLINE, TSR_DEADLINE_EXCEEDED,
        "kernel @k ran past its deadline of 250 ms and was cancelled"},
+      {TSR_FAULT_LOOP_LIMIT, TSR_UNIMPLEMENTED,
+       "kernel @k: loop ended early by the device (an implementation limit on loop iterations; "
+       "llvmpipe allows 65535 per work-item) at 4:3, work-item local (5, 0, 0) of workgroup "
+       "(0, 0, 7)"},
   };
   for (const Case &c : cases) {
     tsr_kernel_fault f = record(c.kind, -2000000000, 4);

@@ -140,6 +140,7 @@ bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCa
                    ProgramStats *stats, std::string *usedKey, std::string *error) {
   vulkan::VulkanCompileOptions vo;
   vo.caps = vulkanCaps(info);
+  vo.bounds = opts.bounds; // hashed into vo.hash(), so into the cache key
   std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
                                  ir::printModule(m));
   return cachedCompile(

@@ -47,7 +47,7 @@ bool Lowering::emitFor(const ir::Op &op) {
   const ir::Block &body = op.region(0);
   Id ivT = regType(body.args[0]->type.elem);
   // A step <= 0 runs no iteration (checked: a fault); only a constant step > 0 needs no test.
-  Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, lb, ub, step);
+  Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, step);
   bool dynamic =
       !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
   spirv::LoopBlocks l = b_.beginLoop();
@@ -64,8 +64,8 @@ bool Lowering::emitFor(const ir::Op &op) {
   Id more = b_.op(spv::OpSLessThan, boolT(), {iv.id, ub});
   if (stepOk)
     more = b_.op(spv::OpLogicalAnd, boolT(), {more, stepOk});
-  // A trip count known at compile time always ends: no cancellation point (nor unchecked).
-  bool cancellable = dynamic && bounds_ != TSR_BOUNDS_UNCHECKED;
+  // A trip count known at compile time always ends: no cancellation point.
+  bool cancellable = dynamic;
   b_.loopHeaderEnd(l, more);
   std::vector<Id> next;
   if (!emitBlock(body, &next))
@@ -118,15 +118,13 @@ bool Lowering::emitWhile(const ir::Op &op) {
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'while' body yields too few values");
-  bool cancellable = bounds_ != TSR_BOUNDS_UNCHECKED; // a `while` may never end
-  if (cancellable)
-    breakIfCancelled(l);
+  breakIfCancelled(l); // a `while` may never end
   b_.beginContinue(l);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
   b_.endLoop(l);
   curOp_ = &op;
-  afterLoop(cond[0], cancellable);
+  afterLoop(cond[0], true);
   for (size_t k = 0; k < op.results.size(); ++k)
     vals_[op.result(k)] = iters[k].id;
   return true;

@@ -309,7 +309,7 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
   if (!declareParams(f, info))
     return false;
-  if (bounds_ != TSR_BOUNDS_UNCHECKED && hasDynamicLoop(module_, *f.body, 0))
+  if (hasDynamicLoop(module_, *f.body, 0))
     leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
   if (!emitBlock(*f.body, nullptr))
     return false;

@@ -138,7 +138,7 @@ private:
   /// integer type; 0 for none), `count` (a u32; 0 for none) and its ids.
   void recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide, Id count);
   /// The record write itself, `kind` a u32 (deadline and loop-limit records are written in
-  /// robust mode too).
+  /// every mode).
   void writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count);
   /// The Block struct of a runtime array of `memT` (deduplicated per element type).
   Id runtimeArrayBlock(Id memT, uint32_t stride);
@@ -149,7 +149,7 @@ private:
   void checkDivision(const ir::Op &op, Id x, Id y);
   /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs
   /// no iteration); records TSR_FAULT_LOOP_STEP in checked mode.
-  Id stepPositive(const ir::Op &op, Id lb, Id ub, Id step);
+  Id stepPositive(const ir::Op &op, Id step);
   /// Whether the host has set the cancel flag (an atomic load of control word 0).
   Id loadCancelFlag();
   /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (used at the
@@ -162,8 +162,8 @@ private:
   /// loop left because the host set the cancel flag: TSR_FAULT_DEADLINE, and the kernel
   /// returns. The loop itself only tests the flag in its exit condition: llvmpipe runs
   /// every `if` body with a lane mask, taken or not, so a record write inside the loop
-  /// made row_softmax 4x slower. Robust and checked modes only, as the cancellation points:
-  /// unchecked is the fast path, without any of them.
+  /// made row_softmax 4x slower. Every mode, as the cancellation points: they are about
+  /// deadlines and lost results, not bounds.
   void afterLoop(Id goOn, bool cancellable);
   /// At the end of a cancellable loop's body: a break when the host has set the flag.
   void breakIfCancelled(spirv::LoopBlocks &l);

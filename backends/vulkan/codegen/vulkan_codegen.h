@@ -59,8 +59,8 @@ struct VulkanCompileOptions {
   /// What an out-of-bounds access, an integer division fault or a `for` step <= 0 does
   /// (backends/kernel_faults.h). Robust and checked compare every index with the buffer
   /// view's OpArrayLength or the shared array's size; checked also writes the fault record
-  /// into the control buffer. Robust and checked also test the cancel flag in the exit test of
-  /// dynamic loops and report loops the device cut short; unchecked has no check at all.
+  /// into the control buffer. Every mode tests the cancel flag at the end of dynamic loop
+  /// bodies and reports loops the device cut short (lavapipe's 65535-iteration limit).
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
 
   uint64_t hash() const;

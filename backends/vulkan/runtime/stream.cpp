@@ -4,8 +4,10 @@
 //
 // Must never let a host copy observe stale data: host-to-device copies snapshot their source
 // at enqueue time, so they first wait for earlier device-to-host copies that may write it.
+#include "backends/kernel_fault_status.h"
 #include "backends/vulkan/runtime/internal.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace tessera::vulkan {
@@ -15,6 +17,9 @@ namespace {
 // long enqueue-only sequences keep the device busy and bound host memory.
 constexpr uint32_t kMaxBatchCommands = 256;
 constexpr uint64_t kMaxBatchStaging = uint64_t(256) << 20;
+// How long a cancelled batch may take to reach its next cancellation point (a loop
+// back-edge) before the deadline status says it did not stop.
+constexpr uint64_t kCancelGraceNs = uint64_t(2000) * 1000000;
 
 VkStream *streamOf(tsr_drv_stream_t s) { return as<VkStream>(s); }
 
@@ -198,19 +203,21 @@ void VkStream::worker() {
         return; // stopping, and everything submitted has completed
       b = inflight_.front().get();
     }
-    VkSemaphoreWaitInfo wi = {};
-    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-    wi.semaphoreCount = 1;
-    wi.pSemaphores = &timeline_->sem;
-    wi.pValues = &b->value;
-    VkResult r = dev_.fn.vkWaitSemaphores(dev_.device, &wi, UINT64_MAX);
-    tsr_status_t failure = r == VK_SUCCESS ? nullptr : vkStatus("vkWaitSemaphores", r);
-    if (!failure)
+    bool completed = false;
+    tsr_status_t failure = awaitBatch(*b, &completed);
+    // A kernel fault or a deadline leaves defined outputs (robust semantics): the batch's
+    // copies still run. A device error does not.
+    if (completed)
       for (auto &action : b->onDone)
         action();
     for (auto &s : b->staging)
       dev_.destroyBuffer(s);
+    for (auto &c : b->controls)
+      dev_.destroyBuffer(c.buffer);
     b->staging.clear();
+    b->controls.clear();
+    b->deadlineNs = 0;
+    b->unbounded = false;
     b->onDone.clear();
     b->waits.clear();
     // Read before the batch is handed over: once it is in done_, the recording thread may
@@ -231,6 +238,48 @@ void VkStream::worker() {
     }
     timeline_->cv.notify_all();
   }
+}
+
+tsr_status_t VkStream::awaitBatch(Batch &b, bool *completed) {
+  auto wait = [&](uint64_t ns) {
+    VkSemaphoreWaitInfo wi = {};
+    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &timeline_->sem;
+    wi.pValues = &b.value;
+    return dev_.fn.vkWaitSemaphores(dev_.device, &wi, ns);
+  };
+  // The deadline runs from when this batch is the stream's oldest unfinished one.
+  VkResult r = wait(b.unbounded || b.deadlineNs == 0 ? UINT64_MAX : b.deadlineNs);
+  bool cancelled = r == VK_TIMEOUT;
+  bool stopped = true;
+  if (cancelled) {
+    // Every dynamic loop of the batch's kernels polls this flag and leaves the kernel.
+    for (auto &c : b.controls)
+      std::atomic_ref<uint32_t>(*static_cast<uint32_t *>(c.buffer.alloc.mapped))
+          .store(1, std::memory_order_release);
+    r = wait(kCancelGraceNs);
+    if (r == VK_TIMEOUT) { // never free what the device may still use: wait it out
+      stopped = false;
+      r = wait(UINT64_MAX);
+    }
+  }
+  if (r != VK_SUCCESS) // VK_ERROR_DEVICE_LOST among others: a status, never success
+    return vkStatus("vkWaitSemaphores", r);
+  *completed = true;
+  for (auto &c : b.controls) {
+    tsr_kernel_fault f;
+    std::memcpy(&f, static_cast<const uint32_t *>(c.buffer.alloc.mapped) + 1, sizeof f);
+    if (f.kind != TSR_FAULT_NONE)
+      return kernelFaultStatus(c.kernel.c_str(), f, c.timeoutNs);
+  }
+  if (!cancelled)
+    return nullptr;
+  // Cancelled, yet no kernel reached a cancellation point: it ended late, or never did.
+  std::string who = b.controls.empty() ? "a kernel" : "@" + b.controls.front().kernel;
+  return tsr_status_make(TSR_DEADLINE_EXCEEDED, "vulkan: %s ran past its deadline of %.3f ms%s",
+                         who.c_str(), double(b.deadlineNs) / 1e6,
+                         stopped ? "" : " and did not stop when cancelled");
 }
 
 void VkStream::addWait(const TimelinePoint &p) {
