@@ -137,6 +137,11 @@ struct Timeline {
   std::mutex mutex;
   std::condition_variable cv;
   uint64_t completed = 0;
+  // The stream's first kernel fault not yet reported by its synchronize (faultValue: the
+  // batch's value, 0: none), which event_synchronize of a later record reports too.
+  uint64_t faultValue = 0;
+  tsr_status_code_t faultCode = TSR_OK;
+  std::string faultMessage;
 };
 
 /// (timeline, value): "that stream's work up to value".

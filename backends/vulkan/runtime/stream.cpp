@@ -205,6 +205,10 @@ void VkStream::worker() {
     }
     bool completed = false;
     tsr_status_t failure = awaitBatch(*b, &completed);
+    // A kernel fault (the batch completed) is also kept for event_synchronize.
+    bool fault = failure && completed;
+    tsr_status_code_t faultCode = fault ? tsr_status_code(failure) : TSR_OK;
+    std::string faultMessage = fault ? tsr_status_message(failure) : "";
     // A kernel fault or a deadline leaves defined outputs (robust semantics): the batch's
     // copies still run. A device error does not.
     if (completed)
@@ -234,6 +238,11 @@ void VkStream::worker() {
     }
     {
       std::lock_guard<std::mutex> lock(timeline_->mutex);
+      if (fault && timeline_->faultValue == 0) {
+        timeline_->faultValue = value;
+        timeline_->faultCode = faultCode;
+        timeline_->faultMessage = std::move(faultMessage);
+      }
       timeline_->completed = value;
     }
     timeline_->cv.notify_all();
@@ -306,6 +315,10 @@ tsr_status_t VkStream::takeError() {
   std::lock_guard<std::mutex> lock(stateMutex_);
   tsr_status_t st = error_;
   error_ = nullptr;
+  if (st) { // reported now: events recorded later no longer report it
+    std::lock_guard<std::mutex> tl(timeline_->mutex);
+    timeline_->faultValue = 0;
+  }
   return st;
 }
 
@@ -515,9 +528,14 @@ tsr_status_t eventSynchronize(tsr_drv_device_t, tsr_drv_event_t event) {
     std::lock_guard<std::mutex> lock(e->mutex);
     p = e->latest;
   }
-  if (p.first)
-    p.first->waitFor(p.second);
-  return nullptr;
+  if (!p.first)
+    return nullptr;
+  p.first->waitFor(p.second);
+  // A kernel fault of the work before the record, not yet reported by stream synchronize.
+  std::lock_guard<std::mutex> lock(p.first->mutex);
+  if (p.first->faultValue == 0 || p.first->faultValue > p.second)
+    return nullptr;
+  return tsr_status_make(p.first->faultCode, "%s", p.first->faultMessage.c_str());
 }
 
 tsr_status_t eventQuery(tsr_drv_device_t, tsr_drv_event_t event, bool *out) {
