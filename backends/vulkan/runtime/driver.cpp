@@ -290,6 +290,13 @@ tsr_status_t driverOpen(tsr_drv_driver_t *out) {
                           "not installed (Debian: vulkan-validationlayers)");
   if (r != VK_SUCCESS)
     return unavailable(d, std::string("vkCreateInstance failed: ") + resultName(r));
+  // Keep the layer and Mesa's ICD mapped after the loader unloads them at vkDestroyInstance
+  // (RTLD_NOLOAD: only if loaded already). Their process-lifetime allocations then carry a
+  // library name in LeakSanitizer's report, which scripts/sanitizers/lsan.supp matches;
+  // unmapped, they show as "<unknown module>" and cannot be told apart from ours.
+  for (const char *lib : {"libVkLayer_khronos_validation.so", "libvulkan_lvp.so"})
+    if (void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+      dlclose(h); // drops our reference; RTLD_NODELETE keeps the mapping
 #define TSR_VK_LOAD(name)                                                                          \
   d->fn.name = reinterpret_cast<PFN_##name>(d->getInstanceProcAddr(d->instance, #name));           \
   if (!d->fn.name)                                                                                 \
