@@ -1,9 +1,10 @@
 // Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
 // the robust and checked modes, the fault record of the checked mode, division and `for`
-// step checks, and in every mode the cancellation points (a poll every kPollInterval-th
-// dynamic-loop iteration with a break, a poll at the entry) and the test after each loop for
-// a device that cut it short. No record is written inside a loop, and the loop-limit record
-// once per kernel, at its end: llvmpipe runs every `if` body under a mask, taken or not.
+// step checks, and in every mode the cancellation points (a poll between chunks of a
+// dynamic `for`, every kPollInterval-th `while` iteration, and at the entry) and the test
+// after each loop for a device that cut it short. No record is written inside a loop, and
+// the loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a
+// mask, taken or not.
 //
 // The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
 // word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
@@ -23,9 +24,6 @@ namespace {
 
 constexpr uint32_t kCancelWord = 0;
 constexpr uint32_t kRecordWord = 1; // tsr_kernel_fault starts here
-// Dynamic-loop iterations between two polls of the cancel flag (a power of two): a
-// cancelled loop stops within this many iterations, well inside the driver's grace period.
-constexpr uint32_t kPollInterval = 1024;
 
 } // namespace
 
@@ -235,10 +233,11 @@ void Lowering::leaveIf(Id cancelled) {
 }
 
 void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
-  // The flag is polled every kPollInterval-th iteration of the work-item's dynamic loops (one
-  // count for the whole kernel, so nested short loops poll too): a GPU branches around the
-  // load in the other iterations. llvmpipe runs the selection's body under a lane mask
-  // anyway (measured: no faster than a load per iteration), but the break stays rare.
+  // A `while` polls the flag every kPollInterval-th iteration of the work-item's `while`
+  // loops (one count for the whole kernel, so nested short loops add up): a GPU branches
+  // around the load in the other iterations. llvmpipe runs the selection's body under a lane
+  // mask anyway (measured: no faster than a load per iteration). A dynamic `for` runs in
+  // chunks with a poll between them instead (emitFor): once per chunk, even on llvmpipe.
   Id u32 = u32T();
   Id count = b_.op(spv::OpIAdd, u32, {b_.op(spv::OpLoad, u32, {pollCount_}), constU32(1)});
   b_.opVoid(spv::OpStore, {pollCount_, count});

@@ -172,8 +172,8 @@ private:
   /// TSR_FAULT_DEADLINE and returns. Every mode, as the cancellation points: they are about
   /// deadlines and lost results, not bounds.
   void afterLoop(Id goOn, bool cancellable);
-  /// At the end of a cancellable loop's body: every kPollInterval-th iteration, a poll of
-  /// the flag and a break when the host has set it.
+  /// At the end of a `while` body: every kPollInterval-th iteration, a poll of the flag and
+  /// a break when the host has set it.
   void breakIfCancelled(spirv::LoopBlocks &l);
   /// At the kernel's end: the TSR_FAULT_LOOP_LIMIT record of the first loop the device cut
   /// short, if any (written once per kernel: llvmpipe pays for every record write, taken
@@ -191,12 +191,16 @@ private:
   Id localIds_[3] = {0, 0, 0};      // this work-item's local id, rebuilt at entry
   Id groupIds_ = 0;                 // WorkgroupId (uvec3), loaded at entry
   Id control_ = 0;                  // this kernel's control buffer variable
-  Id pollCount_ = 0;                // u32 function variable: dynamic-loop iterations so far
+  Id pollCount_ = 0;                // u32 function variable: `while` iterations so far
   Id cutLoop_ = 0;                  // bool function variable: a loop was cut short
   Id cutLine_ = 0, cutCol_ = 0;     // u32 function variables: the first such loop's location
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
 };
+
+/// Loop iterations between two polls of the cancel flag (a power of two): a cancelled loop
+/// stops within this many iterations, well inside the driver's grace period.
+constexpr uint32_t kPollInterval = 1024;
 
 /// Whether `v` is the result of a `const` op (spirv_faults.cpp).
 bool isConstant(const ir::Value *v);

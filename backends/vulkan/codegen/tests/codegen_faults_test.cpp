@@ -250,7 +250,16 @@ kernel @f(%o: buffer<i32>, %st: i32) {
 )";
   std::string robust = disasm(loop, TSR_BOUNDS_ROBUST);
   EXPECT_EQ(count(robust, "OpSGreaterThan"), 1u) << robust;
-  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust;
+  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust; // entry, between chunks, after
+  // A dynamic `for` runs in chunks of 1024 iterations (an inner loop without a poll).
+  EXPECT_EQ(count(robust, "OpLoopMerge"), 2u) << robust;
+  EXPECT_CONTAINS(robust, "%uint_1024");
+  size_t innerLoop = robust.rfind("OpLoopMerge");
+  std::smatch innerMerge;
+  std::string tail = robust.substr(innerLoop);
+  ASSERT_TRUE(std::regex_search(tail, innerMerge, std::regex("OpLoopMerge (%\\w+)")));
+  EXPECT_GT(robust.find("OpAtomicLoad", innerLoop), robust.find(innerMerge[1].str() + " = OpLabel"))
+      << "no poll inside the chunk: " << robust;
   EXPECT_EQ(robust.find("%uint_7 %uint_0"), std::string::npos) << robust;
   std::string checked = disasm(loop, TSR_BOUNDS_CHECKED);
   EXPECT_CONTAINS(checked, "%uint_7 %uint_0"); // TSR_FAULT_LOOP_STEP
