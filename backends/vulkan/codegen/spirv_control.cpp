@@ -2,8 +2,9 @@
 //
 // if -> OpSelectionMerge with phis in the merge block; for / while -> OpLoopMerge with the
 // loop-carried values as header phis completed from the continue block (a `while` exits
-// through a break edge after its first region; a `for` without constant bounds runs as two
-// nested loops, chunks and the iterations of a chunk). Calls are inlined at their call sites.
+// through a break edge after its first region; a `while`, and a `for` without constant
+// bounds, run as two nested loops: chunks, and the iterations of a chunk, with the poll of
+// the cancel flag between chunks). Calls are inlined at their call sites.
 // Subgroup ops follow SPIR-V's GroupNonUniform rules, as the IR does; they must never be
 // given a type Vulkan would reject without the matching feature (small integers are widened
 // to 32 bits, 64-bit shuffles go through a uvec2).
@@ -138,39 +139,65 @@ bool Lowering::emitFor(const ir::Op &op) {
 }
 
 bool Lowering::emitWhile(const ir::Op &op) {
+  // A `while` may never end: it runs in chunks of kPollInterval iterations (an inner loop)
+  // with a poll of the cancel flag between chunks (the outer loop's body), as a dynamic
+  // `for` does. The inner loop leaves through a break after the condition (the loop ended)
+  // or after the body (the chunk ended), so the condition dominates both merge blocks.
   const ir::Block &before = op.region(0), &after = op.region(1);
-  spirv::LoopBlocks l = b_.beginLoop();
-  std::vector<spirv::PhiRef> iters;
+  spirv::LoopBlocks outer = b_.beginLoop();
+  std::vector<spirv::PhiRef> outerIters;
   for (size_t k = 0; k < op.operands.size(); ++k) {
     Id init = val(op.operands[k]);
     if (!init)
       return false;
-    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, l.preheader}}));
-    // Both regions see the iteration values; so does the code after the loop.
+    outerIters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, outer.preheader}}));
+  }
+  b_.loopHeaderEnd(outer, 0);
+  spirv::LoopBlocks l = b_.beginLoop();
+  std::vector<spirv::PhiRef> iters;
+  for (size_t k = 0; k < outerIters.size(); ++k) {
+    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{outerIters[k].id, l.preheader}}));
+    // Both regions see the iteration values.
     define(before.args[k].get(), iters.back().id);
     vals_[after.args[k].get()] = iters.back().id;
   }
+  spirv::PhiRef chunk = b_.phi(u32T(), {{constU32(0), l.preheader}});
   b_.loopHeaderEnd(l, 0);
   std::vector<Id> cond;
   if (!emitBlock(before, &cond))
     return false;
   if (cond.empty())
     return fail("internal error: 'while' without a condition");
-  b_.breakUnless(l, cond[0]); // its block dominates the merge block (the other exit is later)
+  Id ended = b_.currentBlock();
+  b_.breakUnless(l, cond[0]);
   std::vector<Id> next;
   if (!emitBlock(after, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'while' body yields too few values");
-  breakIfCancelled(l); // a `while` may never end
+  Id nextChunk = b_.op(spv::OpIAdd, u32T(), {chunk.id, constU32(1)});
+  Id chunkEnded = b_.currentBlock();
+  b_.breakUnless(l, b_.op(spv::OpULessThan, boolT(), {nextChunk, constU32(kPollInterval)}));
   b_.beginContinue(l);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
+  b_.addIncoming(chunk, nextChunk, l.cont);
   b_.endLoop(l);
+  std::vector<Id> out;
+  for (size_t k = 0; k < iters.size(); ++k)
+    out.push_back(
+        b_.phi(regType(op.operands[k]->type.elem), {{iters[k].id, ended}, {next[k], chunkEnded}})
+            .id);
+  b_.breakUnless(outer, cond[0]); // the loop ended
+  b_.breakUnless(outer, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
+  b_.beginContinue(outer);
+  for (size_t k = 0; k < outerIters.size(); ++k)
+    b_.addIncoming(outerIters[k], out[k], outer.cont);
+  b_.endLoop(outer);
   curOp_ = &op;
   afterLoop(cond[0], true);
   for (size_t k = 0; k < op.results.size(); ++k)
-    vals_[op.result(k)] = iters[k].id;
+    vals_[op.result(k)] = out[k];
   return true;
 }
 

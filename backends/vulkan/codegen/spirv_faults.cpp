@@ -1,7 +1,7 @@
 // Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
 // the robust and checked modes, the fault record of the checked mode, division and `for`
 // step checks, and in every mode the cancellation points (a poll between chunks of a
-// dynamic `for`, every kPollInterval-th `while` iteration, and at the entry) and the test
+// `while` or dynamic `for` (spirv_control.cpp), and at the entry) and the test
 // after each loop for a device that cut it short. No record is written inside a loop, and
 // the loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a
 // mask, taken or not.
@@ -197,7 +197,7 @@ Id Lowering::loadCancelFlag() {
   return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
 }
 
-void Lowering::declareLoopState(bool dynamicLoops) {
+void Lowering::declareLoopState() {
   // Function variables must lead the function's first block; NIR / LLVM turn them into
   // registers, so updating them costs a select, never a memory access.
   Id u32 = u32T();
@@ -205,8 +205,6 @@ void Lowering::declareLoopState(bool dynamicLoops) {
     return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
                  {spv::StorageClassFunction, init});
   };
-  if (dynamicLoops)
-    pollCount_ = var(u32, constU32(0));
   cutLoop_ = var(boolT(), b_.constBool(false));
   cutLine_ = var(u32, constU32(0));
   cutCol_ = var(u32, constU32(0));
@@ -230,25 +228,6 @@ void Lowering::leaveIf(Id cancelled) {
   spirv::IfBlocks leave = b_.beginIf(cancelled, false);
   b_.returnVoid(); // the merge's only predecessor is the header's false edge
   b_.startBlock(leave.merge);
-}
-
-void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
-  // A `while` polls the flag every kPollInterval-th iteration of the work-item's `while`
-  // loops (one count for the whole kernel, so nested short loops add up): a GPU branches
-  // around the load in the other iterations. llvmpipe runs the selection's body under a lane
-  // mask anyway (measured: no faster than a load per iteration). A dynamic `for` runs in
-  // chunks with a poll between them instead (emitFor): once per chunk, even on llvmpipe.
-  Id u32 = u32T();
-  Id count = b_.op(spv::OpIAdd, u32, {b_.op(spv::OpLoad, u32, {pollCount_}), constU32(1)});
-  b_.opVoid(spv::OpStore, {pollCount_, count});
-  Id due =
-      b_.op(spv::OpIEqual, boolT(),
-            {b_.op(spv::OpBitwiseAnd, u32, {count, constU32(kPollInterval - 1)}), constU32(0)});
-  spirv::IfBlocks poll = b_.beginIf(due, false);
-  Id flag = loadCancelFlag();
-  b_.endIf(poll);
-  Id cancelled = b_.phi(boolT(), {{flag, poll.thenEnd}, {b_.constBool(false), poll.elseEnd}}).id;
-  b_.breakUnless(l, b_.op(spv::OpLogicalNot, boolT(), {cancelled}));
 }
 
 void Lowering::afterLoop(Id goOn, bool cancellable) {

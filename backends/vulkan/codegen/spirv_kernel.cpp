@@ -301,7 +301,7 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   interface_.clear();
   sharedBytes_ = 0;
   control_ = 0;
-  pollCount_ = cutLoop_ = cutLine_ = cutCol_ = 0;
+  cutLoop_ = cutLine_ = cutCol_ = 0;
   info = VulkanKernelInfo{};
   info.name = f.name;
   Id voidT = b_.typeVoid();
@@ -310,7 +310,7 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   bool loops = hasLoop(module_, *f.body, false, 0);
   bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
   if (loops)
-    declareLoopState(dynamicLoops);
+    declareLoopState();
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
   if (!declareParams(f, info))
     return false;

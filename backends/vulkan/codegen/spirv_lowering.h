@@ -155,9 +155,8 @@ private:
   Id stepPositive(const ir::Op &op, Id step);
   /// Whether the host has set the cancel flag (an atomic load of control word 0).
   Id loadCancelFlag();
-  /// At the top of a kernel with loops: the function variables of the loop checks (the
-  /// poll count only with `dynamicLoops`).
-  void declareLoopState(bool dynamicLoops);
+  /// At the top of a kernel with loops: the function variables of the loop-limit check.
+  void declareLoopState();
   /// When `cancelled` holds: claims the record's `kind` for TSR_FAULT_DEADLINE (the other
   /// words stay 0; the deadline message needs none of them).
   void claimDeadline(Id cancelled);
@@ -172,9 +171,6 @@ private:
   /// TSR_FAULT_DEADLINE and returns. Every mode, as the cancellation points: they are about
   /// deadlines and lost results, not bounds.
   void afterLoop(Id goOn, bool cancellable);
-  /// At the end of a `while` body: every kPollInterval-th iteration, a poll of the flag and
-  /// a break when the host has set it.
-  void breakIfCancelled(spirv::LoopBlocks &l);
   /// At the kernel's end: the TSR_FAULT_LOOP_LIMIT record of the first loop the device cut
   /// short, if any (written once per kernel: llvmpipe pays for every record write, taken
   /// or not, so one per loop halved row softmax).
@@ -191,7 +187,6 @@ private:
   Id localIds_[3] = {0, 0, 0};      // this work-item's local id, rebuilt at entry
   Id groupIds_ = 0;                 // WorkgroupId (uvec3), loaded at entry
   Id control_ = 0;                  // this kernel's control buffer variable
-  Id pollCount_ = 0;                // u32 function variable: `while` iterations so far
   Id cutLoop_ = 0;                  // bool function variable: a loop was cut short
   Id cutLine_ = 0, cutCol_ = 0;     // u32 function variables: the first such loop's location
   uint64_t sharedBytes_ = 0;
