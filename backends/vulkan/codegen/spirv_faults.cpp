@@ -1,10 +1,10 @@
 // Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
 // the robust and checked modes, the fault record of the checked mode, division and `for`
-// step checks, and in every mode the cancellation points (a poll between chunks of a
-// `while` or dynamic `for` (spirv_control.cpp), and at the entry) and the test
-// after each loop for a device that cut it short. No record is written inside a loop, and
-// the loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a
-// mask, taken or not.
+// step checks, and in every mode the cancellation points (a poll between the chunks of a
+// `while` or dynamic `for`, see spirv_control.cpp, and one at the entry) and the test after
+// each loop for a device that cut it short. No record is written inside a loop, and the
+// loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a mask,
+// taken or not.
 //
 // The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
 // word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
