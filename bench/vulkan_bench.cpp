@@ -3,7 +3,8 @@
 //      SPIR-V emitter) against a hand-written GLSL compute shader doing the same work
 //      (bench/vulkan/gelu.comp, compiled by glslangValidator at build time);
 //   2. row softmax (ir/examples/row_softmax.tir) against bench/vulkan/softmax.comp;
-//   3. dispatch overhead: asynchronous launches of an empty kernel, and launch + synchronize.
+//   3. dispatch overhead: asynchronous launches of an empty kernel, and launch + synchronize;
+//      asynchronous launches of a kernel whose loop runs no iteration (it has a control buffer).
 // Both sides run through the same HAL driver and kernel ABI, so the ratios measure the code
 // each compiler produced. Medians of --reps runs after a warm-up; results checked first.
 // --bounds unchecked|robust|checked compiles Tessera's kernels in that fault mode (default
@@ -223,9 +224,33 @@ int main(int argc, char **argv) {
       d.sync();
     }
   });
+  // A kernel with a loop has a control buffer (cancel flag, fault record): its launches also
+  // take a control slot, zeroed, and the worker reads its record at completion.
+  auto lm = parseOrDie(R"(kernel @loop(%n: i32) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %r = while iter(%x = %z) {
+    %c = cmp.slt %x, %n : i32
+    condition %c
+  } do {
+    %y = add %x, %one : i32
+    yield %y
+  }
+}
+)",
+                       "loop.tir");
+  auto lp = compileIn(d, *lm, bounds);
+  tsr_kernel_t loop = lp->kernel("loop")->kernel;
+  double tControl = timeMs(reps, [&] {
+    for (int i = 0; i < launches; ++i)
+      d.launch(loop, 1, 1, {tsr_arg_i32(0)});
+    d.sync();
+  });
   std::printf("\n3. dispatch overhead (empty kernel, 1 work-item)\n");
   std::printf("  %-44s %8.2f us\n", "per launch, asynchronous (batched)", tAsync * 1e3 / launches);
   std::printf("  %-44s %8.2f us\n", "per launch + synchronize", tSync * 1e3 / (launches / 10));
+  std::printf("  %-44s %8.2f us\n", "per launch, async, kernel with a control buffer",
+              tControl * 1e3 / launches);
 
   tsr_kernel_release(ggelu);
   tsr_executable_release(gexe);

@@ -2,7 +2,9 @@
 //
 // if -> OpSelectionMerge with phis in the merge block; for / while -> OpLoopMerge with the
 // loop-carried values as header phis completed from the continue block (a `while` exits
-// through a break edge after its first region). Calls are inlined at their call sites.
+// through a break edge after its first region; a `while`, and a `for` without constant
+// bounds, run as two nested loops: chunks, and the iterations of a chunk, with the poll of
+// the cancel flag between chunks). Calls are inlined at their call sites.
 // Subgroup ops follow SPIR-V's GroupNonUniform rules, as the IR does; they must never be
 // given a type Vulkan would reject without the matching feature (small integers are widened
 // to 32 bits, 64-bit shuffles go through a uvec2).
@@ -48,32 +50,60 @@ bool Lowering::emitFor(const ir::Op &op) {
   Id ivT = regType(body.args[0]->type.elem);
   // A step <= 0 runs no iteration (checked: a fault); only a constant step > 0 needs no test.
   Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, step);
-  bool dynamic =
+  // A trip count known at compile time always ends: no cancellation point. Any other runs
+  // in chunks of kPollInterval iterations (an inner loop) with a poll of the cancel flag
+  // between chunks (the outer loop's body): the poll is outside the hot loop, so it costs
+  // even llvmpipe, which runs untaken `if` bodies, once per chunk.
+  bool cancellable =
       !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
-  spirv::LoopBlocks l = b_.beginLoop();
-  spirv::PhiRef iv = b_.phi(ivT, {{lb, l.preheader}});
-  define(body.args[0].get(), iv.id);
-  std::vector<spirv::PhiRef> iters;
+  std::vector<Id> inits;
   for (size_t k = 0; k < op.results.size(); ++k) {
     Id init = val(op.operands[3 + k]);
     if (!init)
       return false;
-    iters.push_back(b_.phi(regType(op.results[k]->type.elem), {{init, l.preheader}}));
+    inits.push_back(init);
+  }
+  spirv::LoopBlocks outer;
+  spirv::PhiRef outerIv;
+  std::vector<spirv::PhiRef> outerIters;
+  Id outerMore = 0;
+  if (cancellable) {
+    outer = b_.beginLoop();
+    outerIv = b_.phi(ivT, {{lb, outer.preheader}});
+    for (size_t k = 0; k < inits.size(); ++k) {
+      outerIters.push_back(
+          b_.phi(regType(op.results[k]->type.elem), {{inits[k], outer.preheader}}));
+      inits[k] = outerIters.back().id;
+    }
+    outerMore = b_.op(spv::OpSLessThan, boolT(), {outerIv.id, ub});
+    if (stepOk)
+      outerMore = b_.op(spv::OpLogicalAnd, boolT(), {outerMore, stepOk});
+    b_.loopHeaderEnd(outer, outerMore);
+    lb = outerIv.id;
+  }
+  spirv::LoopBlocks l = b_.beginLoop();
+  spirv::PhiRef iv = b_.phi(ivT, {{lb, l.preheader}});
+  define(body.args[0].get(), iv.id);
+  std::vector<spirv::PhiRef> iters;
+  for (size_t k = 0; k < inits.size(); ++k) {
+    iters.push_back(b_.phi(regType(op.results[k]->type.elem), {{inits[k], l.preheader}}));
     define(body.args[k + 1].get(), iters.back().id);
   }
+  spirv::PhiRef chunk; // iterations of this chunk so far
+  if (cancellable)
+    chunk = b_.phi(u32T(), {{constU32(0), l.preheader}});
   Id more = b_.op(spv::OpSLessThan, boolT(), {iv.id, ub});
-  if (stepOk)
+  if (stepOk && !cancellable) // the outer loop tested it
     more = b_.op(spv::OpLogicalAnd, boolT(), {more, stepOk});
-  // A trip count known at compile time always ends: no cancellation point.
-  bool cancellable = dynamic;
+  if (cancellable)
+    more = b_.op(spv::OpLogicalAnd, boolT(),
+                 {more, b_.op(spv::OpULessThan, boolT(), {chunk.id, constU32(kPollInterval)})});
   b_.loopHeaderEnd(l, more);
   std::vector<Id> next;
   if (!emitBlock(body, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'for' body yields too few values");
-  if (cancellable)
-    breakIfCancelled(l);
   b_.beginContinue(l);
   Id nextIv = b_.op(spv::OpIAdd, ivT, {iv.id, step});
   if (!isConstant(op.operands[2]) || op.operands[2]->def->literal.i != 1) {
@@ -85,48 +115,89 @@ bool Lowering::emitFor(const ir::Op &op) {
   b_.addIncoming(iv, nextIv, l.cont);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
+  if (cancellable)
+    b_.addIncoming(chunk, b_.op(spv::OpIAdd, u32T(), {chunk.id, constU32(1)}), l.cont);
   b_.endLoop(l);
   curOp_ = &op;
-  afterLoop(more, cancellable); // the header dominates the merge block
+  if (!cancellable) {
+    afterLoop(more, false); // the header dominates the merge block
+    for (size_t k = 0; k < iters.size(); ++k)
+      define(op.result(k), iters[k].id);
+    return true;
+  }
+  // Between chunks (the inner header's values dominate its merge): a poll, a break when set.
+  b_.breakUnless(outer, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
+  b_.beginContinue(outer);
+  b_.addIncoming(outerIv, iv.id, outer.cont);
   for (size_t k = 0; k < iters.size(); ++k)
-    define(op.result(k), iters[k].id);
+    b_.addIncoming(outerIters[k], iters[k].id, outer.cont);
+  b_.endLoop(outer);
+  afterLoop(outerMore, true); // the outer header dominates the merge block
+  for (size_t k = 0; k < outerIters.size(); ++k)
+    define(op.result(k), outerIters[k].id);
   return true;
 }
 
 bool Lowering::emitWhile(const ir::Op &op) {
+  // A `while` may never end: it runs in chunks of kPollInterval iterations (an inner loop)
+  // with a poll of the cancel flag between chunks (the outer loop's body), as a dynamic
+  // `for` does. The inner loop leaves through a break after the condition (the loop ended)
+  // or after the body (the chunk ended), so the condition dominates both merge blocks.
   const ir::Block &before = op.region(0), &after = op.region(1);
-  spirv::LoopBlocks l = b_.beginLoop();
-  std::vector<spirv::PhiRef> iters;
+  spirv::LoopBlocks outer = b_.beginLoop();
+  std::vector<spirv::PhiRef> outerIters;
   for (size_t k = 0; k < op.operands.size(); ++k) {
     Id init = val(op.operands[k]);
     if (!init)
       return false;
-    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, l.preheader}}));
-    // Both regions see the iteration values; so does the code after the loop.
+    outerIters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, outer.preheader}}));
+  }
+  b_.loopHeaderEnd(outer, 0);
+  spirv::LoopBlocks l = b_.beginLoop();
+  std::vector<spirv::PhiRef> iters;
+  for (size_t k = 0; k < outerIters.size(); ++k) {
+    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{outerIters[k].id, l.preheader}}));
+    // Both regions see the iteration values.
     define(before.args[k].get(), iters.back().id);
     vals_[after.args[k].get()] = iters.back().id;
   }
+  spirv::PhiRef chunk = b_.phi(u32T(), {{constU32(0), l.preheader}});
   b_.loopHeaderEnd(l, 0);
   std::vector<Id> cond;
   if (!emitBlock(before, &cond))
     return false;
   if (cond.empty())
     return fail("internal error: 'while' without a condition");
-  b_.breakUnless(l, cond[0]); // its block dominates the merge block (the other exit is later)
+  Id ended = b_.currentBlock();
+  b_.breakUnless(l, cond[0]);
   std::vector<Id> next;
   if (!emitBlock(after, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'while' body yields too few values");
-  breakIfCancelled(l); // a `while` may never end
+  Id nextChunk = b_.op(spv::OpIAdd, u32T(), {chunk.id, constU32(1)});
+  Id chunkEnded = b_.currentBlock();
+  b_.breakUnless(l, b_.op(spv::OpULessThan, boolT(), {nextChunk, constU32(kPollInterval)}));
   b_.beginContinue(l);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
+  b_.addIncoming(chunk, nextChunk, l.cont);
   b_.endLoop(l);
+  std::vector<Id> out;
+  for (size_t k = 0; k < iters.size(); ++k)
+    out.push_back(
+        b_.phi(regType(op.operands[k]->type.elem), {{iters[k].id, ended}, {next[k], chunkEnded}})
+            .id);
+  b_.breakUnless(outer, cond[0]); // the loop ended
+  b_.breakUnless(outer, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
+  b_.beginContinue(outer);
+  for (size_t k = 0; k < outerIters.size(); ++k)
+    b_.addIncoming(outerIters[k], out[k], outer.cont);
+  b_.endLoop(outer);
   curOp_ = &op;
   afterLoop(cond[0], true);
   for (size_t k = 0; k < op.results.size(); ++k)
-    vals_[op.result(k)] = iters[k].id;
+    vals_[op.result(k)] = out[k];
   return true;
 }
 

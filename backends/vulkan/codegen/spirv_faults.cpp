@@ -1,8 +1,10 @@
 // Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
 // the robust and checked modes, the fault record of the checked mode, division and `for`
-// step checks, and in every mode the cancellation points (a break at the end of dynamic loop
-// bodies, a poll at the entry) and the test after each loop for a device that cut it short.
-// Records are written after loops, never inside: llvmpipe runs every `if` body under a mask.
+// step checks, and in every mode the cancellation points (a poll between the chunks of a
+// `while` or dynamic `for`, see spirv_control.cpp, and one at the entry) and the test after
+// each loop for a device that cut it short. No record is written inside a loop, and the
+// loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a mask,
+// taken or not.
 //
 // The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
 // word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
@@ -39,21 +41,21 @@ bool constPositive(const ir::Value *v) {
   return bits != 0;
 }
 
-bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth) {
+bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth) {
   if (depth > 64) // recursion is rejected when the call is lowered
     return false;
   for (const auto &op : b.ops) {
     if (op->kind == OpKind::While)
       return true;
-    if (op->kind == OpKind::For && !(isConstant(op->operands[0]) && isConstant(op->operands[1]) &&
-                                     isConstant(op->operands[2])))
+    if (op->kind == OpKind::For && !(dynamicOnly && isConstant(op->operands[0]) &&
+                                     isConstant(op->operands[1]) && isConstant(op->operands[2])))
       return true;
     if (op->kind == OpKind::Call)
       if (const ir::Function *callee = m.lookup(op->callee))
-        if (hasDynamicLoop(m, *callee->body, depth + 1))
+        if (hasLoop(m, *callee->body, dynamicOnly, depth + 1))
           return true;
     for (const auto &r : op->regions)
-      if (hasDynamicLoop(m, *r, depth))
+      if (hasLoop(m, *r, dynamicOnly, depth))
         return true;
   }
   return false;
@@ -84,6 +86,12 @@ Id Lowering::controlVar() {
 }
 
 void Lowering::writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count) {
+  ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
+  writeFaultAt(fault, kind, constU32(loc.line), constU32(loc.col), param, index, wide, count);
+}
+
+void Lowering::writeFaultAt(Id fault, Id kind, Id line, Id col, uint32_t param, Id index, bool wide,
+                            Id count) {
   Id u32 = u32T();
   Id var = controlVar();
   Id ptrT = b_.typePointer(spv::StorageClassStorageBuffer, u32);
@@ -106,9 +114,8 @@ void Lowering::writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide
     lo = index;
     hi = b_.op(spv::OpShiftRightArithmetic, u32, {index, constU32(31)});
   }
-  ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
-  const Id words[] = {constU32(loc.line),
-                      constU32(loc.col),
+  const Id words[] = {line,
+                      col,
                       constU32(param),
                       lo,
                       hi,
@@ -184,21 +191,43 @@ Id Lowering::loadCancelFlag() {
                  {controlVar(), constU32(0), constU32(kCancelWord)});
   // An atomic load: the host writes the flag while the kernel runs, and the load is a side
   // effect that keeps an endless loop from being optimised away (LLVM deletes side-effect
-  // free infinite loops).
+  // free infinite loops). A plain Volatile load measured no faster on lavapipe.
   Id flag = b_.op(spv::OpAtomicLoad, u32,
                   {ptr, constU32(spv::ScopeDevice), constU32(spv::MemorySemanticsMaskNone)});
   return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
 }
 
+void Lowering::declareLoopState() {
+  // Function variables must lead the function's first block; NIR / LLVM turn them into
+  // registers, so updating them costs a select, never a memory access.
+  Id u32 = u32T();
+  auto var = [&](Id type, Id init) {
+    return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
+                 {spv::StorageClassFunction, init});
+  };
+  cutLoop_ = var(boolT(), b_.constBool(false));
+  cutLine_ = var(u32, constU32(0));
+  cutCol_ = var(u32, constU32(0));
+}
+
+void Lowering::claimDeadline(Id cancelled) {
+  // Only `kind`: the deadline message names the kernel and its timeout, nothing the other
+  // words hold, and each store would cost a lane-by-lane loop on llvmpipe.
+  spirv::IfBlocks ib = b_.beginIf(cancelled, false);
+  Id ptr = b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32T()),
+                 {controlVar(), constU32(0), constU32(kRecordWord)});
+  Id relaxed = constU32(spv::MemorySemanticsMaskNone);
+  b_.op(spv::OpAtomicCompareExchange, u32T(),
+        {ptr, constU32(spv::ScopeDevice), relaxed, relaxed, constU32(TSR_FAULT_DEADLINE),
+         constU32(0)});
+  b_.endIf(ib);
+}
+
 void Lowering::leaveIf(Id cancelled) {
-  writeFault(cancelled, constU32(TSR_FAULT_DEADLINE), UINT32_MAX, 0, false, 0);
+  claimDeadline(cancelled);
   spirv::IfBlocks leave = b_.beginIf(cancelled, false);
   b_.returnVoid(); // the merge's only predecessor is the header's false edge
   b_.startBlock(leave.merge);
-}
-
-void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
-  b_.breakUnless(l, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
 }
 
 void Lowering::afterLoop(Id goOn, bool cancellable) {
@@ -206,17 +235,29 @@ void Lowering::afterLoop(Id goOn, bool cancellable) {
   Id cancelled = loadCancelFlag();
   Id limit =
       b_.op(spv::OpLogicalAnd, boolT(), {goOn, b_.op(spv::OpLogicalNot, boolT(), {cancelled})});
-  if (!cancellable) {
-    writeFault(limit, constU32(TSR_FAULT_LOOP_LIMIT), UINT32_MAX, 0, false, 0);
-    return;
-  }
-  // One record write for both causes: inside a loop nest it runs once per inner loop.
-  Id kind = b_.op(spv::OpSelect, u32T(),
-                  {cancelled, constU32(TSR_FAULT_DEADLINE), constU32(TSR_FAULT_LOOP_LIMIT)});
-  writeFault(b_.op(spv::OpLogicalOr, boolT(), {limit, cancelled}), kind, UINT32_MAX, 0, false, 0);
-  spirv::IfBlocks leave = b_.beginIf(cancelled, false);
-  b_.returnVoid();
-  b_.startBlock(leave.merge);
+  // A loop the device cut short is only noted here (the first one's location) and recorded
+  // once at the kernel's end (recordCutLoop): a record write after every loop cost row
+  // softmax ~25 % on lavapipe, which runs every `if` body, taken or not, lane by lane.
+  Id u32 = u32T();
+  ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
+  Id seen = b_.op(spv::OpLoad, boolT(), {cutLoop_});
+  Id first = b_.op(spv::OpLogicalAnd, boolT(), {limit, b_.op(spv::OpLogicalNot, boolT(), {seen})});
+  b_.opVoid(spv::OpStore, {cutLoop_, b_.op(spv::OpLogicalOr, boolT(), {seen, limit})});
+  auto note = [&](Id var, uint32_t v) {
+    Id old = b_.op(spv::OpLoad, u32, {var});
+    b_.opVoid(spv::OpStore, {var, b_.op(spv::OpSelect, u32, {first, constU32(v), old})});
+  };
+  note(cutLine_, loc.line);
+  note(cutCol_, loc.col);
+  if (cancellable)
+    leaveIf(cancelled);
+}
+
+void Lowering::recordCutLoop() {
+  Id u32 = u32T();
+  writeFaultAt(b_.op(spv::OpLoad, boolT(), {cutLoop_}), constU32(TSR_FAULT_LOOP_LIMIT),
+               b_.op(spv::OpLoad, u32, {cutLine_}), b_.op(spv::OpLoad, u32, {cutCol_}), UINT32_MAX,
+               0, false, 0);
 }
 
 } // namespace tessera::vulkan::detail

@@ -301,18 +301,25 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   interface_.clear();
   sharedBytes_ = 0;
   control_ = 0;
+  cutLoop_ = cutLine_ = cutCol_ = 0;
   info = VulkanKernelInfo{};
   info.name = f.name;
   Id voidT = b_.typeVoid();
   Id fn = b_.beginFunction(voidT, b_.typeFunction(voidT));
   b_.name(fn, f.name);
+  bool loops = hasLoop(module_, *f.body, false, 0);
+  bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
+  if (loops)
+    declareLoopState();
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
   if (!declareParams(f, info))
     return false;
-  if (hasDynamicLoop(module_, *f.body, 0))
+  if (dynamicLoops)
     leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
   if (!emitBlock(*f.body, nullptr))
     return false;
+  if (loops)
+    recordCutLoop();
   b_.returnVoid();
   b_.endFunction();
   curOp_ = nullptr;

@@ -138,8 +138,11 @@ private:
   /// integer type; 0 for none), `count` (a u32; 0 for none) and its ids.
   void recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide, Id count);
   /// The record write itself, `kind` a u32 (deadline and loop-limit records are written in
-  /// every mode).
+  /// every mode), at the current op's location.
   void writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count);
+  /// writeFault at a location given as u32 values (`line`, `col`).
+  void writeFaultAt(Id fault, Id kind, Id line, Id col, uint32_t param, Id index, bool wide,
+                    Id count);
   /// The Block struct of a runtime array of `memT` (deduplicated per element type).
   Id runtimeArrayBlock(Id memT, uint32_t stride);
   /// Robust / checked: whether `index` (a u32 or i64 register) lies in `m`; records the
@@ -152,21 +155,26 @@ private:
   Id stepPositive(const ir::Op &op, Id step);
   /// Whether the host has set the cancel flag (an atomic load of control word 0).
   Id loadCancelFlag();
-  /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (used at the
-  /// entry of a kernel with dynamic loops: workgroups that start late end at once).
+  /// At the top of a kernel with loops: the function variables of the loop-limit check.
+  void declareLoopState();
+  /// When `cancelled` holds: claims the record's `kind` for TSR_FAULT_DEADLINE (the other
+  /// words stay 0; the deadline message needs none of them).
+  void claimDeadline(Id cancelled);
+  /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (at the entry
+  /// of a kernel with dynamic loops, so workgroups that start late end at once, and after
+  /// a cancellable loop).
   void leaveIf(Id cancelled);
-  /// After a loop. `goOn`: the loop's last exit test without cancellation,
-  /// which dominates the merge block; when it still holds, the implementation cut the loop
-  /// short (llvmpipe ends loops after 65535 iterations per work-item in total, silently):
-  /// TSR_FAULT_LOOP_LIMIT. `cancelled` (0 for a loop without a cancellation point): the
-  /// loop left because the host set the cancel flag: TSR_FAULT_DEADLINE, and the kernel
-  /// returns. The loop itself only tests the flag in its exit condition: llvmpipe runs
-  /// every `if` body with a lane mask, taken or not, so a record write inside the loop
-  /// made row_softmax 4x slower. Every mode, as the cancellation points: they are about
+  /// After a loop. `goOn`: the loop's last exit test, which dominates the merge block; when
+  /// it still holds and the flag is not set, the implementation cut the loop short
+  /// (llvmpipe ends loops after 65535 iterations per work-item in total, silently): noted
+  /// for recordCutLoop. A cancellable loop that left because the host set the flag records
+  /// TSR_FAULT_DEADLINE and returns. Every mode, as the cancellation points: they are about
   /// deadlines and lost results, not bounds.
   void afterLoop(Id goOn, bool cancellable);
-  /// At the end of a cancellable loop's body: a break when the host has set the flag.
-  void breakIfCancelled(spirv::LoopBlocks &l);
+  /// At the kernel's end: the TSR_FAULT_LOOP_LIMIT record of the first loop the device cut
+  /// short, if any (written once per kernel: llvmpipe pays for every record write, taken
+  /// or not, so one per loop halved row softmax).
+  void recordCutLoop();
 
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
@@ -179,16 +187,23 @@ private:
   Id localIds_[3] = {0, 0, 0};      // this work-item's local id, rebuilt at entry
   Id groupIds_ = 0;                 // WorkgroupId (uvec3), loaded at entry
   Id control_ = 0;                  // this kernel's control buffer variable
+  Id cutLoop_ = 0;                  // bool function variable: a loop was cut short
+  Id cutLine_ = 0, cutCol_ = 0;     // u32 function variables: the first such loop's location
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
 };
+
+/// Loop iterations between two polls of the cancel flag (a power of two): a cancelled loop
+/// stops within this many iterations, well inside the driver's grace period.
+constexpr uint32_t kPollInterval = 1024;
 
 /// Whether `v` is the result of a `const` op (spirv_faults.cpp).
 bool isConstant(const ir::Value *v);
 /// Whether `v` is an integer constant > 0 (signed, at its width).
 bool constPositive(const ir::Value *v);
-/// Whether `b` (or a function it calls) holds a `while` or a `for` without constant bounds.
-bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth);
+/// Whether `b` (or a function it calls) holds a loop: a `while` or any `for`, or with
+/// `dynamicOnly` a `while` or a `for` without constant bounds.
+bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth);
 
 // f64 decompositions (spirv_math_f64.cpp): GLSL.std.450 has no 64-bit transcendentals.
 Id f64Exp(Lowering &L, Id x, bool base2);

@@ -421,6 +421,7 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
 void deviceClose(tsr_drv_device_t device) {
   auto *dev = as<VkDevice_>(device);
   dev->fn.vkDeviceWaitIdle(dev->device);
+  dev->controls.destroy(*dev);
   dev->destroyBuffer(dev->dummy);
   dev->memory.reset();
   dev->fn.vkDestroyPipelineCache(dev->device, dev->pipelineCache, nullptr);

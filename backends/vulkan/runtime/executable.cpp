@@ -43,7 +43,6 @@ bool entryPoints(const uint32_t *words, size_t count, std::set<std::string> *nam
 }
 
 // Word 0: the cancel flag; words 1..14: tsr_kernel_fault (backends/gpu_module.h).
-constexpr uint64_t kControlBytes = 4 * (1 + TSR_KERNEL_FAULT_WORDS);
 
 tsr_status_t invalid(const std::string &why) {
   return tsr_status_make(TSR_INVALID_ARGUMENT, "vulkan: malformed %s module: %s",
@@ -331,14 +330,13 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   VkPipeline pipeline = dev->pipelineFor(k, workgroup, &st);
   if (!pipeline)
     return st;
-  // The launch's own control buffer: a cancel flag and a fault record, both zero.
+  // The launch's own control slot: a cancel flag and a fault record, both zero.
   LaunchControl control;
   VkDescriptorBufferInfo controlInfo = {};
   if (k.controlBinding != TSR_GPU_NO_CONTROL) {
-    if ((st = dev->createStaging(kControlBytes, &control.buffer)))
+    if ((st = dev->controls.acquire(*dev, &control.slot)))
       return st;
-    std::memset(control.buffer.alloc.mapped, 0, kControlBytes);
-    controlInfo = {control.buffer.buffer, 0, kControlBytes};
+    controlInfo = {control.slot.buffer, control.slot.offset, kControlBytes};
     VkWriteDescriptorSet w = {};
     w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
     w.dstBinding = k.controlBinding;
@@ -350,8 +348,8 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   std::lock_guard<std::mutex> lock(s->mutex);
   Batch *b = nullptr;
   if ((st = s->recording(&b))) {
-    if (control.buffer.buffer)
-      dev->destroyBuffer(control.buffer);
+    if (control.slot.buffer)
+      dev->controls.release(control.slot);
     return st;
   }
   // The batch's deadline grows by this launch's: launches of a batch run one after another.
@@ -359,7 +357,7 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   if (timeout == 0)
     b->unbounded = true;
   b->deadlineNs = b->deadlineNs > UINT64_MAX - timeout ? UINT64_MAX : b->deadlineNs + timeout;
-  if (control.buffer.buffer) {
+  if (control.slot.buffer) {
     control.kernel = k.name;
     control.timeoutNs = timeout;
     b->controls.push_back(std::move(control));

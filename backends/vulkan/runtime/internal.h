@@ -12,12 +12,14 @@
 // completion observed through events and synchronize includes them.
 //
 // Faults and deadlines (docs/backends.md): a launch of a kernel with a control buffer gets
-// its own; the worker waits for a batch under the sum of its launches' deadlines, sets the
-// cancel flags when it passes, and turns the first fault record into the stream's error.
+// its own slot of the device's ControlPool; the worker waits for a batch under the sum of its
+// launches' deadlines, sets the cancel flags when it passes, and turns the first fault record into
+// the stream's error.
 #pragma once
 
 #include "backends/driver_entry_points.h"
 #include "backends/gpu_module.h"
+#include "backends/kernel_faults.h"
 #include "backends/memory_budget.h"
 #include "backends/vulkan/runtime/vk_api.h"
 
@@ -147,10 +149,38 @@ struct Timeline {
 /// (timeline, value): "that stream's work up to value".
 using TimelinePoint = std::pair<std::shared_ptr<Timeline>, uint64_t>;
 
-/// A launch's control buffer (backends/gpu_module.h): host-visible, zeroed at launch; the
-/// host sets its cancel flag past the deadline and reads its fault record at completion.
+/// Bytes of a launch's control buffer (backends/gpu_module.h): the cancel flag, then the
+/// tsr_kernel_fault record.
+constexpr uint64_t kControlBytes = 4 * (1 + TSR_KERNEL_FAULT_WORDS);
+
+/// One launch's control buffer: a range of a host-visible, coherent buffer.
+struct ControlSlot {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;
+  uint32_t *words = nullptr; // mapped: words[0] the cancel flag, then the record
+};
+
+/// Control slots for launches, reused: a launch takes one (zeroed), the stream worker gives
+/// it back when the launch's batch has completed. Buffers are made when no slot is free and
+/// kept until the device closes, so launches in a steady state allocate nothing. Thread-safe.
+class ControlPool {
+public:
+  tsr_status_t acquire(VkDevice_ &dev, ControlSlot *out);
+  void release(const ControlSlot &slot);
+  /// Frees every buffer (device close: no slot may be in use).
+  void destroy(VkDevice_ &dev);
+
+private:
+  std::mutex mutex_;
+  std::vector<VkBufferObj> chunks_;
+  std::vector<ControlSlot> free_;
+  uint64_t stride_ = 0;
+};
+
+/// A launch's control slot: the host sets its cancel flag past the deadline and reads its
+/// fault record at completion.
 struct LaunchControl {
-  VkBufferObj buffer;
+  ControlSlot slot;
   std::string kernel;
   uint64_t timeoutNs = 0; // the launch's deadline (0: none)
 };
@@ -162,7 +192,7 @@ struct Batch {
   std::vector<VkBufferObj> staging;          // freed when the batch completes
   std::vector<std::function<void()>> onDone; // host actions, in order, after completion
   std::vector<TimelinePoint> waits;          // device-side waits of the submission
-  std::vector<LaunchControl> controls;       // in launch order; freed on completion
+  std::vector<LaunchControl> controls;       // in launch order; released on completion
   uint64_t deadlineNs = 0;                   // sum of the launches' deadlines; 0: none
   bool unbounded = false;                    // a launch without a deadline: wait forever
   uint64_t stagingBytes = 0;
@@ -260,6 +290,7 @@ struct VkDevice_ {
   std::unique_ptr<MemoryAllocator> memory;
   backend::DeviceMemory accounting; // user buffers against phys->info.total_memory
   VkBufferObj dummy; // bound for zero-length buffer views
+  ControlPool controls; // launch control slots (kernels with a control buffer)
 
   tsr_status_t createBuffer(uint64_t size, VkMemoryPropertyFlags required,
                             VkMemoryPropertyFlags preferred, VkBufferObj *out);

@@ -60,6 +60,8 @@ VkStream::~VkStream() {
   if (current_) { // recorded but never submitted (the HAL synchronizes first; be safe)
     for (auto &s : current_->staging)
       dev_.destroyBuffer(s);
+    for (auto &c : current_->controls)
+      dev_.controls.release(c.slot);
   }
   tsr_status_free(error_);
   dev_.fn.vkDestroyCommandPool(dev_.device, pool_, nullptr); // frees every command buffer
@@ -216,8 +218,8 @@ void VkStream::worker() {
         action();
     for (auto &s : b->staging)
       dev_.destroyBuffer(s);
-    for (auto &c : b->controls)
-      dev_.destroyBuffer(c.buffer);
+    for (auto &c : b->controls) // the batch completed: the device is done with them
+      dev_.controls.release(c.slot);
     b->staging.clear();
     b->controls.clear();
     b->deadlineNs = 0;
@@ -265,8 +267,7 @@ tsr_status_t VkStream::awaitBatch(Batch &b, bool *completed) {
   if (cancelled) {
     // Every dynamic loop of the batch's kernels polls this flag and leaves the kernel.
     for (auto &c : b.controls)
-      std::atomic_ref<uint32_t>(*static_cast<uint32_t *>(c.buffer.alloc.mapped))
-          .store(1, std::memory_order_release);
+      std::atomic_ref<uint32_t>(c.slot.words[0]).store(1, std::memory_order_release);
     r = wait(kCancelGraceNs);
     if (r == VK_TIMEOUT) { // never free what the device may still use: wait it out
       stopped = false;
@@ -278,7 +279,7 @@ tsr_status_t VkStream::awaitBatch(Batch &b, bool *completed) {
   *completed = true;
   for (auto &c : b.controls) {
     tsr_kernel_fault f;
-    std::memcpy(&f, static_cast<const uint32_t *>(c.buffer.alloc.mapped) + 1, sizeof f);
+    std::memcpy(&f, c.slot.words + 1, sizeof f);
     if (f.kind != TSR_FAULT_NONE)
       return kernelFaultStatus(c.kernel.c_str(), f, c.timeoutNs);
   }

@@ -179,9 +179,10 @@ kernel @d(%o: buffer<i32>, %y: i32) {
   EXPECT_EQ(unsignedDiv.find("%uint_6 %uint_0"), std::string::npos) << "no overflow unsigned";
 }
 
-// Every mode: a dynamic loop breaks at the end of its body when the host has set the cancel
-// flag, then writes the deadline record (or a loop-limit record) once and returns; the
-// kernel's entry polls the flag too.
+// Every mode: a dynamic loop runs in chunks of 1024 iterations and polls the cancel flag
+// between chunks, leaving when the host has set it; then it claims the deadline record and
+// returns. A loop the device cut short is recorded once, at the kernel's end; the kernel's
+// entry polls the flag too.
 TEST(VulkanFaults, DynamicLoopsTestTheCancelFlagInEveryMode) {
   const char *loops = R"(
 kernel @w(%o: buffer<i32>, %n: i32) {
@@ -203,7 +204,11 @@ kernel @w(%o: buffer<i32>, %n: i32) {
     EXPECT_EQ(info.controlBinding, 2u) << mode;
     EXPECT_EQ(count(d, "OpAtomicLoad"), 3u) << d; // entry, the body's break, after the loop
     EXPECT_CONTAINS(d, "%uint_8 %uint_0");        // the entry's deadline record
-    EXPECT_TRUE(std::regex_search(d, std::regex("OpSelect %uint %\\w+ %uint_8 %uint_9"))) << d;
+    EXPECT_EQ(count(d, "OpLoopMerge"), 2u) << d;  // chunks of 1024, the poll between them
+    EXPECT_CONTAINS(d, "%uint_1024");
+    size_t limitRecord = d.rfind("%uint_9 %uint_0"); // TSR_FAULT_LOOP_LIMIT, after the loop
+    ASSERT_NE(limitRecord, std::string::npos) << d;
+    EXPECT_GT(limitRecord, d.rfind("OpLoopMerge")) << d;
     EXPECT_EQ(count(d, "OpReturn\n"), 3u) << d; // entry, after the loop, the kernel's end
     // No record write inside the loop: it lies between OpLoopMerge and the loop's merge.
     size_t loop = d.find("OpLoopMerge"), cas = d.find("OpAtomicCompareExchange", loop);
@@ -246,7 +251,16 @@ kernel @f(%o: buffer<i32>, %st: i32) {
 )";
   std::string robust = disasm(loop, TSR_BOUNDS_ROBUST);
   EXPECT_EQ(count(robust, "OpSGreaterThan"), 1u) << robust;
-  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust;
+  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust; // entry, between chunks, after
+  // A dynamic `for` runs in chunks of 1024 iterations (an inner loop without a poll).
+  EXPECT_EQ(count(robust, "OpLoopMerge"), 2u) << robust;
+  EXPECT_CONTAINS(robust, "%uint_1024");
+  size_t innerLoop = robust.rfind("OpLoopMerge");
+  std::smatch innerMerge;
+  std::string tail = robust.substr(innerLoop);
+  ASSERT_TRUE(std::regex_search(tail, innerMerge, std::regex("OpLoopMerge (%\\w+)")));
+  EXPECT_GT(robust.find("OpAtomicLoad", innerLoop), robust.find(innerMerge[1].str() + " = OpLabel"))
+      << "no poll inside the chunk: " << robust;
   EXPECT_EQ(robust.find("%uint_7 %uint_0"), std::string::npos) << robust;
   std::string checked = disasm(loop, TSR_BOUNDS_CHECKED);
   EXPECT_CONTAINS(checked, "%uint_7 %uint_0"); // TSR_FAULT_LOOP_STEP
