@@ -39,7 +39,7 @@ def test_help_and_usage_errors():
 
 
 def test_clean_run_on_cpu_ends_with_the_summary_line(tmp_path):
-    r = tessera("fuzz", "--device", "cpu:0", "--count", "12", "--seed", "100", "--out",
+    r = tessera("fuzz", "--device", "cpu:0", "--count", "12", "--seconds", "900", "--seed", "100", "--out",
                 tmp_path / "out")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "12 kernels, 0 mismatches"
@@ -48,7 +48,7 @@ def test_clean_run_on_cpu_ends_with_the_summary_line(tmp_path):
 
 def test_same_seed_same_kernels(tmp_path):
     for run in ("a", "b"):
-        r = tessera("fuzz", "--count", "4", "--seed", "7", "--emit", tmp_path / run,
+        r = tessera("fuzz", "--count", "4", "--seconds", "900", "--seed", "7", "--emit", tmp_path / run,
                     "--out", tmp_path / "out")
         assert r.returncode == 0, r.stdout + r.stderr
     a = sorted(p.name for p in (tmp_path / "a").iterdir())
@@ -79,7 +79,8 @@ def count_ops(text):
 
 def test_planted_mismatch_is_caught_shrunk_and_saved(tmp_path):
     out = tmp_path / "out"
-    r = tessera("fuzz", "--device", "cpu:0", "--count", "6", "--seed", "1", "--out", out, "--max-ops", "50",
+    r = tessera("fuzz", "--device", "cpu:0", "--count", "6", "--seconds", "900", "--seed", "1", "--out", out,
+                "--max-ops", "50",
                 "--plant-mismatch", "xor", "--shrink-seconds", "120", "--max-shrinks", "1")
     assert r.returncode == 1, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
