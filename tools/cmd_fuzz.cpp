@@ -49,7 +49,9 @@ options:
   --shrink-seconds N  time to shrink one failure (default 60; 0 = save it unshrunk)
   --max-shrinks N     shrink at most N failures, save later ones unshrunk (default 10)
   --hostile           also generate out-of-range indices, zero divisors, MIN / -1 and loops
-                      with step <= 0 (needs devices and an interpreter that define them)
+                      with step <= 0; a kernel the interpreter rejects as undefined still
+                      runs on the devices, which must return (a status or outputs) rather
+                      than crash the process; it is counted, not judged (#10)
   --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
                       known bug from dominating a run (repeatable)
   --kernel-timeout N  end the run (exit 1) when one kernel runs longer than N seconds on a
@@ -171,6 +173,7 @@ int replay(const Options &o, Devices &ds) {
 // Counters of one run.
 struct Tally {
   uint64_t kernels = 0, mismatches = 0, deviceErrors = 0, invalid = 0, shrunk = 0;
+  uint64_t undefined = 0; // hostile kernels the interpreter rejects, run but not judged
 };
 
 // Shrinks (within limits) and saves one failure; prints where.
@@ -294,6 +297,10 @@ int fuzzLoop(const Options &o, Devices &ds) {
       watchdog.arm("", {}, {});
       if (v.outcome == fuzz::Outcome::Pass)
         continue;
+      if (v.outcome == fuzz::Outcome::Undefined) { // hostile mode: survived, not judged
+        ++t.undefined;
+        continue;
+      }
       if (tty)
         std::printf("\n");
       if (v.outcome == fuzz::Outcome::Invalid) { // the generator's fault, not the device's
@@ -316,9 +323,12 @@ int fuzzLoop(const Options &o, Devices &ds) {
               (unsigned long long)(o.seed + (t.kernels ? t.kernels - 1 : 0)));
   for (const auto &d : ds.list)
     std::printf(" %s", d.name.c_str());
-  std::printf(" in %.0f s: %llu wrong outputs, %llu device errors, %llu generator bugs\n", secs,
+  std::printf(" in %.0f s: %llu wrong outputs, %llu device errors, %llu generator bugs", secs,
               (unsigned long long)t.mismatches, (unsigned long long)t.deviceErrors,
               (unsigned long long)t.invalid);
+  if (o.hostile)
+    std::printf(", %llu undefined runs survived", (unsigned long long)t.undefined);
+  std::printf("\n");
   std::printf("%llu kernels, %llu mismatches\n", (unsigned long long)t.kernels,
               (unsigned long long)(t.mismatches + t.deviceErrors));
   return t.mismatches + t.deviceErrors + t.invalid > 0 ? 1 : 0;
@@ -392,6 +402,7 @@ int cmdFuzz(int argc, char **argv) {
       o.hooks.elementwise = false;
     } else if (args.flag("--hostile")) {
       o.hostile = true;
+      o.hooks.runUndefined = true;
     } else if (!missing) {
       return usageError("fuzz", "unknown argument '" + std::string(args.peek()) + "'");
     }

@@ -15,13 +15,15 @@ enum class Outcome {
   Mismatch,    // the device's outputs differ from the interpreter's beyond the budget
   DeviceError, // the device failed to compile, load or run a kernel the interpreter ran
   Invalid,     // the verifier or the interpreter rejects the kernel (a generator bug)
+  Undefined,   // hostile mode: the interpreter reports undefined behaviour; the device ran it
+               // (to check that it returns, with a status, instead of crashing the process)
 };
 
 const char *outcomeName(Outcome o);
 
 struct Verdict {
   Outcome outcome = Outcome::Pass;
-  std::string detail; // what failed, one line
+  std::string detail;      // what failed, one line
   std::string buffer = {}; // Mismatch: the first output that differs (a shrink keeps it failing)
 };
 
@@ -47,6 +49,9 @@ struct JudgeHooks {
   /// while that arm, measured against the buffer's largest value, lets any error on small
   /// elements pass once a buffer also holds a huge one (as `special` inputs produce).
   bool elementwise = true;
+  /// Run a kernel the interpreter rejects as undefined on the device anyway (hostile mode):
+  /// the process must survive it (#10). Its outputs are not judged.
+  bool runUndefined = false;
 };
 
 /// Parses and verifies `text`, runs its kernel (the first with a launch spec) on the
