@@ -47,15 +47,6 @@ void corruptFirstWritable(const ir::Function &k, std::vector<ir::HostBuffer> &ou
   }
 }
 
-bool usesFloatSubgroupAdd(const ir::Module &m) {
-  bool found = false;
-  for (const auto &f : m.functions)
-    ir::walk(*f->body, [&](ir::Op &op) {
-      found |= op.kind == ir::OpKind::SubgroupAdd && op.result(0)->type.isFloat();
-    });
-  return found;
-}
-
 // The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
 // detail (and its buffer in `*buffer`); empty when every element is within it.
 std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
@@ -168,7 +159,7 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
       std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, budget);
       return {Outcome::Mismatch, "%" + c.param + " " + c.detail + buf, c.param};
     }
-  if (hooks.elementwise && dev.fullProfile && !usesFloatSubgroupAdd(m))
+  if (hooks.elementwise && dev.fullProfile)
     if (std::string buffer, d = elementwiseMismatch(*k, reference, outputs, budget, &buffer);
         !d.empty())
       return {Outcome::Mismatch, d, buffer};

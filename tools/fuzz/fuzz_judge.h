@@ -43,9 +43,9 @@ struct FuzzDevice {
 struct JudgeHooks {
   std::string plantOp;
   /// After the `run --check` comparison passes, also compare every float element by ULPs
-  /// alone (no normwise arm) on full-profile devices, unless the kernel uses a float
-  /// subgroup_add. Sound for generated kernels: an approximate result never reaches further
-  /// arithmetic (kernel_gen.h), so there is no cancellation for the normwise arm to excuse,
+  /// alone (no normwise arm) on full-profile devices. Sound for generated kernels: an
+  /// approximate result never reaches further arithmetic and float subgroup sums are exact
+  /// (kernel_gen.h), so there is no cancellation for the normwise arm to excuse,
   /// while that arm, measured against the buffer's largest value, lets any error on small
   /// elements pass once a buffer also holds a huge one (as `special` inputs produce).
   bool elementwise = true;
