@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -265,16 +266,23 @@ private:
   std::thread thread_;
 };
 
+// Set by SIGINT / SIGTERM: the run stops after the current kernel and still prints its
+// summary (a long run interrupted by hand keeps its record).
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void onStopSignal(int) { gStop = 1; }
+
 int fuzzLoop(const Options &o, Devices &ds) {
   using Clock = std::chrono::steady_clock;
   fuzz::GenOptions g = genOptionsFor(o, ds);
   Watchdog watchdog(o.kernelTimeout);
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
   auto start = Clock::now();
   bool tty = isatty(fileno(stdout));
   Tally t;
   for (uint64_t i = 0; o.count == 0 || i < o.count; ++i) {
     double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (elapsed >= o.seconds)
+    if (elapsed >= o.seconds || gStop)
       break;
     if (tty)
       std::printf("\r[%4.0fs] %llu kernels, %llu mismatches", elapsed,
