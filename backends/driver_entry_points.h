@@ -43,7 +43,8 @@
   X(executable_destroy, executableDestroy)                                                         \
   X(executable_kernel_count, executableKernelCount)                                                \
   X(executable_kernel, executableKernel)                                                           \
-  X(stream_query, streamQuery)
+  X(stream_query, streamQuery)                                                                     \
+  X(stream_set_timeout, streamSetTimeout)
 
 #define TSR_DRIVER_DECLARE_ENTRY_POINT(field, name)                                                \
   std::remove_pointer_t<decltype(tsr_driver_v1::field)> name;

@@ -10,10 +10,12 @@
 #pragma once
 
 #include "backends/gpu_driver_util.h"
+#include "backends/memory_budget.h"
 
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 
 namespace tessera::gpu {
 
@@ -32,25 +34,46 @@ tsr_status_t openDriver(const char *driver, Open open, tsr_drv_driver_t *out_dri
   return nullptr;
 }
 
-/// buffer_allocate: DEVICE_LOCAL alone is device memory, allocDevice(Buffer &); any kind with
-/// HOST_VISIBLE is pinned host memory mapped into the device's address space,
+/// buffer_allocate: `size` bytes are reserved in `memory` first (nothing is allocated past
+/// the device's total); then DEVICE_LOCAL alone is device memory, allocDevice(Buffer &); any
+/// kind with HOST_VISIBLE is pinned host memory mapped into the device's address space,
 /// allocMapped(Buffer &), which frees what it allocated when it fails. Both run inside
-/// inScope (the device current on this thread).
+/// inScope (the device current on this thread). Buffer::size keeps the bytes for freeBuffer.
 template <typename Buffer, typename InScope, typename AllocDevice, typename AllocMapped>
-tsr_status_t allocateBuffer(const char *driver, tsr_memory_kind_t kind, InScope inScope,
-                            AllocDevice allocDevice, AllocMapped allocMapped,
-                            tsr_drv_buffer_t *out_buffer) {
+tsr_status_t allocateBuffer(const char *driver, backend::DeviceMemory &memory, uint64_t size,
+                            tsr_memory_kind_t kind, InScope inScope, AllocDevice allocDevice,
+                            AllocMapped allocMapped, tsr_drv_buffer_t *out_buffer) {
+  if (tsr_status_t status = memory.reserve(driver, size))
+    return status;
   auto *buffer = new (std::nothrow) Buffer;
-  if (!buffer)
+  if (!buffer) {
+    memory.release(size);
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", driver);
+  }
+  buffer->size = size;
   tsr_status_t status = inScope([&] {
     return (kind & TSR_MEMORY_HOST_VISIBLE) ? allocMapped(*buffer) : allocDevice(*buffer);
   });
   if (status) {
     delete buffer;
+    memory.release(size);
     return status;
   }
   *out_buffer = handleOf<tsr_drv_buffer_t>(buffer);
+  return nullptr;
+}
+
+/// device_open's half: device's budget and the total it reports,
+/// read back through deviceInfo(driver, index, &info) so both always agree.
+template <typename DeviceInfo>
+tsr_status_t openDeviceMemory(const char *backendName, tsr_drv_driver_t driver, uint32_t index,
+                              DeviceInfo deviceInfo, backend::DeviceMemory &out) {
+  tsr_device_info_t info = {};
+  info.struct_size = sizeof info;
+  if (tsr_status_t status = deviceInfo(driver, index, &info))
+    return status;
+  out = backend::DeviceMemory::of(std::string(backendName) + ":" + std::to_string(index),
+                                  info.total_memory);
   return nullptr;
 }
 

@@ -122,6 +122,18 @@ struct GpuModuleCopy {
   std::vector<GpuKernel> kernels;
 };
 
+/// stream_set_timeout of a driver whose kernels cannot be cancelled: a running CUDA / HIP
+/// kernel only stops with its context, which would not leave the device usable. So no
+/// deadlines: 0 (none) is accepted, anything else is UNIMPLEMENTED.
+inline tsr_status_t refuseKernelTimeout(const char *driver, uint64_t timeoutNs) {
+  if (timeoutNs == 0)
+    return nullptr;
+  return tsr_status_make(TSR_UNIMPLEMENTED,
+                         "%s driver: kernel deadlines are not supported (a running kernel "
+                         "cannot be cancelled without losing the context)",
+                         driver);
+}
+
 inline bool validParamKind(tsr_type_t kind) {
   return kind >= TSR_TYPE_BUFFER && kind <= TSR_TYPE_F64;
 }

@@ -18,7 +18,13 @@
  *     scalar parameter i in it. i1/i8/i16/f16/bf16/i32/f32 occupy a 32-bit slot (the value's
  *     bits in the low bits, zero-extended), i64/f64 an 8-byte slot aligned to 8;
  *     push_constant_bytes is the block's size;
- *   - workgroup size: specialization constants 0, 1, 2 (x, y, z).
+ *   - workgroup size: specialization constants 0, 1, 2 (x, y, z); the module dispatches
+ *     them as a 1-D workgroup of x*y*z work-items (so x*y*z <= maxComputeWorkGroupSize[0]);
+ *   - control buffer: when control_bindings[k] != TSR_GPU_NO_CONTROL, kernel k reads a
+ *     storage buffer at that binding (set 0, after the parameters): word 0 is a cancel flag
+ *     the driver sets when the launch passes its deadline, words 1..14 the tsr_kernel_fault
+ *     record (backends/kernel_faults.h) the kernel writes; the driver gives every launch a
+ *     zeroed one and reads the record when the launch has completed.
  * Kernel ABI, CUDA and ROCm: the kernel's parameters in order, buffers as global pointers
  * to the first byte of the view, scalars by value (i1 as i8, f16/bf16 as their 16 bits);
  * param_offsets is NULL.
@@ -59,7 +65,12 @@ typedef struct tsr_gpu_module {
   size_t fallback_size; /* bytes including the NUL */
   const tsr_gpu_kernel *kernels;
   uint32_t kernel_count;
+  /* Appended (a module whose struct_size ends before it has none): per kernel, the binding
+   * of its control buffer or TSR_GPU_NO_CONTROL; NULL: no kernel has one. Vulkan only. */
+  const uint32_t *control_bindings;
 } tsr_gpu_module;
+
+#define TSR_GPU_NO_CONTROL 0xffffffffu
 
 #ifdef __cplusplus
 } /* extern "C" */

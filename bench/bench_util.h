@@ -94,9 +94,10 @@ inline std::unique_ptr<ir::Module> parseOrDie(const std::string &text, const cha
   return std::move(r.module);
 }
 
-inline std::unique_ptr<Program> programOrDie(Device &d, const ir::Module &m, CompileCache *cache) {
+inline std::unique_ptr<Program> programOrDie(Device &d, const ir::Module &m, CompileCache *cache,
+                                             const ProgramOptions &opts = {}) {
   std::string err;
-  auto p = Program::create(d.device, m, cache, {}, &err);
+  auto p = Program::create(d.device, m, cache, opts, &err);
   if (!p)
     die(err);
   return p;

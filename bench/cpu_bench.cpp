@@ -4,7 +4,11 @@
 //   2. row softmax 4096 x 4096 f32 against a hand-written OpenMP loop;
 //   3. launch overhead of an empty kernel (asynchronous launches, and launch + synchronize);
 //   4. compile time of the fused kernel: first in the process, cold (no cache), and from the
-//      disk cache (fresh cache object: disk read + checksum + decode + JIT link).
+//      disk cache (fresh cache object: disk read + checksum + decode + JIT link);
+//   5. f64 sin over 2^22 elements, moderate and huge arguments, against an OpenMP loop of
+//      glibc's scalar sin (the price of exact argument reduction, docs/performance.md).
+//   6. the cost of the kernel fault modes (docs/ir.md, "Faults"): the fused kernel, row
+//      softmax and a per-work-item loop compiled unchecked, robust and checked.
 // Every figure is the median of --reps runs after a warm-up; ratios are printed against the
 // issue's targets. Results are checked against a host computation before they are reported.
 #include "bench/bench_util.h"
@@ -45,25 +49,102 @@ kernel @triad(%x: buffer<f32, readonly>, %b: buffer<f32, readonly>, %y: buffer<f
 }
 kernel @empty() {
 }
+kernel @sin64(%x: buffer<f64, readonly>, %y: buffer<f64, writeonly>, %n: i32) {
+  %i = global_id.x : i32
+  %in = cmp.slt %i, %n : i32
+  if %in {
+    %xv = load %x[%i] : f64
+    %s = sin %xv : f64
+    store %s, %y[%i] : f64
+  }
+}
+kernel @rowsum(%x: buffer<f32, readonly>, %y: buffer<f32, writeonly>, %k: i32) {
+  %i = global_id.x : i32
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %fzero = const 0.0 : f32
+  %base = mul %i, %k : i32
+  %s = for %j = %zero to %k step %one iter(%acc = %fzero) : i32 {
+    %idx = add %base, %j : i32
+    %v = load %x[%idx] : f32
+    %acc2 = add %acc, %v : f32
+    yield %acc2
+  }
+  store %s, %y[%i] : f32
+}
 )";
+
+// Section 5: each kernel compiled in the three bounds modes, timed in the same run.
+void faultModeCosts(Device &d, int reps, bool quick, const tessera::ir::Module &gelu,
+                    const tessera::ir::Module &softmax, const tessera::ir::Module &baselines) {
+  const int64_t n = quick ? (1 << 20) : (1 << 24);
+  const int64_t rows = quick ? 512 : 4096, cols = quick ? 1024 : 4096;
+  const int64_t items = quick ? (1 << 14) : (1 << 16), k = 256;
+  std::vector<float> x(n, 0.5f), y(n), sx(rows * cols, 0.25f), sy(rows * cols);
+  std::vector<float> rx(items * k, 1.0f), ry(items);
+  tsr_buffer_t bx = d.upload(x), by = d.upload(y), bsx = d.upload(sx), bsy = d.upload(sy);
+  tsr_buffer_t brx = d.upload(rx), bry = d.upload(ry);
+  const tsr_bounds_mode modes[3] = {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED};
+  double t[3][3] = {};
+  for (int m = 0; m < 3; ++m) {
+    tessera::ProgramOptions opts;
+    opts.bounds = modes[m];
+    auto pg = programOrDie(d, gelu, nullptr, opts);
+    auto ps = programOrDie(d, softmax, nullptr, opts);
+    auto pb = programOrDie(d, baselines, nullptr, opts);
+    std::vector<tsr_arg_t> gargs = {tsr_arg_buffer(bx, 0), tsr_arg_buffer(bx, 0),
+                                    tsr_arg_buffer(by, 0), tsr_arg_f32(1.5f),
+                                    tsr_arg_i32(int32_t(n))};
+    t[0][m] = timeMs(reps, [&] {
+      d.launch(pg->kernel("gelu_affine")->kernel, uint32_t(n / 256), 256, gargs);
+      d.sync();
+    });
+    t[1][m] = timeMs(reps, [&] {
+      d.launch(ps->kernel("row_softmax")->kernel, uint32_t(rows), 128,
+               {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsy, 0), tsr_arg_i32(int32_t(cols))});
+      d.sync();
+    });
+    t[2][m] = timeMs(reps, [&] {
+      d.launch(pb->kernel("rowsum")->kernel, uint32_t(items / 256), 256,
+               {tsr_arg_buffer(brx, 0), tsr_arg_buffer(bry, 0), tsr_arg_i32(int32_t(k))});
+      d.sync();
+    });
+    d.download(bry, ry);
+    for (int64_t i = 0; i < items; i += 997)
+      if (ry[i] != float(k))
+        die("rowsum result wrong at " + std::to_string(i));
+  }
+  const char *names[3] = {"gelu_affine, workgroup 256", "row softmax",
+                          "rowsum: a 256-iteration loop per item"};
+  std::printf("\n6. kernel fault modes (--bounds): time, and ratio to unchecked\n");
+  std::printf("  %-40s %10s %18s %18s\n", "", "unchecked", "robust", "checked");
+  for (int b = 0; b < 3; ++b)
+    std::printf("  %-40s %7.2f ms %8.2f ms %5.2fx %8.2f ms %5.2fx\n", names[b], t[b][0], t[b][1],
+                t[b][1] / t[b][0], t[b][2], t[b][2] / t[b][0]);
+  for (tsr_buffer_t b : {bx, by, bsx, bsy, brx, bry})
+    tsr_buffer_release(b);
+}
 
 } // namespace
 
 int main(int argc, char **argv) {
   int reps = 7;
-  bool quick = false;
+  bool quick = false, faultsOnly = false;
   std::string sourceDir = TESSERA_SOURCE_DIR;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
       reps = 3;
+    } else if (a == "--faults-only") {
+      faultsOnly = true;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: cpu_bench [--reps N] [--quick]\n"
-                  "  --reps N   runs per figure, median reported (default 7)\n"
-                  "  --quick    small sizes, 3 reps (a smoke run for tests)\n");
+      std::printf("usage: cpu_bench [--reps N] [--quick] [--faults-only]\n"
+                  "  --reps N        runs per figure, median reported (default 7)\n"
+                  "  --quick         small sizes, 3 reps (a smoke run for tests)\n"
+                  "  --faults-only   only section 6, the cost of the bounds modes\n");
       return 0;
     } else {
       die("unknown argument '" + a + "' (see --help)");
@@ -73,6 +154,15 @@ int main(int argc, char **argv) {
   int threads = omp_get_max_threads();
   std::printf("Tessera CPU benchmark: cpu:0, %d OpenMP threads, median of %d runs%s\n\n", threads,
               reps, quick ? " (quick)" : "");
+
+  std::string geluText = readFile(sourceDir + "/ir/examples/gelu_affine.tir");
+  auto gm = parseOrDie(geluText, "gelu_affine.tir");
+  auto bm = parseOrDie(kBaselines, "baselines.tir");
+  auto sm = parseOrDie(readFile(sourceDir + "/ir/examples/row_softmax.tir"), "row_softmax.tir");
+  if (faultsOnly) {
+    faultModeCosts(d, reps, quick, *gm, *sm, *bm);
+    return 0;
+  }
 
   // --- 1. fused elementwise vs triad ---------------------------------------------------------
   const int64_t n = quick ? (1 << 20) : (1 << 24);
@@ -84,9 +174,6 @@ int main(int argc, char **argv) {
     b[i] = nd(rng) * 0.5f;
   }
   const float a = 1.5f;
-  std::string geluText = readFile(sourceDir + "/ir/examples/gelu_affine.tir");
-  auto gm = parseOrDie(geluText, "gelu_affine.tir");
-  auto bm = parseOrDie(kBaselines, "baselines.tir");
   auto prog = programOrDie(d, *gm, nullptr);
   auto base = programOrDie(d, *bm, nullptr);
   tsr_buffer_t bx = d.upload(x), bb = d.upload(b), by = d.upload(y);
@@ -148,7 +235,6 @@ int main(int argc, char **argv) {
 
   // --- 2. row softmax -----------------------------------------------------------------------
   const int64_t rows = quick ? 512 : 4096, cols = quick ? 1024 : 4096;
-  auto sm = parseOrDie(readFile(sourceDir + "/ir/examples/row_softmax.tir"), "row_softmax.tir");
   auto sprog = programOrDie(d, *sm, nullptr);
   std::vector<float> sx(rows * cols), sy(rows * cols), sref(rows * cols);
   for (auto &v : sx)
@@ -234,5 +320,49 @@ int main(int argc, char **argv) {
   std::printf("  %-44s %8.2f ms\n", "from the disk cache", tDisk);
   ratioLine("cold compile (ms)", tCold, "<=", 50);
   ratioLine("disk cache hit (ms)", tDisk, "<=", 2);
+
+  // --- 5. f64 sin -------------------------------------------------------------------------------
+  const int64_t sn = quick ? (1 << 18) : (1 << 22);
+  std::printf("\n5. f64 sin over %lld elements\n", (long long)sn);
+  for (bool huge : {false, true}) {
+    std::vector<double> sxs(sn), sys(sn), srefs(sn);
+    std::uniform_real_distribution<double> ud(-100, 100), ue(0, 300);
+    for (auto &v : sxs) // [-100, 100], or magnitudes log-uniform in [1, 1e300]
+      v = huge ? std::copysign(std::pow(10.0, ue(rng)), ud(rng)) : ud(rng);
+    tsr_buffer_t bx64 = nullptr, by64 = nullptr;
+    check(tsr_buffer_allocate(d.device, sn * 8, TSR_MEMORY_DEVICE_LOCAL, &bx64), "allocate");
+    check(tsr_buffer_allocate(d.device, sn * 8, TSR_MEMORY_DEVICE_LOCAL, &by64), "allocate");
+    check(tsr_stream_copy_h2d(d.stream, sxs.data(), bx64, 0, sn * 8), "copy_h2d");
+    std::vector<tsr_arg_t> args64 = {tsr_arg_buffer(bx64, 0), tsr_arg_buffer(by64, 0),
+                                     tsr_arg_i32(static_cast<int32_t>(sn))};
+    tsr_kernel_t sin64 = base->kernel("sin64")->kernel;
+    double tSin = timeMs(reps, [&] {
+      d.launch(sin64, static_cast<uint32_t>(sn / 1024), 1024, args64);
+      d.sync();
+    });
+    check(tsr_stream_copy_d2h(d.stream, by64, 0, sys.data(), sn * 8), "copy_d2h");
+    check(tsr_stream_synchronize(d.stream), "synchronize");
+    const double *sxp64 = sxs.data();
+    double *srp64 = srefs.data();
+    double tOmpSin = timeMs(reps, [&] {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < sn; ++i)
+        srp64[i] = std::sin(sxp64[i]);
+    });
+    for (int64_t i = 0; i < sn; i += 997) { // against the x87 long double sinl
+      double want = static_cast<double>(sinl(sxs[i]));
+      if (std::fabs(sys[i] - want) > 4 * std::ldexp(1.0, std::ilogb(want) - 52))
+        die("f64 sin result wrong at " + std::to_string(i));
+    }
+    std::printf("  %-44s %8.2f ms\n",
+                huge ? "Tessera cpu:0, |x| in [1, 1e300]" : "Tessera cpu:0, x in [-100, 100]",
+                tSin);
+    std::printf("  %-44s %8.2f ms\n", "OpenMP loop of glibc sin", tOmpSin);
+    std::printf("  %-44s %8.3f\n", "Tessera speed / OpenMP speed", tOmpSin / tSin);
+    tsr_buffer_release(bx64);
+    tsr_buffer_release(by64);
+  }
+  // --- 6. kernel fault modes ---------------------------------------------------------------------
+  faultModeCosts(d, reps, quick, *gm, *sm, *bm);
   return 0;
 }

@@ -6,6 +6,8 @@
 //   3. dispatch overhead: asynchronous launches of an empty kernel, and launch + synchronize.
 // Both sides run through the same HAL driver and kernel ABI, so the ratios measure the code
 // each compiler produced. Medians of --reps runs after a warm-up; results checked first.
+// --bounds unchecked|robust|checked compiles Tessera's kernels in that fault mode (default
+// robust, as `tessera run`): the cost of bounds checks and fault records (docs/performance.md).
 #include "backends/gpu_module.h"
 #include "bench/bench_util.h"
 #include "gelu.spv.h"
@@ -39,11 +41,24 @@ tsr_kernel_t loadGlsl(Device &d, const uint32_t *words, size_t bytes, const char
 
 double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
 
+std::unique_ptr<tessera::Program> compileIn(Device &d, const tessera::ir::Module &m,
+                                            tsr_bounds_mode mode) {
+  tessera::ProgramOptions opts;
+  opts.bounds = mode;
+  std::string err;
+  auto p = tessera::Program::create(d.device, m, nullptr, opts, &err);
+  if (!p)
+    die(err);
+  return p;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int reps = 5;
   bool quick = false;
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  const char *modeNames[] = {"unchecked", "robust", "checked"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
@@ -51,8 +66,16 @@ int main(int argc, char **argv) {
       reps = 2;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--bounds" && i + 1 < argc) {
+      std::string m = argv[++i];
+      int k = m == "unchecked" ? 0 : m == "robust" ? 1 : m == "checked" ? 2 : -1;
+      if (k < 0) {
+        std::fprintf(stderr, "vulkan_bench: --bounds takes unchecked, robust or checked\n");
+        return 2;
+      }
+      bounds = tsr_bounds_mode(k);
     } else {
-      std::printf("usage: vulkan_bench [--reps N] [--quick]\n"
+      std::printf("usage: vulkan_bench [--reps N] [--quick] [--bounds unchecked|robust|checked]\n"
                   "Tessera's SPIR-V vs hand-written GLSL on vulkan:0 (fused gelu, row softmax),\n"
                   "and dispatch overhead. Medians of N runs (default 5).\n");
       return a == "--help" || a == "-h" ? 0 : 2;
@@ -82,7 +105,8 @@ int main(int argc, char **argv) {
   info.struct_size = sizeof info;
   check(tsr_device_info(d.device, &info), "device info");
   std::string sourceDir = TESSERA_SOURCE_DIR;
-  std::printf("vulkan_bench on vulkan:0 (%s), median of %d runs\n", info.architecture, reps);
+  std::printf("vulkan_bench on vulkan:0 (%s), median of %d runs, Tessera kernels %s\n",
+              info.architecture, reps, modeNames[bounds]);
 
   // --- 1. fused elementwise -----------------------------------------------------------------
   const int64_t n = quick ? (1 << 16) : (1 << 22);
@@ -95,7 +119,7 @@ int main(int argc, char **argv) {
   }
   tsr_buffer_t bx = d.upload(x), bb = d.upload(b), by = d.upload(y), byg = d.upload(yg);
   auto gm = parseOrDie(readFile(sourceDir + "/ir/examples/gelu_affine.tir"), "gelu_affine.tir");
-  auto gp = programOrDie(d, *gm, nullptr);
+  auto gp = compileIn(d, *gm, bounds);
   tsr_kernel_t gelu = gp->kernel("gelu_affine")->kernel;
   tsr_executable_t gexe = nullptr;
   tsr_kernel_t ggelu = loadGlsl(d, kGeluSpirv, sizeof kGeluSpirv, "gelu",
@@ -143,7 +167,7 @@ int main(int argc, char **argv) {
     v = ud(rng);
   tsr_buffer_t bsx = d.upload(sx), bsy = d.upload(sy), bsg = d.upload(sg);
   auto sm = parseOrDie(readFile(sourceDir + "/ir/examples/row_softmax.tir"), "row_softmax.tir");
-  auto sp = programOrDie(d, *sm, nullptr);
+  auto sp = compileIn(d, *sm, bounds);
   tsr_kernel_t softmax = sp->kernel("row_softmax")->kernel;
   tsr_executable_t sexe = nullptr;
   tsr_kernel_t gsoftmax =
@@ -185,7 +209,7 @@ int main(int argc, char **argv) {
 
   // --- 3. dispatch overhead -----------------------------------------------------------------
   auto em = parseOrDie("kernel @empty() {\n}\n", "empty.tir");
-  auto ep = programOrDie(d, *em, nullptr);
+  auto ep = compileIn(d, *em, bounds);
   tsr_kernel_t empty = ep->kernel("empty")->kernel;
   const int launches = quick ? 100 : 2000;
   double tAsync = timeMs(reps, [&] {

@@ -1,7 +1,8 @@
 // Input generators of the conformance cases: `uniform` over each op's interesting range,
 // `special` (the cross product of special values over the operands) and `hard` (known-hard
-// ranges: huge sin/cos arguments, exp near overflow and underflow, log near 1, ties for the
-// rounding ops, the full exponent range). ir::Rng (xoshiro256**) seeded from (seed, case id),
+// ranges: the worst cases of trigonometric range reduction, then huge sin/cos arguments,
+// exp near overflow and underflow, log near 1, ties for the rounding ops, the full exponent
+// range). ir::Rng (xoshiro256**) seeded from (seed, case id),
 // so inputs are identical on every machine.
 #include "conformance/catalog.h"
 
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace tessera::conform {
 namespace {
@@ -123,6 +125,98 @@ double uniformFloat(Rng &r, const Variant &v, size_t k, Scalar t) {
   }
 }
 
+// The hardest arguments for range reduction: per exponent band, the M 2^E closest to a
+// multiple of pi/2 (scripts/trig_worst_cases.py prints these tables; f64's {6381956970095103,
+// 797} is the Kahan-McDonald case 0x7506AC5B262CA1FF, 4.7e-19 from a multiple of pi/2).
+struct Worst {
+  uint64_t m;
+  int e;
+};
+constexpr Worst kTrigWorstF64[] = {
+    {6411027962775774, -47}, // 45.553093477052002: 6.19e-19 = 2^-60.5 from k pi/2
+    {6411027962775774, -46}, // 91.106186954104004: 1.24e-18 = 2^-59.5 from k pi/2
+    {6411027962775774, -45}, // 182.21237390820801: 2.48e-18 = 2^-58.5 from k pi/2
+    {7763785107565477, -29}, // 14461176.67027838: 1.7e-18 = 2^-59.0 from k pi/2
+    {7763785107565477, -28}, // 28922353.340556759: 3.4e-18 = 2^-58.0 from k pi/2
+    {6617649673795284, 15},  // 2.1684714451092387e+20: 5.13e-18 = 2^-57.4 from k pi/2
+    {5916243447979695, 79},  // 3.5761497296942663e+39: 1.82e-18 = 2^-58.9 from k pi/2
+    {5916243447979695, 80},  // 7.1522994593885325e+39: 3.64e-18 = 2^-57.9 from k pi/2
+    {8583082635084172, 145}, // 3.8281827772588983e+59: 3.34e-18 = 2^-58.1 from k pi/2
+    {7958046405119485, 243}, // 1.1248520745804428e+89: 3.48e-18 = 2^-58.0 from k pi/2
+    {7170689879210510, 289}, // 7.1323013960397458e+102: 1.94e-17 = 2^-55.5 from k pi/2
+    {8510948914910667, 356}, // 1.2492703716550282e+123: 8.55e-18 = 2^-56.7 from k pi/2
+    {7750232865711478, 435}, // 6.8764274525239456e+146: 8.48e-18 = 2^-56.7 from k pi/2
+    {6951690029616219, 503}, // 1.8204477481560787e+167: 6.68e-18 = 2^-57.1 from k pi/2
+    {5850965514341686, 525}, // 6.4265110995772313e+173: 2.49e-18 = 2^-58.5 from k pi/2
+    {8360820580228475, 628}, // 9.3129266142299717e+204: 3.26e-18 = 2^-58.1 from k pi/2
+    {8264535151636159, 707}, // 5.564489991773426e+228: 1.15e-17 = 2^-56.3 from k pi/2
+    {6448461629705574, 742}, // 1.4918079000152377e+239: 8.57e-18 = 2^-56.7 from k pi/2
+    {6381956970095103, 797}, // 5.3193726483265414e+255: 4.69e-19 = 2^-60.9 from k pi/2
+    {6381956970095103, 798}, // 1.0638745296653083e+256: 9.37e-19 = 2^-59.9 from k pi/2
+    {6381956970095103, 799}, // 2.1277490593306166e+256: 1.87e-18 = 2^-58.9 from k pi/2
+    {8160885118204141, 808}, // 1.3930726336834465e+259: 3.15e-18 = 2^-58.1 from k pi/2
+    {5648695676206402, 887}, // 5.8284668628701576e+282: 6.24e-18 = 2^-57.2 from k pi/2
+    {8444920710073313, 939}, // 3.924293714572882e+298: 2.01e-18 = 2^-58.8 from k pi/2
+};
+constexpr Worst kTrigWorstF32[] = {
+    {16573937, -16}, // 252.89820861816406: 4.19e-09 = 2^-27.8 from k pi/2
+    {10695401, 2},   // 42781604: 1.17e-08 = 2^-26.3 from k pi/2
+    {10741887, 11},  // 21999384576: 2.01e-09 = 2^-28.9 from k pi/2
+    {10741887, 12},  // 43998769152: 4.03e-09 = 2^-27.9 from k pi/2
+    {11617958, 17},  // 1522788990976: 6.92e-09 = 2^-27.1 from k pi/2
+    {8895696, 34},   // 1.5282689358063206e+17: 1.33e-08 = 2^-26.2 from k pi/2
+    {9012376, 53},   // 8.1176266390645603e+22: 7.33e-09 = 2^-27.0 from k pi/2
+    {10057457, 62},  // 4.6381833827834661e+25: 6.47e-09 = 2^-27.2 from k pi/2
+    {16367173, 72},  // 7.729178919452902e+28: 1.61e-09 = 2^-29.2 from k pi/2
+    {16367173, 73},  // 1.5458357838905804e+29: 3.23e-09 = 2^-28.2 from k pi/2
+    {16367173, 74},  // 3.0916715677811608e+29: 6.46e-09 = 2^-27.2 from k pi/2
+    {14173733, 89},  // 8.7731157934202454e+33: 2.04e-08 = 2^-25.5 from k pi/2
+};
+constexpr Worst kTrigWorstF16[] = {
+    {1608, -10}, // 1.5703125: 0.000484 = 2^-11.0 from k pi/2
+    {1608, -9},  // 3.140625: 0.000968 = 2^-10.0 from k pi/2
+    {1206, -8},  // 4.7109375: 0.00145 = 2^-9.4 from k pi/2
+    {1206, -7},  // 9.421875: 0.0029 = 2^-8.4 from k pi/2
+    {1709, -6},  // 26.703125: 0.000413 = 2^-11.2 from k pi/2
+    {1709, -5},  // 53.40625: 0.000825 = 2^-10.2 from k pi/2
+    {1709, -4},  // 106.8125: 0.00165 = 2^-9.2 from k pi/2
+    {1420, -3},  // 177.5: 1.51e-05 = 2^-16.0 from k pi/2
+    {1420, -2},  // 355: 3.01e-05 = 2^-15.0 from k pi/2
+    {1065, -1},  // 532.5: 4.52e-05 = 2^-14.4 from k pi/2
+    {1065, 0},   // 1065: 9.04e-05 = 2^-13.4 from k pi/2
+    {1065, 1},   // 2130: 0.000181 = 2^-12.4 from k pi/2
+    {1065, 2},   // 4260: 0.000362 = 2^-11.4 from k pi/2
+    {1065, 3},   // 8520: 0.000723 = 2^-10.4 from k pi/2
+    {1065, 4},   // 17040: 0.00145 = 2^-9.4 from k pi/2
+    {1697, 5},   // 54304: 0.000186 = 2^-12.4 from k pi/2
+};
+constexpr Worst kTrigWorstBF16[] = {
+    {201, -7},  // 1.5703125: 0.000484 = 2^-11.0 from k pi/2
+    {148, 10},  // 151552: 0.000405 = 2^-11.3 from k pi/2
+    {170, 26},  // 11408506880: 0.000651 = 2^-10.6 from k pi/2
+    {189, 51},  // 4.2559016478651187e+17: 0.000161 = 2^-12.6 from k pi/2
+    {189, 52},  // 8.5118032957302374e+17: 0.000322 = 2^-11.6 from k pi/2
+    {189, 53},  // 1.7023606591460475e+18: 0.000644 = 2^-10.6 from k pi/2
+    {133, 60},  // 1.5333856011271065e+20: 0.000169 = 2^-12.5 from k pi/2
+    {133, 61},  // 3.066771202254213e+20: 0.000337 = 2^-11.5 from k pi/2
+    {139, 88},  // 4.3018416365166965e+28: 0.000856 = 2^-10.2 from k pi/2
+    {237, 91},  // 5.8678357862127025e+29: 0.000372 = 2^-11.4 from k pi/2
+    {157, 110}, // 2.0379765169749198e+35: 0.00111 = 2^-9.8 from k pi/2
+};
+
+std::span<const Worst> trigWorstCases(Scalar t) {
+  switch (t) {
+  case Scalar::F64:
+    return kTrigWorstF64;
+  case Scalar::F32:
+    return kTrigWorstF32;
+  case Scalar::F16:
+    return kTrigWorstF16;
+  default:
+    return kTrigWorstBF16;
+  }
+}
+
 // Known-hard inputs for operand k.
 double hardFloat(Rng &r, const Variant &v, size_t k, Scalar t) {
   Format f = formatOf(t);
@@ -178,6 +272,8 @@ double hardFloat(Rng &r, const Variant &v, size_t k, Scalar t) {
   }
 }
 
+bool isTrig(OpKind k) { return k == OpKind::Sin || k == OpKind::Cos || k == OpKind::Tan; }
+
 // Keeps integer division defined: no division by 0, no signed MIN / -1.
 void steerDivisors(const Variant &v, std::vector<ir::HostBuffer> &in) {
   if ((v.kind != OpKind::Div && v.kind != OpKind::Rem) || !ir::isIntScalar(v.result))
@@ -228,6 +324,13 @@ std::vector<ir::HostBuffer> makeInputs(const Variant &v, const Case &c, uint64_t
           continue;
         }
         double x = c.gen == Gen::Hard ? hardFloat(r, v, k, t) : uniformFloat(r, v, k, t);
+        if (c.gen == Gen::Hard && isTrig(v.kind)) { // each worst case, with both signs, first
+          std::span<const Worst> w = trigWorstCases(t);
+          if (static_cast<size_t>(i) < 2 * w.size()) {
+            const Worst &h = w[static_cast<size_t>(i) / 2];
+            x = std::ldexp(static_cast<double>(h.m), h.e) * (i % 2 ? -1 : 1);
+          }
+        }
         in[k].set(i, floatLit(x, t));
       }
     }

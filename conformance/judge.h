@@ -16,6 +16,7 @@
 #pragma once
 
 #include "conformance/catalog.h"
+#include "tessera/output_budget.h"
 
 #include <string>
 
@@ -44,7 +45,7 @@ struct Judgement {
 ///            "inherited" ops judged by the error of their defining formula (fma as mul then
 ///            add, rem as x - y*trunc(x/y), pow as exp2(y*log2 x), tan as sin/cos, tanh,
 ///            sigmoid, expm1 and log1p through exp/log).
-enum class Profile { Full, Relaxed };
+using Profile = tessera::PrecisionProfile; // one definition, shared with kernel-level judging
 const char *profileName(Profile p);
 
 /// Compares `got` (device) with `want` (interpreter) for the inputs `in` of variant `v`;

@@ -49,6 +49,23 @@ std::string jnum(double d) {
   return b;
 }
 
+std::string describeFailure(const CaseResult &c) {
+  std::ostringstream os;
+  os << c.status << " " << c.id << " on " << c.device << ": op " << c.variant << ", dtype "
+     << c.dtype << ", shape [" << c.n << "], seed " << c.seed;
+  if (!c.message.empty())
+    os << "\n    " << (c.status == "xpass" ? "expected to fail: " : "") << c.message;
+  const Judgement &j = c.judgement;
+  if (j.firstBad >= 0) {
+    os << "\n    first bad index " << j.firstBad << " (" << j.badCount << " bad): inputs ("
+       << j.inputs << ")\n    expected " << j.expected << "\n    got      " << j.got
+       << "\n    error    " << j.error << " ulp (tolerance " << j.tolerance << ")";
+  }
+  return os.str();
+}
+
+} // namespace
+
 std::string xmlEscape(std::string_view s) {
   std::string o;
   for (char ch : s) {
@@ -75,23 +92,6 @@ std::string xmlEscape(std::string_view s) {
   }
   return o;
 }
-
-std::string describeFailure(const CaseResult &c) {
-  std::ostringstream os;
-  os << c.status << " " << c.id << " on " << c.device << ": op " << c.variant << ", dtype "
-     << c.dtype << ", shape [" << c.n << "], seed " << c.seed;
-  if (!c.message.empty())
-    os << "\n    " << (c.status == "xpass" ? "expected to fail: " : "") << c.message;
-  const Judgement &j = c.judgement;
-  if (j.firstBad >= 0) {
-    os << "\n    first bad index " << j.firstBad << " (" << j.badCount << " bad): inputs ("
-       << j.inputs << ")\n    expected " << j.expected << "\n    got      " << j.got
-       << "\n    error    " << j.error << " ulp (tolerance " << j.tolerance << ")";
-  }
-  return os.str();
-}
-
-} // namespace
 
 std::string summaryMatrix(const RunReport &r) {
   struct Cell {
@@ -147,6 +147,9 @@ std::string failureList(const RunReport &r) {
 
 std::string findingList(const RunReport &r) {
   std::string out;
+  for (const CaseResult &c : r.results) // a pass that needed the normwise arm is worth knowing
+    if (c.normwiseOnly > 0)
+      out += "note: " + c.device + ": " + c.id + " " + c.message + "\n";
   for (const Finding &f : r.findings) {
     out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + "), e.g.";
     for (const std::string &c : f.cases)
@@ -177,6 +180,8 @@ std::string toJson(const RunReport &r) {
        << ", \"seed\": " << c.seed;
     if (!c.message.empty())
       os << ", \"message\": " << jstr(c.message);
+    if (c.normwiseOnly > 0)
+      os << ", \"normwise_only\": " << c.normwiseOnly;
     const Judgement &j = c.judgement;
     if (j.firstBad >= 0)
       os << ", \"failure\": {\"index\": " << j.firstBad << ", \"bad_count\": " << j.badCount

@@ -166,7 +166,8 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
     std::string compileError;
     if (missing.empty()) {
       m = buildKernel(v);
-      program = Program::create(dev.device, *m, &cache, ProgramOptions{}, &compileError);
+      program = Program::create(dev.device, *m, &cache, withSupportedBounds(dev.device, {}),
+                                &compileError);
     }
     for (size_t ci : cases) {
       const Case &c = cat.cases[ci];
@@ -237,10 +238,6 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
       finish();
     }
   }
-}
-
-Profile declaredProfile(const std::string &backend) {
-  return backend == "vulkan" ? Profile::Relaxed : Profile::Full;
 }
 
 } // namespace tessera::conform

@@ -28,8 +28,9 @@ struct CaseResult {
   std::string status; // pass | fail | xfail | xpass | skip
   double maxUlp = 0, maxAbs = 0, tolerance = 0;
   uint64_t seed = 0;
-  std::string message; // skip reason, xfail reason, or a compile / run / oracle error
-  Judgement judgement; // filled for judged cases
+  std::string message;      // skip reason, xfail reason, or a compile / run / oracle error
+  Judgement judgement;      // filled for judged cases
+  int64_t normwiseOnly = 0; // kernel cases: elements that passed only by the normwise arm
 };
 
 struct Finding {
@@ -45,6 +46,9 @@ struct RunReport {
   std::vector<Finding> findings;
   std::vector<std::pair<std::string, std::string>> skippedBackends; // (backend, reason)
   double seconds = 0;
+  std::vector<std::string> filters; // --filter globs (empty: every case)
+  std::string started;              // UTC start time, ISO 8601
+  std::string version;              // the tessera version that ran
 
   int count(const std::string &status) const;
   /// Anything that should fail CI: a fail (a case outside the xfail list that did not pass).
@@ -60,8 +64,9 @@ struct DeviceRun {
 };
 
 /// The tolerance profile a backend declares (docs/conformance.md): Vulkan's SPIR-V precision
-/// table for "vulkan", the full profile elsewhere.
-Profile declaredProfile(const std::string &backend);
+/// table for "vulkan", the full profile elsewhere. One definition (runtime/), shared with
+/// `tessera run --check` and the kernel-level cases.
+using tessera::declaredProfile;
 
 /// Marks a result xfail / xpass when an entry of `xfails` matches its id.
 void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails);

@@ -16,12 +16,14 @@ PKGS_DEVICES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers clinfo
   libopenmpi-dev openmpi-bin
 )
+# Test tools: headless Chromium renders the HTML conformance report (conformance/tests).
+PKGS_TEST=(chromium)
 PY_PKGS=(numpy pytest)
 
 PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 
 # One dpkg-query for all packages: the no-op path must stay fast.
-all=("${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}")
+all=("${PKGS_CORE[@]}" "${PKGS_DEVICES[@]}" "${PKGS_TEST[@]}")
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${all[@]}" 2>/dev/null |
             awk '$NF == "installed" && $(NF-1) == "ok" {sub(/:.*/, "", $1); print $1}' || true)
 missing=()

@@ -1,5 +1,5 @@
-// `tessera compile FILE --target cpu|spirv-vulkan|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir DIR]`:
-// kernel IR -> target artefact, with every intermediate stage written to --dump-dir. Needs
+// `tessera compile FILE --target cpu|spirv-vulkan|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir
+// DIR]`: kernel IR -> target artefact, with every intermediate stage written to --dump-dir. Needs
 // no device: PTX and code objects are produced without a GPU or vendor runtime.
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cuda/codegen/cuda_codegen.h"
@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 namespace tessera::cli {
 namespace {
@@ -29,8 +29,10 @@ std::string joined(const std::vector<std::string> &v) {
 std::string compileHelp() {
   return "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
          "                       [--subgroup-size N]\n\n"
-         "Compiles every kernel of FILE for TARGET and writes the artefact to OUT (default:\n"
-         "FILE's name with the target's extension, in the current directory).\n\n"
+         "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
+         "prints it (binary targets only to a pipe, never to a terminal) and the summary goes\n"
+         "to stderr. Without -o nothing is written to disk: ptx (text) is printed to stdout,\n"
+         "the binary targets only compile, validate and print their summary.\n\n"
          "targets:\n"
          "  cpu       x86-64 object for this host (-march=native), loaded by the CPU driver's JIT\n"
          "  spirv-vulkan  (or spirv) Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan\n"
@@ -64,12 +66,23 @@ std::string compileHelp() {
 struct Request {
   std::string file, target, arch, out, dumpDir;
   uint32_t subgroup = 0; // 0: not given
+  FILE *info = stdout;   // the summary: stderr when the artefact itself goes to stdout
 };
 
+// "" writes nothing (no -o for a binary target), "-" writes to stdout.
 bool writeFile(const std::string &path, const void *data, size_t size) {
+  if (path.empty())
+    return true;
+  if (path == "-")
+    return std::fwrite(data, 1, size, stdout) == size && std::fflush(stdout) == 0;
   std::ofstream f(path, std::ios::binary);
   f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
   return static_cast<bool>(f);
+}
+
+// How the summary names the destination.
+std::string shownPath(const std::string &out) {
+  return out.empty() ? "(not written: -o FILE writes it)" : out == "-" ? "stdout" : out;
 }
 
 double msSince(std::chrono::steady_clock::time_point t0) {
@@ -81,7 +94,7 @@ template <typename Compiled>
 bool writeOutputs(const Request &rq, const Compiled &cm, const std::string &out, const void *data,
                   size_t size) {
   if (!writeFile(out, data, size)) {
-    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", out.c_str());
+    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", shownPath(out).c_str());
     return false;
   }
   std::string err;
@@ -103,14 +116,18 @@ bool writeGpuOutputs(const Request &rq, const Compiled &cm, const std::string &o
   return writeOutputs(rq, cm, out, container.data(), container.size());
 }
 
-template <typename Kernels> void printKernels(const Kernels &kernels) {
+template <typename Kernels> void printKernels(FILE *info, const Kernels &kernels) {
   for (const auto &k : kernels)
-    std::printf("  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
-                k.params.size(), static_cast<unsigned long long>(k.sharedBytes), k.subgroupSize);
+    std::fprintf(info, "  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
+                 k.params.size(), static_cast<unsigned long long>(k.sharedBytes), k.subgroupSize);
 }
 
-std::string outPath(const Request &rq, const char *ext) {
-  return rq.out.empty() ? std::filesystem::path(rq.file).stem().string() + ext : rq.out;
+// Where the artefact goes: -o's value; without -o, stdout for text (ptx) and nowhere for
+// binary artefacts, so that a compile never drops files into the working directory unasked.
+std::string outPath(const Request &rq, bool text) {
+  if (!rq.out.empty())
+    return rq.out;
+  return text ? "-" : "";
 }
 
 int compileCpu(const Request &rq, const ir::Module &m) {
@@ -124,13 +141,13 @@ int compileCpu(const Request &rq, const ir::Module &m) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  std::string out = outPath(rq, ".o");
+  std::string out = outPath(rq, false);
   const auto &obj = cm->objectBytes();
   if (!writeOutputs(rq, *cm, out, obj.data(), obj.size()))
     return 1;
-  std::printf("%s: %zu kernel(s), %zu bytes of x86-64 object in %.1f ms -> %s\n", rq.file.c_str(),
-              cm->kernels().size(), obj.size(), ms, out.c_str());
-  printKernels(cm->kernels());
+  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of x86-64 object in %.1f ms -> %s\n",
+               rq.file.c_str(), cm->kernels().size(), obj.size(), ms, shownPath(out).c_str());
+  printKernels(rq.info, cm->kernels());
   return 0;
 }
 
@@ -144,16 +161,16 @@ int compileSpirv(const Request &rq, const ir::Module &m) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  std::string out = outPath(rq, ".spv");
+  std::string out = outPath(rq, false);
   const auto &words = cm->words();
   if (!writeGpuOutputs(rq, *cm, out, words.data(), words.size() * 4, artefactOf(*cm, 0)))
     return 1;
-  std::printf("%s: %zu kernel(s), %zu words of SPIR-V (validated) in %.1f ms -> %s\n",
-              rq.file.c_str(), cm->kernels().size(), words.size(), ms, out.c_str());
+  std::fprintf(rq.info, "%s: %zu kernel(s), %zu words of SPIR-V (validated) in %.1f ms -> %s\n",
+               rq.file.c_str(), cm->kernels().size(), words.size(), ms, shownPath(out).c_str());
   for (const auto &k : cm->kernels())
-    std::printf("  @%s: %zu params, %u bytes push constants, %llu bytes shared memory\n",
-                k.name.c_str(), k.params.size(), k.pushConstantBytes,
-                static_cast<unsigned long long>(k.sharedBytes));
+    std::fprintf(rq.info, "  @%s: %zu params, %u bytes push constants, %llu bytes shared memory\n",
+                 k.name.c_str(), k.params.size(), k.pushConstantBytes,
+                 static_cast<unsigned long long>(k.sharedBytes));
   return 0;
 }
 
@@ -168,15 +185,15 @@ int compilePtx(const Request &rq, const ir::Module &m) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  std::string out = outPath(rq, ".ptx");
+  std::string out = outPath(rq, true);
   if (!writeGpuOutputs(rq, *cm, out, cm->ptx().data(), cm->ptx().size(), artefactOf(*cm)))
     return 1;
   std::string cubin = cm->cubin().empty() ? "no cubin (ptxas not found)"
                                           : std::to_string(cm->cubin().size()) + " bytes of cubin";
-  std::printf("%s: %zu kernel(s), %zu bytes of PTX for %s, %s, in %.1f ms -> %s\n", rq.file.c_str(),
-              cm->kernels().size(), cm->ptx().size(), rq.arch.c_str(), cubin.c_str(), ms,
-              out.c_str());
-  printKernels(cm->kernels());
+  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of PTX for %s, %s, in %.1f ms -> %s\n",
+               rq.file.c_str(), cm->kernels().size(), cm->ptx().size(), rq.arch.c_str(),
+               cubin.c_str(), ms, shownPath(out).c_str());
+  printKernels(rq.info, cm->kernels());
   return 0;
 }
 
@@ -191,13 +208,13 @@ int compileHsaco(const Request &rq, const ir::Module &m) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  std::string out = outPath(rq, ".hsaco");
+  std::string out = outPath(rq, false);
   if (!writeGpuOutputs(rq, *cm, out, cm->hsaco().data(), cm->hsaco().size(), artefactOf(*cm)))
     return 1;
-  std::printf("%s: %zu kernel(s), %zu bytes of code object v4 for %s in %.1f ms -> %s\n",
-              rq.file.c_str(), cm->kernels().size(), cm->hsaco().size(), rq.arch.c_str(), ms,
-              out.c_str());
-  printKernels(cm->kernels());
+  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of code object v4 for %s in %.1f ms -> %s\n",
+               rq.file.c_str(), cm->kernels().size(), cm->hsaco().size(), rq.arch.c_str(), ms,
+               shownPath(out).c_str());
+  printKernels(rq.info, cm->kernels());
   return 0;
 }
 
@@ -281,6 +298,12 @@ int cmdCompile(int argc, char **argv) {
   }
   if (std::string msg = checkTarget(rq); !msg.empty())
     return usageError("compile", msg);
+  bool toStdout = rq.out == "-" || (rq.out.empty() && rq.target == "ptx");
+  if (toStdout && rq.target != "ptx" && isatty(STDOUT_FILENO))
+    return usageError("compile", "refusing to write a binary artefact to a terminal (-o FILE, "
+                                 "or pipe stdout)");
+  if (toStdout)
+    rq.info = stderr; // stdout carries the artefact
   ir::ParseResult r = ir::parseFile(rq.file);
   for (const auto &d : r.diags)
     std::fprintf(stderr, "%s\n", d.str().c_str());

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -36,10 +37,13 @@ options:
                     default: each backend's declared profile (vulkan: relaxed, others: full)
   --json FILE       write the per-case report as JSON (schema tessera-conform/1)
   --junit FILE      write a JUnit XML report
+  --html FILE       write one self-contained HTML page: heat map of worst error / budget per
+                    op x dtype x device, findings, failures with inputs, settings
   -j N              test up to N devices at once (each device's cases stay sequential)
   --xfail-dir DIR   where BACKEND.txt expected-failure lists live (default: the source tree)
   --kernels DIRS    kernel-level cases: every kernel with a launch spec in DIR/*.tir for each
-                    DIR of the ':'-separated list, judged with its kernel budget (default:
+                    DIR of the ':'-separated list, each output judged with the budget of the
+                    ops that reach it, under the device's profile (default:
                     ir/examples and conformance/kernels of the source tree; 'none' to skip).
                     Their ids are kernel/<file>/<kernel>.
   --list            print the selected case ids and their count, run nothing
@@ -115,7 +119,8 @@ int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint
 int cmdConform(int argc, char **argv) {
   Args args(argc, argv, 2);
   std::vector<std::string> devices, filters;
-  std::string jsonPath, junitPath, profile = "declared", xfailDir = TESSERA_XFAIL_DIR, oraclePath;
+  std::string jsonPath, junitPath, htmlPath, profile = "declared", xfailDir = TESSERA_XFAIL_DIR,
+                                             oraclePath;
   std::string kernelsDir = TESSERA_KERNELS_DIR;
   uint64_t seed = 1, progressEvery = 200, jobs = 1;
   bool list = false, missing = false;
@@ -165,6 +170,10 @@ int cmdConform(int argc, char **argv) {
     }
     if (auto v = args.option("--junit", missing)) {
       junitPath = *v;
+      continue;
+    }
+    if (auto v = args.option("--html", missing)) {
+      htmlPath = *v;
       continue;
     }
     if (auto v = args.option("--xfail-dir", missing)) {
@@ -264,6 +273,14 @@ int cmdConform(int argc, char **argv) {
   report.devices = devices;
   bool tty = isatty(fileno(stdout));
   auto t0 = std::chrono::steady_clock::now();
+  report.filters = filters;
+  report.version = kTesseraVersion;
+  {
+    std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    report.started = when;
+  }
   int rc = 0;
   // Devices are opened here, one after the other, then tested by up to `jobs` threads, each
   // into its own partial report; the parts are merged in device order.
@@ -285,7 +302,7 @@ int cmdConform(int argc, char **argv) {
       tsr_status_free(st);
     dev.features = info.features;
     std::string backend = name.substr(0, name.find(':'));
-    dev.profile = profile == "declared" ? conform::declaredProfile(backend)
+    dev.profile = profile == "declared"  ? conform::declaredProfile(backend)
                   : profile == "relaxed" ? conform::Profile::Relaxed
                                          : conform::Profile::Full;
     std::printf("[%s] profile %s\n", name.c_str(), conform::profileName(dev.profile));
@@ -311,8 +328,8 @@ int cmdConform(int argc, char **argv) {
       int filled = total ? int(kWidth * doneBy[d] / total) : kWidth;
       line += "[" + devices[d] + " " + std::string(size_t(filled), '#') +
               std::string(size_t(kWidth - filled), '.') + " " + std::to_string(doneBy[d]) + "/" +
-              std::to_string(total) + (failedBy[d] ? ", " + std::to_string(failedBy[d]) +
-                                                         " failed" : "") + "] ";
+              std::to_string(total) +
+              (failedBy[d] ? ", " + std::to_string(failedBy[d]) + " failed" : "") + "] ";
     }
     std::fputs(line.c_str(), stdout);
     if (final)
@@ -359,8 +376,7 @@ int cmdConform(int argc, char **argv) {
                            parts[d].findings.end());
     tsr_device_release(runs[d].device);
   }
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::printf("\n%s", conform::summaryMatrix(report).c_str());
   std::string failures = conform::failureList(report);
@@ -379,6 +395,10 @@ int cmdConform(int argc, char **argv) {
     rc = 1;
   }
   if (!junitPath.empty() && !conform::writeFile(junitPath, conform::toJunit(report), &err)) {
+    std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
+    rc = 1;
+  }
+  if (!htmlPath.empty() && !conform::writeFile(htmlPath, conform::toHtml(report), &err)) {
     std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
     rc = 1;
   }

@@ -15,7 +15,8 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kInterpHelp = R"(usage: tessera interp FILE [--kernel NAME] [--subgroup-size N] [--dump DIR]
+constexpr const char *kInterpHelp =
+    R"(usage: tessera interp FILE [--kernel NAME] [--subgroup-size N] [--max-steps N] [--dump DIR]
 
 Runs every kernel of FILE that has a launch spec (or only --kernel NAME) on the fp64
 reference interpreter and prints, per output buffer, count, min, max, sum, NaN count and a
@@ -24,6 +25,8 @@ hash of the bytes.
 options:
   --kernel NAME        run only this kernel (it must have a launch spec)
   --subgroup-size N    subgroup size the interpreter emulates (default 32)
+  --max-steps N        stop a kernel with an error after N executed op-lanes (default
+                       4000000000): the interpreter's guard against kernels that never end
   --dump DIR           write each output buffer to DIR/<kernel>.<param>.bin (raw, native
                        storage format) and .txt (one value per line)
 )";
@@ -86,6 +89,13 @@ int cmdInterp(int argc, char **argv) {
       if (!n || *n == 0 || *n > 128 || (*n & (*n - 1)))
         return usageError("interp", "--subgroup-size must be a power of two in [1, 128]");
       opts.subgroupSize = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (auto v = args.option("--max-steps", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n == 0)
+        return usageError("interp", "--max-steps must be a positive integer");
+      opts.maxSteps = *n;
       continue;
     }
     if (missing)

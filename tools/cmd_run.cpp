@@ -1,33 +1,50 @@
 // `tessera run FILE --device DEV [--kernel NAME] [--check]`: compiles a module for a device
 // (through the compile cache), runs its kernels by their launch specs and, with --check,
-// compares every output with the fp64 reference interpreter under the op table's budgets.
+// compares every output with the fp64 reference interpreter (tessera/output_check.h).
 #include "ir/interp/interpreter.h"
 #include "ir/interp/launch.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
+#include "tessera/launch_memory.h"
+#include "tessera/output_check.h"
 #include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kRunHelp = R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+constexpr const char *kRunHelp =
+    R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
+                  [--bounds unchecked|robust|checked] [--timeout-ms N]
 
 Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.
 
 options:
   --check            also run the fp64 reference interpreter on the same inputs and compare
-                     every output: integers exactly, floats within the kernel's budget (1 ULP
-                     + the op table's budget of each float op kind it uses, elementwise or
-                     normwise). Prints max ULP / abs error per output; exit 1 on a mismatch.
+                     every output: integers exactly, floats within the budget of the ops that
+                     reach that output, under the device's declared profile (vulkan: relaxed;
+                     docs/conformance.md). Prints max ULP / abs error, the budget and the
+                     profile per output; exit 1 on a mismatch.
   --no-cache         compile even if the compile cache has the module
   --subgroup-size N  CPU subgroup width (default: the device's, 16)
   --dump-dir DIR     write every compile stage to DIR (implies --no-cache)
+  --bounds MODE      out-of-bounds accesses (docs/ir.md, "Faults"): robust (default: loads
+                     read 0, stores are dropped; unchecked, with a note, on cuda and rocm,
+                     which have no other mode yet), checked (as robust, and the first fault --
+                     out-of-bounds access, integer division by 0 or MIN / -1, `for` step <= 0
+                     -- fails the kernel with its location and work-item), unchecked (fastest)
+  --timeout-ms N     cancel a kernel that runs longer than N ms (DEADLINE_EXCEEDED; default
+                     $TESSERA_KERNEL_TIMEOUT_MS, else 60000; 0 = no deadline)
+
+A failing kernel (fault, deadline, mismatch) does not stop the kernels after it: they run on
+the same device, and the exit status is 1.
 
 The compile cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else
 ~/.cache/tessera.
@@ -47,7 +64,8 @@ const char *sourceName(ProgramStats::Source s) {
 
 // Runs one kernel; returns 0 ok, 1 on a failure or mismatch.
 int runKernel(RegistrySession &session, const std::string &deviceName, const ir::Module &m,
-              const ir::Function &f, const Program &program, bool check) {
+              const ir::Function &f, const Program &program, bool check,
+              std::optional<uint64_t> timeoutNs) {
   const ProgramKernel *pk = program.kernel(f.name);
   if (!pk) {
     std::fprintf(stderr, "tessera run: kernel @%s missing from the compiled program\n",
@@ -56,6 +74,12 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   }
   ir::LaunchData data;
   std::string err;
+  // Sizes first: the inputs, the outputs and, with --check, the reference's copy live on the
+  // host at once, and none of it may be built for a launch that cannot fit.
+  if (!checkLaunchFits(session.device, f, check ? 3 : 2, &err)) {
+    std::fprintf(stderr, "tessera run: %s\n", err.c_str());
+    return 1;
+  }
   if (!ir::makeLaunchData(f, data, err)) {
     std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), err.c_str());
     return 1;
@@ -63,7 +87,7 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   ir::LaunchData reference = data; // the inputs, before the device writes anything
   std::vector<ir::HostBuffer> outputs;
   double ms = 0;
-  if (!runOnDevice(session.device, *pk, data, outputs, &ms, &err)) {
+  if (!runOnDevice(session.device, *pk, data, outputs, &ms, &err, timeoutNs)) {
     std::fprintf(stderr, "tessera run: @%s on %s: %s\n", f.name.c_str(), deviceName.c_str(),
                  err.c_str());
     return 1;
@@ -76,24 +100,24 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
                 ir::digestOutputs(f, data).c_str());
     return 0;
   }
-  ir::InterpOptions io;
-  io.subgroupSize = pk->subgroupSize;
-  ir::InterpResult res = ir::interpret(m, f, reference.dims, reference.args, io);
-  if (!res.ok) {
-    std::fprintf(stderr, "tessera run: @%s: the reference interpreter failed: %s\n",
-                 f.name.c_str(), res.error.c_str());
+  // Judged like the kernel-level conformance cases: the device's declared profile.
+  PrecisionProfile profile = profileForDevice(deviceName);
+  KernelCheck k = checkKernel(m, f, reference, outputs, pk->subgroupSize, profile);
+  if (!k.ok) {
+    std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), k.error.c_str());
     return 1;
   }
-  double budget = kernelUlpBudget(m, f, pk->subgroupSize);
   int rc = 0;
-  for (const BufferCheck &c : checkOutputs(f, reference, outputs, budget)) {
-    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.3g ulp (%.2f ms)\n",
-                f.name.c_str(), deviceName.c_str(), c.param.c_str(), c.passed ? "ok" : "MISMATCH",
-                c.maxUlp, c.maxAbs, budget, ms);
-    if (!c.passed) {
-      std::printf("    first mismatch at %s\n", c.detail.c_str());
-      rc = 1;
-    }
+  for (const OutputCheck &c : k.outputs) {
+    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.4g ulp (%s)%s (%.2f ms)\n",
+                f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(),
+                c.passed ? "ok" : "MISMATCH", c.maxUlp, c.maxAbs, c.budget.ulp,
+                precisionProfileName(profile), c.normwiseOnly ? " normwise-only" : "", ms);
+    if (c.passed)
+      continue;
+    std::printf("    %lld bad elements; first mismatch at %s\n", (long long)c.badCount,
+                c.detail.c_str());
+    rc = 1;
   }
   return rc;
 }
@@ -105,6 +129,8 @@ int cmdRun(int argc, char **argv) {
   std::string file, kernelName, device, dumpDir;
   bool check = false, noCache = false, missing = false;
   ProgramOptions popts;
+  std::optional<uint64_t> timeoutNs;
+  bool boundsGiven = false;
   while (!args.empty()) {
     if (isHelp(args.peek())) {
       std::fputs(kRunHelp, stdout);
@@ -127,6 +153,19 @@ int cmdRun(int argc, char **argv) {
       if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
         return usageError("run", "--subgroup-size must be a power of two in [1, 64]");
       popts.subgroupSize = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (auto v = args.option("--bounds", missing)) {
+      if (!parseBoundsMode(*v, &popts.bounds))
+        return usageError("run", "--bounds must be unchecked, robust or checked");
+      boundsGiven = true;
+      continue;
+    }
+    if (auto v = args.option("--timeout-ms", missing)) {
+      auto n = parseUnsigned(*v);
+      if (!n || *n > UINT64_MAX / 1000000)
+        return usageError("run", "--timeout-ms must be a number of milliseconds");
+      timeoutNs = *n * 1000000;
       continue;
     }
     if (args.flag("--check")) {
@@ -164,8 +203,17 @@ int cmdRun(int argc, char **argv) {
     std::fprintf(stderr, "tessera run: %s\n", err.c_str());
     return 1;
   }
+  if (!boundsGiven) {
+    // The default (robust) where the backend has it; said, not silent, where it has not.
+    ProgramOptions supported = withSupportedBounds(session.device, popts);
+    if (supported.bounds != popts.bounds)
+      std::fprintf(stderr, "tessera run: note: %s has no %s bounds mode yet; running %s\n",
+                   device.c_str(), boundsModeName(popts.bounds), boundsModeName(supported.bounds));
+    popts = supported;
+  }
   CompileCache cache(noCache ? std::filesystem::path() : CompileCache::defaultDir());
-  auto program = Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
+  auto program =
+      Program::create(session.device, *r.module, noCache ? nullptr : &cache, popts, &err);
   if (!program) {
     std::fprintf(stderr, "tessera run: %s\n", err.c_str());
     return 1;
@@ -178,7 +226,7 @@ int cmdRun(int argc, char **argv) {
     if (!f->isKernel || !f->launch || (!kernelName.empty() && f->name != kernelName))
       continue;
     ++ran;
-    rc |= runKernel(session, device, *r.module, *f, *program, check);
+    rc |= runKernel(session, device, *r.module, *f, *program, check, timeoutNs);
   }
   if (ran == 0) {
     std::fprintf(stderr, "tessera run: %s\n",

@@ -40,7 +40,7 @@ int dispatch(int argc, char **argv) {
   }
   std::string_view cmd = argv[1];
   if (cmd == "--version") {
-    std::printf("tessera 0.1.0\n");
+    std::printf("tessera %s\n", tessera::cli::kTesseraVersion);
     return 0;
   }
   if (cmd == "ir")

@@ -10,10 +10,13 @@
  *
  * The subgroup size is fixed at compile time
  * (CpuCompileOptions::subgroupSize, reported in the kernel metadata), not read from here.
- * This header must compile as C99 and never change a field.
+ * This header must compile as C99 and never change a field (append only: hand-written
+ * cpu-native kernels may ignore the appended ones; the driver always fills them).
  */
 #ifndef TESSERA_BACKENDS_CPU_CPU_ABI_H_
 #define TESSERA_BACKENDS_CPU_CPU_ABI_H_
+
+#include "backends/kernel_faults.h"
 
 #include <stdint.h>
 
@@ -26,6 +29,13 @@ typedef struct TsrCpuWgCtx {
   uint32_t num_groups[3]; /* the grid */
   uint32_t group_size[3]; /* work-items per workgroup, per dimension */
   void *shared_memory;    /* the kernel's shared_memory_bytes, 64-byte aligned, not zeroed */
+  /* ---- kernel faults (docs/ir.md, "Faults"); appended, the driver fills them per launch */
+  const uint64_t *arg_bytes; /* bytes of each parameter's buffer view, 0 for scalars (robust
+                                and checked modes bound every access by it) */
+  tsr_kernel_fault *fault;   /* the launch's record: checked-mode faults, and the deadline */
+  /* Non-zero: the launch is past its deadline. A kernel reads it on loop back-edges, then
+   * claims `fault` with TSR_FAULT_DEADLINE (if still free) and returns at once. */
+  const volatile uint32_t *cancel;
 } TsrCpuWgCtx;
 
 typedef void (*TsrCpuWgFn)(const TsrCpuWgCtx *ctx, void **args);

@@ -73,9 +73,42 @@ private:
   llvm::Error emitLaneWhile(const ir::Op &op);
   llvm::Error emitLaneCall(const ir::Op &op);
   llvm::Error emitMemoryOp(const ir::Op &op);
+  /// The read-modify-write of an atomic at `addr` (memory values); returns the old value.
+  llvm::Value *emitAtomic(const ir::Op &op, bool shared, llvm::Type *mt, llvm::Value *addr,
+                          llvm::Value *v, llvm::Value *desired);
   llvm::Value *emitWorkItem(const ir::Op &op);
   llvm::Value *get(const ir::Value *v);
   void setLane(const ir::Value *v, llvm::Value *x) { lane_[v] = x; }
+
+  // --- faults: bounds, division, `for` steps, cancellation (lower_faults.cpp)
+  struct Bounds {
+    llvm::Value *count; // i64 elements
+    uint32_t param;     // kernel parameter index; UINT32_MAX for a shared array
+  };
+  /// Loads arg_bytes, fault and cancel from the context (at the entry block).
+  void setUpFaults(const std::vector<ir::Value *> &params);
+  Bounds boundsOf(const ir::Value *mem);
+  /// Robust/checked: runs `access` (which returns the memory value of a load or atomic, or
+  /// null) only when `index` (i64) is inside `mem`; otherwise records a checked fault and
+  /// yields 0 of `resultType`.
+  llvm::Value *emitGuardedAccess(const ir::Op &op, const ir::Value *mem, llvm::Value *index,
+                                 llvm::Type *resultType,
+                                 const std::function<llvm::Value *()> &access);
+  /// Checked mode: records `kind` (i32) for `op` at the current work-item.
+  void emitFault(const ir::Op &op, llvm::Value *kind, uint32_t param, llvm::Value *index,
+                 llvm::Value *count);
+  /// Checked mode: records an integer div/rem by 0 or MIN / -1 before the (safe) division.
+  void emitDivisionCheck(const ir::Op &op, llvm::Value *x, llvm::Value *y);
+  /// The lower bound a `for` really starts at: `ub` when the step is <= 0 (no iteration;
+  /// checked mode records it).
+  llvm::Value *forStart(const ir::Op &op, llvm::Value *lb, llvm::Value *ub, llvm::Value *step);
+  /// The next induction value: iv + step, or ub when that would reach ub or wrap.
+  llvm::Value *forNext(llvm::Value *iv, llvm::Value *ub, llvm::Value *step);
+  /// Whether a `for` gets a cancellation check (not for small constant trip counts).
+  bool forNeedsCancelCheck(const ir::Op &op);
+  /// On a loop back-edge: leaves the kernel when ctx->cancel is set.
+  void emitCancelCheck();
+  llvm::Function *faultFunction();
 
   // --- helpers
   llvm::Value *arrayOf(const ir::Value *v);
@@ -117,6 +150,9 @@ private:
   llvm::Value *numLanes_ = nullptr; // i64, work-items per workgroup
   llvm::Value *groupId_[3] = {}, *numGroups_[3] = {}, *groupSize_[3] = {}; // i64
   llvm::Value *sharedBase_ = nullptr;
+  llvm::Value *argBytes_ = nullptr, *faultRec_ = nullptr, *cancel_ = nullptr; // from ctx
+  llvm::BasicBlock *cancelBlock_ = nullptr;
+  std::unordered_map<const ir::Value *, Bounds> bounds_; // buffer parameters (and aliases)
   // inside a run
   std::unordered_map<const ir::Value *, llvm::Value *> lane_;
   llvm::Value *lid_ = nullptr, *localId_[3] = {};

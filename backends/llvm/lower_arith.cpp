@@ -182,6 +182,41 @@ llvm::Value *emitBitcast(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *v)
   return fromMem(b, cast, to);
 }
 
+} // namespace
+
+llvm::Value *emitSafeDivisor(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y,
+                             bool isUnsigned) {
+  llvm::Type *t = y->getType();
+  llvm::Value *bad = b.CreateICmpEQ(y, llvm::ConstantInt::get(t, 0));
+  if (!isUnsigned) {
+    unsigned w = t->getIntegerBitWidth();
+    llvm::Value *overflow =
+        b.CreateAnd(b.CreateICmpEQ(x, llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(w))),
+                    b.CreateICmpEQ(y, llvm::ConstantInt::getAllOnesValue(t)));
+    bad = b.CreateOr(bad, overflow);
+  }
+  return b.CreateSelect(bad, llvm::ConstantInt::get(t, 1), y);
+}
+
+llvm::Value *emitForStart(llvm::IRBuilder<> &b, llvm::Value *lb, llvm::Value *ub,
+                          llvm::Value *step) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(step); c && c->getValue().isStrictlyPositive())
+    return lb;
+  return b.CreateSelect(b.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0)), lb, ub);
+}
+
+llvm::Value *emitForNext(llvm::IRBuilder<> &b, llvm::Value *iv, llvm::Value *ub,
+                         llvm::Value *step) {
+  // iv < ub here, so iv + 1 cannot wrap: keep the canonical form the optimiser likes.
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(step); c && c->isOne())
+    return b.CreateAdd(iv, step, "", /*HasNUW=*/false, /*HasNSW=*/true);
+  // Otherwise continue only while step < ub - iv (unsigned: the distance is positive).
+  llvm::Value *more = b.CreateICmpULT(step, b.CreateSub(ub, iv));
+  return b.CreateSelect(more, b.CreateAdd(iv, step), ub);
+}
+
+namespace {
+
 llvm::Value *emitIntBinary(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *x,
                            llvm::Value *y) {
   Scalar t = op.results[0]->type.elem;
@@ -190,8 +225,16 @@ llvm::Value *emitIntBinary(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *
   case OpKind::Add: return b.CreateAdd(x, y);
   case OpKind::Sub: return b.CreateSub(x, y);
   case OpKind::Mul: return b.CreateMul(x, y);
-  case OpKind::Div: return u ? b.CreateUDiv(x, y) : b.CreateSDiv(x, y);
-  case OpKind::Rem: return u ? b.CreateURem(x, y) : b.CreateSRem(x, y);
+  // Defined results, never a trap (docs/ir.md, "Faults"): x div 0 = x, x rem 0 = 0,
+  // MIN div -1 = MIN, MIN rem -1 = 0, all from one divisor substitution.
+  case OpKind::Div: {
+    llvm::Value *d = emitSafeDivisor(b, x, y, u);
+    return u ? b.CreateUDiv(x, d) : b.CreateSDiv(x, d);
+  }
+  case OpKind::Rem: {
+    llvm::Value *d = emitSafeDivisor(b, x, y, u);
+    return u ? b.CreateURem(x, d) : b.CreateSRem(x, d);
+  }
   case OpKind::Min:
   case OpKind::Max: return emitCombine(b, op.kind, u, t, x, y);
   case OpKind::And: return b.CreateAnd(x, y);

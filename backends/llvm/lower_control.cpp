@@ -107,6 +107,9 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
   if (uniform_.count(ivv)) { // uniform bounds: one scalar loop around lock-step code
     llvm::Value *lb = uniformVal_.at(op.operands[0]), *ub = uniformVal_.at(op.operands[1]),
                 *step = uniformVal_.at(op.operands[2]);
+    lb = forStart(op, lb, ub, step);
+    bool cancellable = forNeedsCancelCheck(op);
+    pre = b_.GetInsertBlock();
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode *iv = b_.CreatePHI(regType(ctx_, it), 2);
@@ -116,7 +119,9 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
     uniformVal_[ivv] = iv;
     if (llvm::Error e = emitLockstepBlock(body, mask, sink))
       return e;
-    iv->addIncoming(b_.CreateAdd(iv, step), b_.GetInsertBlock());
+    if (cancellable)
+      emitCancelCheck();
+    iv->addIncoming(forNext(iv, ub, step), b_.GetInsertBlock());
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
     return llvm::Error::success();
@@ -124,7 +129,11 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
   llvm::Value *ivArr = arrayOf(ivv);
   llvm::Value *act = newArray(b_.getInt8Ty());
   llvm::Value *any = b_.CreateAlloca(b_.getInt8Ty());
-  forActiveLanes(mask, [&](llvm::Value *lid) { laneStore(ivArr, it, lid, laneLoad(op.operands[0], lid)); });
+  forActiveLanes(mask, [&](llvm::Value *lid) {
+    llvm::Value *start = forStart(op, laneLoad(op.operands[0], lid), laneLoad(op.operands[1], lid),
+                                  laneLoad(op.operands[2], lid));
+    laneStore(ivArr, it, lid, start);
+  });
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
   b_.CreateStore(b_.getInt8(0), any);
@@ -140,8 +149,11 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
   if (llvm::Error e = emitLockstepBlock(body, act, sink))
     return e;
   forActiveLanes(act, [&](llvm::Value *lid) {
-    laneStore(ivArr, it, lid, b_.CreateAdd(laneLoad(ivv, lid), laneLoad(op.operands[2], lid)));
+    laneStore(
+        ivArr, it, lid,
+        forNext(laneLoad(ivv, lid), laneLoad(op.operands[1], lid), laneLoad(op.operands[2], lid)));
   });
+  emitCancelCheck();
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);
   return llvm::Error::success();
@@ -219,6 +231,8 @@ llvm::Error KernelLowering::emitStridedFor(const ir::Op &op, llvm::Value *mask) 
         return llvm::Error::success();
       }))
     return e;
+  if (forNeedsCancelCheck(op))
+    emitCancelCheck();
   off->addIncoming(b_.CreateAdd(off, step64), b_.GetInsertBlock());
   b_.CreateBr(header);
   b_.SetInsertPoint(merge);
@@ -269,6 +283,7 @@ llvm::Error KernelLowering::emitLockstepWhile(const ir::Op &op, llvm::Value *mas
   b_.SetInsertPoint(bodyBB);
   if (llvm::Error e = emitLockstepBlock(after, act, sink))
     return e;
+  emitCancelCheck();
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);
   return llvm::Error::success();
@@ -282,6 +297,8 @@ llvm::Error KernelLowering::emitLockstepCall(const ir::Op &op, llvm::Value *mask
   for (size_t k = 0; k < params.size(); ++k) {
     if (params[k]->type.isMemory()) {
       uniformVal_[params[k]] = uniformVal_.at(op.operands[k]);
+      if (bounds_.count(op.operands[k]))
+        bounds_[params[k]] = bounds_.at(op.operands[k]);
       continue;
     }
     llvm::Value *arr = arrayOf(params[k]);
@@ -391,6 +408,9 @@ llvm::Error KernelLowering::emitLaneOp(const ir::Op &op) {
   std::vector<llvm::Value *> args;
   for (const ir::Value *v : op.operands)
     args.push_back(get(v));
+  if (cfg_.bounds == TSR_BOUNDS_CHECKED && (op.kind == OpKind::Div || op.kind == OpKind::Rem) &&
+      op.results[0]->type.isInt())
+    emitDivisionCheck(op, args[0], args[1]);
   auto r = emitScalarOp(b_, op, args, *cfg_.hooks, m_.filename);
   if (!r)
     return err(op, llvm::toString(r.takeError()));
@@ -432,6 +452,8 @@ llvm::Error KernelLowering::emitLaneFor(const ir::Op &op) {
   std::vector<llvm::Value *> inits;
   for (size_t k = 0; k < n; ++k)
     inits.push_back(get(op.operands[3 + k]));
+  lb = forStart(op, lb, ub, step);
+  bool cancellable = forNeedsCancelCheck(op);
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "for.h", fn_);
   llvm::BasicBlock *bodyBB = llvm::BasicBlock::Create(ctx_, "for.b", fn_);
@@ -453,8 +475,10 @@ llvm::Error KernelLowering::emitLaneFor(const ir::Op &op) {
   std::vector<llvm::Value *> next;
   if (llvm::Error e = emitLaneBlock(body, next))
     return e;
+  if (cancellable)
+    emitCancelCheck();
   llvm::BasicBlock *latch = b_.GetInsertBlock();
-  iv->addIncoming(b_.CreateAdd(iv, step), latch);
+  iv->addIncoming(forNext(iv, ub, step), latch);
   for (size_t k = 0; k < n; ++k)
     phis[k]->addIncoming(next.at(k), latch);
   b_.CreateBr(header);
@@ -492,6 +516,7 @@ llvm::Error KernelLowering::emitLaneWhile(const ir::Op &op) {
   std::vector<llvm::Value *> next;
   if (llvm::Error e = emitLaneBlock(after, next))
     return e;
+  emitCancelCheck();
   for (size_t k = 0; k < n; ++k)
     phis[k]->addIncoming(next.at(k), b_.GetInsertBlock());
   b_.CreateBr(header);
@@ -506,8 +531,11 @@ llvm::Error KernelLowering::emitLaneCall(const ir::Op &op) {
   if (!f)
     return err(op, "call to undefined function @" + op.callee);
   std::vector<ir::Value *> params = f->params();
-  for (size_t k = 0; k < params.size(); ++k)
+  for (size_t k = 0; k < params.size(); ++k) {
     setLane(params[k], get(op.operands[k]));
+    if (params[k]->type.kind == ir::Type::Kind::Buffer && bounds_.count(op.operands[k]))
+      bounds_[params[k]] = bounds_.at(op.operands[k]);
+  }
   std::vector<llvm::Value *> rets;
   if (llvm::Error e = emitLaneBlock(*f->body, rets))
     return e;

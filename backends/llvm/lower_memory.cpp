@@ -2,7 +2,8 @@
 //
 // Buffers are device-scoped: their atomics are LLVM atomics (monotonic = relaxed). Shared
 // arrays belong to one workgroup, which one thread executes on the CPU, so their atomics
-// are plain read-modify-write sequences. Indices are signed, counted in elements. Must never
+// are plain read-modify-write sequences. Indices are signed, counted in elements; robust and
+// checked mode guard each access by the buffer view's size (lower_faults.cpp). Must never
 // read or write memory for a work-item that is inactive (the run's guard ensures it).
 #include "backends/llvm/kernel_lowering.h"
 
@@ -35,28 +36,44 @@ llvm::Error KernelLowering::emitMemoryOp(const ir::Op &op) {
   const ir::Value *mem = isStore ? op.operands[1] : op.operands[0];
   const ir::Value *idx = isStore ? op.operands[2] : op.operands[1];
   Scalar t = mem->type.elem;
-  bool shared = mem->type.kind == ir::Type::Kind::Shared;
-  llvm::Type *mt = memType(ctx_, t);
-  llvm::Value *index = get(idx);
-  index = b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
-  llvm::Value *addr = b_.CreateGEP(mt, get(mem), index);
-  if (op.kind == OpKind::Load) {
-    setLane(op.results[0].get(), fromMem(b_, b_.CreateLoad(mt, addr), t));
-    return llvm::Error::success();
-  }
-  if (isStore) {
-    b_.CreateStore(toMem(b_, get(op.operands[0]), t), addr);
-    return llvm::Error::success();
-  }
-  if (t == Scalar::I1 || t == Scalar::BF16 || (t == Scalar::F16 && op.kind != OpKind::AtomicXchg &&
-                                               op.kind != OpKind::AtomicAdd))
+  bool isAtomic = op.kind != OpKind::Load && !isStore;
+  if (isAtomic &&
+      (t == Scalar::I1 || t == Scalar::BF16 ||
+       (t == Scalar::F16 && op.kind != OpKind::AtomicXchg && op.kind != OpKind::AtomicAdd)))
     return err(op, "'" + std::string(op.info().name) + "' on " + std::string(ir::scalarName(t)) +
                        " is not supported on cpu");
-  llvm::Value *v = toMem(b_, get(op.operands[2]), t);
+  llvm::Type *mt = memType(ctx_, t);
+  llvm::Value *index = b_.CreateSExtOrTrunc(get(idx), b_.getInt64Ty());
+  // Operands first, so that no lane load lands inside the bounds guard's blocks.
+  llvm::Value *base = get(mem);
+  llvm::Value *stored = isStore ? toMem(b_, get(op.operands[0]), t) : nullptr;
+  if (isAtomic)
+    stored = toMem(b_, get(op.operands[2]), t);
+  llvm::Value *desired = op.kind == OpKind::AtomicCas ? toMem(b_, get(op.operands[3]), t) : nullptr;
+  auto access = [&]() -> llvm::Value * {
+    llvm::Value *addr = b_.CreateGEP(mt, base, index);
+    if (op.kind == OpKind::Load)
+      return b_.CreateLoad(mt, addr);
+    if (isStore) {
+      b_.CreateStore(stored, addr);
+      return nullptr;
+    }
+    return emitAtomic(op, mem->type.kind == ir::Type::Kind::Shared, mt, addr, stored, desired);
+  };
+  llvm::Value *v = cfg_.bounds == TSR_BOUNDS_UNCHECKED
+                       ? access()
+                       : emitGuardedAccess(op, mem, index, mt, access);
+  if (!isStore)
+    setLane(op.results[0].get(), fromMem(b_, v, t));
+  return llvm::Error::success();
+}
+
+llvm::Value *KernelLowering::emitAtomic(const ir::Op &op, bool shared, llvm::Type *mt,
+                                        llvm::Value *addr, llvm::Value *v, llvm::Value *desired) {
+  Scalar t = (op.kind == OpKind::Store ? op.operands[1] : op.operands[0])->type.elem;
   bool isFloat = ir::isFloatScalar(t);
-  llvm::Value *old = nullptr;
   if (shared) { // one thread runs the whole workgroup: no atomic instruction needed
-    old = b_.CreateLoad(mt, addr);
+    llvm::Value *old = b_.CreateLoad(mt, addr);
     llvm::Value *nv = nullptr;
     switch (op.kind) {
     case OpKind::AtomicAdd: nv = isFloat ? b_.CreateFAdd(old, v) : b_.CreateAdd(old, v); break;
@@ -65,33 +82,37 @@ llvm::Error KernelLowering::emitMemoryOp(const ir::Op &op) {
       nv = emitCombine(b_, op.kind == OpKind::AtomicMin ? OpKind::Min : OpKind::Max,
                        op.mods.isUnsigned, t, old, v);
       break;
-    case OpKind::AtomicXchg: nv = v; break;
-    case OpKind::AtomicCas: {
-      llvm::Value *desired = toMem(b_, get(op.operands[3]), t);
+    case OpKind::AtomicCas:
       nv = b_.CreateSelect(b_.CreateICmpEQ(old, v), desired, old);
       break;
-    }
-    default: return err(op, "unknown atomic");
+    default:
+      nv = v;
+      break; // atomic_xchg
     }
     b_.CreateStore(nv, addr);
-  } else if (op.kind == OpKind::AtomicCas) {
-    llvm::Value *desired = toMem(b_, get(op.operands[3]), t);
+    return old;
+  }
+  if (op.kind == OpKind::AtomicCas) {
     auto *cx = b_.CreateAtomicCmpXchg(addr, v, desired, llvm::MaybeAlign(),
                                       llvm::AtomicOrdering::Monotonic,
                                       llvm::AtomicOrdering::Monotonic);
-    old = b_.CreateExtractValue(cx, 0);
-  } else {
-    llvm::AtomicRMWInst::BinOp bop = llvm::AtomicRMWInst::Xchg;
-    switch (op.kind) {
-    case OpKind::AtomicAdd: bop = isFloat ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add; break;
-    case OpKind::AtomicMin: bop = op.mods.isUnsigned ? llvm::AtomicRMWInst::UMin : llvm::AtomicRMWInst::Min; break;
-    case OpKind::AtomicMax: bop = op.mods.isUnsigned ? llvm::AtomicRMWInst::UMax : llvm::AtomicRMWInst::Max; break;
-    default: break;
-    }
-    old = b_.CreateAtomicRMW(bop, addr, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+    return b_.CreateExtractValue(cx, 0);
   }
-  setLane(op.results[0].get(), fromMem(b_, old, t));
-  return llvm::Error::success();
+  llvm::AtomicRMWInst::BinOp bop = llvm::AtomicRMWInst::Xchg;
+  switch (op.kind) {
+  case OpKind::AtomicAdd:
+    bop = isFloat ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+    break;
+  case OpKind::AtomicMin:
+    bop = op.mods.isUnsigned ? llvm::AtomicRMWInst::UMin : llvm::AtomicRMWInst::Min;
+    break;
+  case OpKind::AtomicMax:
+    bop = op.mods.isUnsigned ? llvm::AtomicRMWInst::UMax : llvm::AtomicRMWInst::Max;
+    break;
+  default:
+    break;
+  }
+  return b_.CreateAtomicRMW(bop, addr, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
 }
 
 } // namespace tessera::llvmgen

@@ -7,6 +7,7 @@
 // vendor runtime or a HAL type.
 #pragma once
 
+#include "backends/kernel_faults.h"
 #include "ir/core/ir.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -35,10 +36,20 @@ public:
   }
 };
 
+/// Byte offsets of TsrCpuWgCtx (backends/cpu/cpu_abi.h) fields the work-item lowering reads;
+/// the CPU codegen static_asserts that they match (this folder may not include a backend).
+inline constexpr unsigned kCtxSharedMemoryOffset = 40, kCtxArgBytesOffset = 48,
+                          kCtxFaultOffset = 56, kCtxCancelOffset = 64;
+
 struct LoweringConfig {
   uint32_t subgroupSize = 16;
   std::string symbolPrefix = "tsr_wg_";
   TargetHooks *hooks = nullptr;
+  /// What an out-of-range index does (docs/ir.md, "Faults"); robust and checked read each
+  /// buffer's size from TsrCpuWgCtx::arg_bytes, checked records faults in ctx->fault.
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  /// Reads ctx->cancel on loop back-edges (deadlines). Off only for code-shape tests.
+  bool cancellation = true;
 };
 
 /// Metadata of one lowered kernel (CPU: one function per workgroup; SIMT: per work-item).
@@ -114,11 +125,20 @@ llvm::Value *roundNarrow(llvm::IRBuilder<> &b, llvm::Value *v, ir::Scalar s);
 llvm::Value *sumToOddBF16(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 
 /// Emits a pure scalar op (unary, binary, ternary, predicate, compare, select, convert,
-/// bitcast, const). `safeDivisor`: replace a zero divisor by one (lock-step code runs
-/// division for inactive lanes). Errors name the op and its location.
+/// bitcast, const). Integer div/rem use emitSafeDivisor, so they never trap (also for the
+/// inactive lanes lock-step code runs). Errors name the op and its location.
 llvm::Expected<llvm::Value *> emitScalarOp(llvm::IRBuilder<> &b, const ir::Op &op,
                                            llvm::ArrayRef<llvm::Value *> operands,
                                            TargetHooks &hooks, const std::string &file);
+/// `y`, or 1 where y == 0 or (signed) x == MIN and y == -1: the divisor that gives the IR's
+/// defined results x div 0 = x, x rem 0 = 0, MIN div -1 = MIN, MIN rem -1 = 0.
+llvm::Value *emitSafeDivisor(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, bool isUnsigned);
+/// The `for` rules of docs/ir.md, "Faults", shared by the work-item loops and SIMT mode:
+/// the start (`ub`, so no iteration, when step <= 0) and the next induction value (iv +
+/// step, or ub when that would reach ub or wrap).
+llvm::Value *emitForStart(llvm::IRBuilder<> &b, llvm::Value *lb, llvm::Value *ub,
+                          llvm::Value *step);
+llvm::Value *emitForNext(llvm::IRBuilder<> &b, llvm::Value *iv, llvm::Value *ub, llvm::Value *step);
 llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op,
                                           llvm::Value *v);
 llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,

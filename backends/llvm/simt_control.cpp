@@ -72,6 +72,7 @@ llvm::Error SimtLowering::emitFor(const ir::Op &op) {
   const ir::Block &body = *op.regions[0];
   size_t n = op.results.size();
   llvm::Value *lb = get(op.operands[0]), *ub = get(op.operands[1]), *step = get(op.operands[2]);
+  lb = emitForStart(b_, lb, ub, step); // docs/ir.md, "Faults": step <= 0 runs no iteration
   llvm::Value *outer = mask_;
   bool track = outer && hasSubgroupOp(op);
   llvm::BasicBlock *pre = b_.GetInsertBlock();
@@ -104,7 +105,7 @@ llvm::Error SimtLowering::emitFor(const ir::Op &op) {
   if (llvm::Error e = emitBlock(body, next))
     return e;
   llvm::BasicBlock *latch = b_.GetInsertBlock();
-  iv->addIncoming(b_.CreateAdd(iv, step), latch);
+  iv->addIncoming(emitForNext(b_, iv, ub, step), latch);
   for (size_t k = 0; k < n; ++k)
     phis[k]->addIncoming(next.at(k), latch);
   if (loopMask)

@@ -59,7 +59,7 @@ bool KernelLowering::isUniformCandidate(const ir::Op &op) const {
   case OpKind::SubgroupId:
   case OpKind::SubgroupLocalId: return false;
   case OpKind::Div:
-  case OpKind::Rem: // may trap: only evaluated by the lanes that reach it
+  case OpKind::Rem: // checked mode reports a division fault for the work-items reaching it
     if (op.results[0]->type.isInt())
       return false;
     break;
@@ -414,7 +414,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   b_.SetInsertPoint(entry_);
   ctxArg_ = fn_->getArg(0);
   llvm::Value *args = fn_->getArg(1);
-  // TsrCpuWgCtx: u32 group_id[3], num_groups[3], group_size[3]; void *shared_memory @ 40.
+  // TsrCpuWgCtx: u32 group_id[3], num_groups[3], group_size[3]; pointers from offset 40.
   auto ctxField = [&](unsigned idx) {
     llvm::Value *p = b_.CreateConstGEP1_64(b_.getInt8Ty(), ctxArg_, idx * 4);
     return b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), p), b_.getInt64Ty());
@@ -424,7 +424,8 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
     numGroups_[d] = ctxField(3 + d);
     groupSize_[d] = ctxField(6 + d);
   }
-  sharedBase_ = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), ctxArg_, 40));
+  sharedBase_ =
+      b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), ctxArg_, kCtxSharedMemoryOffset));
   numLanes_ = b_.CreateMul(b_.CreateMul(groupSize_[0], groupSize_[1]), groupSize_[2]);
   std::vector<ir::Value *> params = k.params();
   for (size_t i = 0; i < params.size(); ++i) {
@@ -439,6 +440,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
     llvm::Value *raw = b_.CreateLoad(memType(ctx_, p->type.elem), slot);
     uniformVal_[p] = fromMem(b_, raw, p->type.elem);
   }
+  setUpFaults(params);
   b_.CreateBr(start);
   // Shared arrays: 64-byte aligned slices of the per-workgroup arena.
   uint64_t offset = 0;

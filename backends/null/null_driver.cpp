@@ -101,6 +101,9 @@ tsr_status_t streamSynchronize(tsr_drv_device_t, tsr_drv_stream_t) {
 tsr_status_t streamQuery(tsr_drv_device_t, tsr_drv_stream_t, bool *) {
   return notImplemented("stream_query");
 }
+tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t, uint64_t) {
+  return notImplemented("stream_set_timeout");
+}
 
 // ---- events (CUevent) -------------------------------------------------------------------
 tsr_status_t eventCreate(tsr_drv_device_t, tsr_drv_event_t *) {

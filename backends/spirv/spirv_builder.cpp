@@ -225,6 +225,14 @@ Id ModuleBuilder::specConstComposite(Id type, std::span<const Id> parts) {
   return id;
 }
 
+Id ModuleBuilder::specConstantOp(Id type, spv::Op opcode, std::initializer_list<Id> operands) {
+  Id id = newId();
+  std::vector<uint32_t> ops = {type, id, static_cast<uint32_t>(opcode)};
+  ops.insert(ops.end(), operands.begin(), operands.end());
+  emit(globals_, spv::OpSpecConstantOp, ops);
+  return id;
+}
+
 // ------------------------------------------------------------ globals, entry points
 
 Id ModuleBuilder::globalVariable(Id ptrType, spv::StorageClass sc) {

@@ -98,6 +98,8 @@ public:
   /// OpSpecConstant of an integer `type` decorated with SpecId `specId` (never shared).
   Id specConstant(Id type, uint32_t value, uint32_t specId);
   Id specConstComposite(Id type, std::span<const Id> parts);
+  /// OpSpecConstantOp: `opcode` (IMul, UDiv ...) over constants, folded at specialization.
+  Id specConstantOp(Id type, spv::Op opcode, std::initializer_list<Id> operands);
 
   // --- globals and entry points ---------------------------------------------------------
   /// A module-scope OpVariable of pointer type `ptrType` in storage class `sc`.

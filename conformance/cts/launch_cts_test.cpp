@@ -67,7 +67,7 @@ public:
       return nullptr;
     }
     module_ = std::move(parsed.module);
-    return Program::create(device, *module_, nullptr, ProgramOptions{}, error);
+    return Program::create(device, *module_, nullptr, withSupportedBounds(device, {}), error);
   }
 
 private:

@@ -177,6 +177,54 @@ TEST(Report, JunitCountsAndEscapes) {
   EXPECT_NE(m.find("0/1"), std::string::npos) << m;
 }
 
+TEST(Report, HtmlShowsTheHeatMapFailuresAndSettings) {
+  RunReport r = sampleReport();
+  r.results[0].tolerance = 0.5; // add: correctly rounded, worst 0.5 ULP -> ratio 1
+  r.results[1].tolerance = 3;
+  r.filters = {"add*", "exp*"};
+  r.version = "9.8.7";
+  r.started = "2026-12-01T08:00:00Z";
+  CaseResult conv = r.results[0];
+  conv.id = "convert.f32.i8/special/n21";
+  conv.op = "convert";
+  conv.dtype = "f32->i8";
+  conv.tolerance = 0;
+  r.results.push_back(conv);
+  std::string html = toHtml(r);
+  // Cells: add f32 at its budget (ratio 1, yellow), exp f32 failing (red); a conversion is a
+  // row per source type, its column the destination.
+  EXPECT_NE(html.find("title=\"add f32 on cpu:0: 1/1 pass; worst 0.5 ulp / budget 0.5"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("style=\"background:hsl(0,75%,55%)\" title=\"exp f32 on cpu:0: 0/1 pass"),
+            std::string::npos);
+  EXPECT_NE(html.find("title=\"convert from f32 to i8 on cpu:0: 1/1 pass; worst 0.5 ulp / budget "
+                      "exact"),
+            std::string::npos);
+  // The failure with its inputs (escaped), expected and got; the finding; the settings.
+  EXPECT_NE(html.find("<td class=\"mono\">1 &lt;&amp;&gt; &quot;q&quot;</td>"), std::string::npos);
+  EXPECT_EQ(html.find("<&>"), std::string::npos);
+  EXPECT_NE(html.find("<td>flushes-subnormal-results</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>filter</th><td>add* exp*</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>tessera</th><td>9.8.7</td></tr>"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos); // nothing from the network
+}
+
+TEST(Report, NormwiseOnlyPassesAreNamed) {
+  RunReport r = sampleReport();
+  r.results[0].id = "kernel/layernorm/layernorm";
+  r.results[0].normwiseOnly = 273;
+  r.results[0].message = "passed only normwise: %y (273 elements)";
+  EXPECT_NE(findingList(r).find("note: cpu:0: kernel/layernorm/layernorm passed only normwise: "
+                                "%y (273 elements)\n"),
+            std::string::npos)
+      << findingList(r);
+  EXPECT_NE(toJson(r).find("\"normwise_only\": 273"), std::string::npos);
+  EXPECT_NE(toHtml(r).find("<td>passed-only-normwise</td>"), std::string::npos);
+  r.results[0].normwiseOnly = 0;
+  EXPECT_EQ(findingList(r).find("note:"), std::string::npos);
+}
+
 TEST(Xfail, ListsNeedReasons) {
   std::string path = testing::TempDir() + "xf.txt";
   std::string err;

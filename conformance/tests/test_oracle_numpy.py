@@ -8,6 +8,10 @@ Tolerances, and why:
   numpy's float64 functions (glibc libm, or numpy's own SIMD loops) are documented < 1 ULP
   but not correctly rounded, so the two may differ by 1 ULP. Functions numpy can only compose
   (rsqrt = 1/sqrt, sigmoid = 1/(1+exp(-x))) carry each step's rounding: 3 ULP.
+- f64 sin/cos/tan: glibc's (so numpy's) reduction of huge arguments is not exact (1.4e5 ULP
+  off at the doubles closest to a multiple of pi/2, which the `hard` generator includes), so
+  samples where numpy disagrees are checked against an exact big-integer evaluation
+  (`exact_trig`), within 1 ULP.
 - f32: the interpreter computes in f64 and rounds once to f32; the numpy value rounded to f32
   must be the same float, except where numpy's f64 value lies within a few f64 ULPs of an f32
   rounding midpoint (numpy's own < 1 ULP error can then flip the rounding; the chance per
@@ -15,6 +19,7 @@ Tolerances, and why:
 """
 import math
 import os
+from fractions import Fraction
 import pathlib
 import subprocess
 
@@ -41,6 +46,40 @@ def dump(tmp_path, op, dtype):
     rows = [line.split()[1:] for line in out.read_text().splitlines()]
     data = np.array([[float.fromhex(v) for v in row] for row in rows], dtype=np.float64)
     return data[:, :-1], data[:, -1]
+
+
+def exact_trig(op, x, bits=1300):
+    """sin/cos/tan of a double, exact to far below an ULP: x mod pi/2 in fixed point with
+    `bits` fraction bits (pi by Machin's formula), then Taylor series of the remainder."""
+    one = 1 << bits
+
+    def atan_inv(n):  # atan(1/n) * 2^bits
+        total, term, k = 0, (one << 8) // n, 0
+        while term:
+            total += term // (2 * k + 1) * (-1) ** k
+            term //= n * n
+            k += 1
+        return total >> 8
+
+    half_pi = (16 * atan_inv(5) - 4 * atan_inv(239)) // 2
+    m, e = math.frexp(abs(x))
+    X = int(m * 2**53) << (e - 53 + bits) if e - 53 + bits >= 0 else int(m * 2**53) >> -(e - 53 + bits)
+    q, r = divmod(X, half_pi)
+    s, c, term, k = 0, 0, one, 0  # Taylor: term = r^k / k!
+    while term:
+        if k % 2 == 0:
+            c += term if k % 4 == 0 else -term
+        else:
+            s += term if k % 4 == 1 else -term
+        k += 1
+        term = term * r // one // k
+    sin_r, cos_r = [(s, c), (c, -s), (-s, -c), (-c, s)][q % 4]
+    sign = -1 if x < 0 else 1  # Fraction -> float rounds correctly
+    if op == "sin":
+        return float(Fraction(sign * sin_r, one))
+    if op == "cos":
+        return float(Fraction(cos_r, one))
+    return float(Fraction(sign * sin_r, cos_r))
 
 
 def f64_ulps(a, b):
@@ -75,6 +114,10 @@ def test_f64_agrees_with_numpy(tmp_path, op):
         want = REFS[op](*ins.T).astype(np.float64)
     tol = 3 if op in COMPOSED else 1
     d = f64_ulps(got, want)
+    if op in ("sin", "cos", "tan"):  # numpy is not the reference at the hardest arguments
+        for i in np.nonzero(d > tol)[0]:
+            want[i] = exact_trig(op, float(ins[i][0]))
+        d = f64_ulps(got, want)
     bad = np.nonzero(d > tol)[0]
     assert bad.size == 0, (f"{op}.f64: {bad.size} samples beyond {tol} ULP, e.g. inputs "
                            f"{ins[bad[0]]} interp {got[bad[0]]!r} numpy {want[bad[0]]!r}")

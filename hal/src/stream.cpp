@@ -10,8 +10,10 @@
 #include "hal/src/executable.h"
 #include "hal/src/validation.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 
@@ -88,6 +90,42 @@ tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, Driver
   return status;
 }
 
+// A kernel fault (hal_driver.h, stream_synchronize) is reported only once the stream's work
+// has completed, so its references can be retired as on success.
+bool isKernelFault(tsr_status_t status) {
+  tsr_status_code_t code = tsr_status_code(status);
+  return code == TSR_OUT_OF_RANGE || code == TSR_INVALID_ARGUMENT || code == TSR_DEADLINE_EXCEEDED;
+}
+
+// The deadline of a new stream: TESSERA_KERNEL_TIMEOUT_MS (milliseconds, 0 = none) or the
+// default. A malformed value is ignored with a warning rather than failing every stream.
+uint64_t defaultTimeoutNs() {
+  uint64_t ms = TSR_DEFAULT_KERNEL_TIMEOUT_MS;
+  if (const char *env = std::getenv("TESSERA_KERNEL_TIMEOUT_MS"); env && *env) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (errno == 0 && *end == '\0' && env[0] != '-' && v <= UINT64_MAX / 1000000)
+      ms = v;
+    else
+      std::fprintf(stderr,
+                   "tessera: ignoring TESSERA_KERNEL_TIMEOUT_MS='%s' (not a number of "
+                   "milliseconds); using %" PRIu64 " ms\n",
+                   env, ms);
+  }
+  return ms * 1000000;
+}
+
+// Gives a new stream the default deadline. A driver without deadlines (older ABI, or one
+// that cannot cancel a kernel) keeps running without one: that is not an error here.
+void applyDefaultTimeout(tsr_device_s *device, tsr_drv_stream_t handle) {
+  auto setTimeout = device->table().stream_set_timeout;
+  if (!setTimeout)
+    return;
+  if (tsr_status_t s = setTimeout(device->handle, handle, defaultTimeoutNs()))
+    tsr_status_free(s);
+}
+
 // Waits for the stream, then releases what the work enqueued before the call held.
 tsr_status_t synchronizeAndRetire(tsr_stream_s *stream, const char *call) {
   std::vector<Object *> objects;
@@ -100,7 +138,7 @@ tsr_status_t synchronizeAndRetire(tsr_stream_s *stream, const char *call) {
   tsr_device_s *device = stream->device;
   tsr_status_t status =
       TSR_CALL_DRIVER(call, *device->driver, stream_synchronize, device->handle, stream->handle);
-  if (status) {
+  if (status && !isKernelFault(status)) {
     // The work's state is unknown: keep every reference (leaking beats a use-after-free).
     std::lock_guard<std::mutex> lock(stream->mutex);
     stream->pending.insert(stream->pending.end(), objects.begin(), objects.end());
@@ -114,7 +152,7 @@ tsr_status_t synchronizeAndRetire(tsr_stream_s *stream, const char *call) {
   }
   for (Object *object : objects)
     object->releaseInternal();
-  return nullptr;
+  return status;
 }
 
 // The common checks of an enqueue: live stream and buffer of the same device.
@@ -129,8 +167,8 @@ tsr_status_t checkStreamBuffer(const char *call, const tsr_stream_s *stream, con
 
 void tsr_stream_s::destroy() {
   if (tsr_status_t s = synchronizeAndRetire(this, "tsr_stream_release")) {
-    std::fprintf(stderr, "tessera: %s (references held by the stream's work are kept)\n",
-                 tsr_status_message(s));
+    std::fprintf(stderr, "tessera: %s%s\n", tsr_status_message(s),
+                 isKernelFault(s) ? "" : " (references held by the stream's work are kept)");
     tsr_status_free(s);
   }
   device->table().stream_destroy(device->handle, handle);
@@ -147,6 +185,7 @@ tsr_status_t tsr_stream_create(tsr_device_t device, tsr_stream_t *out_stream) {
   tsr_drv_stream_t handle = nullptr;
   TSR_RETURN_IF_ERROR(
       TSR_CALL_DRIVER(kCall, *device->driver, stream_create, device->handle, &handle));
+  applyDefaultTimeout(device, handle);
   auto *stream = new tsr_stream_s;
   stream->device = device;
   device->retainInternal();
@@ -311,6 +350,16 @@ tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle) {
   tsr_device_s *device = stream->device;
   return TSR_CALL_DRIVER(kCall, *device->driver, stream_query, device->handle, stream->handle,
                          out_idle);
+}
+
+tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns) {
+  static const char *kCall = "tsr_stream_set_timeout";
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "stream", stream));
+  tsr_device_s *device = stream->device;
+  // Under the stream's lock: the deadline applies to exactly the launches enqueued after it.
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  return TSR_CALL_DRIVER(kCall, *device->driver, stream_set_timeout, device->handle, stream->handle,
+                         timeout_ns);
 }
 
 } // extern "C"

@@ -130,6 +130,9 @@ TEST_F(Plugins, AnOlderMinorVersionStillLoads) {
                    "tsr_stream_query: driver 'oldminor' (ABI 1.0) does not implement "
                    "stream_query");
   EXPECT_FALSE(idle) << "out parameters are zeroed on entry";
+  TSR_EXPECT_ERROR(tsr_stream_set_timeout(stream, 1000000), TSR_UNIMPLEMENTED,
+                   "tsr_stream_set_timeout: driver 'oldminor' (ABI 1.0) does not implement "
+                   "stream_set_timeout");
   tsr_buffer_t buffer = nullptr;
   TSR_EXPECT_ERROR(tsr_buffer_allocate(device, 16, TSR_MEMORY_DEVICE_LOCAL, &buffer),
                    TSR_RESOURCE_EXHAUSTED, "exceeds the total memory 0 of device 'oldminor:0'");

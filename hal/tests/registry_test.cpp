@@ -151,13 +151,13 @@ TEST_F(Registry, RefusesAnotherMajorVersionWithAReason) {
   t.abi_minor = 0;
   int opensBefore = gOpens.load();
   TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_UNAVAILABLE,
-                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.1");
+                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.2");
   EXPECT_EQ(gOpens.load(), opensBefore) << "a refused driver is never opened";
   uint32_t count = 0;
   TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(unavailable(0), "future: driver 'future' was built for driver ABI 2.0 but this HAL "
-                            "speaks 1.1; major versions must match (rebuild the driver)");
+                            "speaks 1.2; major versions must match (rebuild the driver)");
 }
 
 TEST_F(Registry, FieldsBeyondStructSizeAreAbsent) {
@@ -242,6 +242,80 @@ TEST_F(Registry, ReleasedAndForeignHandlesAreReported) {
   tsr_unavailable_t record = {};
   TSR_EXPECT_ERROR(tsr_registry_unavailable(registry_, 0, &record), TSR_OUT_OF_RANGE,
                    "index 0 is not below the unavailable count 0");
+}
+
+// ---- stream deadlines (ABI 1.2) ----------------------------------------------------------
+std::atomic<uint64_t> gLastTimeout{0};
+std::atomic<int> gTimeoutCalls{0};
+tsr_status_t fakeStreamCreate(tsr_drv_device_t, tsr_drv_stream_t *out) {
+  *out = reinterpret_cast<tsr_drv_stream_t>(&gTag);
+  return nullptr;
+}
+void fakeStreamDestroy(tsr_drv_device_t, tsr_drv_stream_t) {}
+tsr_status_t fakeStreamSync(tsr_drv_device_t, tsr_drv_stream_t) { return nullptr; }
+tsr_status_t fakeSetTimeout(tsr_drv_device_t, tsr_drv_stream_t, uint64_t ns) {
+  ++gTimeoutCalls;
+  gLastTimeout = ns;
+  return nullptr;
+}
+
+tsr_driver_v1 driverWithStreams(const char *name) {
+  tsr_driver_v1 t = fakeDriver(name);
+  t.stream_create = fakeStreamCreate;
+  t.stream_destroy = fakeStreamDestroy;
+  t.stream_synchronize = fakeStreamSync;
+  t.stream_set_timeout = fakeSetTimeout;
+  return t;
+}
+
+TEST_F(Registry, NewStreamsGetTheDefaultDeadlineAndSetTimeoutReachesTheDriver) {
+  tsr_driver_v1 t = driverWithStreams("deadline");
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "deadline:0", &device));
+  struct Case {
+    const char *env; // null: unset
+    uint64_t ns;
+  } cases[] = {{nullptr, 60000ull * 1000000},
+               {"1234", 1234ull * 1000000},
+               {"0", 0},
+               {"12ms", 60000ull * 1000000}, // malformed: the default, with a warning
+               {"-5", 60000ull * 1000000}};
+  for (const Case &c : cases) {
+    if (c.env)
+      setenv("TESSERA_KERNEL_TIMEOUT_MS", c.env, 1);
+    else
+      unsetenv("TESSERA_KERNEL_TIMEOUT_MS");
+    gLastTimeout = 1;
+    tsr_stream_t stream = nullptr;
+    TSR_ASSERT_OK(tsr_stream_create(device, &stream));
+    EXPECT_EQ(gLastTimeout.load(), c.ns) << (c.env ? c.env : "(unset)");
+    TSR_EXPECT_OK(tsr_stream_set_timeout(stream, 42));
+    EXPECT_EQ(gLastTimeout.load(), 42u);
+    tsr_stream_release(stream);
+  }
+  unsetenv("TESSERA_KERNEL_TIMEOUT_MS");
+  TSR_EXPECT_ERROR(tsr_stream_set_timeout(nullptr, 1), TSR_INVALID_ARGUMENT,
+                   "tsr_stream_set_timeout: stream is NULL");
+  tsr_device_release(device);
+}
+
+TEST_F(Registry, AnAbi11DriverHasNoDeadlines) {
+  tsr_driver_v1 t = driverWithStreams("old11");
+  t.struct_size = uint32_t(TSR_DRIVER_V1_1_SIZE); // stream_set_timeout lies beyond it
+  t.abi_minor = 1;
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "old11:0", &device));
+  int callsBefore = gTimeoutCalls.load();
+  tsr_stream_t stream = nullptr;
+  TSR_ASSERT_OK(tsr_stream_create(device, &stream));
+  TSR_EXPECT_ERROR(tsr_stream_set_timeout(stream, 1000), TSR_UNIMPLEMENTED,
+                   "tsr_stream_set_timeout: driver 'old11' (ABI 1.1) does not implement "
+                   "stream_set_timeout");
+  EXPECT_EQ(gTimeoutCalls.load(), callsBefore) << "an entry beyond struct_size is never called";
+  tsr_stream_release(stream);
+  tsr_device_release(device);
 }
 
 } // namespace

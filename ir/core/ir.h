@@ -78,6 +78,15 @@ public:
   Op *parentOp = nullptr; // null for a function body
 };
 
+/// A generator parameter written as an integer literal, exactly (sign and magnitude): a
+/// double holds 53 bits, so i64 `fill(2^53 + 1)` or `uniform(INT64_MIN, INT64_MAX)` would be
+/// rounded; both INT64_MIN and UINT64_MAX fit here.
+struct IntParam {
+  bool set = false; // false: the parameter was not an integer literal (use the double)
+  bool negative = false;
+  uint64_t magnitude = 0;
+};
+
 /// How a launch spec initialises one kernel argument.
 struct ArgInit {
   enum class Kind : uint8_t { Scalar, Uniform, Normal, Iota, Fill, Special };
@@ -87,6 +96,7 @@ struct ArgInit {
   double a = 0, b = 0; // generator parameters (uniform lo/hi, normal mean/std, iota start/step, fill value)
   Literal scalar;      // Scalar only
   Loc loc;
+  IntParam ia, ib; // a and b exactly, when written as integers: integer buffers read these
 };
 
 /// Everything a tool needs to run a kernel without flags: grid (number of workgroups per

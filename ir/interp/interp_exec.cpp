@@ -9,6 +9,7 @@
 #include "ir/interp/numerics_internal.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera::ir::interp {
 namespace {
@@ -77,18 +78,22 @@ bool Machine::execFor(Frame &f, const COp &c, const Lanes &mask) {
     return numerics::signExtend(val(f, iv, lane).i, it) <
            numerics::signExtend(val(f, ub, lane).i, it);
   };
+  // docs/ir.md, "Faults": the loop goes on while iv + step < ub *without wrapping*: as
+  // step > 0 and iv < ub, that is step < ub - iv, compared unsigned at the IR width.
+  auto continues = [&](uint32_t lane) {
+    uint64_t distance = numerics::truncInt(val(f, ub, lane).i - val(f, iv, lane).i, it);
+    return numerics::truncInt(val(f, step, lane).i, it) < distance;
+  };
   Lanes active;
   active.reserve(mask.size());
   for (uint32_t lane : mask) {
     val(f, iv, lane) = val(f, lb, lane);
     for (size_t k = 0; k < nIter; ++k)
       val(f, iters[k], lane) = val(f, c.operands[3 + k], lane);
-    if (!inRange(lane))
+    // A step <= 0 runs no iteration (docs/ir.md, "Faults"); checked mode on a device
+    // reports it, the reference just defines the result.
+    if (!inRange(lane) || numerics::signExtend(val(f, step, lane).i, it) <= 0)
       continue;
-    if (numerics::signExtend(val(f, step, lane).i, it) <= 0)
-      return fail(op, lane,
-                  "step must be positive, got " +
-                      std::to_string(numerics::signExtend(val(f, step, lane).i, it)));
     active.push_back(lane);
   }
   while (!active.empty()) {
@@ -97,9 +102,10 @@ bool Machine::execFor(Frame &f, const COp &c, const Lanes &mask) {
       return false;
     // Lanes whose induction variable reaches the bound leave the loop one by one.
     auto done = [&](uint32_t lane) {
+      bool more = continues(lane);
       Literal &v = val(f, iv, lane);
       v.i = numerics::truncInt(v.i + val(f, step, lane).i, it);
-      return !inRange(lane);
+      return !more;
     };
     active.erase(std::remove_if(active.begin(), active.end(), done), active.end());
   }
@@ -282,7 +288,12 @@ bool Machine::execAtomic(Frame &f, const COp &c, const Lanes &mask) {
       OpKind k = op.kind == OpKind::AtomicAdd   ? OpKind::Add
                  : op.kind == OpKind::AtomicMin ? OpKind::Min
                                                 : OpKind::Max;
-      numerics::EvalResult r = numerics::detail::evalBinary(k, op.mods, t, old, v);
+      Literal a = old, b = v;
+      if (opts_.magnitudeSums && k == OpKind::Add && isFloatScalar(t)) {
+        a.f = std::fabs(a.f);
+        b.f = std::fabs(b.f);
+      }
+      numerics::EvalResult r = numerics::detail::evalBinary(k, op.mods, t, a, b);
       if (!r.error.empty())
         return fail(op, lane, r.error);
       nv = r.value;

@@ -8,6 +8,8 @@
 #include "ir/interp/numerics.h"
 #include "ir/interp/numerics_internal.h"
 
+#include <cmath>
+
 namespace tessera::ir::interp {
 
 bool Machine::execBarrier(Frame &, const COp &c, const Lanes &mask) {
@@ -41,7 +43,8 @@ bool Machine::execSubgroupReduce(Frame &f, const COp &c, const Lanes &mask) {
     if (k == OpKind::Add && isFloatScalar(t)) {
       sumValues_.clear();
       for (size_t q = i; q < j; ++q)
-        sumValues_.push_back(val(f, src, mask[q]).f);
+        sumValues_.push_back(opts_.magnitudeSums ? std::fabs(val(f, src, mask[q]).f)
+                                                 : val(f, src, mask[q]).f);
       acc.f = numerics::detail::exactSum(sumValues_, t, sumScratch_);
     } else {
       for (size_t q = i + 1; q < j; ++q) {

@@ -3,8 +3,10 @@
 // All work-items of a workgroup execute in lock-step with an active mask, so `barrier`,
 // shared memory and subgroup operations have exact semantics; workgroups run one after the
 // other in linear order (atomics are therefore deterministic). Undefined behaviour that the
-// IR defines as such (out-of-range index, divergent barrier, integer division by zero,
-// reading an inactive lane) stops the run with an error naming the op and its location.
+// IR defines as such (out-of-range index, divergent barrier, reading an inactive lane) stops
+// the run with an error naming the op and its location; integer division by zero and a
+// `for` step <= 0 have defined results (docs/ir.md, "Faults"); a kernel that does not end
+// stops at InterpOptions::maxSteps.
 #pragma once
 
 #include "ir/core/ir.h"
@@ -44,6 +46,10 @@ struct InterpOptions {
   uint32_t subgroupSize = 32;
   /// Abort after this many executed op-lanes (guards against non-terminating kernels).
   uint64_t maxSteps = 4'000'000'000ull;
+  /// Magnitude mode: float subgroup_add sums |x_i| and float atomic_add stores |old| + |v|,
+  /// so an output that is such a sum holds sum |x_i|, the scale of the error a device may
+  /// make by adding in another order (the conformance judge's summation allowance).
+  bool magnitudeSums = false;
 };
 
 struct InterpResult {

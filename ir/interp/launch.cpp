@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 namespace tessera::ir {
 namespace {
@@ -35,6 +36,37 @@ uint64_t toIntBits(double v, Scalar t) {
   if (r < -hi)
     return numerics::truncInt(minBits, t);
   return numerics::truncInt(static_cast<uint64_t>(static_cast<int64_t>(r)), t);
+}
+
+/// An integer generator parameter exactly: as written when it was an integer literal, else
+/// from the double (saturated; NaN gives 0), never through an int64_t cast that overflows.
+IntParam exactInt(const IntParam &p, double v) {
+  if (p.set)
+    return p;
+  if (std::isnan(v))
+    return {};
+  double m = std::fabs(v);
+  uint64_t mag = m >= 0x1p64 ? ~uint64_t{0} : static_cast<uint64_t>(m);
+  return IntParam{true, v < 0 && mag != 0, mag};
+}
+
+/// Two's complement bits of an exact integer, modulo 2^64.
+uint64_t bitsOf(const IntParam &p) { return p.negative ? 0 - p.magnitude : p.magnitude; }
+
+/// hi - lo for lo <= hi, or nullopt when it does not fit 64 bits (a range wider than 2^64).
+std::optional<uint64_t> distance(const IntParam &lo, const IntParam &hi) {
+  if (lo.negative == hi.negative)
+    return lo.negative ? lo.magnitude - hi.magnitude : hi.magnitude - lo.magnitude;
+  uint64_t d = hi.magnitude + lo.magnitude; // lo < 0 <= hi
+  if (d < hi.magnitude)
+    return std::nullopt;
+  return d;
+}
+
+bool lessThan(const IntParam &x, const IntParam &y) {
+  if (x.negative != y.negative)
+    return x.negative;
+  return x.negative ? x.magnitude > y.magnitude : x.magnitude < y.magnitude;
 }
 
 Literal fromDouble(double v, Scalar t) {
@@ -118,15 +150,20 @@ bool fillBuffer(const ArgInit &init, uint64_t seed, size_t paramIndex, HostBuffe
       return true;
     }
     {
-      auto lo = static_cast<int64_t>(std::ceil(init.a));
-      auto hi = static_cast<int64_t>(std::floor(init.b));
-      if (lo > hi) {
+      // Exact integers end to end: [INT64_MIN, INT64_MAX] (or [0, UINT64_MAX]) is sampled
+      // in full, with no double in between.
+      IntParam lo = exactInt(init.ia, std::ceil(init.a));
+      IntParam hi = exactInt(init.ib, std::floor(init.b));
+      if (lessThan(hi, lo)) {
         error = "uniform: no integer in the range";
         return false;
       }
-      uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+      std::optional<uint64_t> d = distance(lo, hi);
+      uint64_t span = d ? *d + 1 : 0; // 0: all 2^64 values (Rng::below's full range)
+      if (!d)
+        lo = IntParam{true, false, 0};
       for (int64_t i = 0; i < n; ++i)
-        buf.set(i, Literal{0, numerics::truncInt(static_cast<uint64_t>(lo) + rng.below(span), t)});
+        buf.set(i, Literal{0, numerics::truncInt(bitsOf(lo) + rng.below(span), t)});
     }
     return true;
   case ArgInit::Kind::Normal:
@@ -143,14 +180,15 @@ bool fillBuffer(const ArgInit &init, uint64_t seed, size_t paramIndex, HostBuffe
         buf.set(i, fromDouble(std::fma(static_cast<double>(i), init.b, init.a), t));
         continue;
       }
-      uint64_t v = static_cast<uint64_t>(static_cast<int64_t>(init.a)) +
-                   static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(init.b));
+      uint64_t v = bitsOf(exactInt(init.ia, init.a)) + // modulo 2^64, then truncated
+                   static_cast<uint64_t>(i) * bitsOf(exactInt(init.ib, init.b));
       buf.set(i, Literal{0, numerics::truncInt(v, t)});
     }
     return true;
   case ArgInit::Kind::Fill:
     for (int64_t i = 0; i < n; ++i)
-      buf.set(i, fromDouble(init.a, t));
+      buf.set(i, isFloat || !init.ia.set ? fromDouble(init.a, t)
+                                         : Literal{0, numerics::truncInt(bitsOf(init.ia), t)});
     return true;
   case ArgInit::Kind::Special: {
     std::vector<Literal> cycle = isFloat ? specialFloats(t) : specialInts(t);

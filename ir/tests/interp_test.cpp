@@ -284,6 +284,28 @@ TEST(Interp, FloatAtomicAddRoundsToElementType) {
   EXPECT_EQ(ba.get(0).f, 2048.0);
 }
 
+TEST(Interp, MagnitudeModeSumsAbsoluteValues) {
+  // The conformance judge's scale for reordered sums: sum |x_i| over the same lanes.
+  KernelBuilder k = partialSubgroupAdd();
+  std::vector<float> x = {0, 1e8f, 1, 0, -1e8f, -3, 0, 0.5f}; // active lanes 1, 2, 4, 5, 7
+  HostBuffer bx = f32Buffer(x), bo = f32Buffer(std::vector<float>(8, 0));
+  InterpOptions o;
+  o.subgroupSize = 8;
+  o.magnitudeSums = true;
+  std::vector<KernelArg> args = {buf(bx), buf(bo)};
+  ASSERT_TRUE(interpret(k.m, *k.f, dims1(1, 8), args, o).ok);
+  EXPECT_EQ(getF32(bo, 1), static_cast<float>(2e8 + 1 + 3 + 0.5)); // exactly rounded once
+  KernelBuilder a("fadd");
+  Value *acc = a.param(Type::buffer(Scalar::F32), "acc");
+  Builder b = a.builder();
+  b.atomic(OpKind::AtomicAdd, acc, b.constInt(0, Scalar::I32), b.constFloat(-1.5, Scalar::F32));
+  HostBuffer ba(Scalar::F32, 1);
+  ba.set(0, Literal{-2, 0});
+  std::vector<KernelArg> aargs = {buf(ba)};
+  ASSERT_TRUE(interpret(a.m, *a.f, dims1(1, 4), aargs, o).ok);
+  EXPECT_EQ(ba.get(0).f, 2 + 4 * 1.5); // |old| + |v| at every step
+}
+
 TEST(Interp, ForWithIterArgs) {
   KernelBuilder k("loop");
   Value *sOut = k.param(Type::buffer(Scalar::I32), "s");
@@ -508,21 +530,6 @@ TEST(InterpErrors, BarrierAfterEarlyLoopExit) {
   ASSERT_FALSE(r.ok);
   EXPECT_NE(r.error.find("divergent barrier"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("only 4 of 8"), std::string::npos) << r.error;
-}
-
-TEST(InterpErrors, IntegerDivisionByZero) {
-  KernelBuilder k("divz");
-  Value *out = k.param(Type::buffer(Scalar::I32), "out");
-  Builder b = k.builder(Loc{12, 9});
-  Value *gid = b.workItem(OpKind::GlobalId);
-  Value *d = b.sub(gid, b.constInt(3, Scalar::I32));
-  b.store(b.binary(OpKind::Div, b.constInt(10, Scalar::I32), d), out, gid);
-  HostBuffer bo(Scalar::I32, 8);
-  InterpResult r = run(k, dims1(1, 8), {buf(bo)});
-  ASSERT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("test.tir:12:9: error: div: integer division by zero"), std::string::npos)
-      << r.error;
-  EXPECT_NE(r.error.find("local (3, 0, 0)"), std::string::npos) << r.error;
 }
 
 TEST(InterpErrors, StepLimit) {

@@ -2,13 +2,17 @@
 // values, digests and errors.
 #include "ir/interp/launch.h"
 #include "ir/tests/interp_test_util.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -212,6 +216,85 @@ TEST(Launch, RunsThroughTheInterpreter) {
   ASSERT_TRUE(r.ok) << r.error;
   for (int i = 0; i < 1000; ++i)
     ASSERT_EQ(getF32(d.buffers[1], i), std::fma(2.5f, getF32(d.buffers[0], i), getF32(y0, i)));
+}
+
+// i64 generator arguments are exact integers (issue #11, bug 4): a double in between made
+// uniform(INT64_MIN, INT64_MAX) all INT64_MIN and rounded fill/iota above 2^53.
+constexpr const char *kExactInts = R"(
+kernel @k(%u: buffer<i64>, %top: buffer<i64>, %f: buffer<i64>, %i: buffer<i64>,
+          %ones: buffer<i64>, %z: buffer<i64>, %zf: buffer<f32>) {
+}
+launch @k grid(1) workgroup(1) seed(3) {
+  %u[4096] = uniform(-9223372036854775808, 9223372036854775807)
+  %top[256] = uniform(9223372036854775806, 9223372036854775807)
+  %f[2] = fill(9007199254740993)
+  %i[3] = iota(9007199254740993, -4611686018427387904)
+  %ones[1] = fill(18446744073709551615)
+  %z[0] = fill(0)
+  %zf[0] = uniform(-1.0, 1.0)
+}
+)";
+
+std::vector<int64_t> i64s(const HostBuffer &b) {
+  std::vector<int64_t> v(static_cast<size_t>(b.size()));
+  if (!v.empty())
+    std::memcpy(v.data(), b.bytes.data(), v.size() * 8);
+  return v;
+}
+
+TEST(Launch, I64GeneratorsAreExactIntegers) {
+  ParseResult pr = parseModule(kExactInts, "exact.tir");
+  ASSERT_TRUE(pr.ok()) << (pr.diags.empty() ? "" : pr.diags[0].message);
+  const Function &k = *pr.module->functions[0];
+  LaunchData d;
+  std::string err;
+  ASSERT_TRUE(makeLaunchData(k, d, err)) << err;
+  std::vector<int64_t> u = i64s(d.buffers[0]);
+  std::set<int64_t> distinct(u.begin(), u.end());
+  EXPECT_GT(distinct.size(), 4090u); // 4096 draws from 2^64 values
+  // Both halves of the range, with values beyond what a double's 2^53 step would give.
+  EXPECT_LT(*distinct.begin(), -(int64_t{1} << 62));
+  EXPECT_GT(*distinct.rbegin(), int64_t{1} << 62);
+  EXPECT_TRUE(std::any_of(u.begin(), u.end(), [](int64_t x) { return (x & 1) != 0; }));
+  std::vector<int64_t> topv = i64s(d.buffers[1]);
+  std::set<int64_t> top(topv.begin(), topv.end());
+  EXPECT_EQ(top, (std::set<int64_t>{INT64_MAX - 1, INT64_MAX}));
+  EXPECT_EQ(i64s(d.buffers[2]), (std::vector<int64_t>{9007199254740993, 9007199254740993}));
+  EXPECT_EQ(i64s(d.buffers[3]),
+            (std::vector<int64_t>{9007199254740993, 9007199254740993 - (int64_t{1} << 62),
+                                  9007199254740993 - (int64_t{1} << 62) * 2}));
+  EXPECT_EQ(i64s(d.buffers[4]), std::vector<int64_t>{-1});
+  EXPECT_EQ(d.buffers[5].size(), 0); // `%z[0]`: an empty buffer
+  EXPECT_EQ(d.buffers[6].size(), 0);
+  // The printer keeps the exact values, so print -> parse gives the same data.
+  std::string text = printModule(*pr.module);
+  EXPECT_NE(text.find("uniform(-9223372036854775808, 9223372036854775807)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fill(9007199254740993)"), std::string::npos) << text;
+  EXPECT_NE(text.find("%z[0] = fill(0.0)"), std::string::npos) << text;
+  ParseResult again = parseModule(text, "printed.tir");
+  ASSERT_TRUE(again.ok()) << text;
+  LaunchData d2;
+  ASSERT_TRUE(makeLaunchData(*again.module->functions[0], d2, err)) << err;
+  for (size_t i = 0; i < d.buffers.size(); ++i)
+    EXPECT_EQ(d.buffers[i].bytes, d2.buffers[i].bytes) << i;
+}
+
+TEST(Launch, I64GeneratorRangeIsCheckedExactly) {
+  auto diag = [](const std::string &init) {
+    ParseResult pr = parseModule("kernel @k(%x: buffer<i64>) {\n}\nlaunch @k grid(1) "
+                                 "workgroup(1) {\n  %x[4] = " +
+                                     init + "\n}\n",
+                                 "r.tir");
+    return pr.diags.empty() ? std::string() : pr.diags[0].message;
+  };
+  EXPECT_EQ(diag("fill(-9223372036854775808)"), "");
+  // The unsigned view of -1: as a double it was 2^64, out of range.
+  EXPECT_EQ(diag("fill(18446744073709551615)"), "");
+  EXPECT_NE(diag("fill(-9223372036854775809)").find("out of range"), std::string::npos);
+  // Both bounds are the double 2^63: only the exact integers show that lo > hi.
+  EXPECT_NE(diag("uniform(9223372036854775807, 9223372036854775806)").find("lo <= hi"),
+            std::string::npos);
 }
 
 } // namespace

@@ -148,6 +148,7 @@ TEST(Canonicalize, FoldsConversionsAndExactFloatOps) {
   EXPECT_EQ(bits(12), 1u);
 }
 
+// Integer division faults have defined results, but stay for checked mode to report.
 TEST(Canonicalize, DoesNotFoldUndefinedOrBudgetedOps) {
   KernelFixture t(S::F32);
   Value *ints = t.param(Type::buffer(S::I32), "ints");

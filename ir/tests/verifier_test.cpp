@@ -99,10 +99,10 @@ TEST(Verifier, SaxpyWithLaunchIsValid) {
   LaunchSpec l;
   l.grid = {16, 1, 1};
   l.workgroup = {256, 1, 1};
-  l.args = {{"x", ArgInit::Kind::Uniform, 4096, -1, 1, {}, {}},
-            {"y", ArgInit::Kind::Normal, 4096, 0, 1, {}, {}},
-            {"a", ArgInit::Kind::Scalar, 0, 0, 0, {2.5, 0}, {}},
-            {"n", ArgInit::Kind::Scalar, 0, 0, 0, {0, 4096}, {}}};
+  l.args = {{"x", ArgInit::Kind::Uniform, 4096, -1, 1, {}, {}, {}, {}},
+            {"y", ArgInit::Kind::Normal, 4096, 0, 1, {}, {}, {}, {}},
+            {"a", ArgInit::Kind::Scalar, 0, 0, 0, {2.5, 0}, {}, {}, {}},
+            {"n", ArgInit::Kind::Scalar, 0, 0, 0, {0, 4096}, {}, {}, {}}};
   t.k->launch = l;
   EXPECT_TRUE(valid(t.m));
 }
@@ -675,15 +675,15 @@ TEST(Verifier, LaunchArgumentsFollowParameters) {
   t.param(Type::buffer(S::F32), "x");
   t.param(Type::scalar(S::I32), "n");
   t.b.ret();
-  t.k->launch = launchFor({{"x", ArgInit::Kind::Fill, 16, 1, 0, {}, {}}});
+  t.k->launch = launchFor({{"x", ArgInit::Kind::Fill, 16, 1, 0, {}, {}, {}, {}}});
   EXPECT_TRUE(onlyError(t.m, "launch @k initialises 1 argument(s), but the kernel has 2"));
 
-  t.k->launch = launchFor({{"n", ArgInit::Kind::Scalar, 0, 0, 0, {}, {}},
-                           {"x", ArgInit::Kind::Fill, 16, 1, 0, {}, {}}});
+  t.k->launch = launchFor({{"n", ArgInit::Kind::Scalar, 0, 0, 0, {}, {}, {}, {}},
+                           {"x", ArgInit::Kind::Fill, 16, 1, 0, {}, {}, {}, {}}});
   EXPECT_TRUE(hasError(t.m, "initialiser 1 is for %n, expected %x"));
 
-  t.k->launch = launchFor({{"x", ArgInit::Kind::Scalar, 0, 0, 0, {}, {}},
-                           {"n", ArgInit::Kind::Iota, 4, 0, 1, {}, {}}});
+  t.k->launch = launchFor({{"x", ArgInit::Kind::Scalar, 0, 0, 0, {}, {}, {}, {}},
+                           {"n", ArgInit::Kind::Iota, 4, 0, 1, {}, {}, {}, {}}});
   Diagnostics d = verifyModule(t.m);
   ASSERT_EQ(d.size(), 2u) << dump(d);
   EXPECT_NE(d[0].message.find("%x is a buffer and needs '[count] = generator'"),
@@ -701,15 +701,17 @@ TEST(Verifier, LaunchGenerators) {
   auto spec = [&](ArgInit a, ArgInit b, ArgInit c, uint64_t d) {
     Literal lit;
     lit.i = d;
-    return launchFor({a, b, c, {"d", ArgInit::Kind::Scalar, 0, 0, 0, lit, {}}});
+    return launchFor({a, b, c, {"d", ArgInit::Kind::Scalar, 0, 0, 0, lit, {}, {}, {}}});
   };
   using K = ArgInit::Kind;
-  t.k->launch = spec({"a", K::Uniform, 8, -5, 5, {}, {}}, {"b", K::Uniform, 8, 0, 1, {}, {}},
-                     {"c", K::Special, 8, 0, 0, {}, {}}, 0xff);
+  t.k->launch =
+      spec({"a", K::Uniform, 8, -5, 5, {}, {}, {}, {}}, {"b", K::Uniform, 8, 0, 1, {}, {}, {}, {}},
+           {"c", K::Special, 8, 0, 0, {}, {}, {}, {}}, 0xff);
   EXPECT_TRUE(valid(t.m)); // uniform on i1 over [0, 1] is fine
 
-  t.k->launch = spec({"a", K::Normal, 8, 0, 1, {}, {}}, {"b", K::Uniform, 8, 0, 2, {}, {}},
-                     {"c", K::Normal, -1, 0, -1, {}, {}}, 0x100);
+  t.k->launch =
+      spec({"a", K::Normal, 8, 0, 1, {}, {}, {}, {}}, {"b", K::Uniform, 8, 0, 2, {}, {}, {}, {}},
+           {"c", K::Normal, -1, 0, -1, {}, {}, {}, {}}, 0x100);
   Diagnostics d = verifyModule(t.m);
   ASSERT_EQ(d.size(), 5u) << dump(d);
   EXPECT_EQ(d[0].message, "launch @k: %a: 'normal' needs a float element type, got i32");

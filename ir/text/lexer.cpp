@@ -4,6 +4,8 @@
 // `//` comments, where valid UTF-8 is allowed (NUL and invalid UTF-8 never are).
 #include "ir/text/lexer.h"
 
+#include "ir/core/limits.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -259,13 +261,25 @@ private:
       ++pos_;
     if (pos_ == start + 1)
       return error(start, std::string("expected a name after '") + src_[start] + "'");
+    if (pos_ - start - 1 > kMaxNameBytes)
+      return tooLong(start, pos_ - start - 1);
     return make(kind, start);
+  }
+
+  /// A name or word longer than any target can encode (ir/core/limits.h); the message never
+  /// quotes it whole.
+  Token tooLong(size_t start, size_t bytes) {
+    return error(start, "name '" + std::string(src_.substr(start, 16)) + "...' is " +
+                            std::to_string(bytes) + " bytes long; the limit is " +
+                            std::to_string(kMaxNameBytes));
   }
 
   Token ident() {
     size_t start = pos_;
     while (!atEnd(pos_) && isIdentChar(src_[pos_]))
       ++pos_;
+    if (pos_ - start > kMaxNameBytes)
+      return tooLong(start, pos_ - start);
     Token t = make(Tok::Ident, start);
     if (t.text == "inf" || t.text == "nan") {
       t.kind = Tok::Float;

@@ -203,13 +203,15 @@ bool Parser::convertLiteral(const Token &t, Scalar s, Literal &out) {
   return true;
 }
 
-bool Parser::parseNumber(double &v) {
+bool Parser::parseNumber(double &v, IntParam *exact) {
   const Token &t = cur();
   if (t.is(Tok::Float)) {
     v = t.fvalue;
   } else if (t.is(Tok::Int)) {
     v = static_cast<double>(t.magnitude);
     v = t.negative ? -v : v;
+    if (exact) // the double rounds above 2^53; integer buffers read this
+      *exact = IntParam{true, t.negative && t.magnitude != 0, t.magnitude};
   } else if (t.isIdent("true") || t.isIdent("false")) {
     v = t.isIdent("true") ? 1 : 0;
   } else {
@@ -320,6 +322,7 @@ bool Parser::parseFunction() {
   defined_.clear();
   scopes_.assign(1, {});
   depth_ = 0;
+  functionOps_ = 0;
   for (auto &[tok, type] : sig.params) {
     defined_.emplace(tok->text, tok->loc);
     bind(*tok, f->body->addArg(type, hint(*tok)));
@@ -369,9 +372,9 @@ bool Parser::parseGenerator(ArgInit &init) {
   take();
   if (arity == 0)
     return true;
-  if (!expect(Tok::LParen, "'('") || !parseNumber(init.a))
+  if (!expect(Tok::LParen, "'('") || !parseNumber(init.a, &init.ia))
     return false;
-  if (arity == 2 && (!expect(Tok::Comma, "','") || !parseNumber(init.b)))
+  if (arity == 2 && (!expect(Tok::Comma, "','") || !parseNumber(init.b, &init.ib)))
     return false;
   return expect(Tok::RParen, "')'");
 }
@@ -414,8 +417,8 @@ bool Parser::parseInit(const Signature &sig, std::vector<ArgInit> &inits,
   const Token &n = cur();
   if (!n.is(Tok::Int))
     return expected("the number of elements");
-  if (n.negative || n.magnitude == 0 || n.magnitude > static_cast<uint64_t>(INT64_MAX))
-    return errorAt(n, "the number of elements must be positive");
+  if (n.negative || n.magnitude > static_cast<uint64_t>(INT64_MAX)) // 0: an empty buffer
+    return errorAt(n, "the number of elements must be >= 0");
   init.count = static_cast<int64_t>(n.magnitude);
   take();
   if (!expect(Tok::RBracket, "']'") || !expect(Tok::Equal, "'='"))

@@ -9,6 +9,7 @@
 
 #include "ir/core/diagnostic.h"
 #include "ir/core/ir.h"
+#include "ir/core/limits.h"
 #include "ir/text/lexer.h"
 #include "ir/text/parser.h"
 
@@ -23,7 +24,7 @@
 namespace tessera::ir::text {
 
 /// Regions nested deeper than this are rejected (bounds the parser's recursion).
-constexpr int kMaxDepth = 256;
+constexpr int kMaxDepth = kMaxRegionDepth;
 
 /// Which construct a block belongs to: decides the terminators allowed in it and the one
 /// added when it has none.
@@ -96,7 +97,7 @@ private:
   bool parseInit(const Signature &sig, std::vector<ArgInit> &inits,
                  std::vector<const Token *> &seen);
   bool parseGenerator(ArgInit &init);
-  bool parseNumber(double &v);
+  bool parseNumber(double &v, IntParam *exact = nullptr);
 
   // ops helpers (parser_ops.cpp)
   bool parseMnemonic(OpKind &kind, Mods &mods, Loc &predLoc, bool &hasPred);
@@ -126,6 +127,9 @@ private:
   std::unordered_map<std::string_view, Loc> defined_;
   std::vector<std::unordered_map<std::string_view, Value *>> scopes_;
   int depth_ = 0;
+  // Ops parsed so far in the current function and in the module (ir/core/limits.h): the
+  // parser stops at the limit, so a huge module is refused before it is all built.
+  size_t functionOps_ = 0, moduleOps_ = 0;
 };
 
 } // namespace tessera::ir::text

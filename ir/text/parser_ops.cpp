@@ -510,6 +510,12 @@ bool Parser::parseOp(Block &b, RegionKind kind) {
   bool hasPred = false;
   if (!parseMnemonic(opKind, mods, predLoc, hasPred))
     return false;
+  if (countsTowardsOpLimits(opKind) && ++functionOps_ > kMaxOpsPerFunction)
+    return error(loc, "the function has more than " + std::to_string(kMaxOpsPerFunction) +
+                          " ops, the limit per function");
+  if (countsTowardsOpLimits(opKind) && ++moduleOps_ > kMaxOpsPerModule)
+    return error(loc, "the module has more than " + std::to_string(kMaxOpsPerModule) +
+                          " ops, the limit per module");
   auto op = std::make_unique<Op>(opKind, loc);
   op->mods = mods;
   OpForm form = op->info().form;

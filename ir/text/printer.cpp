@@ -317,6 +317,17 @@ private:
     return s + ")";
   }
 
+  /// A generator parameter: as an integer when it was written as one that a double cannot
+  /// hold (i64 above 2^53), else as a double (the form every existing file prints in).
+  static std::string param(double v, const IntParam &exact) {
+    if (!exact.set)
+      return formatDouble(v);
+    double m = static_cast<double>(exact.magnitude);
+    if (m < 0x1p53 && m == std::fabs(v))
+      return formatDouble(v);
+    return (exact.negative ? "-" : "") + std::to_string(exact.magnitude);
+  }
+
   void launch(const Function &f, const LaunchSpec &l) {
     out += "\nlaunch @" + f.name + " grid" + dims(l.grid) + " workgroup" + dims(l.workgroup);
     if (l.seed)
@@ -334,19 +345,19 @@ private:
         out += " = " + printLiteral(a.scalar, p ? p->type.elem : Scalar::F64);
         break;
       case ArgInit::Kind::Uniform:
-        out += "[" + std::to_string(a.count) + "] = uniform(" + formatDouble(a.a) + ", " +
-               formatDouble(a.b) + ")";
+        out += "[" + std::to_string(a.count) + "] = uniform(" + param(a.a, a.ia) + ", " +
+               param(a.b, a.ib) + ")";
         break;
       case ArgInit::Kind::Normal:
-        out += "[" + std::to_string(a.count) + "] = normal(" + formatDouble(a.a) + ", " +
-               formatDouble(a.b) + ")";
+        out += "[" + std::to_string(a.count) + "] = normal(" + param(a.a, a.ia) + ", " +
+               param(a.b, a.ib) + ")";
         break;
       case ArgInit::Kind::Iota:
-        out += "[" + std::to_string(a.count) + "] = iota(" + formatDouble(a.a) + ", " +
-               formatDouble(a.b) + ")";
+        out += "[" + std::to_string(a.count) + "] = iota(" + param(a.a, a.ia) + ", " +
+               param(a.b, a.ib) + ")";
         break;
       case ArgInit::Kind::Fill:
-        out += "[" + std::to_string(a.count) + "] = fill(" + formatDouble(a.a) + ")";
+        out += "[" + std::to_string(a.count) + "] = fill(" + param(a.a, a.ia) + ")";
         break;
       case ArgInit::Kind::Special:
         out += "[" + std::to_string(a.count) + "] = special";

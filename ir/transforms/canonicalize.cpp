@@ -3,7 +3,8 @@
 // Folding goes through numerics::evalScalar (the interpreter's semantics), so a folded kernel
 // computes bit-identical results. It must never fold an op whose result a backend may compute
 // within a ULP budget (transcendental math, float div and sqrt: any op with a non-zero budget
-// in ops.def), never fold undefined behaviour (evalScalar reports an error, e.g. x / 0), and
+// in ops.def), never fold undefined behaviour (evalScalar reports an error), never fold an
+// integer division fault (x / 0, MIN / -1: defined, but checked mode must still see it), and
 // never apply an identity that is not exact for every input (NaN and -0 included), and never
 // fold to a NaN (the text format cannot spell its sign or payload).
 #include "ir/interp/numerics.h"
@@ -53,6 +54,20 @@ bool isFoldable(const Op &op) {
   return true;
 }
 
+// An integer div/rem by 0, or signed MIN by -1: its result is defined (docs/ir.md, "Faults"),
+// but a kernel compiled in checked mode reports it, so the op stays.
+bool isDivisionFault(const Op &op, const std::vector<Literal> &lits) {
+  if ((op.kind != OpKind::Div && op.kind != OpKind::Rem) || !op.result(0)->type.isInt())
+    return false;
+  Scalar t = op.result(0)->type.elem;
+  uint64_t d = numerics::truncInt(lits[1].i, t);
+  if (d == 0)
+    return true;
+  return !op.mods.isUnsigned && numerics::signExtend(d, t) == -1 &&
+         numerics::truncInt(lits[0].i, t) ==
+             numerics::truncInt(uint64_t(1) << (bitWidth(t) - 1), t);
+}
+
 bool tryFold(Op &op) {
   if (!isFoldable(op))
     return false;
@@ -63,6 +78,8 @@ bool tryFold(Op &op) {
       return false;
     lits.push_back(c->literal);
   }
+  if (isDivisionFault(op, lits))
+    return false;
   std::optional<numerics::EvalResult> r = numerics::evalScalar(op, lits);
   if (!r || !r->error.empty())
     return false;

@@ -470,6 +470,8 @@ private:
 } // namespace
 
 Diagnostics verifyModule(const Module &m) {
+  if (Diagnostics limits = checkLimits(m); !limits.empty())
+    return limits;
   Diagnostics diags;
   Reporter r(m, diags);
   std::unordered_set<std::string> names;

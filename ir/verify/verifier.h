@@ -11,6 +11,12 @@
 
 namespace tessera::ir {
 
+/// Every rule, limits first: a module past a limit of ir/core/limits.h gets only those
+/// diagnostics (checking the rest of a module too large to compile would be slow).
 Diagnostics verifyModule(const Module &m);
+
+/// Only the size limits of ir/core/limits.h (names, ops per function and module, region
+/// nesting): linear and iterative, for callers handed a module built in C++ (Program).
+Diagnostics checkLimits(const Module &m);
 
 } // namespace tessera::ir

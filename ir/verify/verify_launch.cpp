@@ -43,6 +43,27 @@ bool inIntRange(double x, Scalar t) {
   return x >= -std::ldexp(1.0, w - 1) && x <= std::ldexp(1.0, w) - 1;
 }
 
+/// The same for a parameter written as an integer literal, exactly (no double in between:
+/// i64 fill(2^64 - 1) is in range, fill(2^64) is not).
+bool inIntRange(const IntParam &p, double x, Scalar t) {
+  if (!p.set)
+    return inIntRange(x, t);
+  if (t == Scalar::I1)
+    return !p.negative && p.magnitude <= 1;
+  int w = bitWidth(t);
+  uint64_t half = uint64_t{1} << (w - 1);
+  return p.negative ? p.magnitude <= half : p.magnitude <= half + (half - 1);
+}
+
+/// lo > hi, exactly when both were written as integers.
+bool exceeds(const ArgInit &a) {
+  if (!a.ia.set || !a.ib.set)
+    return a.a > a.b;
+  if (a.ia.negative != a.ib.negative)
+    return a.ib.negative;
+  return a.ia.negative ? a.ia.magnitude < a.ib.magnitude : a.ia.magnitude > a.ib.magnitude;
+}
+
 class LaunchChecker {
 public:
   LaunchChecker(Reporter &r, const Function &k)
@@ -117,9 +138,9 @@ private:
     case ArgInit::Kind::Uniform:
       if (!std::isfinite(a.a) || !std::isfinite(a.b))
         return r_.error(loc, gen + "bounds must be finite");
-      if (a.a > a.b)
+      if (exceeds(a))
         return r_.error(loc, gen + "needs lo <= hi");
-      if (isInt && (!inIntRange(a.a, elem) || !inIntRange(a.b, elem)))
+      if (isInt && (!inIntRange(a.ia, a.a, elem) || !inIntRange(a.ib, a.b, elem)))
         r_.error(loc, gen + "bounds must be integers in the range of " + ty);
       return;
     case ArgInit::Kind::Normal:
@@ -135,7 +156,7 @@ private:
         r_.error(loc, gen + "start and step must be integers for " + ty);
       return;
     case ArgInit::Kind::Fill:
-      if (isInt && !inIntRange(a.a, elem))
+      if (isInt && !inIntRange(a.ia, a.a, elem))
         r_.error(loc, gen + "value must be an integer in the range of " + ty);
       return;
     case ArgInit::Kind::Special:

@@ -25,8 +25,8 @@ GpuArtefact artefactOf(const vulkan::VulkanCompiledModule &m, uint32_t subgroupS
   a.image.resize(w.size() * 4);
   std::memcpy(a.image.data(), w.data(), a.image.size());
   for (const auto &k : m.kernels())
-    a.kernels.push_back(
-        {k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes, subgroupSize});
+    a.kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes,
+                         subgroupSize, k.controlBinding});
   return a;
 }
 
@@ -37,7 +37,7 @@ GpuArtefact artefactOf(const cuda::CudaCompiledModule &m) {
   a.fallback.assign(m.ptx().begin(), m.ptx().end());
   a.fallback.push_back('\0'); // the driver takes NUL-terminated PTX text
   for (const auto &k : m.kernels())
-    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize, UINT32_MAX});
   return a;
 }
 
@@ -46,7 +46,7 @@ GpuArtefact artefactOf(const rocm::RocmCompiledModule &m) {
   a.format = TSR_ROCM_FORMAT;
   a.image = m.hsaco();
   for (const auto &k : m.kernels())
-    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize});
+    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize, UINT32_MAX});
   return a;
 }
 
@@ -74,6 +74,8 @@ std::string encodeArtefact(const GpuArtefact &a) {
     for (size_t i = 0; i < k.params.size(); ++i)
       s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
     s << "\n";
+    if (k.controlBinding != UINT32_MAX)
+      s << "control " << k.controlBinding << "\n";
   }
   for (const auto *bytes : {&a.image, &a.fallback}) {
     s << "bytes " << bytes->size() << "\n";
@@ -101,6 +103,13 @@ std::optional<GpuArtefact> decodeArtefact(const std::string &bytes) {
       dst.resize(size);
       if (!s.read(reinterpret_cast<char *>(dst.data()), std::streamsize(size)))
         return std::nullopt;
+      continue;
+    }
+    if (word == "control") { // optional: containers written before it have none
+      uint32_t binding = 0;
+      if (a.kernels.empty() || !(s >> binding) || binding == UINT32_MAX)
+        return std::nullopt;
+      a.kernels.back().controlBinding = binding;
       continue;
     }
     if (word != "kernel")

@@ -5,13 +5,16 @@
 
 #include "tessera/artefact.h"
 
+#include "runtime/src/cached_module.h"
+
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cuda/codegen/cuda_codegen.h"
-#include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/gpu_module.h"
+#include "backends/rocm/codegen/rocm_codegen.h"
 #include "backends/vulkan/codegen/vulkan_codegen.h"
 #include "ir/text/printer.h"
+#include "ir/verify/verifier.h"
 #include "tessera/hal.hpp"
 
 #include <algorithm>
@@ -48,60 +51,6 @@ const std::string &compilerBuildId() {
       id = "unknown-build"; // still correct for one build; only cross-build reuse is at risk
   });
   return id;
-}
-
-// --- the cache payload: kernel metadata, then the object bytes -------------------------------
-constexpr std::string_view kPayloadMagic = "TSRPROG1\n";
-
-std::string encodePayload(const cpu::CpuCompiledModule &cm) {
-  std::ostringstream s;
-  s << kPayloadMagic;
-  for (const auto &k : cm.kernels()) {
-    s << "kernel " << k.name << " " << k.symbol << " " << k.sharedBytes << " " << k.subgroupSize
-      << " " << k.params.size();
-    for (const auto &p : k.params)
-      s << " " << encodeType(p);
-    s << "\n";
-  }
-  const auto &obj = cm.objectBytes();
-  s << "object " << obj.size() << "\n";
-  s.write(reinterpret_cast<const char *>(obj.data()), static_cast<std::streamsize>(obj.size()));
-  return s.str();
-}
-
-// A payload that does not decode is treated as a miss (and recompiled), never trusted.
-std::unique_ptr<cpu::CpuCompiledModule> decodePayload(const std::string &payload) {
-  if (payload.compare(0, kPayloadMagic.size(), kPayloadMagic) != 0)
-    return nullptr;
-  std::istringstream s(payload.substr(kPayloadMagic.size()));
-  std::vector<cpu::CpuKernelInfo> kernels;
-  std::string word;
-  while (s >> word) {
-    if (word == "object") {
-      size_t size = 0;
-      if (!(s >> size) || s.get() != '\n')
-        return nullptr;
-      std::vector<uint8_t> obj(size);
-      if (!s.read(reinterpret_cast<char *>(obj.data()), static_cast<std::streamsize>(size)))
-        return nullptr;
-      return cpu::CpuCompiledModule::fromObject(std::move(obj), std::move(kernels));
-    }
-    if (word != "kernel")
-      return nullptr;
-    cpu::CpuKernelInfo k;
-    size_t nparams = 0;
-    if (!(s >> k.name >> k.symbol >> k.sharedBytes >> k.subgroupSize >> nparams) || nparams > 4096)
-      return nullptr;
-    for (size_t i = 0; i < nparams; ++i) {
-      std::string t;
-      ir::Type ty;
-      if (!(s >> t) || !decodeType(t, ty))
-        return nullptr;
-      k.params.push_back(ty);
-    }
-    kernels.push_back(std::move(k));
-  }
-  return nullptr;
 }
 
 tsr_type_t halType(const ir::Type &t) {
@@ -154,19 +103,29 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
 
 // The artefact under `key` from the cache, else `compile`'s (stored for next time). A dump
 // directory bypasses the cache (every stage must be produced). False with `*error` set.
+// A cached artefact is used only when it decodes and its kernel table is `m`'s (the caller
+// rejects it too when the driver refuses it); otherwise it is dropped with one warning.
 bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::string &key,
+                   const ir::Module &m, const tsr_device_info_t &info,
                    const std::function<bool(GpuArtefact *, std::string *)> &compile,
-                   GpuArtefact *out, ProgramStats *stats, std::string *error) {
+                   GpuArtefact *out, ProgramStats *stats, std::string *usedKey,
+                   std::string *error) {
   bool useCache = cache && opts.dumpDir.empty();
+  stats->source = ProgramStats::Source::Compiled;
   if (useCache) {
     uint64_t diskBefore = cache->stats().diskHits;
-    if (auto payload = cache->lookup(key))
-      if (auto a = decodeArtefact(*payload)) {
+    if (auto payload = cache->lookup(key)) {
+      std::string why = "its payload is not a GPU artefact";
+      auto a = decodeArtefact(*payload);
+      if (a && detail::checkArtefact(*a, m, info, &why)) {
         *out = std::move(*a);
         stats->source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
                                                              : ProgramStats::Source::MemoryCache;
+        *usedKey = key;
         return true;
       }
+      cache->reject(key, why);
+    }
   }
   if (!compile(out, error))
     return false;
@@ -178,18 +137,22 @@ bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::s
 // Each GPU compiler: options from the device, a cache key, and the artefact.
 bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                    const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                   ProgramStats *stats, std::string *error) {
+                   ProgramStats *stats, std::string *usedKey, std::string *error) {
   vulkan::VulkanCompileOptions vo;
   vo.caps = vulkanCaps(info);
+  vo.bounds = opts.bounds; // hashed into vo.hash(), so into the cache key
   std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
-    auto cm = vulkan::compileKernelModule(m, vo, err);
-    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
-      return false;
-    *a = artefactOf(*cm, info.subgroup_size);
-    return true;
-  }, out, stats, error);
+  return cachedCompile(
+      cache, opts, key, m, info,
+      [&](GpuArtefact *a, std::string *err) {
+        auto cm = vulkan::compileKernelModule(m, vo, err);
+        if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+          return false;
+        *a = artefactOf(*cm, info.subgroup_size);
+        return true;
+      },
+      out, stats, usedKey, error);
 }
 
 // sm_XY of the device -> the newest PTX target Tessera emits that it runs (the driver
@@ -203,7 +166,7 @@ std::optional<std::string> cudaArch(const std::string &deviceArch) {
 
 bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                  const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                 ProgramStats *stats, std::string *error) {
+                 ProgramStats *stats, std::string *usedKey, std::string *error) {
   auto arch = cudaArch(info.architecture);
   if (!arch) {
     *error = std::string("cuda: device architecture '") + info.architecture +
@@ -214,18 +177,21 @@ bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   co.arch = *arch;
   std::string key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
-    auto cm = cuda::compileKernelModule(m, co, err);
-    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
-      return false;
-    *a = artefactOf(*cm);
-    return true;
-  }, out, stats, error);
+  return cachedCompile(
+      cache, opts, key, m, info,
+      [&](GpuArtefact *a, std::string *err) {
+        auto cm = cuda::compileKernelModule(m, co, err);
+        if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+          return false;
+        *a = artefactOf(*cm);
+        return true;
+      },
+      out, stats, usedKey, error);
 }
 
 bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                  const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                 ProgramStats *stats, std::string *error) {
+                 ProgramStats *stats, std::string *usedKey, std::string *error) {
   std::string arch = info.architecture;
   arch = arch.substr(0, arch.find(':')); // "gfx90a:sramecc+:xnack-" -> "gfx90a"
   const auto &archs = rocm::supportedArchs();
@@ -238,13 +204,16 @@ bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   ro.arch = arch;
   std::string key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
                                  ir::printModule(m));
-  return cachedCompile(cache, opts, key, [&](GpuArtefact *a, std::string *err) {
-    auto cm = rocm::compileKernelModule(m, ro, err);
-    if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
-      return false;
-    *a = artefactOf(*cm);
-    return true;
-  }, out, stats, error);
+  return cachedCompile(
+      cache, opts, key, m, info,
+      [&](GpuArtefact *a, std::string *err) {
+        auto cm = rocm::compileKernelModule(m, ro, err);
+        if (!cm || (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, err)))
+          return false;
+        *a = artefactOf(*cm);
+        return true;
+      },
+      out, stats, usedKey, error);
 }
 
 } // namespace
@@ -273,6 +242,45 @@ const ProgramKernel *Program::kernel(std::string_view name) const {
 
 std::vector<std::string> compilerTargets() { return {"cpu", "vulkan", "cuda", "rocm"}; }
 
+const char *boundsModeName(tsr_bounds_mode mode) {
+  switch (mode) {
+  case TSR_BOUNDS_UNCHECKED:
+    return "unchecked";
+  case TSR_BOUNDS_ROBUST:
+    return "robust";
+  case TSR_BOUNDS_CHECKED:
+    return "checked";
+  }
+  return "?";
+}
+
+bool boundsModeSupported(std::string_view backend, tsr_bounds_mode mode) {
+  // The SIMT lowering has no buffer sizes yet (they would be extra kernel parameters).
+  return mode == TSR_BOUNDS_UNCHECKED || (backend != "cuda" && backend != "rocm");
+}
+
+ProgramOptions withSupportedBounds(tsr_device_t device, ProgramOptions opts) {
+  tsr_device_info_t info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (tsr_status_t st = tsr_device_info(device, &info)) {
+    tsr_status_free(st); // Program::create reports the same failure
+    return opts;
+  }
+  if (!boundsModeSupported(info.backend, opts.bounds))
+    opts.bounds = TSR_BOUNDS_UNCHECKED;
+  return opts;
+}
+
+bool parseBoundsMode(std::string_view name, tsr_bounds_mode *out) {
+  for (tsr_bounds_mode m : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED})
+    if (name == boundsModeName(m)) {
+      *out = m;
+      return true;
+    }
+  return false;
+}
+
 std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &m,
                                          CompileCache *cache, const ProgramOptions &opts,
                                          std::string *error) {
@@ -282,6 +290,10 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
       *error = msg;
     return nullptr;
   };
+  // A module past the size limits would take minutes and gigabytes to compile (or could
+  // not be encoded): refused here too, for modules built in C++ that skipped the verifier.
+  if (ir::Diagnostics limits = ir::checkLimits(m); !limits.empty())
+    return fail(limits.front().str());
   tsr_device_info_t info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
@@ -297,9 +309,63 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
 
   cpu::CpuCompileOptions copts;
   copts.subgroupSize = opts.subgroupSize;
+  copts.bounds = opts.bounds;
   ProgramStats stats;
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<cpu::CpuCompiledModule> cm;
+
+  // Links `cm` and makes it a Program on `device`; null with `*why` set when that fails.
+  auto load = [&](std::unique_ptr<cpu::CpuCompiledModule> cm,
+                  std::string *why) -> std::unique_ptr<Program> {
+    if (!cm->load(why))
+      return nullptr;
+    // The driver copies names and parameter tables, so these only need to live until
+    // tsr_executable_create returns; the functions live as long as `cm`.
+    std::vector<std::vector<tsr_kernel_param_t>> params;
+    std::vector<tsr_cpu_native_kernel> natives;
+    for (const auto &k : cm->kernels()) {
+      std::vector<tsr_kernel_param_t> ps;
+      for (const auto &t : k.params)
+        ps.push_back({halType(t), nullptr});
+      params.push_back(std::move(ps));
+    }
+    for (size_t i = 0; i < cm->kernels().size(); ++i) {
+      const auto &k = cm->kernels()[i];
+      tsr_cpu_native_kernel nk{};
+      nk.name = k.name.c_str();
+      nk.params = params[i].data();
+      nk.param_count = static_cast<uint32_t>(params[i].size());
+      nk.shared_memory_bytes = static_cast<uint32_t>(k.sharedBytes);
+      nk.fn = cm->lookup(k.name);
+      if (!nk.fn) {
+        *why = "kernel @" + k.name + " was not linked";
+        return nullptr;
+      }
+      natives.push_back(nk);
+    }
+    tsr_cpu_native_module mod{};
+    mod.struct_size = sizeof mod;
+    mod.version = TSR_CPU_NATIVE_VERSION;
+    mod.kernels = natives.data();
+    mod.kernel_count = static_cast<uint32_t>(natives.size());
+    auto impl = std::make_unique<Impl>();
+    if (tsr_status_t st =
+            tsr_executable_create(device, TSR_CPU_NATIVE_FORMAT, &mod, sizeof mod, &impl->exe)) {
+      *why = hal::Status::fromC(st).message();
+      return nullptr;
+    }
+    std::unique_ptr<Program> p(new Program(std::move(impl)));
+    for (const auto &k : cm->kernels()) {
+      ProgramKernel pk{k.name, nullptr, k.params, k.subgroupSize, k.sharedBytes};
+      if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel)) {
+        *why = hal::Status::fromC(st).message();
+        return nullptr;
+      }
+      p->kernels_.push_back(std::move(pk));
+    }
+    p->impl_->cpu = std::move(cm);
+    return p;
+  };
+
   std::string key;
   if (cache && opts.dumpDir.empty()) {
     key = makeCacheKey(std::string(kCompilerVersion) + " " + compilerBuildId(),
@@ -307,68 +373,36 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
                        std::to_string(copts.hash()), ir::printModule(m));
     uint64_t diskBefore = cache->stats().diskHits;
     if (auto payload = cache->lookup(key)) {
-      cm = decodePayload(*payload);
-      stats.source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
-                                                          : ProgramStats::Source::MemoryCache;
+      // Trusted only once it matches `m` and links: anything else recompiles.
+      std::string why;
+      auto t1 = std::chrono::steady_clock::now();
+      std::unique_ptr<Program> p;
+      if (auto cm = detail::decodeCpuPayload(*payload, m, copts.subgroupSize, info, &why))
+        p = load(std::move(cm), &why);
+      if (p) {
+        stats.source = cache->stats().diskHits > diskBefore ? ProgramStats::Source::DiskCache
+                                                            : ProgramStats::Source::MemoryCache;
+        stats.compileMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
+        stats.loadMs = msSince(t1);
+        p->stats_ = stats;
+        return p;
+      }
+      cache->reject(key, why);
     }
   }
-  if (!cm) {
-    stats.source = ProgramStats::Source::Compiled;
-    cm = cpu::compileKernelModule(m, copts, &err);
-    if (!cm)
-      return fail(err);
-    if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, &err))
-      return fail(err);
-    if (cache && !key.empty())
-      cache->store(key, encodePayload(*cm)); // a failed disk write only costs the next compile
-  }
-  stats.compileMs = msSince(t0);
-
-  auto t1 = std::chrono::steady_clock::now();
-  if (!cm->load(&err))
+  stats.source = ProgramStats::Source::Compiled;
+  auto cm = cpu::compileKernelModule(m, copts, &err);
+  if (!cm)
     return fail(err);
-  // The driver copies names and parameter tables, so these only need to live until
-  // tsr_executable_create returns; the functions live as long as `cm`.
-  std::vector<std::vector<tsr_kernel_param_t>> params;
-  std::vector<tsr_cpu_native_kernel> natives;
-  for (const auto &k : cm->kernels()) {
-    std::vector<tsr_kernel_param_t> ps;
-    for (const auto &t : k.params)
-      ps.push_back({halType(t), nullptr});
-    params.push_back(std::move(ps));
-  }
-  for (size_t i = 0; i < cm->kernels().size(); ++i) {
-    const auto &k = cm->kernels()[i];
-    tsr_cpu_native_kernel nk{};
-    nk.name = k.name.c_str();
-    nk.params = params[i].data();
-    nk.param_count = static_cast<uint32_t>(params[i].size());
-    nk.shared_memory_bytes = static_cast<uint32_t>(k.sharedBytes);
-    nk.fn = cm->lookup(k.name);
-    if (!nk.fn)
-      return fail("kernel @" + k.name + " was not linked");
-    natives.push_back(nk);
-  }
-  tsr_cpu_native_module mod{};
-  mod.struct_size = sizeof mod;
-  mod.version = TSR_CPU_NATIVE_VERSION;
-  mod.kernels = natives.data();
-  mod.kernel_count = static_cast<uint32_t>(natives.size());
-
-  auto impl = std::make_unique<Impl>();
-  if (tsr_status_t st =
-          tsr_executable_create(device, TSR_CPU_NATIVE_FORMAT, &mod, sizeof mod, &impl->exe)) {
-    return fail(hal::Status::fromC(st).message());
-  }
-  std::unique_ptr<Program> p(new Program(std::move(impl)));
-  for (const auto &k : cm->kernels()) {
-    ProgramKernel pk{k.name, nullptr, k.params, k.subgroupSize, k.sharedBytes};
-    if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel)) {
-      return fail(hal::Status::fromC(st).message());
-    }
-    p->kernels_.push_back(std::move(pk));
-  }
-  p->impl_->cpu = std::move(cm);
+  if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, &err))
+    return fail(err);
+  if (cache && !key.empty())
+    cache->store(key, detail::encodeCpuPayload(*cm)); // a failed write costs the next compile
+  stats.compileMs = msSince(t0);
+  auto t1 = std::chrono::steady_clock::now();
+  auto p = load(std::move(cm), &err);
+  if (!p)
+    return fail(err);
   stats.loadMs = msSince(t1);
   p->stats_ = stats;
   return p;
@@ -383,14 +417,10 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
     return nullptr;
   };
   std::string backend = info.backend;
-  ProgramStats stats;
-  GpuArtefact art;
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
   std::string key0 = std::string(kCompilerVersion) + " " + compilerBuildId();
   using Compiler = bool (*)(const tsr_device_info_t &, const ir::Module &, CompileCache *,
                             const ProgramOptions &, const std::string &, GpuArtefact *,
-                            ProgramStats *, std::string *);
+                            ProgramStats *, std::string *, std::string *);
   Compiler compile = nullptr;
   if (backend == "vulkan")
     compile = compileVulkan;
@@ -398,48 +428,80 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
     compile = compileCuda;
   else
     compile = compileRocm;
-  if (!compile(info, m, cache, opts, key0, &art, &stats, &err))
-    return fail(err);
-  stats.compileMs = msSince(t0);
+  // Refuse rather than run a robust or checked request unchecked.
+  if (!boundsModeSupported(backend, opts.bounds))
+    return fail(backend + ": bounds mode '" + boundsModeName(opts.bounds) +
+                "' is not implemented for this backend yet (only 'unchecked': "
+                "ProgramOptions::bounds = TSR_BOUNDS_UNCHECKED, tessera run --bounds unchecked)");
 
-  auto t1 = std::chrono::steady_clock::now();
-  std::vector<std::vector<tsr_kernel_param_t>> params;
-  for (const auto &k : art.kernels) {
-    std::vector<tsr_kernel_param_t> ps;
-    for (const auto &t : k.params)
-      ps.push_back({halType(t), nullptr});
-    params.push_back(std::move(ps));
+  // The artefact as a Program on `device`; null with `*why` set when the driver refuses it.
+  auto load = [&](const GpuArtefact &art, std::string *why) -> std::unique_ptr<Program> {
+    std::vector<std::vector<tsr_kernel_param_t>> params;
+    for (const auto &k : art.kernels) {
+      std::vector<tsr_kernel_param_t> ps;
+      for (const auto &t : k.params)
+        ps.push_back({halType(t), nullptr});
+      params.push_back(std::move(ps));
+    }
+    std::vector<tsr_gpu_kernel> gk;
+    std::vector<uint32_t> controls;
+    for (const auto &k : art.kernels)
+      controls.push_back(k.controlBinding);
+    for (size_t i = 0; i < art.kernels.size(); ++i) {
+      const auto &k = art.kernels[i];
+      gk.push_back({k.name.c_str(), params[i].data(), uint32_t(params[i].size()),
+                    k.offsets.empty() ? nullptr : k.offsets.data(), k.pushBytes,
+                    uint32_t(k.sharedBytes)});
+    }
+    tsr_gpu_module mod = {};
+    mod.struct_size = sizeof mod;
+    mod.version = TSR_GPU_MODULE_VERSION;
+    mod.image = art.image.empty() ? nullptr : art.image.data();
+    mod.image_size = art.image.size();
+    mod.fallback = art.fallback.empty() ? nullptr : art.fallback.data();
+    mod.fallback_size = art.fallback.size();
+    mod.kernels = gk.data();
+    mod.kernel_count = uint32_t(gk.size());
+    mod.control_bindings = controls.data();
+    auto impl = std::make_unique<Impl>();
+    if (tsr_status_t st =
+            tsr_executable_create(device, art.format.c_str(), &mod, sizeof mod, &impl->exe)) {
+      *why = hal::Status::fromC(st).message();
+      return nullptr;
+    }
+    std::unique_ptr<Program> p(new Program(std::move(impl)));
+    for (const auto &k : art.kernels) {
+      ProgramKernel pk{k.name, nullptr, k.params,
+                       k.subgroupSize ? k.subgroupSize : info.subgroup_size, k.sharedBytes};
+      if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel)) {
+        *why = hal::Status::fromC(st).message();
+        return nullptr;
+      }
+      p->kernels_.push_back(std::move(pk));
+    }
+    return p;
+  };
+
+  // A cached artefact the driver refuses is rejected and compiled afresh, once.
+  for (int attempt = 0;; ++attempt) {
+    ProgramStats stats;
+    GpuArtefact art;
+    std::string err, usedKey;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!compile(info, m, cache, opts, key0, &art, &stats, &usedKey, &err))
+      return fail(err);
+    stats.compileMs = msSince(t0);
+    auto t1 = std::chrono::steady_clock::now();
+    std::unique_ptr<Program> p = load(art, &err);
+    if (p) {
+      stats.loadMs = msSince(t1);
+      p->stats_ = stats;
+      return p;
+    }
+    if (usedKey.empty() || attempt > 0)
+      return fail(err);
+    cache->reject(usedKey, "the driver refused it: " + err);
   }
-  std::vector<tsr_gpu_kernel> gk;
-  for (size_t i = 0; i < art.kernels.size(); ++i) {
-    const auto &k = art.kernels[i];
-    gk.push_back({k.name.c_str(), params[i].data(), uint32_t(params[i].size()),
-                  k.offsets.empty() ? nullptr : k.offsets.data(), k.pushBytes,
-                  uint32_t(k.sharedBytes)});
-  }
-  tsr_gpu_module mod = {};
-  mod.struct_size = sizeof mod;
-  mod.version = TSR_GPU_MODULE_VERSION;
-  mod.image = art.image.empty() ? nullptr : art.image.data();
-  mod.image_size = art.image.size();
-  mod.fallback = art.fallback.empty() ? nullptr : art.fallback.data();
-  mod.fallback_size = art.fallback.size();
-  mod.kernels = gk.data();
-  mod.kernel_count = uint32_t(gk.size());
-  auto impl = std::make_unique<Impl>();
-  if (tsr_status_t st = tsr_executable_create(device, art.format.c_str(), &mod, sizeof mod, &impl->exe))
-    return fail(hal::Status::fromC(st).message());
-  std::unique_ptr<Program> p(new Program(std::move(impl)));
-  for (const auto &k : art.kernels) {
-    ProgramKernel pk{k.name, nullptr, k.params,
-                     k.subgroupSize ? k.subgroupSize : info.subgroup_size, k.sharedBytes};
-    if (tsr_status_t st = tsr_executable_kernel(p->impl_->exe, k.name.c_str(), &pk.kernel))
-      return fail(hal::Status::fromC(st).message());
-    p->kernels_.push_back(std::move(pk));
-  }
-  stats.loadMs = msSince(t1);
-  p->stats_ = stats;
-  return p;
 }
 
 } // namespace tessera

@@ -42,6 +42,26 @@ TEST(Artefact, RoundTripKeepsEveryField) {
   EXPECT_EQ(k.params[2].elem, ir::Scalar::I64);
   EXPECT_EQ(b->image, a.image);
   EXPECT_TRUE(b->fallback.empty());
+  EXPECT_EQ(k.controlBinding, UINT32_MAX); // none written, none read
+}
+
+// The Vulkan control buffer's binding (backends/gpu_module.h) survives the round trip, and
+// a container written before it existed (no `control` line) still decodes.
+TEST(Artefact, ControlBindingRoundTripsAndIsOptional) {
+  GpuArtefact a = sample();
+  a.kernels[0].controlBinding = 3;
+  std::string bytes = encodeArtefact(a);
+  EXPECT_NE(bytes.find("\ncontrol 3\n"), std::string::npos);
+  auto b = decodeArtefact(bytes);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->kernels[0].controlBinding, 3u);
+  std::string old = bytes;
+  old.erase(old.find("control 3\n"), 10);
+  auto c = decodeArtefact(old);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->kernels[0].controlBinding, UINT32_MAX);
+  std::string orphan = "TSRX1 vulkan-spirv\ncontrol 3\n" + bytes.substr(bytes.find("kernel"));
+  EXPECT_FALSE(decodeArtefact(orphan).has_value()) << "a control line before any kernel";
 }
 
 TEST(Artefact, CudaKeepsBothImagesAndNoOffsets) {

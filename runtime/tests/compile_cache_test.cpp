@@ -1,11 +1,15 @@
 // Compile cache and SHA-256: standard test vectors, memory and disk hits, detection of
-// truncated / corrupted / foreign entries, and many processes sharing one cache directory.
+// truncated / corrupted / foreign entries, entries that are not regular files (a directory,
+// a FIFO, a symbolic link to /dev/zero, an oversized file) or were copied under another key,
+// unusable cache directories, and many processes sharing one cache directory.
 #include "tessera/compile_cache.h"
 #include "tessera/sha256.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,14 +113,138 @@ TEST_F(CacheDir, TruncatedCorruptedAndForeignEntriesAreRejectedAndRebuilt) {
   }
 }
 
+// Collects the cache's warning lines.
+struct Warnings {
+  explicit Warnings(CompileCache &c) {
+    c.setWarningSink([this](const std::string &line) { lines.push_back(line); });
+  }
+  std::vector<std::string> lines;
+};
+
 TEST_F(CacheDir, UnwritableDirectoryOnlyCostsTheDiskCopy) {
   std::filesystem::path file = dir / "not-a-dir";
   std::ofstream(file) << "x";
-  CompileCache c(file / "sub");
+  for (const std::filesystem::path &bad : {file, file / "sub"}) {
+    SCOPED_TRACE(bad.string());
+    CompileCache c(bad);
+    Warnings w(c);
+    std::string err;
+    EXPECT_FALSE(c.lookup(key));
+    EXPECT_FALSE(c.store(key, "payload", &err));
+    EXPECT_NE(err.find("is unusable"), std::string::npos) << err;
+    EXPECT_EQ(c.lookup(key), "payload"); // memory still works
+    c.store(key, "payload");
+    ASSERT_EQ(w.lines.size(), 1u) << "one line, however often the disk is needed";
+    EXPECT_NE(w.lines[0].find("compile cache: directory " + bad.string() + " is unusable"),
+              std::string::npos)
+        << w.lines[0];
+    EXPECT_NE(w.lines[0].find("caching on disk is off"), std::string::npos) << w.lines[0];
+  }
+}
+
+TEST_F(CacheDir, DirectoryWithoutWritePermissionTurnsDiskCachingOff) {
+  if (::geteuid() == 0)
+    GTEST_SKIP() << "root writes anywhere: permissions cannot be tested";
+  std::filesystem::path ro = dir / "ro";
+  std::filesystem::create_directory(ro);
+  std::filesystem::permissions(ro, std::filesystem::perms::owner_read |
+                                       std::filesystem::perms::owner_exec);
+  CompileCache c(ro);
+  Warnings w(c);
+  EXPECT_FALSE(c.store(key, "payload"));
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("cannot write in it"), std::string::npos) << w.lines[0];
+  std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
+}
+
+// Things that are not entry files at an entry's path: each is a miss with one warning line
+// naming what it is, never a hang, a huge read or an exception; then a store replaces it
+// (except a directory, which is never removed) and the next lookup hits.
+TEST_F(CacheDir, EntriesThatAreNotRegularFilesAreMissesWithOneWarning) {
+  struct Case {
+    const char *what;
+    std::function<void(const std::filesystem::path &)> make;
+    const char *reason;
+    bool replaceable;
+  };
+  const Case cases[] = {
+      {"directory", [](const auto &p) { std::filesystem::create_directories(p / "x"); },
+       "it is a directory", false},
+      {"fifo", [](const auto &p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); },
+       "it is not a regular file", true},
+      {"symlink to /dev/zero",
+       [](const auto &p) { std::filesystem::create_symlink("/dev/zero", p); },
+       "it is a symbolic link", true},
+      {"oversized file",
+       [](const auto &p) {
+         std::ofstream(p).close();
+         std::filesystem::resize_file(p, CompileCache::kMaxEntryBytes + 1); // sparse
+       },
+       "it has 268435457 bytes, more than the cache's limit of 268435456", true},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    std::filesystem::remove_all(dir);
+    std::filesystem::path p = CompileCache(dir).entryPath(key);
+    std::filesystem::create_directories(p.parent_path());
+    c.make(p);
+    CompileCache cache(dir);
+    Warnings w(cache);
+    EXPECT_FALSE(cache.lookup(key));
+    ASSERT_EQ(w.lines.size(), 1u);
+    EXPECT_NE(w.lines[0].find("ignoring entry " + p.string() + ": " + c.reason), std::string::npos)
+        << w.lines[0];
+    EXPECT_EQ(cache.stats().corruptEntries, 1u);
+    EXPECT_EQ(cache.store(key, "the real object"), c.replaceable);
+    CompileCache fresh(dir);
+    Warnings w2(fresh);
+    EXPECT_EQ(fresh.lookup(key).has_value(), c.replaceable);
+    EXPECT_EQ(w2.lines.size(), c.replaceable ? 0u : 1u);
+  }
+}
+
+// An entry is bound to the key it was stored under: a valid entry copied to another key's
+// path (same checksum, same format) is a miss, not the other module's code.
+TEST_F(CacheDir, ValidEntryCopiedUnderAnotherKeyIsAMiss) {
+  std::string other = makeCacheKey("v", "cpu", "o", "other ir");
+  {
+    CompileCache c(dir);
+    ASSERT_TRUE(c.store(key, "module A"));
+  }
+  CompileCache c(dir);
+  std::filesystem::create_directories(c.entryPath(other).parent_path());
+  std::filesystem::copy_file(c.entryPath(key), c.entryPath(other));
+  Warnings w(c);
+  EXPECT_FALSE(c.lookup(other));
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("stored under another key (" + key.substr(0, 16)), std::string::npos)
+      << w.lines[0];
+  EXPECT_EQ(c.lookup(key), "module A"); // the original is untouched
+}
+
+TEST_F(CacheDir, RejectDropsTheEntryWithOneWarning) {
+  {
+    CompileCache c(dir);
+    ASSERT_TRUE(c.store(key, "payload"));
+  }
+  CompileCache c(dir);
+  Warnings w(c);
+  ASSERT_TRUE(c.lookup(key));
+  c.reject(key, "its kernels differ");
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find(": its kernels differ; recompiling"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(c.entryPath(key)));
+  EXPECT_FALSE(c.lookup(key));
+}
+
+TEST_F(CacheDir, PayloadsLargerThanAnEntryStayInMemory) {
+  CompileCache c(dir);
+  std::string big(CompileCache::kMaxEntryBytes, 'x');
   std::string err;
-  EXPECT_FALSE(c.store(key, "payload", &err));
-  EXPECT_NE(err.find("cannot create"), std::string::npos) << err;
-  EXPECT_EQ(c.lookup(key), "payload");
+  EXPECT_FALSE(c.store(key, big, &err));
+  EXPECT_NE(err.find("larger than an entry may be"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(c.entryPath(key)));
+  EXPECT_EQ(c.lookup(key)->size(), big.size());
 }
 
 TEST_F(CacheDir, RejectsKeysThatAreNotHashes) {

@@ -8,6 +8,7 @@
 #include "ir/interp/numerics.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
+#include "tessera/output_check.h"
 #include "tessera/program.h"
 
 #include <cmath>
@@ -50,8 +51,8 @@ void corruptFirstWritable(const ir::Function &k, std::vector<ir::HostBuffer> &ou
 // The first float element whose ULP error exceeds `budget` (NaN matches NaN), as a verdict
 // detail (and its buffer in `*buffer`); empty when every element is within it.
 std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &reference,
-                                const std::vector<ir::HostBuffer> &got, double budget,
-                                std::string *buffer) {
+                                const std::vector<ir::HostBuffer> &got,
+                                const std::vector<double> &budgets, std::string *buffer) {
   size_t bi = 0;
   for (const ir::Value *p : k.params()) {
     if (p->type.kind != ir::Type::Kind::Buffer)
@@ -60,6 +61,7 @@ std::string elementwiseMismatch(const ir::Function &k, const ir::LaunchData &ref
     const ir::HostBuffer &want = reference.buffers.at(idx);
     if (p->type.access == ir::Access::ReadOnly || !ir::isFloatScalar(want.elem))
       continue;
+    const double budget = budgets.at(idx);
     for (int64_t i = 0; i < want.size(); ++i) {
       double w = want.get(i).f, g = got.at(idx).get(i).f;
       if (std::isnan(w) && std::isnan(g))
@@ -144,6 +146,7 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
   if (!first.ok && !hooks.runUndefined)
     return {Outcome::Invalid, "interpreter: " + first.error};
 
+  ir::LaunchData inputs = data; // the inputs, before the device writes anything
   std::vector<ir::HostBuffer> outputs;
   bool ran = runOnDevice(dev.device, *pk, data, outputs, nullptr, &err);
   if (!first.ok) // nothing to compare with; what matters is that we got here
@@ -152,17 +155,25 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
     return {Outcome::DeviceError, "run: " + err};
   if (!hooks.plantOp.empty() && usesOp(m, hooks.plantOp))
     corruptFirstWritable(*k, outputs);
-  double budget = kernelUlpBudget(m, *k, pk->subgroupSize);
-  for (const BufferCheck &c : checkOutputs(*k, reference, outputs, budget))
+  KernelCheck kc =
+      checkKernel(m, *k, inputs, outputs, pk->subgroupSize, profileForDevice(dev.name));
+  if (!kc.ok)
+    return {Outcome::Invalid, "interpreter: " + kc.error};
+  for (const OutputCheck &c : kc.outputs)
     if (!c.passed) {
       char buf[96];
-      std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, budget);
-      return {Outcome::Mismatch, "%" + c.param + " " + c.detail + buf, c.param};
+      std::snprintf(buf, sizeof buf, " (max_ulp=%.3g, budget %.3g ulp)", c.maxUlp, c.budget.ulp);
+      return {Outcome::Mismatch, "%" + c.budget.param + " " + c.detail + buf, c.budget.param};
     }
-  if (hooks.elementwise && dev.fullProfile)
-    if (std::string buffer, d = elementwiseMismatch(*k, reference, outputs, budget, &buffer);
+  if (hooks.elementwise && dev.fullProfile) {
+    // Each output's own data-flow budget, element by element (no normwise arm at all).
+    std::vector<double> budgets(reference.buffers.size(), 0);
+    for (const OutputCheck &c : kc.outputs)
+      budgets.at(c.budget.bufferIndex) = c.budget.ulp;
+    if (std::string buffer, d = elementwiseMismatch(*k, reference, outputs, budgets, &buffer);
         !d.empty())
       return {Outcome::Mismatch, d, buffer};
+  }
   return {Outcome::Pass, ""};
 }
 

@@ -1,6 +1,6 @@
 // Judging one kernel module on one device for `tessera fuzz`, exactly as `tessera run --check`
-// does (device_run.h: runOnDevice, the interpreter at the device's subgroup size,
-// kernelUlpBudget, checkOutputs), so improvements to that judge apply here too.
+// does (device_run.h: runOnDevice; output_check.h: checkKernel under the device's declared
+// profile), so improvements to that judge apply here too.
 #pragma once
 
 #include "tessera/hal.h"

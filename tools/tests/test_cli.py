@@ -6,6 +6,7 @@ independent expectations (numpy-free: plain Python arithmetic over the dumped bu
 import json
 import os
 import pathlib
+import pty
 import struct
 import subprocess
 
@@ -152,6 +153,8 @@ def test_run_check_every_example_on_vulkan(tmp_path):
         assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
+        # Judged by Vulkan's declared profile, as the conformance cases are.
+        assert all("ulp (relaxed)" in l for l in lines), r.stdout
 
 
 def test_cuda_path_end_to_end_through_the_fake_driver(tmp_path):
@@ -181,6 +184,7 @@ def test_run_check_every_example_on_cpu(tmp_path):
         assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
+        assert all("ulp (full)" in l for l in lines), r.stdout
 
 
 def test_run_uses_the_disk_cache_and_survives_corruption(tmp_path):
@@ -229,6 +233,34 @@ def test_compile_writes_object_and_every_stage(tmp_path):
     assert "@gelu_affine" in r.stdout
     bad = tessera("compile", ROOT / "ir/examples/gelu_affine.tir", "--target", "ptx")
     assert bad.returncode == 2 and "needs --arch" in bad.stderr
+
+
+def test_compile_without_o_writes_nothing_to_the_working_directory(tmp_path):
+    ex = ROOT / "ir/examples/saxpy.tir"
+
+    def run(*args):
+        return subprocess.run([str(BIN), "compile", str(ex), *args], cwd=tmp_path,
+                              capture_output=True, timeout=300)
+
+    cpu = run("--target", "cpu")  # binary: compiled and summarised, not written
+    assert cpu.returncode == 0, cpu.stderr
+    assert b"(not written: -o FILE writes it)" in cpu.stdout and b"@saxpy" in cpu.stdout
+    ptx = run("--target", "ptx", "--arch", "sm_80")  # text: the PTX on stdout, summary on stderr
+    assert ptx.returncode == 0, ptx.stderr
+    assert b".visible .entry saxpy(" in ptx.stdout and b"-> stdout" in ptx.stderr
+    piped = run("--target", "cpu", "-o", "-")  # explicit: the object on stdout (a pipe here)
+    assert piped.returncode == 0 and piped.stdout[:4] == b"\x7fELF", piped.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert "Without -o nothing is written to disk" in tessera("compile", "--help", check=0).stdout
+    # A binary artefact is never written to a terminal.
+    leader, follower = pty.openpty()
+    try:
+        tty = subprocess.run([str(BIN), "compile", str(ex), "--target", "cpu", "-o", "-"],
+                             stdout=follower, stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert tty.returncode == 2 and b"refusing to write a binary artefact to a terminal" in tty.stderr
 
 
 def test_compile_ptx_writes_ptx_and_every_stage(tmp_path):
@@ -328,3 +360,53 @@ def test_compile_ptx_container_carries_cubin_and_ptx(tmp_path):
     assert b".entry saxpy" in data  # the PTX fallback
     if "bytes of cubin" in r.stdout:  # ptxas was found: the image is the cubin (an ELF)
         assert b"\x7fELF" in data
+
+
+EMPTY_AND_I64 = """
+kernel @copy(%x: buffer<f32, readonly>, %y: buffer<f32>, %n: i32) {
+  %i = global_id.x : i32
+  %in = cmp.slt %i, %n : i32
+  if %in {
+    %v = load %x[%i] : f32
+    store %v, %y[%i] : f32
+  }
+}
+launch @copy grid(1) workgroup(64) {
+  %x[0] = uniform(-1.0, 1.0)
+  %y[0] = fill(0.0)
+  %n = 0
+}
+
+kernel @inc(%x: buffer<i64, readonly>, %y: buffer<i64>, %z: buffer<i64>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : i64
+  %one = const 1 : i64
+  %w = add %v, %one : i64
+  store %w, %y[%i] : i64
+}
+launch @inc grid(1) workgroup(64) seed(5) {
+  %x[64] = uniform(-9223372036854775808, 9223372036854775807)
+  %y[64] = fill(0)
+  %z[3] = iota(9007199254740993, 1)
+}
+"""
+
+
+def test_run_empty_buffers_and_exact_i64_generators(tmp_path):
+    # Issue #11 bug 4: `%x[0]` is an empty buffer that every device runs, and i64 generator
+    # arguments are exact (uniform over the whole i64 range, values above 2^53 kept).
+    src = tmp_path / "empty_i64.tir"
+    src.write_text(EMPTY_AND_I64)
+    out = tessera("interp", src, check=0).stdout
+    y = next(l for l in out.splitlines() if l.startswith("%y: i64"))
+    lo, hi = (int(y.split(k + "=")[1].split()[0]) for k in ("min", "max"))
+    assert lo < -2**62 and hi > 2**62, y  # x + 1 over the full range, not INT64_MIN + 1
+    assert "%z: i64[3] min=9007199254740993 max=9007199254740995" in out, out
+    assert "%y: f32[0]" in out, out
+    env = run_env(tmp_path)
+    devices = [d["name"] for d in json.loads(tessera("devices", "--json", check=0).stdout)["devices"]]
+    for dev in [d for d in ("cpu:0", "vulkan:0") if d in devices]:
+        r = tessera_env(env, "run", src, "--device", dev, "--check")
+        assert r.returncode == 0, f"{dev}\n{r.stdout}\n{r.stderr}"
+        lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
+        assert len(lines) == 3 and all(": ok" in l for l in lines), r.stdout

@@ -9,6 +9,7 @@
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 
@@ -26,9 +27,23 @@
 
 namespace tessera::cpu {
 
+// The shared lowering reads these context fields at fixed offsets (it may not include the
+// CPU ABI header); the two must agree.
+static_assert(offsetof(TsrCpuWgCtx, shared_memory) == llvmgen::kCtxSharedMemoryOffset);
+static_assert(offsetof(TsrCpuWgCtx, arg_bytes) == llvmgen::kCtxArgBytesOffset);
+static_assert(offsetof(TsrCpuWgCtx, fault) == llvmgen::kCtxFaultOffset);
+static_assert(offsetof(TsrCpuWgCtx, cancel) == llvmgen::kCtxCancelOffset);
+
 uint64_t CpuCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
-  return Fnv1a().num(1).num(subgroupSize).num(optLevel).num(hostCpu).num(vectorMath).value();
+  return Fnv1a()
+      .num(2)
+      .num(subgroupSize)
+      .num(optLevel)
+      .num(hostCpu)
+      .num(vectorMath)
+      .num(uint32_t(bounds))
+      .value();
 }
 
 CpuCompiledModule::CpuCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -192,6 +207,7 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   CpuMathHooks hooks(*mod, *tm, opts.vectorMath);
   llvmgen::LoweringConfig cfg;
   cfg.subgroupSize = opts.subgroupSize;
+  cfg.bounds = opts.bounds;
   cfg.symbolPrefix = TSR_CPU_WG_SYMBOL_PREFIX;
   cfg.hooks = &hooks;
   std::vector<llvmgen::LoweredKernel> lowered;

@@ -23,6 +23,8 @@ struct CpuCompileOptions {
   uint32_t optLevel = 3;      // 0..3
   bool hostCpu = true;        // -march=native (host CPU name and features); else x86-64
   bool vectorMath = true;     // libmvec vector variants of libm functions
+  /// Out-of-bounds accesses: robust (read 0, drop) by default (docs/ir.md, "Faults").
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
 
   uint64_t hash() const;
   friend bool operator==(const CpuCompileOptions &, const CpuCompileOptions &) = default;

@@ -4,6 +4,7 @@
 // Must never report a limit the rest of the driver does not honour: the validation layer
 // trusts these numbers.
 #include "backends/cpu/runtime/entry_points.h"
+#include "backends/cpu/runtime/host_memory.h"
 
 #include <cstdio>
 #include <fstream>
@@ -47,9 +48,7 @@ const char *hostArchitecture() {
 void probe(tsr_device_info_t &info) {
   std::snprintf(info.vendor, sizeof(info.vendor), "%s", hostVendor().c_str());
   std::snprintf(info.architecture, sizeof(info.architecture), "%s", hostArchitecture());
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long pageSize = sysconf(_SC_PAGE_SIZE);
-  info.total_memory = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+  info.total_memory = hostMemoryBytes(); // what bufferAllocate enforces, in total
   unsigned cores = std::thread::hardware_concurrency();
   info.compute_units = cores ? cores : 1;
   for (int d = 0; d < 3; ++d)
@@ -72,7 +71,9 @@ void probe(tsr_device_info_t &info) {
 CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo)
     // The stream thread that calls parallelFor works too: one pool thread fewer than cores
     // keeps a launch from oversubscribing the machine.
-    : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0) {}
+    : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0),
+      // Every CPU device draws on the same host memory.
+      memory(backend::DeviceMemory::of("cpu:0", deviceInfo.total_memory)) {}
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
   auto *driver = new (std::nothrow) CpuDriver;

@@ -7,14 +7,18 @@
 
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cpu/runtime/thread_pool.h"
+#include "backends/cpu/runtime/watchdog.h"
 #include "backends/driver_entry_points.h"
+#include "backends/memory_budget.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +39,17 @@ struct CpuDriver {
 struct CpuDevice {
   explicit CpuDevice(const tsr_device_info_t &info);
   tsr_device_info_t info;
-  ThreadPool pool; // runs the workgroups of every launch on this device
+  ThreadPool pool;               // runs the workgroups of every launch on this device
+  Watchdog watchdog;             // raises the cancel flag of a launch past its deadline
+  backend::DeviceMemory memory;  // live buffers against info.total_memory
+};
+
+/// A kernel fault or deadline, kept until a synchronize reports it (a copy, so that event
+/// waits can report it too).
+struct Fault {
+  tsr_status_code_t code;
+  std::string message;
+  tsr_status_t status() const { return tsr_status_make(code, "%s", message.c_str()); }
 };
 
 struct CpuBuffer {
@@ -46,7 +60,9 @@ struct CpuBuffer {
 /// One-shot completion flag of one event record.
 class Signal {
 public:
-  void set();
+  void set(std::optional<Fault> fault = std::nullopt);
+  /// The fault of the recording stream's work before the record, if any.
+  std::optional<Fault> fault();
   void wait();
   bool ready();
 
@@ -54,6 +70,7 @@ private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::optional<Fault> fault_;
 };
 
 /// An event: the signal of its most recent record (none: complete).
@@ -70,6 +87,13 @@ public:
   void enqueue(std::function<void()> work);
   void synchronize();
   bool idle();
+  /// Deadline of the launches enqueued from now on, in ns (0: none).
+  std::atomic<uint64_t> timeoutNs{0};
+  /// Keeps the first fault until takeFault() (worker thread).
+  void setFault(tsr_status_t status);
+  /// The fault not yet reported, cleared (synchronize).
+  tsr_status_t takeFault();
+  std::optional<Fault> peekFault();
 
 private:
   void run();
@@ -78,6 +102,7 @@ private:
   std::deque<std::function<void()>> queue_;
   uint64_t submitted_ = 0, completed_ = 0;
   bool stopping_ = false;
+  std::optional<Fault> fault_; // guarded by mutex_
   std::thread worker_; // last: starts after the members above exist
 };
 
@@ -94,9 +119,12 @@ struct CpuExecutable {
   std::vector<CpuKernel> kernels;
 };
 
-/// Runs every workgroup of one launch on `device`'s pool; returns when all have finished.
-void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
-               const uint32_t workgroup[3], void **args);
+/// Runs every workgroup of one launch on `device`'s pool; returns when all have finished,
+/// with the launch's fault (checked mode) or DEADLINE_EXCEEDED past `timeoutNs` (0: none).
+/// `argBytes`: the size of each parameter's buffer view (0 for scalars).
+tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
+                       const uint32_t workgroup[3], void **args, const uint64_t *argBytes,
+                       uint64_t timeoutNs);
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
 TSR_DECLARE_DRIVER_ENTRY_POINTS()

@@ -2,15 +2,23 @@
 // reaches it; waits and queries look at the signal of the most recent record.
 //
 // A wait captures the signal at enqueue time (CUDA semantics), so re-recording an event
-// never releases or blocks an earlier wait. Must never block the enqueuing thread.
+// never releases or blocks an earlier wait. A record carries a copy of the recording stream's
+// unreported kernel fault, which event_synchronize reports. Must never block the enqueuing
+// thread.
 #include "backends/cpu/runtime/entry_points.h"
 
 namespace tessera::cpu {
 
-void Signal::set() {
+void Signal::set(std::optional<Fault> fault) {
   std::lock_guard<std::mutex> lock(mutex_);
   done_ = true;
+  fault_ = std::move(fault);
   cv_.notify_all();
+}
+
+std::optional<Fault> Signal::fault() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fault_;
 }
 
 void Signal::wait() {
@@ -47,7 +55,9 @@ tsr_status_t streamRecordEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_dr
     std::lock_guard<std::mutex> lock(e->mutex);
     e->latest = signal;
   }
-  as<CpuStream>(stream)->enqueue([signal] { signal->set(); });
+  CpuStream *s = as<CpuStream>(stream);
+  // The record sees a fault of the stream's earlier work that no synchronize has reported.
+  s->enqueue([signal, s] { signal->set(s->peekFault()); });
   return nullptr;
 }
 
@@ -59,9 +69,12 @@ tsr_status_t streamWaitEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_
 }
 
 tsr_status_t eventSynchronize(tsr_drv_device_t, tsr_drv_event_t event) {
-  if (std::shared_ptr<Signal> signal = latestOf(event))
-    signal->wait();
-  return nullptr;
+  std::shared_ptr<Signal> signal = latestOf(event);
+  if (!signal)
+    return nullptr;
+  signal->wait();
+  std::optional<Fault> fault = signal->fault();
+  return fault ? fault->status() : nullptr;
 }
 
 tsr_status_t eventQuery(tsr_drv_device_t, tsr_drv_event_t event, bool *out_ready) {

@@ -5,7 +5,11 @@
 // Must never keep a pointer into the caller's module struct (only the kernel functions
 // themselves), and never accept a kernel table the HAL could not validate launches against.
 #include "backends/cpu/runtime/entry_points.h"
+#include "backends/kernel_fault_status.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -96,10 +100,20 @@ void *sharedScratch(size_t bytes) {
 
 } // namespace
 
-void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
-               const uint32_t workgroup[3], void **args) {
+tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
+                       const uint32_t workgroup[3], void **args, const uint64_t *argBytes,
+                       uint64_t timeoutNs) {
   const uint64_t gx = grid[0], gy = grid[1];
   const uint64_t total = gx * gy * grid[2];
+  tsr_kernel_fault fault = {};
+  std::atomic<uint32_t> cancel{0};
+  static_assert(sizeof(cancel) == sizeof(uint32_t), "the kernel reads the flag as a uint32_t");
+  uint64_t armed = 0;
+  if (timeoutNs) {
+    // Clamped to 2^62 ns (146 years), so that now + timeout cannot overflow the clock.
+    auto ns = std::chrono::nanoseconds(int64_t(std::min<uint64_t>(timeoutNs, uint64_t(1) << 62)));
+    armed = device.watchdog.arm(Watchdog::Clock::now() + ns, &cancel);
+  }
   // Ranges of linear workgroup ids: the id is decomposed once per range, then stepped, so
   // small workgroups don't pay three divisions each.
   std::function<void(uint64_t, uint64_t)> body = [&](uint64_t begin, uint64_t end) {
@@ -111,7 +125,13 @@ void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3
     std::memcpy(ctx.group_size, workgroup, sizeof(ctx.group_size));
     ctx.shared_memory =
         kernel.sharedMemoryBytes ? sharedScratch(kernel.sharedMemoryBytes) : nullptr;
+    ctx.arg_bytes = argBytes;
+    ctx.fault = &fault;
+    ctx.cancel = reinterpret_cast<const volatile uint32_t *>(&cancel);
     for (uint64_t linear = begin; linear < end; ++linear) {
+      // A cancelled launch dispatches no further workgroup.
+      if (cancel.load(std::memory_order_relaxed))
+        return;
       kernel.fn(&ctx, args);
       if (++ctx.group_id[0] < gx)
         continue;
@@ -123,6 +143,13 @@ void runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3
     }
   };
   device.pool.parallelForRanges(total, body);
+  if (armed)
+    device.watchdog.disarm(armed);
+  // A cancellation between workgroups, or in a kernel without loop checks, leaves the
+  // record free: the deadline is the launch's fault then.
+  if (cancel.load(std::memory_order_relaxed) && fault.kind == TSR_FAULT_NONE)
+    fault.kind = TSR_FAULT_DEADLINE;
+  return kernelFaultStatus(kernel.name.c_str(), fault, timeoutNs);
 }
 
 tsr_status_t executableCreate(tsr_drv_device_t, const char *format, const void *data, size_t size,

@@ -1,5 +1,6 @@
 // CPU streams: a worker thread per stream that runs an in-order queue, and the stream
-// entry points (fill, copies, launch, synchronize, query) that enqueue into it.
+// entry points (fill, copies, launch, synchronize, query, set_timeout) that enqueue into it.
+// A launch's kernel fault or deadline is kept on the stream until a synchronize reports it.
 //
 // Every enqueue returns before its work runs and copies everything it needs from the
 // caller's arguments. Must never run two items of one stream at once or out of order.
@@ -57,6 +58,29 @@ void CpuStream::synchronize() {
 bool CpuStream::idle() {
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_ == submitted_;
+}
+
+void CpuStream::setFault(tsr_status_t status) {
+  if (!status)
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fault_)
+    fault_ = Fault{tsr_status_code(status), tsr_status_message(status)};
+  tsr_status_free(status);
+}
+
+tsr_status_t CpuStream::takeFault() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fault_)
+    return nullptr;
+  tsr_status_t status = fault_->status();
+  fault_.reset();
+  return status;
+}
+
+std::optional<Fault> CpuStream::peekFault() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fault_;
 }
 
 namespace {
@@ -126,10 +150,12 @@ tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_bu
 tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
                           const uint32_t grid[3], const uint32_t workgroup[3],
                           const tsr_drv_arg_t *args, uint32_t arg_count) {
-  // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits.
-  std::vector<uint64_t> slots;
+  // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits; and the bytes
+  // of each buffer view, which bound robust and checked accesses.
+  std::vector<uint64_t> slots, viewBytes;
   try {
     slots.assign(arg_count, 0);
+    viewBytes.assign(arg_count, 0);
   } catch (const std::bad_alloc &) {
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory for a launch");
   }
@@ -137,6 +163,7 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
     if (args[i].kind == TSR_TYPE_BUFFER) {
       void *pointer = bytes(args[i].value.buffer.buf, args[i].value.buffer.offset);
       std::memcpy(&slots[i], &pointer, sizeof(pointer));
+      viewBytes[i] = args[i].value.buffer.length;
       continue;
     }
     std::memcpy(&slots[i], &args[i].value, sizeof(uint64_t));
@@ -153,17 +180,26 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   } catch (const std::bad_alloc &) {
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory for a launch");
   }
-  return tryEnqueue(
-      stream, "a launch",
-      [dev, k, g, wg, slots = std::move(slots), pointers = std::move(pointers)]() mutable {
-        for (size_t i = 0; i < slots.size(); ++i)
-          pointers[i] = &slots[i];
-        runLaunch(*dev, *k, g.data(), wg.data(), pointers.data());
-      });
+  CpuStream *s = as<CpuStream>(stream);
+  uint64_t timeoutNs = s->timeoutNs.load(std::memory_order_relaxed);
+  return tryEnqueue(stream, "a launch",
+                    [dev, k, g, wg, s, timeoutNs, slots = std::move(slots),
+                     viewBytes = std::move(viewBytes), pointers = std::move(pointers)]() mutable {
+                      for (size_t i = 0; i < slots.size(); ++i)
+                        pointers[i] = &slots[i];
+                      s->setFault(runLaunch(*dev, *k, g.data(), wg.data(), pointers.data(),
+                                            viewBytes.data(), timeoutNs));
+                    });
 }
 
 tsr_status_t streamSynchronize(tsr_drv_device_t, tsr_drv_stream_t stream) {
-  as<CpuStream>(stream)->synchronize();
+  CpuStream *s = as<CpuStream>(stream);
+  s->synchronize();
+  return s->takeFault(); // once: later work on the stream runs and reports normally
+}
+
+tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t stream, uint64_t timeout_ns) {
+  as<CpuStream>(stream)->timeoutNs.store(timeout_ns, std::memory_order_relaxed);
   return nullptr;
 }
 

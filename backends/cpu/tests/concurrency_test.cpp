@@ -1,9 +1,12 @@
 // Concurrency: 8 host threads, each with its own two streams, enqueue 500 launches with
 // cross-stream event handoffs, while sharing one device, its thread pool and the registry;
 // then one stream waits on events recorded by all of them. Every result is checked against
-// a count the test derives from the schedule. Run under TSan as well (build/h-hal-tsan).
+// a count the test derives from the schedule. Also: device memory accounting while eight
+// threads allocate and free on two opens of the device. Run under TSan as well (build/tsan).
+#include "backends/cpu/runtime/cpu_driver.h"
 #include "backends/cpu/tests/test_kernels.h"
 
+#include <cstdlib>
 #include <thread>
 
 namespace tessera::cpu::testing {
@@ -85,6 +88,43 @@ TEST_F(Concurrency, EightThreadsFiveHundredLaunchesEachWithCrossStreamEvents) {
         ASSERT_EQ(got[size_t(k) * kElements + e], (k + 1) * kSnapshotEvery)
             << "snapshot " << k << " element " << e;
   }
+}
+
+// Issue #10: buffers of many sizes allocated and freed (with views) by eight threads on two
+// opens of cpu:0 share one count; no update may be lost, which shows as exactly the capped
+// total being allocatable afterwards, and one byte more not.
+TEST(ConcurrencyMemory, EightThreadsAllocatingAndFreeingLoseNoBytes) {
+  constexpr uint64_t kTotal = uint64_t(16) << 20;
+  setenv("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(kTotal).c_str(), 1);
+  tsr_registry_t registry = nullptr;
+  TSR_ASSERT_OK(tsr_registry_create(&registry));
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry, tsr_cpu_driver()));
+  tsr_device_t devices[2] = {};
+  TSR_ASSERT_OK(tsr_registry_open_device(registry, "cpu:0", &devices[0]));
+  TSR_ASSERT_OK(tsr_registry_open_device(registry, "cpu:0", &devices[1]));
+  unsetenv("TESSERA_MEMORY_LIMIT_BYTES");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        uint64_t size = 4096 * uint64_t(1 + (t * 31 + i) % 64); // at most 256 KiB each
+        tsr_buffer_t b = nullptr, view = nullptr;
+        TSR_ASSERT_OK(tsr_buffer_allocate(devices[t % 2], size, TSR_MEMORY_DEVICE_LOCAL, &b));
+        TSR_ASSERT_OK(tsr_buffer_create_view(b, 0, size, &view));
+        tsr_buffer_release(b); // the view keeps the allocation alive
+        tsr_buffer_release(view);
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  tsr_buffer_t all = nullptr, more = nullptr;
+  TSR_EXPECT_OK(tsr_buffer_allocate(devices[0], kTotal, TSR_MEMORY_DEVICE_LOCAL, &all));
+  TSR_EXPECT_ERROR(tsr_buffer_allocate(devices[1], 1, TSR_MEMORY_DEVICE_LOCAL, &more),
+                   TSR_RESOURCE_EXHAUSTED, "requested 1 bytes, 16777216 of the device's");
+  tsr_buffer_release(all);
+  tsr_device_release(devices[0]);
+  tsr_device_release(devices[1]);
+  tsr_registry_release(registry);
 }
 
 } // namespace

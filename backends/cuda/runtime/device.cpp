@@ -88,7 +88,7 @@ tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info
 
   std::snprintf(out_info->vendor, sizeof(out_info->vendor), "NVIDIA");
   std::snprintf(out_info->architecture, sizeof(out_info->architecture), "sm_%d%d", major, minor);
-  out_info->total_memory = memory;
+  out_info->total_memory = backend::memoryLimit(memory); // bufferAllocate enforces it in total
   out_info->compute_units = uint32_t(sms);
   for (int d = 0; d < 3; ++d) {
     out_info->max_workgroup_size[d] = uint32_t(block[d]);
@@ -116,10 +116,16 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   CUcontext context = nullptr;
   if (tsr_status_t status = TSR_CU(api, cuDevicePrimaryCtxRetain, &context, device))
     return status;
-  auto *opened = new (std::nothrow) CudaDevice{api, device, context, {}};
+  auto *opened = new (std::nothrow) CudaDevice{api, device, context, {}, {}};
   if (!opened) {
     api.cuDevicePrimaryCtxRelease_v2(device);
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
+  }
+  if (tsr_status_t status =
+          gpu::openDeviceMemory("cuda", driver, index, deviceInfo, opened->memory)) {
+    delete opened;
+    api.cuDevicePrimaryCtxRelease_v2(device);
+    return status;
   }
   *out_device = handleOf<tsr_drv_device_t>(opened);
   return nullptr;

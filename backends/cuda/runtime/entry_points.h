@@ -11,6 +11,7 @@
 #include "backends/cuda/runtime/cuda_api.h"
 #include "backends/driver_entry_points.h"
 #include "backends/gpu_driver_util.h"
+#include "backends/memory_budget.h"
 
 #include <cstdint>
 
@@ -31,11 +32,13 @@ struct CudaDevice {
   CUdevice device = 0;
   CUcontext context = nullptr; // the primary context, retained while the device is open
   gpu::StagingPool staging;    // device-to-host copies land here first
+  backend::DeviceMemory memory; // buffers against the total_memory the device reports
 };
 
 /// Device memory, or for HOST_VISIBLE kinds pinned host memory mapped into the device's
 /// address space (`host` is then the mapping; device-local memory cannot be mapped).
 struct CudaBuffer {
+  uint64_t size = 0; // accounted in the device's memory until freed
   CUdeviceptr address = 0;
   void *host = nullptr;
 };

@@ -30,8 +30,8 @@ tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_k
     return s;
   };
   return gpu::allocateBuffer<CudaBuffer>(
-      kDriverName, kind, [&](auto &&body) { return inContext(d, body); }, allocDevice, allocMapped,
-      out_buffer);
+      kDriverName, d.memory, size, kind, [&](auto &&body) { return inContext(d, body); },
+      allocDevice, allocMapped, out_buffer);
 }
 
 void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
@@ -41,6 +41,7 @@ void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
     return b->host ? TSR_CU(d.api, cuMemFreeHost, b->host)
                    : TSR_CU(d.api, cuMemFree_v2, b->address);
   });
+  d.memory.release(b->size);
   delete b;
 }
 

@@ -99,7 +99,7 @@ tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info
     return status;
 
   std::snprintf(out_info->vendor, sizeof(out_info->vendor), "AMD");
-  out_info->total_memory = memory;
+  out_info->total_memory = backend::memoryLimit(memory); // bufferAllocate enforces it in total
   out_info->compute_units = uint32_t(cus);
   for (int d = 0; d < 3; ++d) {
     out_info->max_workgroup_size[d] = uint32_t(block[d]);
@@ -118,9 +118,14 @@ tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info
 }
 
 tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_t *out_device) {
-  auto *opened = new (std::nothrow) RocmDevice{as<RocmDriver>(driver)->api, int(index), {}};
+  auto *opened = new (std::nothrow) RocmDevice{as<RocmDriver>(driver)->api, int(index), {}, {}};
   if (!opened)
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
+  if (tsr_status_t status =
+          gpu::openDeviceMemory("rocm", driver, index, deviceInfo, opened->memory)) {
+    delete opened;
+    return status;
+  }
   *out_device = handleOf<tsr_drv_device_t>(opened);
   return nullptr;
 }

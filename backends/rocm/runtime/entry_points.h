@@ -10,6 +10,7 @@
 
 #include "backends/driver_entry_points.h"
 #include "backends/gpu_driver_util.h"
+#include "backends/memory_budget.h"
 #include "backends/rocm/runtime/hip_api.h"
 
 #include <cstdint>
@@ -30,11 +31,13 @@ struct RocmDevice {
   const HipApi &api; // the driver's: devices are closed before their driver
   int index = 0;
   gpu::StagingPool staging; // device-to-host copies land here first
+  backend::DeviceMemory memory; // buffers against the total_memory the device reports
 };
 
 /// Device memory (hipMalloc), or for HOST_VISIBLE kinds pinned host memory mapped into the
 /// device's address space (`host` is then the mapping; device memory cannot be mapped).
 struct RocmBuffer {
+  uint64_t size = 0; // accounted in the device's memory until freed
   void *address = nullptr;
   void *host = nullptr;
 };

@@ -35,8 +35,8 @@ tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_k
     return s;
   };
   return gpu::allocateBuffer<RocmBuffer>(
-      kDriverName, kind, [&](auto &&body) { return onDevice(d, body); }, allocDevice, allocMapped,
-      out_buffer);
+      kDriverName, d.memory, size, kind, [&](auto &&body) { return onDevice(d, body); },
+      allocDevice, allocMapped, out_buffer);
 }
 
 void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
@@ -45,6 +45,7 @@ void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
   onDeviceIgnoringErrors(d, [&] {
     return b->host ? TSR_HIP(d.api, hipHostFree, b->host) : TSR_HIP(d.api, hipFree, b->address);
   });
+  d.memory.release(b->size);
   delete b;
 }
 

@@ -74,6 +74,10 @@ tsr_status_t streamQuery(tsr_drv_device_t device, tsr_drv_stream_t stream, bool 
   });
 }
 
+tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t, uint64_t timeout_ns) {
+  return gpu::refuseKernelTimeout("rocm", timeout_ns);
+}
+
 tsr_status_t eventCreate(tsr_drv_device_t device, tsr_drv_event_t *out_event) {
   RocmDevice &d = deviceOf(device);
   hipEvent_t event = nullptr;

@@ -46,6 +46,10 @@ bool Lowering::emitFor(const ir::Op &op) {
     return false;
   const ir::Block &body = op.region(0);
   Id ivT = regType(body.args[0]->type.elem);
+  // A step <= 0 runs no iteration (checked: a fault); only a constant step > 0 needs no test.
+  Id stepOk = constPositive(op.operands[2]) ? 0 : stepPositive(op, step);
+  bool dynamic =
+      !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
   spirv::LoopBlocks l = b_.beginLoop();
   spirv::PhiRef iv = b_.phi(ivT, {{lb, l.preheader}});
   define(body.args[0].get(), iv.id);
@@ -57,17 +61,33 @@ bool Lowering::emitFor(const ir::Op &op) {
     iters.push_back(b_.phi(regType(op.results[k]->type.elem), {{init, l.preheader}}));
     define(body.args[k + 1].get(), iters.back().id);
   }
-  b_.loopHeaderEnd(l, b_.op(spv::OpSLessThan, boolT(), {iv.id, ub}));
+  Id more = b_.op(spv::OpSLessThan, boolT(), {iv.id, ub});
+  if (stepOk)
+    more = b_.op(spv::OpLogicalAnd, boolT(), {more, stepOk});
+  // A trip count known at compile time always ends: no cancellation point.
+  bool cancellable = dynamic;
+  b_.loopHeaderEnd(l, more);
   std::vector<Id> next;
   if (!emitBlock(body, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'for' body yields too few values");
+  if (cancellable)
+    breakIfCancelled(l);
   b_.beginContinue(l);
-  b_.addIncoming(iv, b_.op(spv::OpIAdd, ivT, {iv.id, step}), l.cont);
+  Id nextIv = b_.op(spv::OpIAdd, ivT, {iv.id, step});
+  if (!isConstant(op.operands[2]) || op.operands[2]->def->literal.i != 1) {
+    // The loop goes on while iv + step < ub without wrapping (docs/ir.md): as iv < ub and
+    // step > 0 here, that is step < ub - iv unsigned; otherwise end at ub.
+    Id fits = b_.op(spv::OpULessThan, boolT(), {step, b_.op(spv::OpISub, ivT, {ub, iv.id})});
+    nextIv = b_.op(spv::OpSelect, ivT, {fits, nextIv, ub});
+  }
+  b_.addIncoming(iv, nextIv, l.cont);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
   b_.endLoop(l);
+  curOp_ = &op;
+  afterLoop(more, cancellable); // the header dominates the merge block
   for (size_t k = 0; k < iters.size(); ++k)
     define(op.result(k), iters[k].id);
   return true;
@@ -92,16 +112,19 @@ bool Lowering::emitWhile(const ir::Op &op) {
     return false;
   if (cond.empty())
     return fail("internal error: 'while' without a condition");
-  b_.breakUnless(l, cond[0]);
+  b_.breakUnless(l, cond[0]); // its block dominates the merge block (the other exit is later)
   std::vector<Id> next;
   if (!emitBlock(after, &next))
     return false;
   if (next.size() < iters.size())
     return fail("internal error: 'while' body yields too few values");
+  breakIfCancelled(l); // a `while` may never end
   b_.beginContinue(l);
   for (size_t k = 0; k < iters.size(); ++k)
     b_.addIncoming(iters[k], next[k], l.cont);
   b_.endLoop(l);
+  curOp_ = &op;
+  afterLoop(cond[0], true);
   for (size_t k = 0; k < op.results.size(); ++k)
     vals_[op.result(k)] = iters[k].id;
   return true;
@@ -159,22 +182,23 @@ bool Lowering::emitWorkItem(const ir::Op &op) {
   };
   Id x = 0;
   switch (op.kind) {
-  case OpKind::GlobalId: // the dispatch is flat per workgroup (spirv_kernel.cpp)
-    x = b_.op(spv::OpIAdd, u32,
-              {b_.op(spv::OpIMul, u32, {vec3(spv::BuiltInWorkgroupId), logicalSize(d)}),
-               localId(d)});
+  case OpKind::GlobalId: // the dispatch is 1-D: GlobalInvocationId.y/z would be wrong
+    x = b_.op(
+        spv::OpIAdd, u32,
+        {b_.op(spv::OpIMul, u32, {b_.op(spv::OpCompositeExtract, u32, {groupIds_, d}), wgDims_[d]}),
+         localIds_[d]});
     break;
-  case OpKind::LocalId:
-    x = localId(d);
+  case OpKind::LocalId: // a copy: define() names the result, shared ids keep no name
+    x = b_.op(spv::OpCopyObject, u32, {localIds_[d]});
     break;
   case OpKind::GroupId:
-    x = vec3(spv::BuiltInWorkgroupId);
+    x = b_.op(spv::OpCompositeExtract, u32, {groupIds_, d});
     break;
   case OpKind::NumGroups:
     x = vec3(spv::BuiltInNumWorkgroups);
     break;
   case OpKind::LocalSize:
-    x = logicalSize(d);
+    x = b_.op(spv::OpCopyObject, u32, {wgDims_[d]});
     break;
   case OpKind::SubgroupSize:
     x = scalar(spv::BuiltInSubgroupSize);
@@ -217,12 +241,12 @@ bool Lowering::emitSharedAlloc(const ir::Op &op) {
   if (!op.results[0]->name.empty())
     b_.name(var, op.results[0]->name);
   interface_.insert(var);
-  mems_[op.result()] = MemRef{nullptr, var, t.elem, true};
+  mems_[op.result()] = MemRef{nullptr, var, t.elem, true, static_cast<uint32_t>(t.count)};
   return true;
 }
 
-Id Lowering::elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value *idx) {
-  (void)op;
+Id Lowering::elementPtr(const ir::Value *memv, const ir::Value *idx, tsr_fault_kind kind,
+                        Id *guard) {
   MemRef *m = mem(memv);
   Id index = val(idx);
   if (!m || !index)
@@ -242,6 +266,11 @@ Id Lowering::elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value
   default:
     break;
   }
+  bool wide = idx->type.elem == Scalar::I64;
+  *guard = boundsGuard(*m, index, wide, kind);
+  if (*guard)
+    index = b_.op(spv::OpSelect, wide ? b_.typeInt(64) : u32T(),
+                  {*guard, index, wide ? constInt(b_.typeInt(64), 0) : constU32(0)});
   Id memT = memType(m->elem);
   if (m->shared)
     return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassWorkgroup, memT),
@@ -253,18 +282,33 @@ Id Lowering::elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value
 bool Lowering::emitLoadStore(const ir::Op &op) {
   bool isStore = op.kind == OpKind::Store;
   const ir::Value *memv = op.operands[isStore ? 1 : 0];
-  Id ptr = elementPtr(op, memv, op.operands[isStore ? 2 : 1]);
+  Id guard = 0;
+  Id ptr =
+      elementPtr(memv, op.operands[isStore ? 2 : 1],
+                 isStore ? TSR_FAULT_STORE_OUT_OF_BOUNDS : TSR_FAULT_LOAD_OUT_OF_BOUNDS, &guard);
   if (!ptr)
     return false;
   Scalar t = memv->type.elem;
-  if (!isStore) {
-    define(op.result(), fromMem(b_.op(spv::OpLoad, memType(t), {ptr}), t));
-    return true;
-  }
-  Id v = val(op.operands[0]);
-  if (!v)
+  Id memT = memType(t);
+  Id v = isStore ? val(op.operands[0]) : 0;
+  if (isStore && !v)
     return false;
-  b_.opVoid(spv::OpStore, {ptr, toMem(v, t)});
+  // Out of bounds (robust, checked): the access is skipped, and a load reads 0.
+  spirv::IfBlocks ib;
+  if (guard)
+    ib = b_.beginIf(guard, false);
+  Id loaded = 0;
+  if (isStore)
+    b_.opVoid(spv::OpStore, {ptr, toMem(v, t)});
+  else
+    loaded = b_.op(spv::OpLoad, memT, {ptr});
+  if (guard) {
+    b_.endIf(ib);
+    if (!isStore)
+      loaded = b_.phi(memT, {{loaded, ib.thenEnd}, {constInt(memT, 0), ib.elseEnd}}).id;
+  }
+  if (!isStore)
+    define(op.result(), fromMem(loaded, t));
   return true;
 }
 
@@ -299,10 +343,14 @@ bool Lowering::emitAtomic(const ir::Op &op) {
             "float atomic exchange on " + type,
             shared ? "shaderSharedFloat32Atomics" : "shaderBufferFloat32Atomics"))
     return false;
-  Id ptr = elementPtr(op, memv, op.operands[1]);
-  Id v = val(op.operands[2]);
+  Id guard = 0;
+  Id ptr = elementPtr(memv, op.operands[1], TSR_FAULT_ATOMIC_OUT_OF_BOUNDS, &guard);
+  Id v = ptr ? val(op.operands[2]) : 0;
   if (!ptr || !v)
     return false;
+  spirv::IfBlocks ib; // out of bounds: no access, and the atomic returns 0
+  if (guard)
+    ib = b_.beginIf(guard, false);
   Id T = regType(t);
   Id scope = constU32(shared ? spv::ScopeWorkgroup : spv::ScopeDevice);
   Id relaxed = constU32(spv::MemorySemanticsMaskNone);
@@ -330,6 +378,10 @@ bool Lowering::emitAtomic(const ir::Op &op) {
   }
   default:
     return fail("unknown atomic");
+  }
+  if (guard) {
+    b_.endIf(ib);
+    old = b_.phi(T, {{old, ib.thenEnd}, {constInt(T, 0), ib.elseEnd}}).id;
   }
   define(op.result(), old);
   return true;

@@ -3,10 +3,10 @@
 //
 // ABI: buffer parameter i -> DescriptorSet 0, Binding i, a Block struct holding a runtime
 // array; scalars -> one push-constant Block (32-bit slots, 64-bit ones aligned to 8);
-// workgroup size (X, Y, Z) -> spec constants 3, 4, 5, while the WorkgroupSize built-in (spec
-// constants 0, 1, 2) is the flat (X*Y*Z, 1, 1): local ids are derived from the linear
-// LocalInvocationIndex, so that subgroups are runs of consecutive linear ids as the IR
-// defines them (lavapipe forms subgroups per row of a 2-D/3-D workgroup). The interface of
+// workgroup size -> spec constants 0, 1, 2 (x, y, z), dispatched as a 1-D WorkgroupSize of
+// x*y*z with the 3-D local ids rebuilt from LocalInvocationIndex (so subgroups are runs of
+// consecutive linear ids on every implementation); the control buffer (cancel flag and fault
+// record) -> Binding <parameter count>, when the kernel uses it. The interface of
 // each entry point lists every global variable it references (SPIR-V 1.4+). Must never
 // emit a capability the caps lack: every type is checked where an op first needs it.
 #include "backends/vulkan/codegen/spirv_lowering.h"
@@ -27,8 +27,9 @@ using ir::OpForm;
 using ir::OpKind;
 using ir::Scalar;
 
-Lowering::Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps)
-    : b_(b), module_(m), caps_(caps) {}
+Lowering::Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps,
+                   tsr_bounds_mode bounds)
+    : b_(b), module_(m), caps_(caps), bounds_(bounds) {}
 
 // --------------------------------------------------------------- errors and checks
 
@@ -152,33 +153,31 @@ Id Lowering::workgroupSize() {
   if (wgSize_)
     return wgSize_;
   Id u32 = u32T();
-  Id parts[3];
   for (uint32_t d = 0; d < 3; ++d)
-    parts[d] = b_.specConstant(u32, 1, d);
+    wgDims_[d] = b_.specConstant(u32, 1, d);
+  b_.name(wgDims_[0], "local_size_x");
+  b_.name(wgDims_[1], "local_size_y");
+  b_.name(wgDims_[2], "local_size_z");
+  // Vulkan leaves the subgroup layout of a 2-D/3-D workgroup to the implementation
+  // (lavapipe cuts x-rows into pieces); a 1-D dispatch makes subgroups consecutive.
+  Id xy = b_.specConstantOp(u32, spv::OpIMul, {wgDims_[0], wgDims_[1]});
+  Id parts[3] = {b_.specConstantOp(u32, spv::OpIMul, {xy, wgDims_[2]}), constU32(1), constU32(1)};
   wgSize_ = b_.specConstComposite(b_.typeVector(u32, 3), parts);
   b_.decorate(wgSize_, spv::DecorationBuiltIn, {spv::BuiltInWorkgroupSize});
   b_.name(wgSize_, "workgroup_size");
   return wgSize_;
 }
 
-Id Lowering::logicalSize(uint32_t d) {
-  if (!logicalSize_[d]) {
-    logicalSize_[d] = b_.specConstant(u32T(), 1, 3 + d);
-    b_.name(logicalSize_[d], std::string("local_size_") + "xyz"[d]);
-  }
-  return logicalSize_[d];
-}
-
-// (x, y, z) from the linear index: x = i % X, y = (i / X) % Y, z = i / (X * Y).
-Id Lowering::localId(uint32_t d) {
+void Lowering::emitEntryIds() {
+  workgroupSize();
   Id u32 = u32T();
-  Id i = b_.op(spv::OpLoad, u32, {builtinVar(spv::BuiltInLocalInvocationIndex, false)});
-  if (d == 2)
-    return b_.op(spv::OpUDiv, u32,
-                 {i, b_.op(spv::OpIMul, u32, {logicalSize(0), logicalSize(1)})});
-  if (d == 1)
-    i = b_.op(spv::OpUDiv, u32, {i, logicalSize(0)});
-  return b_.op(spv::OpUMod, u32, {i, logicalSize(d)});
+  Id lin = b_.op(spv::OpLoad, u32, {builtinVar(spv::BuiltInLocalInvocationIndex, false)});
+  Id q = b_.op(spv::OpUDiv, u32, {lin, wgDims_[0]});
+  localIds_[0] = b_.op(spv::OpUMod, u32, {lin, wgDims_[0]});
+  localIds_[1] = b_.op(spv::OpUMod, u32, {q, wgDims_[1]});
+  localIds_[2] = b_.op(spv::OpUDiv, u32, {q, wgDims_[1]});
+  groupIds_ =
+      b_.op(spv::OpLoad, b_.typeVector(u32, 3), {builtinVar(spv::BuiltInWorkgroupId, true)});
 }
 
 Id Lowering::builtinVar(spv::BuiltIn bi, bool vec3) {
@@ -204,13 +203,7 @@ Id Lowering::bufferVar(MemRef &m) {
     b_.capability(spv::CapabilityStorageBuffer8BitAccess);
   if (width == 16)
     b_.capability(spv::CapabilityStorageBuffer16BitAccess);
-  Id &block = blockStructs_[memT];
-  if (!block) {
-    Id arr = b_.typeRuntimeArray(memT, static_cast<uint32_t>(ir::byteSize(m.elem)));
-    block = b_.typeStruct(std::span<const Id>(&arr, 1));
-    b_.decorate(block, spv::DecorationBlock);
-    b_.memberDecorate(block, 0, spv::DecorationOffset, {0});
-  }
+  Id block = runtimeArrayBlock(memT, static_cast<uint32_t>(ir::byteSize(m.elem)));
   Id ptr = b_.typePointer(spv::StorageClassStorageBuffer, block);
   m.var = b_.globalVariable(ptr, spv::StorageClassStorageBuffer);
   b_.decorate(m.var, spv::DecorationDescriptorSet, {0});
@@ -307,13 +300,18 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   mems_.clear();
   interface_.clear();
   sharedBytes_ = 0;
+  control_ = 0;
   info = VulkanKernelInfo{};
   info.name = f.name;
   Id voidT = b_.typeVoid();
   Id fn = b_.beginFunction(voidT, b_.typeFunction(voidT));
   b_.name(fn, f.name);
-  workgroupSize(); // always present: the driver specializes it
-  if (!declareParams(f, info) || !emitBlock(*f.body, nullptr))
+  emitEntryIds(); // the workgroup size is always present: the driver specializes it
+  if (!declareParams(f, info))
+    return false;
+  if (hasDynamicLoop(module_, *f.body, 0))
+    leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
+  if (!emitBlock(*f.body, nullptr))
     return false;
   b_.returnVoid();
   b_.endFunction();
@@ -323,6 +321,8 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
     if (p->type.kind == ir::Type::Kind::Buffer && !bufferVar(mems_.at(p)))
       return false;
   info.sharedBytes = sharedBytes_;
+  if (control_)
+    info.controlBinding = static_cast<uint32_t>(f.params().size());
   std::vector<Id> iface(interface_.begin(), interface_.end());
   b_.entryPoint(spv::ExecutionModelGLCompute, fn, f.name, iface);
   b_.executionMode(fn, spv::ExecutionModeLocalSize, {1, 1, 1}); // overridden by the built-in
@@ -422,6 +422,8 @@ bool Lowering::emitOp(const ir::Op &op) {
     if (!args.back())
       return false;
   }
+  if (op.kind == OpKind::Div || op.kind == OpKind::Rem)
+    checkDivision(op, args[0], args[1]);
   Id r = emitScalar(op, args);
   if (!r)
     return false;

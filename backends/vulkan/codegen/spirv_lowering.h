@@ -31,11 +31,13 @@ struct MemRef {
   Id var = 0;
   ir::Scalar elem = ir::Scalar::I32;
   bool shared = false;
+  uint32_t count = 0; // shared arrays: elements (buffers: OpArrayLength at run time)
 };
 
 class Lowering {
 public:
-  Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps);
+  Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps,
+           tsr_bounds_mode bounds);
 
   /// Emits one kernel as a GLCompute entry point; false with error() set on failure.
   bool lowerKernel(const ir::Function &f, VulkanKernelInfo &info);
@@ -93,6 +95,7 @@ public:
   const VulkanTargetCaps &caps_;
   const ir::Op *curOp_ = nullptr; // for error locations
   const ir::Function *curFn_ = nullptr;
+  const tsr_bounds_mode bounds_;
 
 private:
   // --- kernel structure (spirv_kernel.cpp) -----------------------------------------------
@@ -100,8 +103,6 @@ private:
   Id bufferVar(MemRef &m);
   Id builtinVar(spv::BuiltIn bi, bool vec3);
   Id workgroupSize();
-  Id logicalSize(uint32_t d);
-  Id localId(uint32_t d);
   bool emitBlock(const ir::Block &blk, std::vector<Id> *terminatorValues);
   bool emitOp(const ir::Op &op);
   Id val(const ir::Value *v);
@@ -115,11 +116,57 @@ private:
   bool emitCall(const ir::Op &op);
   bool emitWorkItem(const ir::Op &op);
   bool emitSharedAlloc(const ir::Op &op);
-  Id elementPtr(const ir::Op &op, const ir::Value *memv, const ir::Value *idx);
+  /// The element's pointer; `*guard` gets boundsGuard's result (0 in unchecked mode) and
+  /// the index is clamped to 0 when it fails, so the access chain stays in bounds.
+  Id elementPtr(const ir::Value *memv, const ir::Value *idx, tsr_fault_kind kind, Id *guard);
   bool emitLoadStore(const ir::Op &op);
   bool emitAtomic(const ir::Op &op);
   bool emitSubgroupReduce(const ir::Op &op);
   bool emitShuffle(const ir::Op &op);
+
+  // --- work-item ids (spirv_kernel.cpp) ---------------------------------------------------
+  /// Loads the ids every kernel derives at its entry: the workgroup is dispatched 1-D (so
+  /// subgroups are consecutive by linear local id, as docs/ir.md promises) and the 3-D
+  /// local ids are rebuilt from LocalInvocationIndex.
+  void emitEntryIds();
+
+  // --- faults (spirv_faults.cpp) ----------------------------------------------------------
+  /// The control buffer of this kernel (declared on first use).
+  Id controlVar();
+  /// Checked mode: when `fault` holds, the first such work-item claims the record (kind by
+  /// compare-exchange from 0) and writes the op's location, `param`, the index (`index`, of
+  /// integer type; 0 for none), `count` (a u32; 0 for none) and its ids.
+  void recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide, Id count);
+  /// The record write itself, `kind` a u32 (deadline and loop-limit records are written in
+  /// every mode).
+  void writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count);
+  /// The Block struct of a runtime array of `memT` (deduplicated per element type).
+  Id runtimeArrayBlock(Id memT, uint32_t stride);
+  /// Robust / checked: whether `index` (a u32 or i64 register) lies in `m`; records the
+  /// fault in checked mode. 0 in unchecked mode.
+  Id boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind);
+  /// Checked mode: records division by zero / MIN / -1 of an integer div or rem.
+  void checkDivision(const ir::Op &op, Id x, Id y);
+  /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs
+  /// no iteration); records TSR_FAULT_LOOP_STEP in checked mode.
+  Id stepPositive(const ir::Op &op, Id step);
+  /// Whether the host has set the cancel flag (an atomic load of control word 0).
+  Id loadCancelFlag();
+  /// Leaves the kernel with a TSR_FAULT_DEADLINE record when `cancelled` holds (used at the
+  /// entry of a kernel with dynamic loops: workgroups that start late end at once).
+  void leaveIf(Id cancelled);
+  /// After a loop. `goOn`: the loop's last exit test without cancellation,
+  /// which dominates the merge block; when it still holds, the implementation cut the loop
+  /// short (llvmpipe ends loops after 65535 iterations per work-item in total, silently):
+  /// TSR_FAULT_LOOP_LIMIT. `cancelled` (0 for a loop without a cancellation point): the
+  /// loop left because the host set the cancel flag: TSR_FAULT_DEADLINE, and the kernel
+  /// returns. The loop itself only tests the flag in its exit condition: llvmpipe runs
+  /// every `if` body with a lane mask, taken or not, so a record write inside the loop
+  /// made row_softmax 4x slower. Every mode, as the cancellation points: they are about
+  /// deadlines and lost results, not bounds.
+  void afterLoop(Id goOn, bool cancellable);
+  /// At the end of a cancellable loop's body: a break when the host has set the flag.
+  void breakIfCancelled(spirv::LoopBlocks &l);
 
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
@@ -127,11 +174,21 @@ private:
   std::set<Id> interface_;          // this kernel's global variables (sorted ids)
   std::map<uint32_t, Id> builtins_; // BuiltIn -> Input variable (module-wide)
   std::map<Id, Id> blockStructs_;   // element memory type -> Block struct
-  Id wgSize_ = 0;                   // the WorkgroupSize spec-constant composite
-  Id logicalSize_[3] = {0, 0, 0};   // the launch's workgroup size (spec constants 3, 4, 5)
+  Id wgSize_ = 0;                   // the WorkgroupSize spec-constant composite (x*y*z, 1, 1)
+  Id wgDims_[3] = {0, 0, 0};        // spec constants 0, 1, 2: the kernel's local size
+  Id localIds_[3] = {0, 0, 0};      // this work-item's local id, rebuilt at entry
+  Id groupIds_ = 0;                 // WorkgroupId (uvec3), loaded at entry
+  Id control_ = 0;                  // this kernel's control buffer variable
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
 };
+
+/// Whether `v` is the result of a `const` op (spirv_faults.cpp).
+bool isConstant(const ir::Value *v);
+/// Whether `v` is an integer constant > 0 (signed, at its width).
+bool constPositive(const ir::Value *v);
+/// Whether `b` (or a function it calls) holds a `while` or a `for` without constant bounds.
+bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth);
 
 // f64 decompositions (spirv_math_f64.cpp): GLSL.std.450 has no 64-bit transcendentals.
 Id f64Exp(Lowering &L, Id x, bool base2);
@@ -143,5 +200,7 @@ Id f64Erf(Lowering &L, Id x);
 Id f64Trig(Lowering &L, Id x, ir::OpKind k);
 /// |x|^y for finite non-zero `ax` = |x|; the caller selects the special cases.
 Id f64Pow(Lowering &L, Id ax, Id y);
+/// a * b + c rounded once, without a fused instruction (for devices whose Fma splits).
+Id f64Fma(Lowering &L, Id a, Id b, Id c);
 
 } // namespace tessera::vulkan::detail

@@ -253,6 +253,23 @@ Id boolBinary(Lowering &L, const ir::Op &op, Id x, Id y) {
   }
 }
 
+// SPIR-V leaves x / 0 and MIN / -1 undefined (lavapipe traps): substitute 1 for such a
+// divisor, which gives the IR's defined results (docs/ir.md, "Faults"): x div 0 = x,
+// x rem 0 = 0, MIN div -1 = MIN, MIN rem -1 = 0.
+Id safeDivisor(Lowering &L, Scalar t, bool isUnsigned, Id x, Id y) {
+  spirv::ModuleBuilder &b = L.b_;
+  Id T = L.regType(t);
+  Id bad = b.op(spv::OpIEqual, L.boolT(), {y, L.constInt(T, 0)});
+  if (!isUnsigned) {
+    uint64_t minBits = uint64_t(1) << (ir::bitWidth(t) - 1);
+    Id isMin = b.op(spv::OpIEqual, L.boolT(), {x, L.constInt(T, minBits)});
+    Id isMinusOne = b.op(spv::OpIEqual, L.boolT(), {y, L.constInt(T, ~uint64_t(0))});
+    bad = b.op(spv::OpLogicalOr, L.boolT(),
+               {bad, b.op(spv::OpLogicalAnd, L.boolT(), {isMin, isMinusOne})});
+  }
+  return b.op(spv::OpSelect, T, {bad, L.constInt(T, 1), y});
+}
+
 Id intBinary(Lowering &L, const ir::Op &op, Id x, Id y) {
   spirv::ModuleBuilder &b = L.b_;
   Scalar t = op.results[0]->type.elem;
@@ -268,9 +285,9 @@ Id intBinary(Lowering &L, const ir::Op &op, Id x, Id y) {
   case OpKind::Mul:
     return b.op(spv::OpIMul, T, {x, y});
   case OpKind::Div:
-    return b.op(u ? spv::OpUDiv : spv::OpSDiv, T, {x, y});
-  case OpKind::Rem:
-    return b.op(u ? spv::OpUMod : spv::OpSRem, T, {x, y}); // sign of x
+    return b.op(u ? spv::OpUDiv : spv::OpSDiv, T, {x, safeDivisor(L, t, u, x, y)});
+  case OpKind::Rem: // sign of x
+    return b.op(u ? spv::OpUMod : spv::OpSRem, T, {x, safeDivisor(L, t, u, x, y)});
   case OpKind::Min:
   case OpKind::Max: {
     bool isMax = op.kind == OpKind::Max;
@@ -378,7 +395,9 @@ Id emitFma(Lowering &L, Scalar t, std::span<const Id> v) {
   bool narrow = t == Scalar::F16 || t == Scalar::BF16;
   if (t == Scalar::F32 && !L.caps_.fusedFma && L.caps_.float64 && L.caps_.int64)
     return fmaF32ViaF64(L, v[0], v[1], v[2]);
-  // f64, a fused Fma, or no f64 to do better with: GLSL's Fma (rounded once only when the
+  if (t == Scalar::F64 && !L.caps_.fusedFma) // exact products and round-to-odd sums
+    return f64Fma(L, v[0], v[1], v[2]);
+  // A fused Fma, or no f64 to do better with: GLSL's Fma (rounded once only when the
   // device fuses it).
   if (!narrow || !L.caps_.float64)
     return L.roundNarrow(L.glsl(T, GLSLstd450Fma, {v[0], v[1], v[2]}), t);

@@ -5,8 +5,8 @@
 // kernel into one module, checked against the target's capabilities and validated: a
 // module that fails either is an error, never a result. Must never depend on the Vulkan
 // runtime or the HAL, and must stay deterministic.
-#include "backends/vulkan/codegen/spirv_lowering.h"
 #include "backends/stage_files.h"
+#include "backends/vulkan/codegen/spirv_lowering.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 #include "ir/verify/verifier.h"
@@ -57,7 +57,9 @@ std::string VulkanTargetCaps::describe() const {
 uint64_t VulkanTargetCaps::hash() const { return Fnv1a().bytes(describe()).value(); }
 
 uint64_t VulkanCompileOptions::hash() const {
-  return Fnv1a(caps.hash()).bytes("vulkan-options-v1 spirv=1.5").value();
+  return Fnv1a(caps.hash())
+      .bytes("vulkan-options-v2 spirv=1.5 bounds=" + std::to_string(int(bounds)))
+      .value();
 }
 
 // ----------------------------------------------------------------- compiled module
@@ -174,7 +176,7 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
-  detail::Lowering lowering(b, m, opts.caps);
+  detail::Lowering lowering(b, m, opts.caps, opts.bounds);
   for (const auto &f : m.functions) {
     if (!f->isKernel)
       continue;

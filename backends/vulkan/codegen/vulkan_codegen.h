@@ -8,6 +8,7 @@
 // deterministic. This header is LLVM-free and never includes a runtime, HAL or Vulkan header.
 #pragma once
 
+#include "backends/kernel_faults.h"
 #include "ir/core/ir.h"
 
 #include <cstdint>
@@ -55,6 +56,12 @@ struct VulkanTargetCaps {
 /// Frozen compile options; hash() feeds the compile cache key.
 struct VulkanCompileOptions {
   VulkanTargetCaps caps;
+  /// What an out-of-bounds access, an integer division fault or a `for` step <= 0 does
+  /// (backends/kernel_faults.h). Robust and checked compare every index with the buffer
+  /// view's OpArrayLength or the shared array's size; checked also writes the fault record
+  /// into the control buffer. Every mode tests the cancel flag at the end of dynamic loop
+  /// bodies and reports loops the device cut short (lavapipe's 65535-iteration limit).
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
 
   uint64_t hash() const;
   friend bool operator==(const VulkanCompileOptions &, const VulkanCompileOptions &) = default;
@@ -67,6 +74,9 @@ struct VulkanKernelInfo {
   std::vector<uint32_t> paramOffsets;
   uint32_t pushConstantBytes = 0;
   uint64_t sharedBytes = 0;
+  /// Binding (descriptor set 0) of the control buffer: word 0 the host's cancel flag, words
+  /// 1..14 the tsr_kernel_fault record. UINT32_MAX when the kernel does not use it.
+  uint32_t controlBinding = UINT32_MAX;
 };
 
 class VulkanCompiledModule {

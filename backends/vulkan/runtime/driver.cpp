@@ -148,7 +148,7 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   for (uint32_t i = 0; i < pd.memory.memoryHeapCount; ++i)
     if (pd.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       heap = std::max<uint64_t>(heap, pd.memory.memoryHeaps[i].size);
-  info.total_memory = heap;
+  info.total_memory = backend::memoryLimit(heap); // what bufferAllocate enforces, in total
   info.compute_units = 1;
   for (int i = 0; i < 3; ++i) {
     info.max_workgroup_size[i] = props.limits.maxComputeWorkGroupSize[i];
@@ -363,6 +363,8 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   const PhysicalDevice &pd = d->devices[index];
   auto dev = std::make_unique<VkDevice_>();
   dev->driver = d;
+  dev->accounting =
+      backend::DeviceMemory::of("vulkan:" + std::to_string(index), pd.info.total_memory);
   dev->phys = &pd;
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi = {};

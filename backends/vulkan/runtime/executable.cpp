@@ -5,8 +5,10 @@
 // Launch allocates nothing on the device: buffers are bound with push descriptors and scalars
 // with push constants. Malformed modules are refused with INVALID_ARGUMENT before any Vulkan
 // object sees them (a bad entry-point name would crash some implementations).
+#include "backends/kernel_faults.h"
 #include "backends/vulkan/runtime/internal.h"
 
+#include <cstddef>
 #include <cstring>
 #include <set>
 
@@ -40,6 +42,9 @@ bool entryPoints(const uint32_t *words, size_t count, std::set<std::string> *nam
   return true;
 }
 
+// Word 0: the cancel flag; words 1..14: tsr_kernel_fault (backends/gpu_module.h).
+constexpr uint64_t kControlBytes = 4 * (1 + TSR_KERNEL_FAULT_WORDS);
+
 tsr_status_t invalid(const std::string &why) {
   return tsr_status_make(TSR_INVALID_ARGUMENT, "vulkan: malformed %s module: %s",
                          TSR_VULKAN_SPIRV_FORMAT, why.c_str());
@@ -63,7 +68,7 @@ void destroyExecutable(VkDevice_ &dev, VkExecutableObj *exe) {
 }
 
 // Checks one kernel's metadata and copies it; layouts are created by the caller.
-tsr_status_t copyKernel(const VkDevice_ &dev, const tsr_gpu_kernel &src,
+tsr_status_t copyKernel(const VkDevice_ &dev, const tsr_gpu_kernel &src, uint32_t control,
                         const std::set<std::string> &entries, VkKernelObj &k) {
   if (!src.name || !*src.name)
     return invalid("a kernel has no name");
@@ -98,6 +103,12 @@ tsr_status_t copyKernel(const VkDevice_ &dev, const tsr_gpu_kernel &src,
     k.params.push_back(p);
     k.offsets.push_back(off);
   }
+  // The control buffer's binding follows the parameters' (it must not alias one of them).
+  if (control != TSR_GPU_NO_CONTROL && (control < src.param_count || control > 1024))
+    return invalid("kernel '" + k.name + "' has its control buffer at binding " +
+                   std::to_string(control) + ", which is not after its parameters");
+  k.controlBinding = control;
+  buffers += control != TSR_GPU_NO_CONTROL;
   if (buffers > dev.phys->maxPushDescriptors)
     return tsr_status_make(TSR_OUT_OF_RANGE,
                            "vulkan: kernel '%s' takes %u buffers; the device binds at most %u",
@@ -107,11 +118,12 @@ tsr_status_t copyKernel(const VkDevice_ &dev, const tsr_gpu_kernel &src,
 
 tsr_status_t createLayouts(VkDevice_ &dev, VkKernelObj &k) {
   std::vector<VkDescriptorSetLayoutBinding> bindings;
-  for (uint32_t i = 0; i < k.params.size(); ++i) {
-    if (k.params[i].kind != TSR_TYPE_BUFFER)
+  for (uint32_t i = 0; i <= k.params.size(); ++i) {
+    bool control = i == k.params.size();
+    if (control ? k.controlBinding == TSR_GPU_NO_CONTROL : k.params[i].kind != TSR_TYPE_BUFFER)
       continue;
     VkDescriptorSetLayoutBinding b = {};
-    b.binding = i;
+    b.binding = control ? k.controlBinding : i;
     b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     b.descriptorCount = 1;
     b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -175,14 +187,10 @@ VkPipeline VkDevice_::pipelineFor(VkKernelObj &k, const uint32_t wg[3], tsr_stat
   std::lock_guard<std::mutex> lock(k.mutex);
   if (auto it = k.pipelines.find(key); it != k.pipelines.end())
     return it->second;
-  // The codegen's ABI (backends/vulkan/codegen/spirv_kernel.cpp): a flat WorkgroupSize
-  // (X*Y*Z, 1, 1) in constants 0-2, so that subgroups follow the linear local id, and the
-  // launch's (X, Y, Z) in constants 3-5.
-  std::array<uint32_t, 6> values = {wg[0] * wg[1] * wg[2], 1, 1, wg[0], wg[1], wg[2]};
-  VkSpecializationMapEntry entries[6];
-  for (uint32_t i = 0; i < 6; ++i)
+  VkSpecializationMapEntry entries[3];
+  for (uint32_t i = 0; i < 3; ++i)
     entries[i] = {i, i * 4, 4};
-  VkSpecializationInfo spec = {6, entries, sizeof values, values.data()};
+  VkSpecializationInfo spec = {3, entries, sizeof key, key.data()};
   VkComputePipelineCreateInfo ci = {};
   ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
   ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
@@ -207,17 +215,21 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "vulkan: unknown executable format '%s' (accepted: '%s')", format,
                            TSR_VULKAN_SPIRV_FORMAT);
+  // Modules from before control_bindings was appended are accepted (no control buffers).
+  constexpr size_t kMinSize = offsetof(tsr_gpu_module, control_bindings);
   tsr_gpu_module m = {};
-  if (size < sizeof m)
+  if (size < kMinSize)
     return invalid("the module struct is " + std::to_string(size) + " bytes, expected " +
                    std::to_string(sizeof m));
-  std::memcpy(&m, data, sizeof m);
-  if (m.struct_size < sizeof m || m.version != TSR_GPU_MODULE_VERSION)
+  std::memcpy(&m, data, std::min(size, sizeof m));
+  if (m.struct_size < kMinSize || m.version != TSR_GPU_MODULE_VERSION)
     return invalid("struct_size/version mismatch (version " + std::to_string(m.version) + ")");
   if (!m.image || m.image_size == 0 || m.image_size % 4)
     return invalid("the SPIR-V image is empty or not a whole number of words");
   if (m.kernel_count == 0 || !m.kernels)
     return invalid("it lists no kernels");
+  if (m.struct_size < sizeof m || size < sizeof m)
+    m.control_bindings = nullptr;
   const auto *words = static_cast<const uint32_t *>(m.image);
   std::set<std::string> entries;
   std::string why;
@@ -228,7 +240,8 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
   std::set<std::string> seen;
   for (uint32_t i = 0; i < m.kernel_count; ++i) {
     auto k = std::make_unique<VkKernelObj>();
-    tsr_status_t st = copyKernel(*dev, m.kernels[i], entries, *k);
+    uint32_t control = m.control_bindings ? m.control_bindings[i] : TSR_GPU_NO_CONTROL;
+    tsr_status_t st = copyKernel(*dev, m.kernels[i], control, entries, *k);
     if (!st && !seen.insert(k->name).second)
       st = invalid("kernel name '" + k->name + "' appears twice");
     if (!st)
@@ -318,10 +331,39 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   VkPipeline pipeline = dev->pipelineFor(k, workgroup, &st);
   if (!pipeline)
     return st;
+  // The launch's own control buffer: a cancel flag and a fault record, both zero.
+  LaunchControl control;
+  VkDescriptorBufferInfo controlInfo = {};
+  if (k.controlBinding != TSR_GPU_NO_CONTROL) {
+    if ((st = dev->createStaging(kControlBytes, &control.buffer)))
+      return st;
+    std::memset(control.buffer.alloc.mapped, 0, kControlBytes);
+    controlInfo = {control.buffer.buffer, 0, kControlBytes};
+    VkWriteDescriptorSet w = {};
+    w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    w.dstBinding = k.controlBinding;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &controlInfo;
+    writes.push_back(w);
+  }
   std::lock_guard<std::mutex> lock(s->mutex);
   Batch *b = nullptr;
-  if ((st = s->recording(&b)))
+  if ((st = s->recording(&b))) {
+    if (control.buffer.buffer)
+      dev->destroyBuffer(control.buffer);
     return st;
+  }
+  // The batch's deadline grows by this launch's: launches of a batch run one after another.
+  uint64_t timeout = s->timeoutNs.load(std::memory_order_relaxed);
+  if (timeout == 0)
+    b->unbounded = true;
+  b->deadlineNs = b->deadlineNs > UINT64_MAX - timeout ? UINT64_MAX : b->deadlineNs + timeout;
+  if (control.buffer.buffer) {
+    control.kernel = k.name;
+    control.timeoutNs = timeout;
+    b->controls.push_back(std::move(control));
+  }
   dev->fn.vkCmdBindPipeline(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   if (!writes.empty())
     dev->fn.vkCmdPushDescriptorSetKHR(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,

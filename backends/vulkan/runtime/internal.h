@@ -10,13 +10,19 @@
 // batch are separated by full memory barriers. A worker thread per stream waits for each
 // batch and then runs its host actions (device-to-host copies out of staging memory), so
 // completion observed through events and synchronize includes them.
+//
+// Faults and deadlines (docs/backends.md): a launch of a kernel with a control buffer gets
+// its own; the worker waits for a batch under the sum of its launches' deadlines, sets the
+// cancel flags when it passes, and turns the first fault record into the stream's error.
 #pragma once
 
 #include "backends/driver_entry_points.h"
 #include "backends/gpu_module.h"
+#include "backends/memory_budget.h"
 #include "backends/vulkan/runtime/vk_api.h"
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -131,10 +137,23 @@ struct Timeline {
   std::mutex mutex;
   std::condition_variable cv;
   uint64_t completed = 0;
+  // The stream's first kernel fault not yet reported by its synchronize (faultValue: the
+  // batch's value, 0: none), which event_synchronize of a later record reports too.
+  uint64_t faultValue = 0;
+  tsr_status_code_t faultCode = TSR_OK;
+  std::string faultMessage;
 };
 
 /// (timeline, value): "that stream's work up to value".
 using TimelinePoint = std::pair<std::shared_ptr<Timeline>, uint64_t>;
+
+/// A launch's control buffer (backends/gpu_module.h): host-visible, zeroed at launch; the
+/// host sets its cancel flag past the deadline and reads its fault record at completion.
+struct LaunchControl {
+  VkBufferObj buffer;
+  std::string kernel;
+  uint64_t timeoutNs = 0; // the launch's deadline (0: none)
+};
 
 /// One submitted (or recording) command buffer and what must live until it completes.
 struct Batch {
@@ -143,6 +162,9 @@ struct Batch {
   std::vector<VkBufferObj> staging;          // freed when the batch completes
   std::vector<std::function<void()>> onDone; // host actions, in order, after completion
   std::vector<TimelinePoint> waits;          // device-side waits of the submission
+  std::vector<LaunchControl> controls;       // in launch order; freed on completion
+  uint64_t deadlineNs = 0;                   // sum of the launches' deadlines; 0: none
+  bool unbounded = false;                    // a launch without a deadline: wait forever
   uint64_t stagingBytes = 0;
   uint32_t commands = 0;
 };
@@ -168,9 +190,15 @@ public:
   const std::shared_ptr<Timeline> &timeline() const { return timeline_; }
 
   std::mutex mutex; // serialises recording from several host threads
+  /// Deadline of later launches (stream_set_timeout); 0: none. The worker enforces it.
+  std::atomic<uint64_t> timeoutNs{0};
 
 private:
   void worker();
+  /// Waits for batch `b` under its deadline (cancelling it when it passes) and returns its
+  /// status: a device error, DEADLINE_EXCEEDED or the first fault record. `*completed`: the
+  /// batch ran to its end (its host actions may run).
+  tsr_status_t awaitBatch(Batch &b, bool *completed);
   void recycle(); // reuses command buffers of completed batches (recording thread only)
 
   VkDevice_ &dev_;
@@ -205,6 +233,7 @@ struct VkEventObj {
 
 struct VkKernelObj {
   std::string name;
+  uint32_t controlBinding = TSR_GPU_NO_CONTROL; // binding of the control buffer, if any
   std::vector<tsr_kernel_param_t> params;
   std::vector<uint32_t> offsets;
   uint32_t pushBytes = 0, sharedBytes = 0;
@@ -229,6 +258,7 @@ struct VkDevice_ {
   DeviceFns fn;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   std::unique_ptr<MemoryAllocator> memory;
+  backend::DeviceMemory accounting; // user buffers against phys->info.total_memory
   VkBufferObj dummy; // bound for zero-length buffer views
 
   tsr_status_t createBuffer(uint64_t size, VkMemoryPropertyFlags required,

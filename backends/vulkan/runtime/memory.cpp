@@ -176,16 +176,25 @@ tsr_status_t bufferAllocate(tsr_drv_device_t device, uint64_t size, tsr_memory_k
     required |= VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   if (kind & TSR_MEMORY_DEVICE_LOCAL)
     preferred |= VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-  auto buf = std::make_unique<VkBufferObj>();
-  if (tsr_status_t st = dev->createBuffer(size, required, preferred, buf.get()))
+  // The user's bytes count against the heap the device reports, whatever the sub-allocator
+  // rounds them to; staging buffers are the driver's own and bounded, so they do not count.
+  if (tsr_status_t st = dev->accounting.reserve("vulkan", size))
     return st;
+  auto buf = std::make_unique<VkBufferObj>();
+  if (tsr_status_t st = dev->createBuffer(size, required, preferred, buf.get())) {
+    dev->accounting.release(size);
+    return st;
+  }
   *out = handleOf<tsr_drv_buffer_t>(buf.release());
   return nullptr;
 }
 
 void bufferFree(tsr_drv_device_t device, tsr_drv_buffer_t buffer) {
   auto *buf = as<VkBufferObj>(buffer);
-  as<VkDevice_>(device)->destroyBuffer(*buf);
+  auto *dev = as<VkDevice_>(device);
+  uint64_t size = buf->size;
+  dev->destroyBuffer(*buf);
+  dev->accounting.release(size);
   delete buf;
 }
 

@@ -4,8 +4,10 @@
 //
 // Must never let a host copy observe stale data: host-to-device copies snapshot their source
 // at enqueue time, so they first wait for earlier device-to-host copies that may write it.
+#include "backends/kernel_fault_status.h"
 #include "backends/vulkan/runtime/internal.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace tessera::vulkan {
@@ -15,6 +17,9 @@ namespace {
 // long enqueue-only sequences keep the device busy and bound host memory.
 constexpr uint32_t kMaxBatchCommands = 256;
 constexpr uint64_t kMaxBatchStaging = uint64_t(256) << 20;
+// How long a cancelled batch may take to reach its next cancellation point (a loop
+// back-edge) before the deadline status says it did not stop.
+constexpr uint64_t kCancelGraceNs = uint64_t(2000) * 1000000;
 
 VkStream *streamOf(tsr_drv_stream_t s) { return as<VkStream>(s); }
 
@@ -198,21 +203,30 @@ void VkStream::worker() {
         return; // stopping, and everything submitted has completed
       b = inflight_.front().get();
     }
-    VkSemaphoreWaitInfo wi = {};
-    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-    wi.semaphoreCount = 1;
-    wi.pSemaphores = &timeline_->sem;
-    wi.pValues = &b->value;
-    VkResult r = dev_.fn.vkWaitSemaphores(dev_.device, &wi, UINT64_MAX);
-    tsr_status_t failure = r == VK_SUCCESS ? nullptr : vkStatus("vkWaitSemaphores", r);
-    if (!failure)
+    bool completed = false;
+    tsr_status_t failure = awaitBatch(*b, &completed);
+    // A kernel fault (the batch completed) is also kept for event_synchronize.
+    bool fault = failure && completed;
+    tsr_status_code_t faultCode = fault ? tsr_status_code(failure) : TSR_OK;
+    std::string faultMessage = fault ? tsr_status_message(failure) : "";
+    // A kernel fault or a deadline leaves defined outputs (robust semantics): the batch's
+    // copies still run. A device error does not.
+    if (completed)
       for (auto &action : b->onDone)
         action();
     for (auto &s : b->staging)
       dev_.destroyBuffer(s);
+    for (auto &c : b->controls)
+      dev_.destroyBuffer(c.buffer);
     b->staging.clear();
+    b->controls.clear();
+    b->deadlineNs = 0;
+    b->unbounded = false;
     b->onDone.clear();
     b->waits.clear();
+    // Read before the batch is handed over: once it is in done_, the recording thread may
+    // recycle (free) it at any time, and a stale read here once marked a later batch done.
+    uint64_t value = b->value;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failure && !error_)
@@ -224,10 +238,57 @@ void VkStream::worker() {
     }
     {
       std::lock_guard<std::mutex> lock(timeline_->mutex);
-      timeline_->completed = b->value;
+      if (fault && timeline_->faultValue == 0) {
+        timeline_->faultValue = value;
+        timeline_->faultCode = faultCode;
+        timeline_->faultMessage = std::move(faultMessage);
+      }
+      timeline_->completed = value;
     }
     timeline_->cv.notify_all();
   }
+}
+
+tsr_status_t VkStream::awaitBatch(Batch &b, bool *completed) {
+  auto wait = [&](uint64_t ns) {
+    VkSemaphoreWaitInfo wi = {};
+    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &timeline_->sem;
+    wi.pValues = &b.value;
+    return dev_.fn.vkWaitSemaphores(dev_.device, &wi, ns);
+  };
+  // The deadline runs from when this batch is the stream's oldest unfinished one.
+  VkResult r = wait(b.unbounded || b.deadlineNs == 0 ? UINT64_MAX : b.deadlineNs);
+  bool cancelled = r == VK_TIMEOUT;
+  bool stopped = true;
+  if (cancelled) {
+    // Every dynamic loop of the batch's kernels polls this flag and leaves the kernel.
+    for (auto &c : b.controls)
+      std::atomic_ref<uint32_t>(*static_cast<uint32_t *>(c.buffer.alloc.mapped))
+          .store(1, std::memory_order_release);
+    r = wait(kCancelGraceNs);
+    if (r == VK_TIMEOUT) { // never free what the device may still use: wait it out
+      stopped = false;
+      r = wait(UINT64_MAX);
+    }
+  }
+  if (r != VK_SUCCESS) // VK_ERROR_DEVICE_LOST among others: a status, never success
+    return vkStatus("vkWaitSemaphores", r);
+  *completed = true;
+  for (auto &c : b.controls) {
+    tsr_kernel_fault f;
+    std::memcpy(&f, static_cast<const uint32_t *>(c.buffer.alloc.mapped) + 1, sizeof f);
+    if (f.kind != TSR_FAULT_NONE)
+      return kernelFaultStatus(c.kernel.c_str(), f, c.timeoutNs);
+  }
+  if (!cancelled)
+    return nullptr;
+  // Cancelled, yet no kernel reached a cancellation point: it ended late, or never did.
+  std::string who = b.controls.empty() ? "a kernel" : "@" + b.controls.front().kernel;
+  return tsr_status_make(TSR_DEADLINE_EXCEEDED, "vulkan: %s ran past its deadline of %.3f ms%s",
+                         who.c_str(), double(b.deadlineNs) / 1e6,
+                         stopped ? "" : " and did not stop when cancelled");
 }
 
 void VkStream::addWait(const TimelinePoint &p) {
@@ -254,6 +315,10 @@ tsr_status_t VkStream::takeError() {
   std::lock_guard<std::mutex> lock(stateMutex_);
   tsr_status_t st = error_;
   error_ = nullptr;
+  if (st) { // reported now: events recorded later no longer report it
+    std::lock_guard<std::mutex> tl(timeline_->mutex);
+    timeline_->faultValue = 0;
+  }
   return st;
 }
 
@@ -415,6 +480,11 @@ tsr_status_t streamQuery(tsr_drv_device_t, tsr_drv_stream_t stream, bool *out) {
   return nullptr;
 }
 
+tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t stream, uint64_t timeout_ns) {
+  streamOf(stream)->timeoutNs.store(timeout_ns, std::memory_order_relaxed);
+  return nullptr;
+}
+
 tsr_status_t streamRecordEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_event_t event) {
   auto *s = streamOf(stream);
   auto *e = as<VkEventObj>(event);
@@ -458,9 +528,14 @@ tsr_status_t eventSynchronize(tsr_drv_device_t, tsr_drv_event_t event) {
     std::lock_guard<std::mutex> lock(e->mutex);
     p = e->latest;
   }
-  if (p.first)
-    p.first->waitFor(p.second);
-  return nullptr;
+  if (!p.first)
+    return nullptr;
+  p.first->waitFor(p.second);
+  // A kernel fault of the work before the record, not yet reported by stream synchronize.
+  std::lock_guard<std::mutex> lock(p.first->mutex);
+  if (p.first->faultValue == 0 || p.first->faultValue > p.second)
+    return nullptr;
+  return tsr_status_make(p.first->faultCode, "%s", p.first->faultMessage.c_str());
 }
 
 tsr_status_t eventQuery(tsr_drv_device_t, tsr_drv_event_t event, bool *out) {

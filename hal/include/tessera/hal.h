@@ -133,7 +133,7 @@ typedef struct tsr_device_info_t {
   char backend[TSR_NAME_MAX];       /* "cpu" */
   char vendor[TSR_NAME_MAX];        /* "GenuineIntel", "NVIDIA", ... */
   char architecture[TSR_NAME_MAX];  /* "x86_64", "sm_90", "gfx90a", ... */
-  uint64_t total_memory;            /* bytes; larger allocations fail RESOURCE_EXHAUSTED */
+  uint64_t total_memory;            /* bytes; live buffers past it fail RESOURCE_EXHAUSTED */
   uint32_t compute_units;           /* cores / SMs / CUs */
   uint32_t max_workgroup_size[3];   /* per dimension */
   uint32_t max_workgroup_total;     /* product of the three */
@@ -354,10 +354,20 @@ tsr_status_t tsr_stream_launch(tsr_stream_t stream, tsr_kernel_t kernel, const u
 tsr_status_t tsr_stream_record_event(tsr_stream_t stream, tsr_event_t event);
 tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event);
 
-/* cuStreamSynchronize: blocks until all enqueued work is done; reports a deferred error. */
+/* cuStreamSynchronize: blocks until all enqueued work is done; reports a deferred error,
+ * including a kernel fault (checked mode: OUT_OF_RANGE / INVALID_ARGUMENT; a deadline:
+ * DEADLINE_EXCEEDED; docs/ir.md "Faults") once. The stream stays usable after it. */
 tsr_status_t tsr_stream_synchronize(tsr_stream_t stream);
 /* cuStreamQuery: *out_idle = all enqueued work is done. (Driver ABI 1.1.) */
 tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle);
+/* A deadline for every launch enqueued on `stream` after the call: a kernel that runs
+ * longer than timeout_ns is cancelled and the next tsr_stream_synchronize reports
+ * DEADLINE_EXCEEDED ("kernel @name ran past its deadline of N ms and was cancelled"); the
+ * device stays usable. 0 = no deadline. A new stream starts with TESSERA_KERNEL_TIMEOUT_MS
+ * (milliseconds, 0 = none) or else TSR_DEFAULT_KERNEL_TIMEOUT_MS. (Driver ABI 1.2; a driver
+ * that cannot cancel a running kernel answers UNIMPLEMENTED.) */
+tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns);
+#define TSR_DEFAULT_KERNEL_TIMEOUT_MS 60000
 
 /* ---------------------------------------------------------------------------------------
  * Events (CUevent / a VkSemaphore value)
@@ -366,7 +376,8 @@ tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle);
 tsr_status_t tsr_event_create(tsr_device_t device, tsr_event_t *out_event);
 void tsr_event_retain(tsr_event_t event);
 void tsr_event_release(tsr_event_t event);
-/* cuEventSynchronize: blocks the host until the most recent record has completed. */
+/* cuEventSynchronize: blocks the host until the most recent record has completed; reports a
+ * kernel fault of the recording stream's earlier work (see tsr_stream_set_timeout). */
 tsr_status_t tsr_event_synchronize(tsr_event_t event);
 /* cuEventQuery: *out_ready = the most recent record has completed (or there was none). */
 tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready);

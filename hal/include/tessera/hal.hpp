@@ -256,6 +256,10 @@ public:
     return Status::fromC(tsr_stream_wait_event(get(), event.get()));
   }
   Status synchronize() { return Status::fromC(tsr_stream_synchronize(get())); }
+  /// Deadline of the launches enqueued from now on (0: none); see tsr_stream_set_timeout.
+  Status setTimeout(uint64_t timeoutNs) {
+    return Status::fromC(tsr_stream_set_timeout(get(), timeoutNs));
+  }
   Expected<bool> query() const {
     bool idle = false;
     Status status = Status::fromC(tsr_stream_query(get(), &idle));

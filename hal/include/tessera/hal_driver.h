@@ -35,8 +35,9 @@ extern "C" {
 
 #define TSR_DRIVER_ABI_MAJOR 1
 /* 1.0: the initial table, up to and including executable_kernel.
- * 1.1: appended stream_query. */
-#define TSR_DRIVER_ABI_MINOR 1
+ * 1.1: appended stream_query.
+ * 1.2: appended stream_set_timeout (kernel deadlines). */
+#define TSR_DRIVER_ABI_MINOR 2
 
 /* Name of the function a plugin .so exports: `const tsr_driver_v1* tsr_driver_entry(void)`. */
 #define TSR_DRIVER_ENTRY_SYMBOL "tsr_driver_entry"
@@ -108,7 +109,9 @@ struct tsr_driver_v1 {
 
   /* ---- memory --------------------------------------------------------------------------- */
   /* cuMemAlloc / vkAllocateMemory. Guaranteed: 0 < size <= total_memory; kind is a non-empty
-   * subset of the TSR_MEMORY_* bits. Return RESOURCE_EXHAUSTED when out of memory. */
+   * subset of the TSR_MEMORY_* bits. Return RESOURCE_EXHAUSTED when out of memory, and when
+   * the live buffers plus size would exceed the total_memory the device reports (account
+   * before allocating: backends/memory_budget.h). */
   tsr_status_t (*buffer_allocate)(tsr_drv_device_t device, uint64_t size, tsr_memory_kind_t kind,
                                   tsr_drv_buffer_t *out_buffer);
   /* cuMemFree / vkFreeMemory. Guaranteed: no enqueued work uses it any more, it is unmapped. */
@@ -161,14 +164,20 @@ struct tsr_driver_v1 {
    * stream of the same device. */
   tsr_status_t (*stream_wait_event)(tsr_drv_device_t device, tsr_drv_stream_t stream,
                                     tsr_drv_event_t event);
-  /* cuStreamSynchronize. Report errors of work that failed asynchronously here. */
+  /* cuStreamSynchronize. Report errors of work that failed asynchronously here. A kernel
+   * fault (backends/kernel_faults.h: OUT_OF_RANGE for an out-of-bounds access in checked
+   * mode, INVALID_ARGUMENT for a division or `for` step fault, DEADLINE_EXCEEDED for a
+   * cancelled launch) is reported once, by the first synchronize after it, and only when
+   * all the stream's work has completed: the HAL then retires the work's references as on
+   * success, and later work on the stream runs normally. */
   tsr_status_t (*stream_synchronize)(tsr_drv_device_t device, tsr_drv_stream_t stream);
 
   /* ---- events --------------------------------------------------------------------------- */
   tsr_status_t (*event_create)(tsr_drv_device_t device, tsr_drv_event_t *out_event);
   /* Guaranteed: no enqueued work refers to it any more. */
   void (*event_destroy)(tsr_drv_device_t device, tsr_drv_event_t event);
-  /* cuEventSynchronize (never recorded: return at once). */
+  /* cuEventSynchronize (never recorded: return at once). Reports a kernel fault of the
+   * recording stream's work before the record that no stream_synchronize had reported. */
   tsr_status_t (*event_synchronize)(tsr_drv_device_t device, tsr_drv_event_t event);
   /* cuEventQuery (never recorded: ready). */
   tsr_status_t (*event_query)(tsr_drv_device_t device, tsr_drv_event_t event, bool *out_ready);
@@ -193,12 +202,23 @@ struct tsr_driver_v1 {
   /* ---- ABI 1.1 -------------------------------------------------------------------------- */
   /* cuStreamQuery: *out_idle = all enqueued work has completed. */
   tsr_status_t (*stream_query)(tsr_drv_device_t device, tsr_drv_stream_t stream, bool *out_idle);
+
+  /* ---- ABI 1.2 -------------------------------------------------------------------------- */
+  /* Every launch enqueued on `stream` after this call is cancelled once it has run for
+   * longer than timeout_ns (0: no deadline), and the stream's next synchronize reports
+   * DEADLINE_EXCEEDED; the device stays usable. The HAL calls it once after stream_create
+   * with the default (TESSERA_KERNEL_TIMEOUT_MS); a driver that cannot cancel a running
+   * kernel answers UNIMPLEMENTED for a non-zero timeout. */
+  tsr_status_t (*stream_set_timeout)(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                                     uint64_t timeout_ns);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */
 #define TSR_DRIVER_V1_MIN_SIZE (offsetof(tsr_driver_v1, buffer_allocate))
 /* struct_size of a driver built against ABI 1.0. */
 #define TSR_DRIVER_V1_0_SIZE (offsetof(tsr_driver_v1, stream_query))
+/* struct_size of a driver built against ABI 1.1. */
+#define TSR_DRIVER_V1_1_SIZE (offsetof(tsr_driver_v1, stream_set_timeout))
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -7,6 +7,7 @@
 // Layout (text header lines, then raw bytes):
 //   TSRX1 <format>\n
 //   kernel <name> <shared bytes> <push bytes> <subgroup size> <n> <type>:<offset> ...\n  (per kernel)
+//   control <binding>\n      (Vulkan, after its kernel's line, if it has a control buffer)
 //   bytes <N>\n<N raw bytes>     the image
 //   bytes <N>\n<N raw bytes>     the fallback (empty except for cuda: NUL-terminated PTX)
 #pragma once
@@ -36,6 +37,7 @@ struct GpuKernel {
   uint32_t pushBytes = 0;
   uint64_t sharedBytes = 0;
   uint32_t subgroupSize = 0; // 0: the device's
+  uint32_t controlBinding = UINT32_MAX; // Vulkan: the control buffer's binding, if any
 };
 
 struct GpuArtefact {

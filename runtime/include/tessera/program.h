@@ -23,7 +23,21 @@ inline constexpr const char *kCompilerVersion = "tessera-0.1.0";
 struct ProgramOptions {
   uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // CPU: the emulated subgroup width
   std::string dumpDir;        // non-empty: write every compile stage there (bypasses the cache)
+  /// What an out-of-bounds access does (docs/ir.md, "Faults"); part of the cache key. cuda and
+  /// rocm implement only TSR_BOUNDS_UNCHECKED so far and refuse the others.
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
 };
+
+/// "unchecked", "robust", "checked".
+const char *boundsModeName(tsr_bounds_mode mode);
+/// The mode named `name`; false for an unknown name.
+bool parseBoundsMode(std::string_view name, tsr_bounds_mode *out);
+/// Whether Program implements `mode` for `backend` (cuda, rocm: only unchecked so far).
+bool boundsModeSupported(std::string_view backend, tsr_bounds_mode mode);
+/// `opts` with bounds lowered to unchecked where the device's backend has no other mode: for
+/// callers whose kernels are in bounds by construction (conformance, CTS, benchmarks) and must
+/// run everywhere. Program::create itself never falls back: it refuses.
+ProgramOptions withSupportedBounds(tsr_device_t device, ProgramOptions opts);
 
 struct ProgramStats {
   enum class Source { Compiled, MemoryCache, DiskCache };

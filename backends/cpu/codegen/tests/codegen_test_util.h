@@ -14,15 +14,22 @@
 
 namespace tessera::cpu::testing {
 
-/// Calls `fn` once per workgroup of `dims` with `args` (the interpreter's argument list).
-inline void runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir::LaunchDims &dims,
-                    std::vector<ir::KernelArg> &args) {
+/// Calls `fn` once per workgroup of `dims` with `args` (the interpreter's argument list), as
+/// the driver does: buffer sizes in arg_bytes, a fault record, a cancel flag (never raised).
+/// Returns the fault record (checked mode) after the last workgroup. `cancelled`: the flag is
+/// raised from the start (as if the deadline had passed).
+inline tsr_kernel_fault runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir::LaunchDims &dims,
+                                std::vector<ir::KernelArg> &args, bool cancelled = false) {
+  std::vector<uint64_t> argBytes(args.size(), 0);
+  tsr_kernel_fault fault = {};
+  uint32_t cancel = cancelled ? 1 : 0;
   std::vector<void *> bufPtrs(args.size(), nullptr);
   std::vector<std::array<uint8_t, 8>> scalars(args.size());
   std::vector<void *> argv(args.size(), nullptr);
   for (size_t i = 0; i < args.size(); ++i) {
     if (k.params[i].kind == ir::Type::Kind::Buffer) {
       bufPtrs[i] = args[i].buffer->bytes.data();
+      argBytes[i] = args[i].buffer->bytes.size();
       argv[i] = &bufPtrs[i];
       continue;
     }
@@ -39,6 +46,9 @@ inline void runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir::LaunchDims 
     ctx.group_size[d] = dims.workgroup[d];
   }
   ctx.shared_memory = shared;
+  ctx.arg_bytes = argBytes.data();
+  ctx.fault = &fault;
+  ctx.cancel = &cancel;
   for (uint32_t z = 0; z < dims.grid[2]; ++z)
     for (uint32_t y = 0; y < dims.grid[1]; ++y)
       for (uint32_t x = 0; x < dims.grid[0]; ++x) {
@@ -46,6 +56,7 @@ inline void runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir::LaunchDims 
         fn(&ctx, argv.data());
       }
   std::free(shared);
+  return fault;
 }
 
 /// Compiles and JIT-loads `m`; fails the test (returns null) on any error.

@@ -2,6 +2,7 @@
 // library, a library without the entry points, cuInit failing, no device (the last two
 // through the fake libcuda). Each asserts the reason the registry lists.
 #include "backends/cuda/runtime/tests/cuda_test_support.h"
+#include "hal/tests/memory_accounting_check.h"
 
 #include "tessera/hal_driver.h"
 
@@ -121,6 +122,21 @@ TEST(CudaDriverRegistration, FakeDeviceIsListedWithItsAttributes) {
   EXPECT_EQ(info.features, expected);
   tsr_registry_release(registry);
   EXPECT_EQ(fakeCounter("fake_cuda_primary_retains"), 0);
+}
+
+// Memory is accounted in total against what the device reports (issue #10), refused
+// before the vendor allocator is called (hal/tests/memory_accounting_check.h).
+TEST(CudaDriverMemory, AllocationsAreAccountedInTotal) {
+  UseFakeCuda fake("");
+  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(hal::testing::kAccountingTestLimit));
+  tsr_status_t status = nullptr;
+  tsr_registry_t registry = registryWithCuda(&status);
+  TSR_ASSERT_OK(status);
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry, "cuda:0", &device));
+  hal::testing::expectMemoryAccountedInTotal(device, "cuda driver: out of memory on cuda:0: ");
+  tsr_device_release(device);
+  tsr_registry_release(registry);
 }
 
 } // namespace

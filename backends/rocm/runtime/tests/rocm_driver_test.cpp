@@ -7,6 +7,7 @@
 #include "backends/gpu_module.h"
 #include "backends/rocm/runtime/rocm_driver.h"
 #include "hal/tests/hal_test_util.h"
+#include "hal/tests/memory_accounting_check.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -155,6 +156,21 @@ TEST(RocmDriverRegistration, FakeDevicesDescribeThemselves) {
     EXPECT_EQ(info.buffer_offset_alignment, 256u);
     EXPECT_TRUE(info.features & TSR_FEATURE_FP64);
   }
+  tsr_registry_release(registry);
+}
+
+// Memory is accounted in total against what the device reports (issue #10), refused
+// before the vendor allocator is called (hal/tests/memory_accounting_check.h).
+TEST(RocmDriverMemory, AllocationsAreAccountedInTotal) {
+  UseFakeHip fake("");
+  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(hal::testing::kAccountingTestLimit));
+  tsr_status_t status = nullptr;
+  tsr_registry_t registry = registryWithRocm(&status);
+  TSR_ASSERT_OK(status);
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry, "rocm:1", &device));
+  hal::testing::expectMemoryAccountedInTotal(device, "rocm driver: out of memory on rocm:1: ");
+  tsr_device_release(device);
   tsr_registry_release(registry);
 }
 

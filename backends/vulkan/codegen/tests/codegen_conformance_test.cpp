@@ -72,7 +72,7 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
   std::vector<std::string> ours = conform::kernelCaseFiles(
       std::string(TESSERA_SOURCE_DIR) + "/conformance/kernels");
   ASSERT_FALSE(files.empty());
-  ASSERT_GE(ours.size(), 6u); // at least the ones this test was last updated for
+  ASSERT_GE(ours.size(), 7u); // the folder was found (it only grows)
   files.insert(files.end(), ours.begin(), ours.end());
   for (const std::string &file : files) {
     ir::ParseResult pr = ir::parseFile(file);

@@ -1,0 +1,153 @@
+// Kernel faults in the CPU codegen (docs/ir.md, "Faults"): the bounds modes change the code
+// only where they must (no guard in unchecked mode, no cancellation check in a small constant
+// loop), robust atomics out of bounds are dropped and return 0, checked mode fills the fault
+// record field by field, and a raised cancel flag ends a kernel that would never end. The
+// expected records and values are written out here.
+#include "backends/cpu/codegen/tests/codegen_test_util.h"
+#include "ir/text/parser.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::cpu {
+namespace {
+
+ir::Literal lit(int64_t v) {
+  ir::Literal l;
+  l.i = uint64_t(v);
+  return l;
+}
+
+/// Blocks of the LLVM IR text whose label starts with `prefix` ("not.cancelled").
+int blocks(const std::string &ir, const std::string &prefix) {
+  int n = 0;
+  for (size_t at = ir.find("\n" + prefix); at != std::string::npos;
+       at = ir.find("\n" + prefix, at + 1))
+    ++n;
+  return n;
+}
+
+std::unique_ptr<CpuCompiledModule> build(const char *text, tsr_bounds_mode bounds) {
+  ir::ParseResult pr = ir::parseModule(text, "faults.tir");
+  EXPECT_TRUE(pr.ok()) << (pr.diags.empty() ? "" : pr.diags[0].str());
+  if (!pr.ok())
+    return nullptr;
+  CpuCompileOptions opts;
+  opts.bounds = bounds;
+  std::string err;
+  auto cm = testing::compileAndLoad(*pr.module, opts, err);
+  EXPECT_NE(cm, nullptr) << err;
+  return cm;
+}
+
+constexpr const char *kLoops = R"(kernel @k(%x: buffer<f32>, %n: i32) {
+  %i = global_id.x : i32
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %sixteen = const 16 : i32
+  %fzero = const 0.0 : f32
+  %a = for %j = %zero to %sixteen step %one iter(%s = %fzero) : i32 {
+    %v = load %x[%j] : f32
+    %s2 = add %s, %v : f32
+    yield %s2
+  }
+  %b = for %j2 = %zero to %n step %one iter(%t = %a) : i32 {
+    %t2 = add %t, %a : f32
+    yield %t2
+  }
+  store %b, %x[%i] : f32
+})";
+
+TEST(CodegenFaults, ModesChangeTheCodeOnlyWhereTheyMust) {
+  auto unchecked = build(kLoops, TSR_BOUNDS_UNCHECKED);
+  auto robust = build(kLoops, TSR_BOUNDS_ROBUST);
+  ASSERT_TRUE(unchecked && robust);
+  const std::string &u = unchecked->dump("llvm"), &r = robust->dump("llvm");
+  EXPECT_EQ(u.find("outofbounds"), std::string::npos) << "unchecked mode guards nothing";
+  EXPECT_NE(r.find("outofbounds"), std::string::npos) << "robust mode guards accesses";
+  EXPECT_EQ(r.find("tsr.fault.record"), std::string::npos) << "only checked mode records";
+  // One cancellation check: the loop to %n has it, the 16-iteration constant loop not.
+  EXPECT_EQ(blocks(u, "not.cancelled"), 1) << u;
+  CpuCompileOptions a, b;
+  b.bounds = TSR_BOUNDS_CHECKED;
+  EXPECT_NE(a.hash(), b.hash()) << "the bounds mode is part of the cache key";
+}
+
+constexpr const char *kAtomics = R"(kernel @k(%c: buffer<i32>, %old: buffer<i32>) {
+  %l = local_id.x : i32
+  %five = const 5 : i32
+  %idx = mul %l, %five : i32
+  %one = const 1 : i32
+  %o = atomic_add %c[%idx], %one : i32
+  store %o, %old[%l] : i32
+})";
+
+TEST(CodegenFaults, OutOfBoundsAtomicsAreDroppedAndCheckedModeRecordsTheFirst) {
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED}) {
+    auto cm = build(kAtomics, mode);
+    ASSERT_NE(cm, nullptr);
+    // Work-items 0 and 1 hit c[0] and c[5] of an 8-element buffer; 2 and 3 (c[10], c[15])
+    // are outside: dropped, and they read 0 as the old value.
+    ir::HostBuffer c(ir::Scalar::I32, 8), old(ir::Scalar::I32, 4);
+    for (int i = 0; i < 8; ++i)
+      c.set(i, lit(100 + i));
+    for (int i = 0; i < 4; ++i)
+      old.set(i, lit(-1));
+    std::vector<ir::KernelArg> args(2);
+    args[0].buffer = &c;
+    args[1].buffer = &old;
+    ir::LaunchDims dims;
+    dims.workgroup = {4, 1, 1};
+    tsr_kernel_fault f = testing::runGrid(cm->lookup("k"), cm->kernels()[0], dims, args);
+    const int64_t wantC[8] = {101, 101, 102, 103, 104, 106, 106, 107};
+    for (int i = 0; i < 8; ++i)
+      EXPECT_EQ(int64_t(int32_t(c.get(i).i)), wantC[i]) << i;
+    const int64_t wantOld[4] = {100, 105, 0, 0};
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(int64_t(int32_t(old.get(i).i)), wantOld[i]) << i;
+    if (mode == TSR_BOUNDS_ROBUST) {
+      EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_NONE));
+      continue;
+    }
+    EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_ATOMIC_OUT_OF_BOUNDS));
+    EXPECT_EQ(f.line, 6u);
+    EXPECT_EQ(f.column, 3u);
+    EXPECT_EQ(f.param, 0u);
+    EXPECT_EQ(f.index_lo, 10u) << "the first faulting work-item is 2";
+    EXPECT_EQ(f.index_hi, 0u);
+    EXPECT_EQ(f.count_lo, 8u);
+    EXPECT_EQ(f.local_id[0], 2u);
+  }
+}
+
+TEST(CodegenFaults, ARaisedCancelFlagEndsAKernelThatNeverEnds) {
+  const char *text = R"(kernel @k(%out: buffer<i32>, %start: i32) {
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %last = while iter(%k = %start) {
+    %go = cmp.sge %k, %zero : i32
+    condition %go
+  } do {
+    %k2 = add %k, %one : i32
+    %k3 = and %k2, %start : i32
+    yield %k3
+  }
+  store %last, %out[%zero] : i32
+})";
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_CHECKED}) {
+    auto cm = build(text, mode);
+    ASSERT_NE(cm, nullptr);
+    ir::HostBuffer out(ir::Scalar::I32, 1);
+    out.set(0, lit(7));
+    std::vector<ir::KernelArg> args(2);
+    args[0].buffer = &out;
+    args[1].scalar = lit(1);
+    ir::LaunchDims dims;
+    tsr_kernel_fault f =
+        testing::runGrid(cm->lookup("k"), cm->kernels()[0], dims, args, /*cancelled=*/true);
+    EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_DEADLINE));
+    EXPECT_EQ(out.get(0).i, 7u) << "the store after the loop never ran";
+  }
+}
+
+} // namespace
+} // namespace tessera::cpu

@@ -1,0 +1,222 @@
+// Kernel faults in SPIR-V (docs/ir.md "Faults", backends/kernel_faults.h): bounds guards for
+// the robust and checked modes, the fault record of the checked mode, division and `for`
+// step checks, and in every mode the cancellation points (a break at the end of dynamic loop
+// bodies, a poll at the entry) and the test after each loop for a device that cut it short.
+// Records are written after loops, never inside: llvmpipe runs every `if` body under a mask.
+//
+// The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
+// word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
+// tsr_kernel_fault record. The first faulting work-item claims the record by a compare-
+// exchange of `kind` from 0 and then writes the other words; nobody reads them before the
+// launch completes. Must never change what an in-bounds access or a valid division computes.
+#include "backends/vulkan/codegen/spirv_lowering.h"
+
+#include <climits>
+
+namespace tessera::vulkan::detail {
+
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+
+constexpr uint32_t kCancelWord = 0;
+constexpr uint32_t kRecordWord = 1; // tsr_kernel_fault starts here
+
+} // namespace
+
+bool isConstant(const ir::Value *v) { return v->def && v->def->kind == OpKind::Const; }
+
+bool constPositive(const ir::Value *v) {
+  if (!isConstant(v) || !ir::isIntScalar(v->type.elem))
+    return false;
+  unsigned w = ir::bitWidth(v->type.elem);
+  uint64_t bits = v->def->literal.i;
+  if (w < 64 && (bits >> (w - 1)) & 1)
+    return false; // the sign bit at the type's width
+  if (w == 64 && (bits >> 63))
+    return false;
+  return bits != 0;
+}
+
+bool hasDynamicLoop(const ir::Module &m, const ir::Block &b, int depth) {
+  if (depth > 64) // recursion is rejected when the call is lowered
+    return false;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::While)
+      return true;
+    if (op->kind == OpKind::For && !(isConstant(op->operands[0]) && isConstant(op->operands[1]) &&
+                                     isConstant(op->operands[2])))
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const ir::Function *callee = m.lookup(op->callee))
+        if (hasDynamicLoop(m, *callee->body, depth + 1))
+          return true;
+    for (const auto &r : op->regions)
+      if (hasDynamicLoop(m, *r, depth))
+        return true;
+  }
+  return false;
+}
+
+Id Lowering::runtimeArrayBlock(Id memT, uint32_t stride) {
+  Id &block = blockStructs_[memT];
+  if (!block) {
+    Id arr = b_.typeRuntimeArray(memT, stride);
+    block = b_.typeStruct(std::span<const Id>(&arr, 1));
+    b_.decorate(block, spv::DecorationBlock);
+    b_.memberDecorate(block, 0, spv::DecorationOffset, {0});
+  }
+  return block;
+}
+
+Id Lowering::controlVar() {
+  if (control_)
+    return control_;
+  Id block = runtimeArrayBlock(u32T(), 4);
+  control_ = b_.globalVariable(b_.typePointer(spv::StorageClassStorageBuffer, block),
+                               spv::StorageClassStorageBuffer);
+  b_.decorate(control_, spv::DecorationDescriptorSet, {0});
+  b_.decorate(control_, spv::DecorationBinding, {static_cast<uint32_t>(curFn_->params().size())});
+  b_.name(control_, "tsr_control");
+  interface_.insert(control_);
+  return control_;
+}
+
+void Lowering::writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide, Id count) {
+  Id u32 = u32T();
+  Id var = controlVar();
+  Id ptrT = b_.typePointer(spv::StorageClassStorageBuffer, u32);
+  auto word = [&](uint32_t k) {
+    return b_.op(spv::OpAccessChain, ptrT, {var, constU32(0), constU32(k)});
+  };
+  Id scope = constU32(spv::ScopeDevice);
+  Id relaxed = constU32(spv::MemorySemanticsMaskNone);
+  spirv::IfBlocks outer = b_.beginIf(fault, false);
+  Id old = b_.op(spv::OpAtomicCompareExchange, u32,
+                 {word(kRecordWord), scope, relaxed, relaxed, kind, constU32(0)});
+  spirv::IfBlocks claimed = b_.beginIf(b_.op(spv::OpIEqual, boolT(), {old, constU32(0)}), false);
+  // The index as a two's-complement i64 split in words (32-bit indices are sign-extended).
+  Id lo = constU32(0), hi = constU32(0);
+  if (index && wide) {
+    Id i64 = b_.typeInt(64);
+    lo = b_.op(spv::OpUConvert, u32, {index});
+    hi = b_.op(spv::OpUConvert, u32, {b_.op(spv::OpShiftRightLogical, i64, {index, constU32(32)})});
+  } else if (index) {
+    lo = index;
+    hi = b_.op(spv::OpShiftRightArithmetic, u32, {index, constU32(31)});
+  }
+  ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
+  const Id words[] = {constU32(loc.line),
+                      constU32(loc.col),
+                      constU32(param),
+                      lo,
+                      hi,
+                      count ? count : constU32(0),
+                      constU32(0),
+                      localIds_[0],
+                      localIds_[1],
+                      localIds_[2],
+                      b_.op(spv::OpCompositeExtract, u32, {groupIds_, 0}),
+                      b_.op(spv::OpCompositeExtract, u32, {groupIds_, 1}),
+                      b_.op(spv::OpCompositeExtract, u32, {groupIds_, 2})};
+  static_assert(sizeof words / sizeof words[0] == TSR_KERNEL_FAULT_WORDS - 1,
+                "every word of tsr_kernel_fault after `kind`");
+  for (uint32_t k = 0; k < TSR_KERNEL_FAULT_WORDS - 1; ++k)
+    b_.opVoid(spv::OpStore, {word(kRecordWord + 1 + k), words[k]});
+  b_.endIf(claimed);
+  b_.endIf(outer);
+}
+
+void Lowering::recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id index, bool wide,
+                           Id count) {
+  if (bounds_ == TSR_BOUNDS_CHECKED)
+    writeFault(fault, constU32(kind), param, index, wide, count);
+}
+
+Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind) {
+  if (bounds_ == TSR_BOUNDS_UNCHECKED)
+    return 0;
+  Id u32 = u32T();
+  Id count = m.shared ? constU32(m.count) : b_.op(spv::OpArrayLength, u32, {m.var, 0});
+  // One unsigned compare: a negative index reads as a huge one.
+  Id ok = wide ? b_.op(spv::OpULessThan, boolT(),
+                       {index, b_.op(spv::OpUConvert, b_.typeInt(64), {count})})
+               : b_.op(spv::OpULessThan, boolT(), {index, count});
+  recordFault(b_.op(spv::OpLogicalNot, boolT(), {ok}),
+              m.shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
+              m.shared ? UINT32_MAX : m.param->index, index, wide, count);
+  return ok;
+}
+
+void Lowering::checkDivision(const ir::Op &op, Id x, Id y) {
+  Scalar t = op.results[0]->type.elem;
+  if (bounds_ != TSR_BOUNDS_CHECKED || !ir::isIntScalar(t) || t == Scalar::I1)
+    return;
+  Id T = regType(t);
+  unsigned w = ir::bitWidth(t);
+  recordFault(b_.op(spv::OpIEqual, boolT(), {y, constInt(T, 0)}), TSR_FAULT_DIVISION_BY_ZERO,
+              UINT32_MAX, 0, false, 0);
+  if (op.mods.isUnsigned)
+    return;
+  Id isMin = b_.op(spv::OpIEqual, boolT(), {x, constInt(T, uint64_t(1) << (w - 1))});
+  Id isMinusOne = b_.op(spv::OpIEqual, boolT(), {y, constInt(T, ~uint64_t(0))});
+  recordFault(b_.op(spv::OpLogicalAnd, boolT(), {isMin, isMinusOne}), TSR_FAULT_DIVISION_OVERFLOW,
+              UINT32_MAX, 0, false, 0);
+}
+
+Id Lowering::stepPositive(const ir::Op &op, Id step) {
+  Id T = regType(op.operands[2]->type.elem);
+  Id ok = b_.op(spv::OpSGreaterThan, boolT(), {step, constInt(T, 0)});
+  // A fault whatever the bounds (docs/ir.md, "Faults"), as on every backend.
+  Id fault = b_.op(spv::OpLogicalNot, boolT(), {ok});
+  // The record carries the step as its index (the message prints it).
+  Scalar t = op.operands[2]->type.elem;
+  bool wide = t == Scalar::I64;
+  Id index = ir::bitWidth(t) < 32 ? b_.op(spv::OpSConvert, u32T(), {step}) : step;
+  recordFault(fault, TSR_FAULT_LOOP_STEP, UINT32_MAX, index, wide, 0);
+  return ok;
+}
+
+Id Lowering::loadCancelFlag() {
+  Id u32 = u32T();
+  Id ptr = b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32),
+                 {controlVar(), constU32(0), constU32(kCancelWord)});
+  // An atomic load: the host writes the flag while the kernel runs, and the load is a side
+  // effect that keeps an endless loop from being optimised away (LLVM deletes side-effect
+  // free infinite loops).
+  Id flag = b_.op(spv::OpAtomicLoad, u32,
+                  {ptr, constU32(spv::ScopeDevice), constU32(spv::MemorySemanticsMaskNone)});
+  return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
+}
+
+void Lowering::leaveIf(Id cancelled) {
+  writeFault(cancelled, constU32(TSR_FAULT_DEADLINE), UINT32_MAX, 0, false, 0);
+  spirv::IfBlocks leave = b_.beginIf(cancelled, false);
+  b_.returnVoid(); // the merge's only predecessor is the header's false edge
+  b_.startBlock(leave.merge);
+}
+
+void Lowering::breakIfCancelled(spirv::LoopBlocks &l) {
+  b_.breakUnless(l, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
+}
+
+void Lowering::afterLoop(Id goOn, bool cancellable) {
+  // A fresh load of the flag: the loop may have left through its cancellation break.
+  Id cancelled = loadCancelFlag();
+  Id limit =
+      b_.op(spv::OpLogicalAnd, boolT(), {goOn, b_.op(spv::OpLogicalNot, boolT(), {cancelled})});
+  if (!cancellable) {
+    writeFault(limit, constU32(TSR_FAULT_LOOP_LIMIT), UINT32_MAX, 0, false, 0);
+    return;
+  }
+  // One record write for both causes: inside a loop nest it runs once per inner loop.
+  Id kind = b_.op(spv::OpSelect, u32T(),
+                  {cancelled, constU32(TSR_FAULT_DEADLINE), constU32(TSR_FAULT_LOOP_LIMIT)});
+  writeFault(b_.op(spv::OpLogicalOr, boolT(), {limit, cancelled}), kind, UINT32_MAX, 0, false, 0);
+  spirv::IfBlocks leave = b_.beginIf(cancelled, false);
+  b_.returnVoid();
+  b_.startBlock(leave.merge);
+}
+
+} // namespace tessera::vulkan::detail

@@ -1,0 +1,66 @@
+// The error budget of each output buffer of a kernel, derived by a data-flow analysis over the
+// kernel IR from the float ops that can actually reach that buffer (docs/conformance.md,
+// "Kernel-level cases"). Used by `tessera run --check`, the kernel-level conformance cases
+// and `tessera fuzz` (through checkKernel, output_check.h).
+//
+// It must never look at a device or at values: budgets are a static property of the IR, the
+// device's declared tolerance profile and the launch shape.
+#pragma once
+
+#include "ir/core/ir.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// Tolerance profiles (docs/conformance.md): Full = the op table's budgets (OpenCL C full
+/// profile); Relaxed = additionally what Vulkan's SPIR-V precision table allows.
+enum class PrecisionProfile { Full, Relaxed };
+
+const char *precisionProfileName(PrecisionProfile p);
+
+/// The profile a backend declares: `vulkan` declares Relaxed, every other backend Full.
+PrecisionProfile declaredProfile(const std::string &backend);
+/// The declared profile of a device named `backend:index` (`vulkan:0` -> Relaxed).
+PrecisionProfile profileForDevice(const std::string &deviceName);
+
+/// The ULP budget of one float op of kind `k` with result type `t` under `p`, in ULPs of `t`.
+/// Relaxed widens, for f16 and f32 results, the ops whose Vulkan rule is a ULP bound that grows
+/// with the operand (exp, exp2: 3 + 2|x|; pow, tanh, sigmoid through them) to that bound at the
+/// largest operand with a finite result; the Vulkan rules that are absolute errors (log near 1,
+/// sin/cos) are not applied to kernel outputs. 0 for ops without a float budget.
+double opUlpBudget(ir::OpKind k, ir::Scalar t, PrecisionProfile p);
+
+/// What may reach one writable buffer parameter, and the budget that follows from it.
+struct OutputBudget {
+  std::string param;      // the parameter's name, without '%'
+  size_t bufferIndex = 0; // index among the kernel's buffer parameters (LaunchData::buffers)
+  ir::Scalar elem = ir::Scalar::F32;
+  /// Elementwise ULP budget in ULPs of `elem`: 1 (the final rounding) plus, for every op
+  /// instance with a nonzero budget that reaches the buffer, its budget at the type it runs
+  /// in, scaled to `elem` by 2^(mantissa bits of elem - mantissa bits of that type).
+  double ulp = 1;
+  /// Summation allowance: the element may also be off by sumFactor * sum |x_i| (sum |x_i|
+  /// from the interpreter's magnitude run). sumFactor = max over the reordered float sums
+  /// reaching it of k (n - 1) u: u the unit roundoff of the sum's type, n its number of terms
+  /// (subgroup_add: the subgroup size; atomic_add: every work-item of the launch), k = 1 for
+  /// subgroup_add (the reference rounds the exact sum once) and 2 for atomic_add (the
+  /// reference adds in one order, the device in another).
+  double sumFactor = 0;
+  /// Whether an op with a nonzero budget feeds an addition (add, sub, fma, a sum) on its way
+  /// here: only then may the error of a small element be measured against the buffer's largest
+  /// magnitude (the normwise arm); otherwise every element is judged by itself.
+  bool mayCancel = false;
+  /// The contributing ops, "exp.f16 (line 12)", in IR order: for reports.
+  std::vector<std::string> contributors;
+};
+
+/// One entry per writable buffer parameter of `kernel`, in parameter order. `workItems` is
+/// the launch's total number of work-items (the term count of a float atomic sum).
+std::vector<OutputBudget> outputBudgets(const ir::Module &m, const ir::Function &kernel,
+                                        uint32_t subgroupSize, uint64_t workItems,
+                                        PrecisionProfile profile);
+
+} // namespace tessera

@@ -1,0 +1,65 @@
+// Launch-spec memory checks (see tessera/launch_memory.h). Never allocates launch data.
+#include "tessera/launch_memory.h"
+
+#include "backends/cpu/runtime/host_memory.h"
+
+#include <cstring>
+
+namespace tessera {
+
+bool launchBufferBytes(const ir::Function &kernel, uint64_t *bytes, std::string *error) {
+  if (!kernel.launch) {
+    *error = "@" + kernel.name + " has no launch spec";
+    return false;
+  }
+  uint64_t total = 0;
+  for (const ir::Value *p : kernel.params()) {
+    if (p->type.kind != ir::Type::Kind::Buffer)
+      continue;
+    for (const ir::ArgInit &a : kernel.launch->args) {
+      if (a.param != p->name || a.count <= 0)
+        continue;
+      // The verifier caps counts at 2^31 and element sizes are at most 8 bytes, so neither
+      // the product nor a sum over any realistic number of parameters overflows; saturate
+      // anyway rather than trust that.
+      uint64_t size = uint64_t(a.count) * uint64_t(ir::byteSize(p->type.elem));
+      total = total > UINT64_MAX - size ? UINT64_MAX : total + size;
+    }
+  }
+  *bytes = total;
+  return true;
+}
+
+bool checkLaunchFits(tsr_device_t device, const ir::Function &kernel, unsigned hostCopies,
+                     std::string *error) {
+  uint64_t bytes = 0;
+  if (!launchBufferBytes(kernel, &bytes, error))
+    return false;
+  tsr_device_info_t info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (tsr_status_t st = tsr_device_info(device, &info)) {
+    *error = tsr_status_message(st);
+    tsr_status_free(st);
+    return false;
+  }
+  std::string what =
+      "launch @" + kernel.name + " needs " + std::to_string(bytes) + " bytes of buffers";
+  if (bytes > info.total_memory) {
+    *error = what + ", more than the " + std::to_string(info.total_memory) +
+             " bytes of memory of " + info.name + " (nothing was allocated)";
+    return false;
+  }
+  uint64_t host = cpu::hostMemoryBytes();
+  if (std::strcmp(info.backend, "cpu") == 0)
+    ++hostCopies; // the device's own buffers are host memory too
+  if (hostCopies > 0 && bytes > host / hostCopies) {
+    *error = what + "; with its " + std::to_string(hostCopies) +
+             " host copies that is more than the host's " + std::to_string(host) +
+             " bytes of memory (nothing was allocated)";
+    return false;
+  }
+  return true;
+}
+
+} // namespace tessera

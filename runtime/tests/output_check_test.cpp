@@ -1,0 +1,309 @@
+// Per-output budgets (the data-flow analysis of output_budget.cpp) and the judge of
+// output_check.cpp, fed synthetic "device" outputs: the judge is a pure function of the
+// reference, the device's answer and the IR, so no device is needed. Each test also shows
+// that the rule it replaces (one budget per kernel: 1 + the worst budget of every float op
+// kind, normwise for every output, subgroup_add as size - 1 ULPs) decided otherwise.
+#include "tessera/output_check.h"
+
+#include "ir/interp/numerics.h"
+#include "ir/text/parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+std::unique_ptr<ir::Module> parse(const std::string &text) {
+  ir::ParseResult r = ir::parseModule(text, "test.tir");
+  EXPECT_TRUE(r.ok()) << (r.diags.empty() ? "" : r.diags[0].str());
+  return std::move(r.module);
+}
+
+const OutputBudget &find(const std::vector<OutputBudget> &bs, const std::string &param) {
+  for (const OutputBudget &b : bs)
+    if (b.param == param)
+      return b;
+  ADD_FAILURE() << "no output " << param;
+  return bs.front();
+}
+
+double stepsUp(float x, int k) {
+  for (int i = 0; i < k; ++i)
+    x = std::nextafter(x, INFINITY);
+  return x;
+}
+
+ir::HostBuffer buffer(ir::Scalar t, std::initializer_list<double> values) {
+  ir::HostBuffer b(t, static_cast<int64_t>(values.size()));
+  int64_t i = 0;
+  for (double v : values) {
+    ir::Literal l;
+    l.f = v;
+    b.set(i++, l);
+  }
+  return b;
+}
+
+// @k: o[i] = OP(x[i]) in f32.
+std::string unaryKernel(const std::string &op) {
+  return "kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {\n"
+         "  %i = global_id.x : i32\n"
+         "  %v = load %x[%i] : f32\n"
+         "  %r = " +
+         op +
+         " %v : f32\n"
+         "  store %r, %o[%i] : f32\n"
+         "}\n";
+}
+
+// The old kernel-wide budget: 1 + per float op kind the worst budget over the float types.
+double oldKernelBudget(std::initializer_list<ir::OpKind> kinds) {
+  double b = 1;
+  for (ir::OpKind k : kinds) {
+    double worst = 0;
+    for (ir::Scalar s : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32, ir::Scalar::F64})
+      worst = std::max(worst, ir::opInfo(k).ulpBudget(s).value_or(0));
+    b += worst;
+  }
+  return b;
+}
+
+constexpr const char *kTwoOutputs = R"(
+kernel @two(%h: buffer<f16, readonly>, %y: buffer<f32, readonly>, %a: buffer<f16, writeonly>, %b: buffer<f32, writeonly>) {
+  %i = global_id.x : i32
+  %hv = load %h[%i] : f16
+  %e = exp %hv : f16
+  store %e, %a[%i] : f16
+  %yv = load %y[%i] : f32
+  %s = add %yv, %yv : f32
+  %t = mul %s, %yv : f32
+  store %t, %b[%i] : f32
+}
+)";
+
+TEST(OutputBudget, EachOutputGetsTheOpsThatReachIt) {
+  auto m = parse(kTwoOutputs);
+  ASSERT_TRUE(m);
+  auto bs = outputBudgets(*m, *m->lookup("two"), 32, 64, PrecisionProfile::Full);
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(find(bs, "a").ulp, 1 + 2); // f16 exp: 2 ULP (docs/ir.md)
+  EXPECT_EQ(find(bs, "b").ulp, 1);     // correctly rounded add and mul only
+  EXPECT_EQ(find(bs, "a").contributors, std::vector<std::string>{"exp.f16 (line 5)"});
+  EXPECT_TRUE(find(bs, "b").contributors.empty());
+}
+
+TEST(OutputBudget, TheOldKernelWideBudgetAcceptedWhatTheNewOneRejects) {
+  auto m = parse(kTwoOutputs);
+  ASSERT_TRUE(m);
+  auto bs = outputBudgets(*m, *m->lookup("two"), 32, 1, PrecisionProfile::Full);
+  double old = oldKernelBudget({ir::OpKind::Exp, ir::OpKind::Add, ir::OpKind::Mul});
+  EXPECT_EQ(old, 4); // exp's worst (f32 and f64: 3) lent to every output
+  // %b answered 3 ULP off: within the old budget, beyond the new one.
+  ir::HostBuffer want = buffer(ir::Scalar::F32, {1.5, 2.0});
+  ir::HostBuffer got = buffer(ir::Scalar::F32, {1.5, stepsUp(2.0f, 3)});
+  EXPECT_LE(ir::numerics::ulpError(got.get(1).f, want.get(1).f, ir::Scalar::F32), old);
+  std::vector<ir::HostBuffer> wants = {{}, {}, buffer(ir::Scalar::F16, {1}), want};
+  std::vector<ir::HostBuffer> gots = {{}, {}, buffer(ir::Scalar::F16, {1}), got};
+  auto checks = judgeOutputs(bs, wants, gots, nullptr);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_TRUE(checks[0].passed);
+  EXPECT_FALSE(checks[1].passed);
+  EXPECT_EQ(checks[1].firstBad, 1);
+  EXPECT_EQ(checks[1].detail, "index 1: got 2.00000072 (0x40000003), want 2 (0x40000000)");
+}
+
+TEST(OutputBudget, FlowsThroughCallsSharedMemoryLoopsAndConversions) {
+  auto m = parse(R"(
+func @e(%v: f32) -> f32 {
+  %r = exp %v : f32
+  return %r
+}
+kernel @k(%x: buffer<f32, readonly>, %h: buffer<f16, readonly>, %o1: buffer<f32, writeonly>, %o2: buffer<f32, writeonly>, %o3: buffer<f32, writeonly>) {
+  %s = shared_alloc : shared<f32, 64>
+  %tid = local_id.x : i32
+  %gid = global_id.x : i32
+  %v = load %x[%gid] : f32
+  %ev = call @e(%v) -> f32
+  store %ev, %s[%tid] : f32
+  barrier
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %four = const 4 : i32
+  %z = const 0.0 : f32
+  %acc = for %j = %zero to %four step %one iter(%a = %z) : i32 {
+    %w = load %s[%j] : f32
+    %a2 = add %a, %w : f32
+    yield %a2
+  }
+  store %acc, %o1[%gid] : f32
+  %plain = add %v, %v : f32
+  store %plain, %o2[%gid] : f32
+  %hv = load %h[%gid] : f16
+  %he = exp %hv : f16
+  %wide = convert %he : f16 -> f32
+  store %wide, %o3[%gid] : f32
+}
+)");
+  ASSERT_TRUE(m);
+  auto bs = outputBudgets(*m, *m->lookup("k"), 32, 64, PrecisionProfile::Full);
+  ASSERT_EQ(bs.size(), 3u);
+  EXPECT_EQ(find(bs, "o1").ulp, 1 + 3);  // exp.f32 through the call, shared memory and the loop
+  EXPECT_TRUE(find(bs, "o1").mayCancel); // its error meets an add
+  EXPECT_EQ(find(bs, "o2").ulp, 1);
+  EXPECT_FALSE(find(bs, "o2").mayCancel);
+  // f16's 2 ULP are 2 * 2^13 ULP of f32: the error is in the f16 value that was widened.
+  EXPECT_EQ(find(bs, "o3").ulp, 1 + 2 * 8192);
+  EXPECT_FALSE(find(bs, "o3").mayCancel);
+}
+
+TEST(OutputBudget, VulkanIsJudgedByTheRelaxedProfile) {
+  EXPECT_EQ(declaredProfile("vulkan"), PrecisionProfile::Relaxed);
+  EXPECT_EQ(declaredProfile("cpu"), PrecisionProfile::Full);
+  EXPECT_EQ(profileForDevice("vulkan:0"), PrecisionProfile::Relaxed);
+  EXPECT_EQ(profileForDevice("cpu:0"), PrecisionProfile::Full);
+  EXPECT_EQ(profileForDevice("cuda:1"), PrecisionProfile::Full);
+  // Vulkan: exp within 3 + 2|x| ULP, |x| up to 88.8 for a finite f32 result.
+  EXPECT_DOUBLE_EQ(opUlpBudget(ir::OpKind::Exp, ir::Scalar::F32, PrecisionProfile::Relaxed),
+                   3 + 2 * 88.8);
+  EXPECT_EQ(opUlpBudget(ir::OpKind::Exp, ir::Scalar::F32, PrecisionProfile::Full), 3);
+  EXPECT_EQ(opUlpBudget(ir::OpKind::Exp, ir::Scalar::F64, PrecisionProfile::Relaxed), 3);
+  EXPECT_EQ(opUlpBudget(ir::OpKind::Log, ir::Scalar::F32, PrecisionProfile::Relaxed), 3);
+  auto m = parse(unaryKernel("exp"));
+  ASSERT_TRUE(m);
+  const ir::Function &k = *m->lookup("k");
+  EXPECT_EQ(outputBudgets(*m, k, 8, 8, profileForDevice("cpu:0"))[0].ulp, 4);
+  EXPECT_DOUBLE_EQ(outputBudgets(*m, k, 8, 8, profileForDevice("vulkan:0"))[0].ulp,
+                   1 + 3 + 2 * 88.8);
+}
+
+TEST(OutputCheck, TotalRelativeErrorFailsWithoutCancellation) {
+  // out = log(x): lavapipe's log(1 - eps/2) = 0. Nothing cancels after the log, so the tiny
+  // element is judged by itself: 2^24 ULP off.
+  auto m = parse(unaryKernel("log"));
+  ASSERT_TRUE(m);
+  auto bs = outputBudgets(*m, *m->lookup("k"), 8, 2, PrecisionProfile::Full);
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_FALSE(bs[0].mayCancel);
+  double tiny = std::log1p(-std::ldexp(1.0, -25)); // log(1 - eps/2) ~ -2.98e-8
+  ir::HostBuffer want = buffer(ir::Scalar::F32, {2.0794415416798357, double(float(tiny))});
+  ir::HostBuffer got = buffer(ir::Scalar::F32, {2.0794415416798357, 0.0});
+  // The old normwise arm: |error| within budget ULPs of the largest magnitude (8 ln 2 ~ 2.08).
+  double oldNormTol = oldKernelBudget({ir::OpKind::Log}) * std::ldexp(1.0, 2 - 24);
+  EXPECT_LE(std::fabs(tiny), oldNormTol);
+  auto checks = judgeOutputs(bs, {{}, want}, {{}, got}, nullptr);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].passed);
+  EXPECT_EQ(checks[0].firstBad, 1);
+  EXPECT_EQ(checks[0].normwiseOnly, 0);
+}
+
+TEST(OutputCheck, CancellationPassesNormwiseAndIsCounted) {
+  // out = exp(x) - y: exp's 3 ULP at 1.0 survive the cancellation as an absolute error.
+  auto m = parse(R"(
+kernel @k(%x: buffer<f32, readonly>, %y: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : f32
+  %w = load %y[%i] : f32
+  %e = exp %v : f32
+  %d = sub %e, %w : f32
+  store %d, %o[%i] : f32
+}
+)");
+  ASSERT_TRUE(m);
+  auto bs = outputBudgets(*m, *m->lookup("k"), 8, 2, PrecisionProfile::Full);
+  ASSERT_TRUE(bs[0].mayCancel);
+  double ulp1 = std::ldexp(1.0, -23);
+  ir::HostBuffer want = buffer(ir::Scalar::F32, {1.5, ulp1});
+  ir::HostBuffer got = buffer(ir::Scalar::F32, {1.5, 3 * ulp1}); // 2 ULP of exp(0) = 1
+  auto checks = judgeOutputs(bs, {{}, {}, want}, {{}, {}, got}, nullptr);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_TRUE(checks[0].passed);
+  EXPECT_EQ(checks[0].normwiseOnly, 1);
+  // Beyond the budget at the buffer's scale (4 ULP of 1.5) still fails.
+  got = buffer(ir::Scalar::F32, {1.5, 9 * ulp1});
+  EXPECT_FALSE(judgeOutputs(bs, {{}, {}, want}, {{}, {}, got}, nullptr)[0].passed);
+}
+
+// A cancelling sum: 1e8 + 1 - 1e8 + 0. Exactly 1 (the interpreter's subgroup_add); adding left
+// to right in f32 gives 0 (1e8 + 1 rounds to 1e8), a correct order for a device.
+ir::LaunchData cancellingInputs(const ir::Function &k) {
+  ir::LaunchData d;
+  std::string err;
+  EXPECT_TRUE(ir::makeLaunchData(k, d, err)) << err;
+  d.buffers[0] = buffer(ir::Scalar::F32, {1e8, 1, -1e8, 0});
+  return d;
+}
+
+TEST(OutputCheck, ReorderedSubgroupSumIsJudgedBySummationBound) {
+  auto m = parse(R"(
+kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : f32
+  %s = subgroup_add %v : f32
+  store %s, %o[%i] : f32
+}
+launch @k grid(1) workgroup(4) seed(1) {
+  %x[4] = fill(0.0)
+  %o[4] = fill(0.0)
+}
+)");
+  ASSERT_TRUE(m);
+  const ir::Function &k = *m->lookup("k");
+  ir::LaunchData in = cancellingInputs(k);
+  float seq = 0;
+  for (float v : {1e8f, 1.0f, -1e8f, 0.0f})
+    seq += v;
+  ASSERT_EQ(seq, 0.0f);
+  std::vector<ir::HostBuffer> device = {in.buffers[0], buffer(ir::Scalar::F32, {0, 0, 0, 0})};
+  // The old rule: 1 + (size - 1) ULPs of 1, or normwise against max |ref| = 1: rejects 0.
+  EXPECT_GT(ir::numerics::ulpError(0, 1, ir::Scalar::F32), 1 + 3);
+  KernelCheck c = checkKernel(*m, k, in, device, 4, PrecisionProfile::Full);
+  ASSERT_TRUE(c.ok) << c.error;
+  ASSERT_EQ(c.outputs.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.outputs[0].budget.sumFactor, 3 * std::ldexp(1.0, -24));
+  EXPECT_TRUE(c.outputs[0].passed) << c.outputs[0].detail;
+  EXPECT_EQ(c.outputs[0].sumAllowanceOnly, 4);
+  // (n - 1) u sum|x| = 3 * 2^-24 * 2e8 ~ 35.8: an answer of 40 is not a reordering.
+  device[1] = buffer(ir::Scalar::F32, {40, 40, 40, 40});
+  EXPECT_FALSE(checkKernel(*m, k, in, device, 4, PrecisionProfile::Full).passed());
+}
+
+TEST(OutputCheck, ReorderedAtomicSumIsJudgedBySummationBound) {
+  auto m = parse(R"(
+kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32>) {
+  %i = global_id.x : i32
+  %v = load %x[%i] : f32
+  %z = const 0 : i32
+  %old = atomic_add %o[%z], %v : f32
+}
+launch @k grid(1) workgroup(4) seed(1) {
+  %x[4] = fill(0.0)
+  %o[1] = fill(0.0)
+}
+)");
+  ASSERT_TRUE(m);
+  const ir::Function &k = *m->lookup("k");
+  ir::LaunchData in = cancellingInputs(k);
+  // The interpreter adds in lane order (0); a device adding 1e8 - 1e8 first answers 1.
+  std::vector<ir::HostBuffer> device = {in.buffers[0], buffer(ir::Scalar::F32, {1})};
+  KernelCheck c = checkKernel(*m, k, in, device, 4, PrecisionProfile::Full);
+  ASSERT_TRUE(c.ok) << c.error;
+  EXPECT_DOUBLE_EQ(c.outputs[0].budget.sumFactor, 2 * 3 * std::ldexp(1.0, -24));
+  EXPECT_TRUE(c.passed()) << c.outputs[0].detail;
+  device[1] = buffer(ir::Scalar::F32, {100});
+  EXPECT_FALSE(checkKernel(*m, k, in, device, 4, PrecisionProfile::Full).passed());
+}
+
+TEST(OutputCheck, F64ValuesPrintWithSeventeenDigitsAndBits) {
+  ir::Literal a, b;
+  a.f = 0.1;
+  b.f = std::nextafter(0.1, 1.0);
+  std::string sa = formatElement(a, ir::Scalar::F64), sb = formatElement(b, ir::Scalar::F64);
+  EXPECT_EQ(sa, "0.10000000000000001 (0x3fb999999999999a)");
+  EXPECT_EQ(sb, "0.10000000000000002 (0x3fb999999999999b)");
+}
+
+} // namespace
+} // namespace tessera
