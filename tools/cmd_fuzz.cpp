@@ -134,6 +134,8 @@ fuzz::GenOptions genOptionsFor(const Options &o, const Devices &ds) {
   keep(ir::Scalar::I16, TSR_FEATURE_INT16);
   keep(ir::Scalar::I64, TSR_FEATURE_INT64);
   g.subgroups = common & TSR_FEATURE_SUBGROUPS;
+  for (const auto &d : ds.list)
+    g.boundTrigArgs |= !d.fullProfile;
   g.floatAtomics = common & TSR_FEATURE_FLOAT_ATOMICS;
   return g;
 }

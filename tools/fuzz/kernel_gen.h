@@ -40,6 +40,9 @@ struct GenOptions {
   /// (possibly out-of-range) indices, unguarded divisors (0, MIN / -1) and non-positive loop
   /// steps. Off until every device and the interpreter define those cases.
   bool hostile = false;
+  /// Keep sin / cos / tan arguments in [-pi, pi]: a relaxed-profile (Vulkan) device is
+  /// judged there only.
+  bool boundTrigArgs = false;
   /// (op, result type) pairs never generated as scalar ops, e.g. a known backend bug that
   /// would otherwise dominate a long run (`tessera fuzz --exclude fma:bf16`).
   std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;
