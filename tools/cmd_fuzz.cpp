@@ -4,6 +4,7 @@
 // a small kernel (tools/fuzz/shrink.h) saved with its launch spec, and ends with the line
 // `N kernels, M mismatches`. Never stops at a failure: a fuzzing run reports them all.
 #include "conformance/runner.h"
+#include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/fuzz/fuzz_judge.h"
@@ -53,6 +54,9 @@ options:
                       with step <= 0; a kernel the interpreter rejects as undefined still
                       runs on the devices, which must return (a status or outputs) rather
                       than crash the process; it is counted, not judged (#10)
+  --bounds MODE       compile with bounds mode unchecked, robust (default) or checked
+                      (docs/ir.md, "Faults"); with --hostile and checked, a fault the device
+                      reports counts as survived
   --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
                       known bug from dominating a run (repeatable)
   --kernel-timeout N  end the run (exit 1) when one kernel runs longer than N seconds on a
@@ -410,6 +414,9 @@ int cmdFuzz(int argc, char **argv) {
       o.hooks.plantOp = *v;
     } else if (args.flag("--normwise-only")) {
       o.hooks.elementwise = false;
+    } else if (auto v = args.option("--bounds", missing)) {
+      if (!parseBoundsMode(*v, &o.hooks.bounds))
+        return usageError("fuzz", "--bounds must be unchecked, robust or checked");
     } else if (args.flag("--hostile")) {
       o.hostile = true;
       o.hooks.runUndefined = true;

@@ -135,7 +135,12 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
   if (!first.ok && (!hooks.runUndefined || endless))
     return {Outcome::Invalid, "interpreter: " + first.error};
   std::string compileErr;
-  auto program = Program::create(dev.device, m, nullptr, ProgramOptions{}, &compileErr);
+  ProgramOptions popts;
+  popts.bounds = hooks.bounds;
+  // Generated kernels are in bounds unless hostile: a backend without the mode runs unchecked.
+  if (!hooks.runUndefined)
+    popts = withSupportedBounds(dev.device, popts);
+  auto program = Program::create(dev.device, m, nullptr, popts, &compileErr);
   if (!program)
     return {Outcome::DeviceError, "compile: " + compileErr};
   const ProgramKernel *pk = program->kernel(k->name);
@@ -151,6 +156,11 @@ Verdict judgeText(const FuzzDevice &dev, const std::string &text, const JudgeHoo
   bool ran = runOnDevice(dev.device, *pk, data, outputs, nullptr, &err);
   if (!first.ok) // nothing to compare with; what matters is that we got here
     return {Outcome::Undefined, "interpreter: " + first.error + "; device: " + (ran ? "ran" : err)};
+  // Checked mode reports a defined fault (division by zero, a step <= 0) as the launch's
+  // status, in the message format of docs/ir.md, and leaves no outputs to compare.
+  if (!ran && hooks.bounds == TSR_BOUNDS_CHECKED && hooks.runUndefined &&
+      err.find("kernel @" + k->name + ": ") != std::string::npos)
+    return {Outcome::Undefined, "fault reported: " + err};
   if (!ran)
     return {Outcome::DeviceError, "run: " + err};
   if (!hooks.plantOp.empty() && usesOp(m, hooks.plantOp))

@@ -3,6 +3,7 @@
 // profile), so improvements to that judge apply here too.
 #pragma once
 
+#include "backends/kernel_faults.h"
 #include "tessera/hal.h"
 
 #include <cstdint>
@@ -52,6 +53,9 @@ struct JudgeHooks {
   /// Run a kernel the interpreter rejects as undefined on the device anyway (hostile mode):
   /// the process must survive it (#10). Its outputs are not judged.
   bool runUndefined = false;
+  /// The bounds mode kernels are compiled with (docs/ir.md, "Faults"). With runUndefined and
+  /// `checked`, a fault the device reports counts as survived, not as a device error.
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
 };
 
 /// Parses and verifies `text`, runs its kernel (the first with a launch spec) on the
