@@ -81,5 +81,18 @@ if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
     exit 1
   fi
   tail -n 1 "$log"
+
+  # #10: small hostile kernels (out-of-range indices, zero divisors, steps <= 0) on cpu:0 in
+  # checked mode: every fault must come back as a status, never crash or hang the process.
+  echo "== hostile kernels on cpu:0, checked bounds, for $((fuzz_seconds / 2))s"
+  log=build/fuzz-hostile.log
+  if ! "$tessera_bin" fuzz --device cpu:0 --hostile --bounds checked --max-ops 40 \
+       --seconds "$((fuzz_seconds / 2))" --seed "${TESSERA_FUZZ_SEED:-1}" \
+       --shrink-seconds 60 --max-shrinks 2 --out build/fuzz-hostile >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "fuzz: a hostile kernel crashed, hung or mismatched on cpu:0; see build/fuzz-hostile/" >&2
+    exit 1
+  fi
+  tail -n 1 "$log"
 fi
 echo "== all tests passed (preset $preset, $(( $(date +%s) - start ))s)"

@@ -4,6 +4,7 @@
 // a small kernel (tools/fuzz/shrink.h) saved with its launch spec, and ends with the line
 // `N kernels, M mismatches`. Never stops at a failure: a fuzzing run reports them all.
 #include "conformance/runner.h"
+#include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/fuzz/fuzz_judge.h"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +51,12 @@ options:
   --shrink-seconds N  time to shrink one failure (default 60; 0 = save it unshrunk)
   --max-shrinks N     shrink at most N failures, save later ones unshrunk (default 10)
   --hostile           also generate out-of-range indices, zero divisors, MIN / -1 and loops
-                      with step <= 0 (needs devices and an interpreter that define them)
+                      with step <= 0; a kernel the interpreter rejects as undefined still
+                      runs on the devices, which must return (a status or outputs) rather
+                      than crash the process; it is counted, not judged (#10)
+  --bounds MODE       compile with bounds mode unchecked, robust (default) or checked
+                      (docs/ir.md, "Faults"); with --hostile and checked, a fault the device
+                      reports counts as survived
   --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
                       known bug from dominating a run (repeatable)
   --kernel-timeout N  end the run (exit 1) when one kernel runs longer than N seconds on a
@@ -131,6 +138,8 @@ fuzz::GenOptions genOptionsFor(const Options &o, const Devices &ds) {
   keep(ir::Scalar::I16, TSR_FEATURE_INT16);
   keep(ir::Scalar::I64, TSR_FEATURE_INT64);
   g.subgroups = common & TSR_FEATURE_SUBGROUPS;
+  for (const auto &d : ds.list)
+    g.boundTrigArgs |= !d.fullProfile;
   g.floatAtomics = common & TSR_FEATURE_FLOAT_ATOMICS;
   return g;
 }
@@ -171,6 +180,7 @@ int replay(const Options &o, Devices &ds) {
 // Counters of one run.
 struct Tally {
   uint64_t kernels = 0, mismatches = 0, deviceErrors = 0, invalid = 0, shrunk = 0;
+  uint64_t undefined = 0; // hostile kernels the interpreter rejects, run but not judged
 };
 
 // Shrinks (within limits) and saves one failure; prints where.
@@ -262,16 +272,23 @@ private:
   std::thread thread_;
 };
 
+// Set by SIGINT / SIGTERM: the run stops after the current kernel and still prints its
+// summary (a long run interrupted by hand keeps its record).
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void onStopSignal(int) { gStop = 1; }
+
 int fuzzLoop(const Options &o, Devices &ds) {
   using Clock = std::chrono::steady_clock;
   fuzz::GenOptions g = genOptionsFor(o, ds);
   Watchdog watchdog(o.kernelTimeout);
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
   auto start = Clock::now();
   bool tty = isatty(fileno(stdout));
   Tally t;
   for (uint64_t i = 0; o.count == 0 || i < o.count; ++i) {
     double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (elapsed >= o.seconds)
+    if (elapsed >= o.seconds || gStop)
       break;
     if (tty)
       std::printf("\r[%4.0fs] %llu kernels, %llu mismatches", elapsed,
@@ -294,6 +311,10 @@ int fuzzLoop(const Options &o, Devices &ds) {
       watchdog.arm("", {}, {});
       if (v.outcome == fuzz::Outcome::Pass)
         continue;
+      if (v.outcome == fuzz::Outcome::Undefined) { // hostile mode: survived, not judged
+        ++t.undefined;
+        continue;
+      }
       if (tty)
         std::printf("\n");
       if (v.outcome == fuzz::Outcome::Invalid) { // the generator's fault, not the device's
@@ -316,9 +337,12 @@ int fuzzLoop(const Options &o, Devices &ds) {
               (unsigned long long)(o.seed + (t.kernels ? t.kernels - 1 : 0)));
   for (const auto &d : ds.list)
     std::printf(" %s", d.name.c_str());
-  std::printf(" in %.0f s: %llu wrong outputs, %llu device errors, %llu generator bugs\n", secs,
+  std::printf(" in %.0f s: %llu wrong outputs, %llu device errors, %llu generator bugs", secs,
               (unsigned long long)t.mismatches, (unsigned long long)t.deviceErrors,
               (unsigned long long)t.invalid);
+  if (o.hostile)
+    std::printf(", %llu undefined runs survived", (unsigned long long)t.undefined);
+  std::printf("\n");
   std::printf("%llu kernels, %llu mismatches\n", (unsigned long long)t.kernels,
               (unsigned long long)(t.mismatches + t.deviceErrors));
   return t.mismatches + t.deviceErrors + t.invalid > 0 ? 1 : 0;
@@ -390,8 +414,12 @@ int cmdFuzz(int argc, char **argv) {
       o.hooks.plantOp = *v;
     } else if (args.flag("--normwise-only")) {
       o.hooks.elementwise = false;
+    } else if (auto v = args.option("--bounds", missing)) {
+      if (!parseBoundsMode(*v, &o.hooks.bounds))
+        return usageError("fuzz", "--bounds must be unchecked, robust or checked");
     } else if (args.flag("--hostile")) {
       o.hostile = true;
+      o.hooks.runUndefined = true;
     } else if (!missing) {
       return usageError("fuzz", "unknown argument '" + std::string(args.peek()) + "'");
     }

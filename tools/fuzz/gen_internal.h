@@ -14,7 +14,7 @@ namespace tessera::fuzz::detail {
 struct GV {
   ir::Value *v = nullptr;
   /// Every correct device computes exactly the interpreter's bits (up to NaN payloads).
-  /// False for results of approximate ops (exp, div, a float subgroup_add, ...): those may
+  /// False for results of approximate ops (exp, div, pow, ...): those may
   /// only flow, unamplified, to a store (neg, abs, min, max, select, narrowing converts).
   bool exact = true;
   /// A float whose NaN bits (sign included) are fixed by the program: loads, constants,

@@ -9,8 +9,8 @@
 // divisors kept nonzero and away from MIN / -1, loops bounded, barriers uniform, shuffles only
 // where every lane is active, atomics arranged so that their final values do not depend on
 // the order of the work-items (one atomic kind per accumulator, returned old values unused,
-// float atomic adds of small integers), and values that a device may legitimately compute
-// differently (the result of an approximate op like exp, a float subgroup_add) only reach a
+// float atomic adds and subgroup sums of small integers), and values that a device may
+// legitimately compute differently (the result of an approximate op like exp) only reach a
 // store through ops that cannot amplify their error. A device result that differs from the
 // interpreter's beyond the judge's budget is therefore a finding, not noise. The generator
 // must never produce a kernel the verifier rejects or the interpreter reports as undefined;
@@ -40,6 +40,9 @@ struct GenOptions {
   /// (possibly out-of-range) indices, unguarded divisors (0, MIN / -1) and non-positive loop
   /// steps. Off until every device and the interpreter define those cases.
   bool hostile = false;
+  /// Keep sin / cos / tan arguments in [-pi, pi]: a relaxed-profile (Vulkan) device is
+  /// judged there only.
+  bool boundTrigArgs = false;
   /// (op, result type) pairs never generated as scalar ops, e.g. a known backend bug that
   /// would otherwise dominate a long run (`tessera fuzz --exclude fma:bf16`).
   std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;

@@ -107,3 +107,15 @@ def test_planted_mismatch_is_caught_shrunk_and_saved(tmp_path):
     r = tessera("fuzz", "--replay", first)
     assert r.returncode == 0 and ": pass" in r.stdout, r.stdout + r.stderr
     assert tessera("ir", "verify", first).returncode == 0
+
+
+def test_hostile_kernels_survive_checked_mode_on_cpu(tmp_path):
+    """#10: out-of-range indices, zero divisors and steps <= 0 on cpu:0 in checked mode come
+    back as statuses (counted as survived), never as a crash; the rest is still judged."""
+    r = tessera("fuzz", "--device", "cpu:0", "--hostile", "--bounds", "checked", "--count", "15",
+                "--seed", "1", "--max-ops", "40", "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"(\d+) undefined runs survived", r.stdout)
+    assert m and int(m.group(1)) >= 3, r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "15 kernels, 0 mismatches"
+    assert tessera("fuzz", "--bounds", "sometimes").returncode == 2
