@@ -97,6 +97,7 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
   bool fa = f & TSR_FEATURE_FLOAT_ATOMICS;
   c.shaderBufferFloat32AtomicAdd = c.shaderSharedFloat32AtomicAdd = fa;
   c.shaderBufferFloat32Atomics = c.shaderSharedFloat32Atomics = fa;
+  c.signedZeroInfNanPreserve = f & TSR_FEATURE_FLOAT_PRESERVE;
   c.maxComputeSharedMemorySize = uint32_t(std::min<uint64_t>(info.max_shared_memory, UINT32_MAX));
   return c;
 }

@@ -333,6 +333,15 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   std::vector<Id> iface(interface_.begin(), interface_.end());
   b_.entryPoint(spv::ExecutionModelGLCompute, fn, f.name, iface);
   b_.executionMode(fn, spv::ExecutionModeLocalSize, {1, 1, 1}); // overridden by the built-in
+  if (caps_.signedZeroInfNanPreserve) {
+    // IEEE semantics for x * 0.0, x / 0.0 and -0.0 (docs/ir.md, "Floats"): without this mode
+    // a Vulkan compiler may assume no NaN, infinity or signed zero (llvmpipe folds x * 0.0 to
+    // 0). Declared for every float width the device has; the caps guarantee each is supported.
+    b_.capability(spv::CapabilitySignedZeroInfNanPreserve);
+    for (uint32_t width : {16u, 32u, 64u})
+      if (width == 32 || (width == 16 && caps_.float16) || (width == 64 && caps_.float64))
+        b_.executionMode(fn, spv::ExecutionModeSignedZeroInfNanPreserve, {width});
+  }
   return true;
 }
 

@@ -48,6 +48,7 @@ std::string VulkanTargetCaps::describe() const {
   flag("shaderBufferInt64Atomics", shaderBufferInt64Atomics);
   flag("shaderSharedInt64Atomics", shaderSharedInt64Atomics);
   flag("fusedFma", fusedFma);
+  flag("signedZeroInfNanPreserve", signedZeroInfNanPreserve);
   s += " maxPushConstantsSize=" + std::to_string(maxPushConstantsSize);
   s += " maxComputeSharedMemorySize=" + std::to_string(maxComputeSharedMemorySize);
   return s;

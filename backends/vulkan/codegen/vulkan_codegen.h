@@ -44,6 +44,10 @@ struct VulkanTargetCaps {
   /// hardware with an FMA unit behind it (NVIDIA, AMD); false on llvmpipe, which splits
   /// it. When false, f32 fma is computed exactly through f64 (slower).
   bool fusedFma = false;
+  /// shaderSignedZeroInfNanPreserveFloat{16,32,64} for every float width the device has:
+  /// kernels then declare the SignedZeroInfNanPreserve execution mode for each float width
+  /// they use, so that the device may not fold x * 0.0 to 0 (llvmpipe does without it).
+  bool signedZeroInfNanPreserve = false;
   uint32_t maxPushConstantsSize = 128;
   uint32_t maxComputeSharedMemorySize = 32768;
 

@@ -82,6 +82,9 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
 
   VkPhysicalDevicePushDescriptorPropertiesKHR push = {};
   push.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR;
+  VkPhysicalDeviceVulkan12Properties p12 = {};
+  p12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
+  push.pNext = &p12;
   VkPhysicalDeviceSubgroupProperties sub = {};
   sub.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
   sub.pNext = &push;
@@ -180,6 +183,13 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
     feat |= TSR_FEATURE_SUBGROUPS;
   if (pd.atomicFloat)
     feat |= TSR_FEATURE_FLOAT_ATOMICS;
+  // SignedZeroInfNanPreserve for every float width the codegen may use: without it llvmpipe
+  // folds x * 0.0 to 0 and x / 0.0 to 0 (found by tessera fuzz, conformance/kernels/
+  // zero_times_nan.tir).
+  if (p12.shaderSignedZeroInfNanPreserveFloat32 &&
+      (!(feat & TSR_FEATURE_FP16) || p12.shaderSignedZeroInfNanPreserveFloat16) &&
+      (!(feat & TSR_FEATURE_FP64) || p12.shaderSignedZeroInfNanPreserveFloat64))
+    feat |= TSR_FEATURE_FLOAT_PRESERVE;
   // Unified when every device-local memory type is host-visible too (integrated, lavapipe).
   bool unified = true;
   for (uint32_t i = 0; i < pd.memory.memoryTypeCount; ++i) {

@@ -119,7 +119,11 @@ enum {
   TSR_FEATURE_INT64 = 1u << 5,
   TSR_FEATURE_SUBGROUPS = 1u << 6,
   TSR_FEATURE_FLOAT_ATOMICS = 1u << 7,
-  TSR_FEATURE_UNIFIED_MEMORY = 1u << 8 /* device-local memory is host-visible too */
+  TSR_FEATURE_UNIFIED_MEMORY = 1u << 8, /* device-local memory is host-visible too */
+  /* Kernels can ask that float math keep NaN, infinities and the sign of zero (Vulkan's
+   * shaderSignedZeroInfNanPreserve for every float type the device has). Without it a Vulkan
+   * compiler may fold x * 0.0 to 0. Always true where IEEE semantics are the default. */
+  TSR_FEATURE_FLOAT_PRESERVE = 1u << 9
 };
 
 #define TSR_NAME_MAX 64

@@ -217,6 +217,35 @@ TEST(VulkanCodegen, FmaLoweringFollowsCaps) {
   EXPECT_EQ(fused->dump("spirv.dis").find("Float64"), std::string::npos);
 }
 
+// IEEE results for x * 0.0 and x / 0.0 need the execution mode on Vulkan; it is declared for
+// every float width the device has, only when the device supports it, and validates.
+TEST(VulkanCodegen, SignedZeroInfNanPreserveFollowsCaps) {
+  std::string err;
+  ir::ParseResult pr = ir::parseFile(testing::examplePath("saxpy"));
+  ASSERT_TRUE(pr.ok());
+  VulkanTargetCaps caps;
+  auto without = testing::compile(*pr.module, err, caps);
+  ASSERT_NE(without, nullptr) << err;
+  EXPECT_EQ(without->dump("spirv.dis").find("SignedZeroInfNanPreserve"), std::string::npos);
+  caps.signedZeroInfNanPreserve = true;
+  auto with = testing::compile(*pr.module, err, caps); // validated in-process
+  ASSERT_NE(with, nullptr) << err;
+  std::string dis = with->dump("spirv.dis");
+  EXPECT_NE(dis.find("OpCapability SignedZeroInfNanPreserve"), std::string::npos) << dis;
+  for (const char *w : {"16", "32", "64"})
+    EXPECT_NE(dis.find(std::string("SignedZeroInfNanPreserve ") + w), std::string::npos) << w;
+  caps.float16 = caps.float64 = false;
+  caps.int64 = caps.shaderBufferInt64Atomics = caps.shaderSharedInt64Atomics = false;
+  caps.subgroupExtendedTypes = false;
+  caps.fusedFma = true; // saxpy's f32 fma would otherwise go through f64
+  auto narrow = testing::compile(*pr.module, err, caps);
+  ASSERT_NE(narrow, nullptr) << err;
+  dis = narrow->dump("spirv.dis");
+  EXPECT_NE(dis.find("SignedZeroInfNanPreserve 32"), std::string::npos);
+  EXPECT_EQ(dis.find("SignedZeroInfNanPreserve 64"), std::string::npos);
+  EXPECT_EQ(dis.find("SignedZeroInfNanPreserve 16"), std::string::npos);
+}
+
 TEST(VulkanCodegen, ValidatorRejectsBrokenModules) {
   std::string err;
   EXPECT_FALSE(validateSpirv({0x07230203, 0x00010500, 0, 1}, &err));
