@@ -1,0 +1,49 @@
+// Internal to the math decompositions (math_decompose.cpp, math_f32.cpp, math_f64.cpp): the
+// builder helpers the expansions are written with and the tables that name them.
+// Never include this outside ir/transforms/.
+#pragma once
+
+#include "ir/core/builder.h"
+#include "ir/transforms/math_decompose.h"
+
+#include <initializer_list>
+#include <span>
+
+namespace tessera::ir::math {
+
+/// A Builder with the shorthand an expansion needs, for values of one float type `t`.
+/// Every float op it emits is a separate IR op: nothing is fused unless fma() says so.
+struct MathBuilder {
+  Builder &b;
+  Scalar t;             // the float type being computed (f32 or f64)
+  bool int64 = true;    // MathDecomposeOptions::int64
+
+  Value *c(double v) const { return b.constFloat(v, t); }
+  Value *ci(int64_t v, Scalar it = Scalar::I32) const { return b.constInt(v, it); }
+  Value *add(Value *x, Value *y) const { return b.add(x, y); }
+  Value *sub(Value *x, Value *y) const { return b.sub(x, y); }
+  Value *mul(Value *x, Value *y) const { return b.mul(x, y); }
+  Value *div(Value *x, Value *y) const { return b.binary(OpKind::Div, x, y); }
+  Value *fma(Value *x, Value *y, Value *z) const { return b.fma(x, y, z); }
+  Value *un(OpKind k, Value *x) const { return b.unary(k, x); }
+  Value *bin(OpKind k, Value *x, Value *y) const { return b.binary(k, x, y); }
+  Value *cmp(CmpPred p, Value *x, Value *y) const { return b.cmp(p, x, y); }
+  Value *sel(Value *cond, Value *x, Value *y) const { return b.select(cond, x, y); }
+  /// c[0] + x * (c[1] + x * (...)), evaluated with fma (Horner).
+  Value *horner(Value *x, std::initializer_list<double> coeffs) const;
+};
+
+/// Emits the expansion of one op (operands already of type mb.t) and returns its result.
+using Expansion = Value *(*)(const MathBuilder &mb, std::span<Value *const> args);
+
+struct ExpansionEntry {
+  OpKind op;
+  Expansion fn;
+};
+
+/// The f32 and f64 expansions (math_f32.cpp, math_f64.cpp). An op missing from a table has
+/// no decomposition at that type.
+std::span<const ExpansionEntry> f32Expansions();
+std::span<const ExpansionEntry> f64Expansions();
+
+} // namespace tessera::ir::math

@@ -1,0 +1,23 @@
+// f64 expansions of the transcendental ops (math_decompose.h): one implementation each, used
+// by every target that lacks the op natively (Vulkan has no 64-bit GLSL.std.450
+// transcendentals) and by every target under the strict profile. Built from f64 arithmetic;
+// 64-bit integer ops only when MathBuilder::int64 says the target has them.
+#include "ir/transforms/math_expansions.h"
+
+namespace tessera::ir::math {
+
+namespace {
+
+Value *rsqrt(const MathBuilder &mb, std::span<Value *const> a) {
+  return mb.div(mb.c(1.0), mb.un(OpKind::Sqrt, a[0])); // see math_f32.cpp
+}
+
+constexpr ExpansionEntry kF64[] = {
+    {OpKind::Rsqrt, &rsqrt},
+};
+
+} // namespace
+
+std::span<const ExpansionEntry> f64Expansions() { return kF64; }
+
+} // namespace tessera::ir::math
