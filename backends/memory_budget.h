@@ -8,8 +8,8 @@
 // per-handle count would let each of them use all of it. Each open still enforces the total
 // it reported, against the shared count.
 //
-// Header-only, as gpu_driver_util.h. Must never allocate device memory itself, nor name a
-// vendor API.
+// Header-only, so that each driver library stands alone. Must never allocate device memory
+// itself, nor name a vendor API.
 #pragma once
 
 #include "tessera/hal.h"

@@ -3,7 +3,8 @@
 
   * ir/ never includes hal/ and hal/ never includes ir/;
   * a backend never includes another backend (backends/llvm and backends/spirv are the
-    shared emitters every backend may use, and the headers directly in backends/ -- formats
+    shared emitters every backend may use, backends/simt_runtime the shared half of the
+    CUDA and ROCm drivers, and the headers directly in backends/ -- formats
     such as gpu_module.h -- are contracts every backend may use; builtin_drivers.h, which
     names several backends, is not);
   * backends/*/codegen never includes a vendor runtime header.
@@ -17,7 +18,7 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCES = {".h", ".hpp", ".c", ".cc", ".cpp", ".def", ".inc"}
-SHARED_BACKENDS = {"llvm", "spirv"}
+SHARED_BACKENDS = {"llvm", "spirv", "simt_runtime"}
 VENDOR = re.compile(r"^(cuda\.h|cuda_runtime|cudaTypedefs|nccl|hip/|hsa/|vulkan/|CL/|level_zero/|ze_api|rccl)")
 
 

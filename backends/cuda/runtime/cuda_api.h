@@ -1,33 +1,29 @@
 // The slice of the CUDA driver API this driver uses, declared here (no CUDA header is needed
-// to build) and resolved from libcuda.so.1 at run time, plus the one helper that turns a
-// CUresult into a HAL status.
+// to build) and resolved from libcuda.so.1 at run time: the shared SIMT table
+// (backends/simt_runtime/simt_api.h), filled with the cu* functions of the same shape, plus
+// the entry points only CUDA has (initialisation, device attributes, primary contexts, the
+// PTX JIT's options). The CUDA types are the table's own handle types.
 //
 // Values are those of cuda.h (CUDA 13); the versioned entry points (_v2) are named by their
 // exported symbol, which is what cuda.h's #defines resolve to. Must never include cuda.h.
 #pragma once
 
-#include "tessera/hal.h"
+#include "backends/simt_runtime/simt_api.h"
 
-#include <cstddef>
 #include <string>
 
 namespace tessera::cuda {
 
-using CUresult = int;
+using CUresult = simt::Result;
 using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-using CUcontext = struct CUctx_st *;
-using CUmodule = struct CUmod_st *;
-using CUfunction = struct CUfunc_st *;
-using CUstream = struct CUstream_st *;
-using CUevent = struct CUevent_st *;
+using CUdeviceptr = simt::DevicePtr;
+using CUcontext = simt::Context;
+using CUmodule = simt::Module;
+using CUstream = simt::Stream;
 using CUjit_option = int;
 using CUhostFn = void (*)(void *userData);
 
-enum : int {
-  CUDA_SUCCESS = 0,
-  CUDA_ERROR_NOT_READY = 600,
-};
+enum : int { CUDA_SUCCESS = 0 };
 
 enum : int { // CUdevice_attribute
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
@@ -44,19 +40,13 @@ enum : int { // CUdevice_attribute
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
 
-enum : unsigned {
-  CU_STREAM_NON_BLOCKING = 0x1,   // no implicit ordering with the legacy default stream
-  CU_EVENT_DISABLE_TIMING = 0x2,  // the HAL never times events: the cheaper kind
-  CU_MEMHOSTALLOC_PORTABLE = 0x1, // pinned memory usable from every context
-  CU_MEMHOSTALLOC_DEVICEMAP = 0x2,
-};
-
 enum : int { // CUjit_option
   CU_JIT_ERROR_LOG_BUFFER = 5,
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 
-// X(symbol, parameters): every entry point, by its exported name.
+// X(symbol, parameters): the entry points only CUDA has (or has in another shape), by their
+// exported names. cuGetErrorName first: a library that is not libcuda lacks it.
 #define TSR_CUDA_FUNCTIONS(X)                                                                      \
   X(cuGetErrorName, (CUresult, const char **))                                                     \
   X(cuGetErrorString, (CUresult, const char **))                                                   \
@@ -69,34 +59,13 @@ enum : int { // CUjit_option
   X(cuDevicePrimaryCtxRelease_v2, (CUdevice))                                                      \
   X(cuCtxPushCurrent_v2, (CUcontext))                                                              \
   X(cuCtxPopCurrent_v2, (CUcontext *))                                                             \
-  X(cuMemAlloc_v2, (CUdeviceptr *, size_t))                                                        \
-  X(cuMemFree_v2, (CUdeviceptr))                                                                   \
-  X(cuMemHostAlloc, (void **, size_t, unsigned))                                                   \
-  X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned))                               \
-  X(cuMemFreeHost, (void *))                                                                       \
   X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                   \
-  X(cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream))                               \
-  X(cuMemsetD16Async, (CUdeviceptr, unsigned short, size_t, CUstream))                             \
-  X(cuMemsetD32Async, (CUdeviceptr, unsigned, size_t, CUstream))                                   \
-  X(cuStreamCreate, (CUstream *, unsigned))                                                        \
-  X(cuStreamDestroy_v2, (CUstream))                                                                \
-  X(cuStreamSynchronize, (CUstream))                                                               \
-  X(cuStreamQuery, (CUstream))                                                                     \
-  X(cuStreamWaitEvent, (CUstream, CUevent, unsigned))                                              \
   X(cuLaunchHostFunc, (CUstream, CUhostFn, void *))                                                \
-  X(cuEventCreate, (CUevent *, unsigned))                                                          \
-  X(cuEventRecord, (CUevent, CUstream))                                                            \
-  X(cuEventSynchronize, (CUevent))                                                                 \
-  X(cuEventQuery, (CUevent))                                                                       \
-  X(cuEventDestroy_v2, (CUevent))                                                                  \
-  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, CUjit_option *, void **))             \
-  X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *))                                   \
-  X(cuModuleUnload, (CUmodule))                                                                    \
-  X(cuLaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,       \
-                     unsigned, CUstream, void **, void **))
+  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, CUjit_option *, void **))
 
-/// The resolved entry points. Filled once by loadCudaApi and read-only afterwards.
-struct CudaApi {
+/// The resolved entry points: the shared table, then CUDA's own. Filled once by loadCudaApi
+/// and read-only afterwards.
+struct CudaApi : simt::SimtApi {
 #define TSR_CUDA_FIELD(symbol, params) CUresult(*symbol) params = nullptr;
   TSR_CUDA_FUNCTIONS(TSR_CUDA_FIELD)
 #undef TSR_CUDA_FIELD
@@ -106,11 +75,7 @@ struct CudaApi {
 /// CudaApi. On failure `*error` says why (the loader's message, or the missing symbol).
 bool loadCudaApi(CudaApi *api, std::string *error);
 
-/// NULL for CUDA_SUCCESS; otherwise "cuda driver: <call>: CUDA_ERROR_X (description)" with
-/// the HAL code of the error (out of memory: RESOURCE_EXHAUSTED).
-tsr_status_t cudaStatus(const CudaApi &api, CUresult result, const char *call);
-
 } // namespace tessera::cuda
 
-/// Calls api.fn(args...) and maps the result: `if (tsr_status_t s = TSR_CU(api, cuX, ...))`.
-#define TSR_CU(api, fn, ...) ::tessera::cuda::cudaStatus((api), (api).fn(__VA_ARGS__), #fn)
+/// Calls a CUDA-only entry and maps the result: `if (tsr_status_t s = TSR_CU(api, cuX, ...))`.
+#define TSR_CU(api, fn, ...) ::tessera::simt::simtStatus((api), (api).fn(__VA_ARGS__), #fn)

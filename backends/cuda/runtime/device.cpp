@@ -6,13 +6,18 @@
 // numbers), and must never leave the process unusable when CUDA is absent: every failure to
 // open is UNAVAILABLE with the reason.
 #include "backends/cuda/runtime/entry_points.h"
-#include "backends/gpu_driver_entries.h"
 
 #include <cstdio>
 #include <new>
 
 namespace tessera::cuda {
+
+using simt::as;
+using simt::handleOf;
+
 namespace {
+
+constexpr const char *kDriverName = "cuda driver";
 
 // Every allocation is 256-byte aligned (cuMemAlloc's guarantee); asking the same of buffer
 // argument offsets lets kernels assume vector alignment from a view's start.
@@ -44,7 +49,15 @@ tsr_status_t openDriver(CudaDriver &driver) {
 } // namespace
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
-  return gpu::openDriver<CudaDriver>(kDriverName, openDriver, out_driver);
+  auto *opened = new (std::nothrow) CudaDriver;
+  if (!opened) // even out of host memory is UNAVAILABLE: the backend cannot start
+    return tsr_status_make(TSR_UNAVAILABLE, "%s: out of host memory", kDriverName);
+  if (tsr_status_t status = openDriver(*opened)) {
+    delete opened;
+    return status;
+  }
+  *out_driver = handleOf<tsr_drv_driver_t>(opened);
+  return nullptr;
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<CudaDriver>(driver); }
@@ -116,13 +129,13 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   CUcontext context = nullptr;
   if (tsr_status_t status = TSR_CU(api, cuDevicePrimaryCtxRetain, &context, device))
     return status;
-  auto *opened = new (std::nothrow) CudaDevice{api, device, context, {}, {}};
+  auto *opened = new (std::nothrow) simt::SimtDevice{api, device, context, {}, {}};
   if (!opened) {
     api.cuDevicePrimaryCtxRelease_v2(device);
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
   }
   if (tsr_status_t status =
-          gpu::openDeviceMemory("cuda", driver, index, deviceInfo, opened->memory)) {
+          simt::openDeviceMemory("cuda", driver, index, deviceInfo, opened->memory)) {
     delete opened;
     api.cuDevicePrimaryCtxRelease_v2(device);
     return status;
@@ -132,12 +145,9 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
 }
 
 void deviceClose(tsr_drv_device_t device) {
-  CudaDevice *d = as<CudaDevice>(device);
-  inContextIgnoringErrors(*d, [&]() -> tsr_status_t {
-    d->staging.clear([&](void *pinned) { d->api.cuMemFreeHost(pinned); });
-    return nullptr;
-  });
-  d->api.cuDevicePrimaryCtxRelease_v2(d->device);
+  simt::SimtDevice *d = as<simt::SimtDevice>(device);
+  simt::closeDeviceStaging(*d);
+  static_cast<const CudaApi &>(d->api).cuDevicePrimaryCtxRelease_v2(d->ordinal);
   delete d;
 }
 

@@ -4,7 +4,6 @@
 // Must never report a limit the device does not honour (the validation layer trusts these
 // numbers), and must never leave the process unusable when ROCm is absent: every failure to
 // open is UNAVAILABLE with the reason.
-#include "backends/gpu_driver_entries.h"
 #include "backends/rocm/runtime/entry_points.h"
 
 #include <cstdio>
@@ -13,7 +12,13 @@
 #include <vector>
 
 namespace tessera::rocm {
+
+using simt::as;
+using simt::handleOf;
+
 namespace {
+
+constexpr const char *kDriverName = "rocm driver";
 
 // hipMalloc returns 256-byte aligned memory; asking the same of buffer argument offsets lets
 // kernels assume vector alignment from a view's start.
@@ -28,13 +33,13 @@ tsr_status_t openDriver(RocmDriver &driver) {
   // (hipErrorNoDevice), while hipInit answers less clearly.
   if (hipError_t e = api.hipGetDeviceCount(&driver.deviceCount); e != hipSuccess)
     return tsr_status_make(TSR_UNAVAILABLE, "%s: no ROCm device: hipGetDeviceCount: %s",
-                           kDriverName, describeHipError(api, e).c_str());
+                           kDriverName, api.describeError(api, e).c_str());
   if (driver.deviceCount <= 0)
     return tsr_status_make(TSR_UNAVAILABLE, "%s: no ROCm device (hipGetDeviceCount found 0)",
                            kDriverName);
   if (hipError_t e = api.hipInit(0); e != hipSuccess)
     return tsr_status_make(TSR_UNAVAILABLE, "%s: hipInit: %s", kDriverName,
-                           describeHipError(api, e).c_str());
+                           api.describeError(api, e).c_str());
   return nullptr;
 }
 
@@ -58,7 +63,15 @@ tsr_status_t gcnArchName(const HipApi &api, int index, char *out, size_t outSize
 } // namespace
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
-  return gpu::openDriver<RocmDriver>(kDriverName, openDriver, out_driver);
+  auto *opened = new (std::nothrow) RocmDriver;
+  if (!opened) // even out of host memory is UNAVAILABLE: the backend cannot start
+    return tsr_status_make(TSR_UNAVAILABLE, "%s: out of host memory", kDriverName);
+  if (tsr_status_t status = openDriver(*opened)) {
+    delete opened;
+    return status;
+  }
+  *out_driver = handleOf<tsr_drv_driver_t>(opened);
+  return nullptr;
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<RocmDriver>(driver); }
@@ -118,11 +131,12 @@ tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t index, tsr_device_info
 }
 
 tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_t *out_device) {
-  auto *opened = new (std::nothrow) RocmDevice{as<RocmDriver>(driver)->api, int(index), {}, {}};
+  auto *opened =
+      new (std::nothrow) simt::SimtDevice{as<RocmDriver>(driver)->api, int(index), nullptr, {}, {}};
   if (!opened)
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "%s: out of host memory", kDriverName);
   if (tsr_status_t status =
-          gpu::openDeviceMemory("rocm", driver, index, deviceInfo, opened->memory)) {
+          simt::openDeviceMemory("rocm", driver, index, deviceInfo, opened->memory)) {
     delete opened;
     return status;
   }
@@ -131,11 +145,8 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
 }
 
 void deviceClose(tsr_drv_device_t device) {
-  RocmDevice *d = as<RocmDevice>(device);
-  onDeviceIgnoringErrors(*d, [&]() -> tsr_status_t {
-    d->staging.clear([&](void *pinned) { d->api.hipHostFree(pinned); });
-    return nullptr;
-  });
+  simt::SimtDevice *d = as<simt::SimtDevice>(device);
+  simt::closeDeviceStaging(*d);
   delete d;
 }
 

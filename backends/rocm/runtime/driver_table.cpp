@@ -1,4 +1,5 @@
-// The ROCm driver's hal_driver.h table and tsr_rocm_driver().
+// The ROCm driver's hal_driver.h table and tsr_rocm_driver(): ROCm's own entry points
+// (entry_points.h) and the SIMT drivers' shared ones (backends/simt_runtime/simt_driver.h).
 //
 // A constant-initialised table (no static constructor): registering it is the caller's
 // explicit call. Must never list an entry that does not honour its hal_driver.h contract.
@@ -8,6 +9,8 @@
 
 namespace tessera::rocm {
 namespace {
+
+using namespace simt; // the shared entry points, by the names the table lists
 
 TSR_DEFINE_DRIVER_TABLE(kRocmDriver, "rocm");
 

@@ -64,6 +64,13 @@ TEST(CudaDriverRegistration, LibraryWithoutTheEntryPoints) {
   expectUnavailable("cuGetErrorName");
 }
 
+TEST(CudaDriverRegistration, TheMissingEntryPointIsNamedWithItsLibrary) {
+  // The vendor-only entry points are resolved first, cuGetErrorName leading them.
+  ScopedEnv library("TESSERA_CUDA_LIBRARY", "libm.so.6");
+  expectUnavailable("cuda driver: the CUDA driver library lacks an entry point (driver too old?): "
+                    "libm.so.6: symbol cuGetErrorName not found");
+}
+
 TEST(CudaDriverRegistration, ToolkitStubResolvesEveryEntryPoint) {
   // The toolkit's stub exports the real driver's symbols (so the names in cuda_api.h are
   // right) and fails cuInit, as it does when the stub is found instead of the driver. Once

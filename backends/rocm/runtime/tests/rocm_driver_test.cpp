@@ -117,6 +117,12 @@ TEST(RocmDriverRegistration, LibraryWithoutTheEntryPoints) {
   expectUnavailable("lacks an entry point (ROCm too old?)");
 }
 
+TEST(RocmDriverRegistration, TheMissingEntryPointIsNamedWithItsLibrary) {
+  ScopedEnv library("TESSERA_HIP_LIBRARY", "libm.so.6");
+  expectUnavailable("rocm driver: the HIP runtime library lacks an entry point (ROCm too old?): "
+                    "libm.so.6: symbol hipGetErrorName not found");
+}
+
 TEST(RocmDriverRegistration, HipInitFailureNamesTheHipError) {
   UseFakeHip fake("init_error");
   expectUnavailable("rocm driver: hipInit: hipErrorInsufficientDriver (driver version is "
