@@ -338,9 +338,9 @@ struct CublasRun {
       blas.destroy(handle);
     for (cuda::CUdeviceptr p : {dA, dB, dC})
       if (p)
-        api.cuMemFree_v2(p);
+        api.memFree(p);
     if (stream)
-      api.cuStreamDestroy_v2(stream);
+      api.streamDestroy(stream);
     cuda::CUcontext popped = nullptr;
     api.cuCtxPopCurrent_v2(&popped);
     api.cuDevicePrimaryCtxRelease_v2(device);
@@ -363,10 +363,10 @@ double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::v
     r.context = nullptr;
     throw BenchFailure{"cuBLAS set-up: cuCtxPushCurrent_v2 failed"};
   }
-  r.cu(r.api.cuStreamCreate(&r.stream, cuda::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  r.cu(r.api.cuMemAlloc_v2(&r.dA, A.size() * 4), "cuMemAlloc_v2");
-  r.cu(r.api.cuMemAlloc_v2(&r.dB, B.size() * 4), "cuMemAlloc_v2");
-  r.cu(r.api.cuMemAlloc_v2(&r.dC, C->size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.streamCreate(&r.stream, simt::kStreamNonBlocking), "cuStreamCreate");
+  r.cu(r.api.memAlloc(&r.dA, A.size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.memAlloc(&r.dB, B.size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.memAlloc(&r.dC, C->size() * 4), "cuMemAlloc_v2");
   r.cu(r.api.cuMemcpyAsync(r.dA, hostAddress(A.data()), A.size() * 4, r.stream), "cuMemcpyAsync");
   r.cu(r.api.cuMemcpyAsync(r.dB, hostAddress(B.data()), B.size() * 4, r.stream), "cuMemcpyAsync");
   if (int status = r.blas.create(&r.handle)) {
@@ -385,17 +385,17 @@ double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::v
       throw BenchFailure{"cublasSgemm_v2 failed with status " + std::to_string(status)};
   };
   run();
-  r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+  r.cu(r.api.streamSynchronize(r.stream), "cuStreamSynchronize");
   std::vector<double> samples;
   for (int rep = 0; rep < o.reps; ++rep) {
     auto t0 = Clock::now();
     for (int i = 0; i < 3; ++i)
       run();
-    r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+    r.cu(r.api.streamSynchronize(r.stream), "cuStreamSynchronize");
     samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 3);
   }
   r.cu(r.api.cuMemcpyAsync(hostAddress(C->data()), r.dC, C->size() * 4, r.stream), "cuMemcpyAsync");
-  r.cu(r.api.cuStreamSynchronize(r.stream), "cuStreamSynchronize");
+  r.cu(r.api.streamSynchronize(r.stream), "cuStreamSynchronize");
   return median(samples);
 }
 
