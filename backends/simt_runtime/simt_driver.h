@@ -92,6 +92,16 @@ tsr_status_t openDeviceMemory(const char *backend, tsr_drv_driver_t driver, uint
 /// device_close's half: frees the staging blocks with the device current.
 void closeDeviceStaging(SimtDevice &device);
 
+/// Declares, in the current (vendor) namespace, the entry points each SIMT driver writes
+/// itself: opening its library, counting, describing, opening and closing devices.
+#define TSR_SIMT_DECLARE_VENDOR_ENTRY_POINTS()                                                     \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(driver_open, driverOpen)                                          \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(driver_close, driverClose)                                        \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(device_count, deviceCount)                                        \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(device_info, deviceInfo)                                          \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(device_open, deviceOpen)                                          \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(device_close, deviceClose)
+
 // ---- the shared entry points (hal_driver.h documents each) ------------------------------
 TSR_DRIVER_DECLARE_ENTRY_POINT(buffer_allocate, bufferAllocate)
 TSR_DRIVER_DECLARE_ENTRY_POINT(buffer_free, bufferFree)

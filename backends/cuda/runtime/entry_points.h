@@ -18,11 +18,6 @@ struct CudaDriver {
 };
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
-TSR_DRIVER_DECLARE_ENTRY_POINT(driver_open, driverOpen)
-TSR_DRIVER_DECLARE_ENTRY_POINT(driver_close, driverClose)
-TSR_DRIVER_DECLARE_ENTRY_POINT(device_count, deviceCount)
-TSR_DRIVER_DECLARE_ENTRY_POINT(device_info, deviceInfo)
-TSR_DRIVER_DECLARE_ENTRY_POINT(device_open, deviceOpen)
-TSR_DRIVER_DECLARE_ENTRY_POINT(device_close, deviceClose)
+TSR_SIMT_DECLARE_VENDOR_ENTRY_POINTS()
 
 } // namespace tessera::cuda
