@@ -10,6 +10,8 @@
 
 #include <llvm/Support/FileSystem.h>
 
+#include <cstdlib>
+
 namespace tessera::llvmgen {
 
 namespace {
@@ -27,27 +29,51 @@ std::vector<std::string> toolArgs(const SimtTool &tool, const SimtArch &arch) {
   return args;
 }
 
-/// The module flags of the library, then the library itself when the module calls it.
+/// The candidates of a search with "{root}" filled in.
+std::vector<std::string> candidates(const SimtSearch &search) {
+  std::string root = search.defaultRoot;
+  for (const char *var : search.rootEnv)
+    if (const char *v = std::getenv(var); v && *v) {
+      root = v;
+      break;
+    }
+  std::vector<std::string> paths = search.candidates;
+  for (std::string &p : paths)
+    if (size_t at = p.find("{root}"); at != std::string::npos)
+      p.replace(at, 6, root);
+  return paths;
+}
+
+/// The module flags of the library, then the library itself when the module calls it: the
+/// caller's file or folder, else the folder the search finds; its files, then the arch's
+/// and the common controls that exist.
 llvm::Error linkDeviceLibrary(const SimtTarget &t, const SimtJob &job, llvm::Module &mod) {
-  for (const SimtModuleFlag &f : t.library.flags)
+  const SimtDeviceLibrary &lib = t.library;
+  for (const SimtModuleFlag &f : lib.flags)
     mod.addModuleFlag(llvm::Module::Override, f.key, f.value);
-  std::vector<std::string> needed = undefinedFunctions(mod, t.library.prefix);
+  std::vector<std::string> needed = undefinedFunctions(mod, lib.prefix);
   if (needed.empty())
     return llvm::Error::success();
-  if (job.libraries.empty())
-    return fail(std::string(t.library.notFound) + "; needed for " + needed.front());
-  for (const std::string &path : job.libraries)
-    if (llvm::Error e = linkBitcodeFile(mod, path))
+  if (!job.libraryFile.empty())
+    return linkBitcodeFile(mod, job.libraryFile);
+  std::string dir = job.libraryDir.empty() ? findSimtLibraryDir(t) : job.libraryDir;
+  if (dir.empty())
+    return fail(std::string(lib.notFound) + "; needed for " + needed.front());
+  for (const std::string &f : lib.files)
+    if (llvm::Error e = linkBitcodeFile(mod, dir + "/" + f))
       return e;
-  for (const std::string &path : job.optionalLibraries) {
+  std::vector<std::string> controls = job.arch->libraryFiles;
+  controls.insert(controls.end(), lib.controls.begin(), lib.controls.end());
+  for (const std::string &f : controls) {
+    std::string path = dir + "/" + f;
     if (!llvm::sys::fs::exists(path))
       continue;
     if (llvm::Error e = linkBitcodeFile(mod, path))
       return e;
   }
-  if (!t.library.afterLink)
+  if (!lib.afterLink)
     return llvm::Error::success();
-  return t.library.afterLink(mod, *job.arch, job.libraryDir);
+  return lib.afterLink(mod, *job.arch, dir);
 }
 
 } // namespace
@@ -112,9 +138,23 @@ std::string fileIdentity(const std::string &path) {
   return path + ":" + std::to_string(size);
 }
 
+std::string findSimtLibraryDir(const SimtTarget &t) {
+  for (const std::string &dir : candidates(t.library.folders))
+    if (llvm::sys::fs::exists(dir + "/" + t.library.files.front()))
+      return dir;
+  return {};
+}
+
+std::string findSimtTool(const SimtTarget &t) { return findTool(candidates(t.tool.search)); }
+
 llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob &job,
                         SimtOutput &out) {
   const SimtArch &arch = *job.arch;
+  std::string tool;
+  if (job.runTool)
+    tool = job.toolPath.empty() ? findSimtTool(t) : job.toolPath;
+  if (tool.empty() && t.tool.notFound) // the image is the output: no tool, no compile
+    return fail(t.tool.notFound);
   t.initialize();
   std::string err;
   auto tm = createTargetMachine(t.triple, arch.name, arch.features, job.optLevel, err);
@@ -161,10 +201,10 @@ llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob 
   if (!diags.errors().empty())
     return fail(std::string(t.codegenName) + " code generation failed: " + diags.errors());
   out.stages.push_back({t.machine.name, t.machine.ext, std::move(*code)});
-  if (job.toolPath.empty())
+  if (tool.empty())
     return llvm::Error::success();
-  auto image = runTool(job.toolPath, toolArgs(t.tool, arch), out.stages.back().bytes, t.tool.inName,
-                       t.tool.outName);
+  auto image =
+      runTool(tool, toolArgs(t.tool, arch), out.stages.back().bytes, t.tool.inName, t.tool.outName);
   if (!image)
     return image.takeError();
   out.stages.push_back({t.tool.stage.name, t.tool.stage.ext, std::move(*image)});

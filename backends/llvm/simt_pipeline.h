@@ -6,8 +6,8 @@
 // linked for the math the module calls, everything but the kernels internalised, optimised,
 // machine code from LLVM's backend, then the final tool (ptxas, ld.lld) as a subprocess.
 // A target is a plain description (SimtTarget: triple, arch table, device library, final
-// tool) plus what its wrapper resolves per compile (SimtJob: paths found from the options
-// and the environment), so that the two targets differ only in data and in their hooks.
+// tool, each with where it is looked for) plus what the caller's options override per
+// compile (SimtJob), so that the two targets differ only in data and in their hooks.
 //
 // Internal: only .cpp files of backends/llvm and of a GPU codegen include this header (it
 // pulls in LLVM). It must never name a target: the descriptions live in the backends.
@@ -24,11 +24,21 @@ namespace tessera::llvmgen {
 
 /// One architecture of a SIMT target: a row of its arch table.
 struct SimtArch {
-  const char *name;        // --arch and LLVM's CPU: "sm_80", "gfx90a"
-  const char *features;    // LLVM target features: "+ptx70", "+wavefrontsize64"
-  uint32_t subgroupSize;   // warp / wavefront lanes
-  const char *isa = "";    // the device library's name of the ISA ("90a"); "" if it has none
-  uint32_t isaVersion = 0; // the device library's ISA version number; 0 if none
+  const char *name;                           // --arch and LLVM's CPU: "sm_80", "gfx90a"
+  const char *features;                       // LLVM target features: "+ptx70", "+wavefrontsize64"
+  uint32_t subgroupSize;                      // warp / wavefront lanes
+  uint32_t isaVersion = 0;                    // the device library's ISA version number; 0 if none
+  std::vector<std::string> libraryFiles = {}; // the device library's files for this arch,
+                                              // linked when present (before the common ones)
+};
+
+/// Where a file is looked for. "{root}" in a candidate stands for the first variable of
+/// rootEnv that is set and not empty, else defaultRoot; the first candidate that exists
+/// wins (for a tool, a bare name is looked up on PATH).
+struct SimtSearch {
+  std::vector<const char *> rootEnv;
+  std::string defaultRoot;
+  std::vector<std::string> candidates;
 };
 
 /// A module flag: `key` = `value`.
@@ -43,13 +53,17 @@ struct SimtStageName {
   const char *ext;  // "ptx", "o", "cubin", "hsaco"
 };
 
-/// The device library (libdevice; ocml + ockl): when it is needed and what follows linking.
+/// The device library (libdevice; ocml + ockl): when it is needed, where it is, what to
+/// link, and what follows linking.
 struct SimtDeviceLibrary {
-  const char *prefix;   // the module needs the library if it calls a function named so
-  const char *notFound; // the message when the wrapper found no library (SimtJob::libraries)
+  const char *prefix;                // the module needs the library if it calls a function named so
+  const char *notFound;              // the message when no folder holds the library
+  SimtSearch folders;                // the first that holds files[0] holds the library
+  std::vector<std::string> files;    // linked in order
+  std::vector<std::string> controls; // linked after them (and the arch's files) when present
   std::vector<SimtModuleFlag> flags; // set (Override) at the link step, needed or not
   /// What the library needs once linked (may be null): definitions it leaves to the
-  /// compiler, markers to drop. `dir` is SimtJob::libraryDir, for messages.
+  /// compiler, markers to drop. `dir` is the library's folder, for messages.
   llvm::Error (*afterLink)(llvm::Module &m, const SimtArch &arch, const std::string &dir);
 };
 
@@ -59,6 +73,8 @@ struct SimtTool {
   SimtStageName stage;
   std::vector<std::string> args;
   std::string inName, outName; // the files' fixed names, so outputs never vary
+  SimtSearch search;
+  const char *notFound; // null: the tool is optional (no image without it); else the error
 };
 
 /// A SIMT target: everything the pipeline needs to know that is not per compile.
@@ -80,14 +96,14 @@ struct SimtTarget {
   SimtTool tool;
 };
 
-/// What a target's wrapper resolved for one compile.
+/// One compile: the arch, and what the caller's options set instead of the searches.
 struct SimtJob {
   const SimtArch *arch = nullptr;
   unsigned optLevel = 3;
-  std::vector<std::string> libraries;         // linked in order; empty: not found
-  std::vector<std::string> optionalLibraries; // linked after them, those that exist
-  std::string libraryDir;                     // for messages
-  std::string toolPath;                       // empty: no final stage
+  std::string libraryFile; // set: the one library file (CUDA's libdevicePath)
+  std::string libraryDir;  // set: the library's folder, not searched (ROCm's deviceLibDir)
+  std::string toolPath;    // set: the final tool, not searched
+  bool runTool = true;     // false: no final stage
 };
 
 /// The stages of one compile, in order, and its kernels.
@@ -115,6 +131,10 @@ llvm::Expected<const SimtArch *> selectSimtArch(const SimtTarget &t, const std::
                                                 unsigned optLevel);
 /// "path:size", or "none": enough to tell two installations apart in a cache key.
 std::string fileIdentity(const std::string &path);
+/// The library's folder by its search; empty if none holds it.
+std::string findSimtLibraryDir(const SimtTarget &t);
+/// The final tool by its search; empty if none is found.
+std::string findSimtTool(const SimtTarget &t);
 
 /// Runs the pipeline. On failure `out` holds the stages that ran.
 llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob &job,

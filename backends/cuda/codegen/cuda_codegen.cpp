@@ -14,7 +14,6 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 
-#include <cstdlib>
 #include <mutex>
 
 namespace tessera::cuda {
@@ -42,6 +41,8 @@ std::unique_ptr<llvmgen::SimtTargetHooks> makeHooks(llvm::Module &m, const llvmg
 }
 
 const llvmgen::SimtTarget &target() {
+  // $CUDA_PATH, else $CUDA_HOME, else the toolkit's default place.
+  const std::vector<const char *> cudaRoot = {"CUDA_PATH", "CUDA_HOME"};
   static const llvmgen::SimtTarget t = {
       .vendor = "CUDA",
       .loweringName = "cuda",
@@ -63,41 +64,34 @@ const llvmgen::SimtTarget &target() {
       .library = {.prefix = "__nv_",
                   .notFound = "libdevice.10.bc not found (set CudaCompileOptions::libdevicePath "
                               "or CUDA_PATH)",
-                  .flags = {{"nvvm-reflect-ftz", 0}},
+                  .folders = {cudaRoot,
+                              "/usr/local/cuda",
+                              {"{root}/nvvm/libdevice", "/usr/local/cuda/nvvm/libdevice",
+                               "/usr/lib/nvidia-cuda-toolkit/libdevice"}},
+                  .files = {"libdevice.10.bc"},
+                  .controls = {},
+                  .flags = {{"nvvm-reflect-ftz", 0}}, // __CUDA_FTZ = 0 for NVVMReflect
                   .afterLink = nullptr},
       .dumpLinked = false,
       .machine = {"ptx", "ptx"},
       .machineIsObject = false,
-      .tool = {{"cubin", "cubin"},
-               {"-arch={arch}", "-o", "{out}", "{in}"},
-               "kernel.ptx",
-               "kernel.cubin"},
+      .tool = {.stage = {"cubin", "cubin"},
+               .args = {"-arch={arch}", "-o", "{out}", "{in}"},
+               .inName = "kernel.ptx",
+               .outName = "kernel.cubin",
+               .search = {cudaRoot,
+                          "/usr/local/cuda",
+                          {"{root}/bin/ptxas", "/usr/local/cuda/bin/ptxas", "ptxas"}},
+               .notFound = nullptr}, // optional: the PTX is the output either way
   };
   return t;
 }
 
-std::string cudaRoot() {
-  for (const char *var : {"CUDA_PATH", "CUDA_HOME"})
-    if (const char *v = std::getenv(var); v && *v)
-      return v;
-  return "/usr/local/cuda";
-}
-
-std::string findLibdevice(const CudaCompileOptions &opts) {
+std::string libdeviceFile(const CudaCompileOptions &opts) {
   if (!opts.libdevicePath.empty())
     return opts.libdevicePath;
-  for (std::string p : {cudaRoot() + "/nvvm/libdevice/libdevice.10.bc",
-                        std::string("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"),
-                        std::string("/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc")})
-    if (llvm::sys::fs::exists(p))
-      return p;
-  return {};
-}
-
-std::string findPtxas(const CudaCompileOptions &opts) {
-  if (!opts.ptxasPath.empty())
-    return opts.ptxasPath;
-  return llvmgen::findTool({cudaRoot() + "/bin/ptxas", "/usr/local/cuda/bin/ptxas", "ptxas"});
+  std::string dir = llvmgen::findSimtLibraryDir(target());
+  return dir.empty() ? "" : dir + "/libdevice.10.bc";
 }
 
 } // namespace
@@ -140,9 +134,12 @@ const std::vector<std::string> &supportedArchs() {
 
 std::string targetDescription(const CudaCompileOptions &opts) {
   const llvmgen::SimtArch *a = llvmgen::findSimtArch(target(), opts.arch);
-  std::string ptxas = opts.emitCubin ? llvmgen::fileIdentity(findPtxas(opts)) : "off";
+  std::string ptxas = !opts.emitCubin ? "off"
+                                      : llvmgen::fileIdentity(opts.ptxasPath.empty()
+                                                                  ? llvmgen::findSimtTool(target())
+                                                                  : opts.ptxasPath);
   return std::string(target().triple) + " " + opts.arch + " " + (a ? a->features : "?") + " llvm-" +
-         LLVM_VERSION_STRING + " libdevice=" + llvmgen::fileIdentity(findLibdevice(opts)) +
+         LLVM_VERSION_STRING + " libdevice=" + llvmgen::fileIdentity(libdeviceFile(opts)) +
          " ptxas=" + ptxas;
 }
 
@@ -153,11 +150,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
     auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
     if (!arch)
       return arch.takeError();
-    llvmgen::SimtJob job{*arch, opts.optLevel, {}, {}, {}, {}};
-    if (std::string libdevice = findLibdevice(opts); !libdevice.empty())
-      job.libraries = {libdevice};
-    if (opts.emitCubin)
-      job.toolPath = findPtxas(opts);
+    llvmgen::SimtJob job{*arch, opts.optLevel,  opts.libdevicePath,
+                         "",    opts.ptxasPath, opts.emitCubin};
     return llvmgen::compileSimt(target(), m, job, impl->out);
   }();
   if (e) {

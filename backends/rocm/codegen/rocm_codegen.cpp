@@ -15,7 +15,6 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 
-#include <cstdlib>
 #include <mutex>
 
 namespace tessera::rocm {
@@ -80,10 +79,23 @@ const llvmgen::SimtTarget &target() {
       .loweringName = "rocm",
       .codegenName = "AMDGPU",
       .triple = "amdgcn-amd-amdhsa",
-      // isaVersion: __oclc_ISA_version, major * 1000 + minor * 100 + stepping.
-      .archs = {{"gfx90a", "+wavefrontsize64", 64, "90a", 9010},
-                {"gfx942", "+wavefrontsize64", 64, "942", 9402},
-                {"gfx1100", "+wavefrontsize32", 32, "1100", 11000}},
+      // isaVersion: __oclc_ISA_version, major * 1000 + minor * 100 + stepping. The files: the
+      // oclc controls of the ISA and the wavefront size.
+      .archs = {{"gfx90a",
+                 "+wavefrontsize64",
+                 64,
+                 9010,
+                 {"oclc_isa_version_90a.bc", "oclc_wavefrontsize64_on.bc"}},
+                {"gfx942",
+                 "+wavefrontsize64",
+                 64,
+                 9402,
+                 {"oclc_isa_version_942.bc", "oclc_wavefrontsize64_on.bc"}},
+                {"gfx1100",
+                 "+wavefrontsize32",
+                 32,
+                 11000,
+                 {"oclc_isa_version_1100.bc", "oclc_wavefrontsize64_off.bc"}}},
       .initialize = initAmdgpu,
       .makeHooks = makeHooks,
       .moduleFlags = {{"amdhsa_code_object_version", kCodeObjectVersion}},
@@ -92,55 +104,31 @@ const llvmgen::SimtTarget &target() {
       .library = {.prefix = "__ocml_",
                   .notFound = "rocm-device-libs (ocml.bc) not found (set "
                               "RocmCompileOptions::deviceLibDir or ROCM_PATH)",
+                  .folders = {{"ROCM_PATH"},
+                              "/opt/rocm",
+                              {"{root}/amdgcn/bitcode", "/opt/rocm/amdgcn/bitcode",
+                               "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"}},
+                  .files = {"ocml.bc", "ockl.bc"},
+                  // The controls ocml and ockl reference (LinkOnlyNeeded). A missing one is
+                  // fine: the ISA version is defined after linking, and abi_version only
+                  // exists in newer libraries.
+                  .controls = {"oclc_finite_only_off.bc", "oclc_unsafe_math_off.bc",
+                               "oclc_daz_opt_off.bc", "oclc_correctly_rounded_sqrt_on.bc",
+                               "oclc_abi_version_400.bc"},
                   .flags = {},
                   .afterLink = afterLink},
       .dumpLinked = true,
       .machine = {"obj", "o"},
       .machineIsObject = true,
-      .tool = {{"hsaco", "hsaco"},
-               {"-shared", "--no-undefined", "-o", "{out}", "{in}"},
-               "kernel.o",
-               "kernel.hsaco"},
+      .tool = {.stage = {"hsaco", "hsaco"},
+               .args = {"-shared", "--no-undefined", "-o", "{out}", "{in}"},
+               .inName = "kernel.o",
+               .outName = "kernel.hsaco",
+               .search = {{}, "", {"ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "ld.lld"}},
+               // The code object is the only output: no linker, no compile.
+               .notFound = "ld.lld not found (install lld-19 or set RocmCompileOptions::lldPath)"},
   };
   return t;
-}
-
-std::string findDeviceLibDir(const RocmCompileOptions &opts) {
-  if (!opts.deviceLibDir.empty())
-    return opts.deviceLibDir;
-  std::vector<std::string> dirs;
-  if (const char *root = std::getenv("ROCM_PATH"); root && *root)
-    dirs.push_back(std::string(root) + "/amdgcn/bitcode");
-  dirs.push_back("/opt/rocm/amdgcn/bitcode");
-  dirs.push_back("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
-  for (const std::string &d : dirs)
-    if (llvm::sys::fs::exists(d + "/ocml.bc"))
-      return d;
-  return {};
-}
-
-std::string findLld(const RocmCompileOptions &opts) {
-  if (!opts.lldPath.empty())
-    return opts.lldPath;
-  return llvmgen::findTool({"ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld", "ld.lld"});
-}
-
-/// The libraries in `dir` for `arch`: ocml and ockl, then the oclc_* controls they
-/// reference (LinkOnlyNeeded). A control may be missing: the ISA version is defined after
-/// linking, and abi_version only exists in newer libraries.
-void addDeviceLibs(llvmgen::SimtJob &job, const std::string &dir) {
-  job.libraryDir = dir;
-  if (dir.empty())
-    return;
-  const llvmgen::SimtArch &arch = *job.arch;
-  std::string wave64 = arch.subgroupSize == 64 ? "on" : "off";
-  job.libraries = {dir + "/ocml.bc", dir + "/ockl.bc"};
-  for (const std::string &f :
-       {"oclc_isa_version_" + std::string(arch.isa) + ".bc",
-        "oclc_wavefrontsize64_" + wave64 + ".bc", std::string("oclc_finite_only_off.bc"),
-        std::string("oclc_unsafe_math_off.bc"), std::string("oclc_daz_opt_off.bc"),
-        std::string("oclc_correctly_rounded_sqrt_on.bc"), std::string("oclc_abi_version_400.bc")})
-    job.optionalLibraries.push_back(dir + "/" + f);
 }
 
 /// Byte offsets of the explicit kernel arguments: each at its natural alignment, as the
@@ -189,11 +177,13 @@ const std::vector<std::string> &supportedArchs() {
 
 std::string targetDescription(const RocmCompileOptions &opts) {
   const llvmgen::SimtArch *a = llvmgen::findSimtArch(target(), opts.arch);
-  std::string libs = findDeviceLibDir(opts);
+  std::string libs =
+      opts.deviceLibDir.empty() ? llvmgen::findSimtLibraryDir(target()) : opts.deviceLibDir;
+  std::string lld = opts.lldPath.empty() ? llvmgen::findSimtTool(target()) : opts.lldPath;
   return std::string(target().triple) + " " + opts.arch + " " + (a ? a->features : "?") + " cov" +
          std::to_string(kCodeObjectVersion / 100) + " llvm-" + LLVM_VERSION_STRING +
          " ocml=" + llvmgen::fileIdentity(libs.empty() ? "" : libs + "/ocml.bc") +
-         " lld=" + llvmgen::fileIdentity(findLld(opts));
+         " lld=" + llvmgen::fileIdentity(lld);
 }
 
 std::unique_ptr<RocmCompiledModule>
@@ -205,12 +195,7 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
     if (!arch)
       return arch.takeError();
     waveSize = (*arch)->subgroupSize;
-    llvmgen::SimtJob job{*arch, opts.optLevel, {}, {}, {}, findLld(opts)};
-    if (job.toolPath.empty()) // the code object is the only output: no linker, no compile
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "ld.lld not found (install lld-19 or set RocmCompileOptions::lldPath)");
-    addDeviceLibs(job, findDeviceLibDir(opts));
+    llvmgen::SimtJob job{*arch, opts.optLevel, "", opts.deviceLibDir, opts.lldPath, true};
     return llvmgen::compileSimt(target(), m, job, impl->out);
   }();
   if (e) {
