@@ -146,14 +146,13 @@ std::string targetDescription(const CudaCompileOptions &opts) {
 std::unique_ptr<CudaCompiledModule>
 compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::string *error) {
   auto impl = std::make_unique<CudaCompiledModule::Impl>();
-  llvm::Error e = [&]() -> llvm::Error {
-    auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
-    if (!arch)
-      return arch.takeError();
-    llvmgen::SimtJob job{*arch, opts.optLevel,  opts.libdevicePath,
-                         "",    opts.ptxasPath, opts.emitCubin};
-    return llvmgen::compileSimt(target(), m, job, impl->out);
-  }();
+  auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
+  llvmgen::SimtJob job{.arch = arch ? *arch : nullptr,
+                       .optLevel = opts.optLevel,
+                       .libraryFile = opts.libdevicePath,
+                       .toolPath = opts.ptxasPath,
+                       .runTool = opts.emitCubin};
+  llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));
     if (error)

@@ -189,15 +189,12 @@ std::string targetDescription(const RocmCompileOptions &opts) {
 std::unique_ptr<RocmCompiledModule>
 compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::string *error) {
   auto impl = std::make_unique<RocmCompiledModule::Impl>();
-  uint32_t waveSize = 0;
-  llvm::Error e = [&]() -> llvm::Error {
-    auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
-    if (!arch)
-      return arch.takeError();
-    waveSize = (*arch)->subgroupSize;
-    llvmgen::SimtJob job{*arch, opts.optLevel, "", opts.deviceLibDir, opts.lldPath, true};
-    return llvmgen::compileSimt(target(), m, job, impl->out);
-  }();
+  auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
+  llvmgen::SimtJob job{.arch = arch ? *arch : nullptr,
+                       .optLevel = opts.optLevel,
+                       .libraryDir = opts.deviceLibDir,
+                       .toolPath = opts.lldPath};
+  llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));
     if (error)
@@ -207,7 +204,7 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
   const std::string &hsaco = impl->out.stage("hsaco");
   impl->hsaco.assign(hsaco.begin(), hsaco.end());
   for (const llvmgen::LoweredKernel &k : impl->out.kernels) {
-    RocmKernelInfo info{k.name, k.params, {}, 0, k.sharedBytes, waveSize};
+    RocmKernelInfo info{k.name, k.params, {}, 0, k.sharedBytes, job.arch->subgroupSize};
     layOutArgs(info);
     impl->kernels.push_back(std::move(info));
   }
