@@ -150,6 +150,7 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
   llvmgen::SimtJob job{.arch = arch ? *arch : nullptr,
                        .optLevel = opts.optLevel,
                        .libraryFile = opts.libdevicePath,
+                       .libraryDir = "",
                        .toolPath = opts.ptxasPath,
                        .runTool = opts.emitCubin};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();

@@ -192,8 +192,10 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
   auto arch = llvmgen::selectSimtArch(target(), opts.arch, opts.optLevel);
   llvmgen::SimtJob job{.arch = arch ? *arch : nullptr,
                        .optLevel = opts.optLevel,
+                       .libraryFile = "",
                        .libraryDir = opts.deviceLibDir,
-                       .toolPath = opts.lldPath};
+                       .toolPath = opts.lldPath,
+                       .runTool = true};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));
