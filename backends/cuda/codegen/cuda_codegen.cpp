@@ -6,12 +6,10 @@
 // limit, and ptxas as the final tool, run only when it is installed (the PTX is the output
 // either way). Must never need a GPU or the CUDA driver, and must stay deterministic.
 #include "backends/cuda/codegen/cuda_codegen_impl.h"
-#include "backends/llvm/gpu_pipeline.h"
 #include "backends/llvm/simt_pipeline.h"
 #include "ir/core/hash.h"
 
 #include <llvm/Config/llvm-config.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 
 #include <mutex>

@@ -1,18 +1,16 @@
 // The ROCm target of the SIMT pipeline (backends/llvm/simt_pipeline.h):
 //   kir -> llvm -> llvm.linked -> llvm.opt -> obj -> hsaco.
 //
-// What is ROCm's own: the arch table (wavefront size, the device libraries' ISA names),
+// What is ROCm's own: the arch table (wavefront size, the device libraries' ISA files),
 // code object v4, ocml/ockl with the oclc_* control libraries and where to find them (an
 // ISA version the installed libraries lack is defined here), the kernarg layout, and
 // `ld.lld -shared` as the final tool, which is required. Must never need a GPU or the ROCm
 // runtime, and must stay deterministic.
-#include "backends/llvm/gpu_pipeline.h"
 #include "backends/llvm/simt_pipeline.h"
 #include "backends/rocm/codegen/rocm_codegen_impl.h"
 #include "ir/core/hash.h"
 
 #include <llvm/Config/llvm-config.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 
 #include <mutex>
