@@ -222,6 +222,15 @@ TEST(MathF64, Pow) {
   expectWithinBudget(OpKind::Pow, xs, ys, [](long double x, long double y) { return powl(x, y); });
 }
 
+TEST(MathF64, Rsqrt) {
+  std::mt19937_64 rng(12);
+  Vec xs = specials();
+  addBits(xs, rng, 70000);
+  addUniform(xs, rng, 0, 4, 30000);
+  expectWithinBudget(OpKind::Rsqrt, xs, {},
+                     [](long double x, long double) { return 1.0L / sqrtl(x); });
+}
+
 // The hardest arguments for range reduction of conformance/inputs.cpp (kTrigWorstF64, from
 // scripts/trig_worst_cases.py): M 2^E closest to a multiple of pi/2.
 Vec trigArgs(uint64_t seed) {
