@@ -67,13 +67,12 @@ Value *F64::pow2(Value *k) {
     Value *bits = mb.bin(OpKind::Shl, b.add(e, mb.ci(127)), mb.ci(23));
     return b.convert(b.bitcast(bits, Scalar::F32), Scalar::F64);
   };
-  Value *ki = b.convert(k, Scalar::I32);
-  Value *a = mb.bin(OpKind::Div, ki, mb.ci(16)); // signed: truncates toward zero
-  Value *r = b.sub(ki, b.mul(a, mb.ci(16)));
-  Value *p = f32pow2(a);
+  Value *a = trunc(mul(k, c(0.0625))); // exact, as is r
+  Value *r = sub(k, mul(a, c(16.0)));
+  Value *p = f32pow2(b.convert(a, Scalar::I32));
   for (int i = 0; i < 4; ++i)
     p = mul(p, p);
-  return mul(p, f32pow2(r));
+  return mul(p, f32pow2(b.convert(r, Scalar::I32)));
 }
 
 std::pair<Value *, Value *> F64::split(Value *x) {
