@@ -215,7 +215,8 @@ Id f64Erf(Lowering &L, Id x);
 Id f64Trig(Lowering &L, Id x, ir::OpKind k);
 /// |x|^y for finite non-zero `ax` = |x|; the caller selects the special cases.
 Id f64Pow(Lowering &L, Id ax, Id y);
-/// a * b + c rounded once, without a fused instruction (for devices whose Fma splits).
+/// a * b + c rounded once, without a fused instruction (for devices whose Fma splits):
+/// spirv_fma_f64.cpp.
 Id f64Fma(Lowering &L, Id a, Id b, Id c);
 
 } // namespace tessera::vulkan::detail
