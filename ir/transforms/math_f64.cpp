@@ -8,12 +8,9 @@ namespace tessera::ir::math {
 
 namespace {
 
-Value *rsqrt(const MathBuilder &mb, std::span<Value *const> a) {
-  return mb.div(mb.c(1.0), mb.un(OpKind::Sqrt, a[0])); // see math_f32.cpp
-}
-
 constexpr ExpansionEntry kF64[] = {
-    {OpKind::Rsqrt, &rsqrt},
+    {OpKind::Rsqrt, &genericRsqrt},
+    {OpKind::Sigmoid, &genericSigmoid}, // the LLVM targets' only f64 sigmoid
 };
 
 } // namespace
