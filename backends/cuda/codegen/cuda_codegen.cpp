@@ -9,6 +9,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/FileSystem.h>
@@ -189,6 +190,9 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
     return fail(err);
   auto impl = std::make_unique<CudaCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What libdevice lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
   llvm::LLVMContext ctx;
   llvmgen::DiagnosticCapture diags(ctx);
   auto mod = std::make_unique<llvm::Module>("tessera", ctx);
@@ -197,7 +201,7 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
   NvptxHooks hooks(*mod);
   llvmgen::SimtConfig cfg{32, "cuda", &hooks};
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModuleSimt(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModuleSimt(lm, *mod, cfg, lowered))
     return failWith(std::move(e));
   for (const llvmgen::LoweredKernel &k : lowered)
     if (k.sharedBytes > kMaxStaticShared)

@@ -8,10 +8,11 @@
 // become our error strings here. Must never need a GPU or the ROCm runtime, and must stay
 // deterministic.
 #include "backends/llvm/gpu_pipeline.h"
-#include "backends/stage_files.h"
 #include "backends/rocm/codegen/rocm_codegen_impl.h"
+#include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/FileSystem.h>
@@ -245,6 +246,9 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
     return fail(err);
   auto impl = std::make_unique<RocmCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What ocml lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
   llvm::LLVMContext ctx;
   llvmgen::DiagnosticCapture diags(ctx);
   auto mod = std::make_unique<llvm::Module>("tessera", ctx);
@@ -254,7 +258,7 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
   AmdgpuHooks hooks(*mod, arch->waveSize);
   llvmgen::SimtConfig cfg{arch->waveSize, "rocm", &hooks};
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModuleSimt(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModuleSimt(lm, *mod, cfg, lowered))
     return failWith(std::move(e));
   for (llvm::Function &f : *mod) {
     if (f.isDeclaration())
