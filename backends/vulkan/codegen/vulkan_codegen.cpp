@@ -172,8 +172,7 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &) {
         ir::OpKind::Cos, ir::OpKind::Tan, ir::OpKind::Pow, ir::OpKind::Rsqrt})
     for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
       s.add(k, t);
-  for (ir::OpKind k : ir::decomposableMathOps())
-    s.add(k, ir::Scalar::F64);
+  s.add(ir::OpKind::Rsqrt, ir::Scalar::F64);
   return s;
 }
 
