@@ -39,7 +39,7 @@ Reduced reducePio2(F64 &f, Value *ax) {
   constexpr int kLevels = 6;
   constexpr int kFirst = -2, kLast = kLevels + 2; // chunk offsets from j0
   // j0 = j - off: one compare per value of j - off, shared by every chunk's select chain.
-  constexpr int kJ = int(std::size(kTwoOverPi));
+  constexpr int kJ = int(std::size(kTwoOverPi24));
   std::vector<Value *> isJ0(size_t(kJ + kLast - kFirst), nullptr); // index j - off + kLast
   auto j0Equals = [&](int v) {
     Value *&slot = isJ0[size_t(v + kLast)];
@@ -50,7 +50,7 @@ Reduced reducePio2(F64 &f, Value *ax) {
   auto chunk = [&](int off) {
     Value *r = f.c(0.0);
     for (int j = 0; j < kJ; ++j)
-      r = f.sel(j0Equals(j - off), f.c(kTwoOverPi[j]), r);
+      r = f.sel(j0Equals(j - off), f.c(kTwoOverPi24[j]), r);
     return r;
   };
   std::vector<Value *> C;

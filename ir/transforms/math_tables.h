@@ -7,9 +7,9 @@
 
 namespace tessera::ir::math {
 
-// 2/pi = sum kTwoOverPi[j] 2^(-24 (j + 1)): its first 1176 bits, enough for the Payne-Hanek
+// 2/pi = sum kTwoOverPi24[j] 2^(-24 (j + 1)): its first 1176 bits, enough for the Payne-Hanek
 // reduction of every finite double (computed from Machin's formula with big integers).
-inline constexpr uint32_t kTwoOverPi[] = {
+inline constexpr uint32_t kTwoOverPi24[] = {
     0xa2f983, 0x6e4e44, 0x1529fc, 0x2757d1, 0xf534dd, 0xc0db62, 0x95993c, 0x439041, 0xfe5163,
     0xabdebb, 0xc561b7, 0x246e3a, 0x424dd2, 0xe00649, 0x2eea09, 0xd1921c, 0xfe1deb, 0x1cb129,
     0xa73ee8, 0x8235f5, 0x2ebb44, 0x84e99c, 0x7026b4, 0x5f7e41, 0x3991d6, 0x398353, 0x39f49c,
