@@ -2,10 +2,9 @@
 // where it has the function (computed in f32 for f16/bf16 and rounded once), with our fixes
 // around it: fmod (exact long division: OpFRem is x - y * trunc(x / y) on Vulkan), log/log2/
 // pow of subnormals (scaled into the normal range first), and pow's special values (GLSL's
-// Pow is undefined for x < 0 and for x = 0 with y <= 0); f32 log1p and expm1 (no GLSL form)
-// until the shared f32 decompositions have them. Every other transcendental op (erf,
-// sigmoid, tanh, and at f64 all but rsqrt: GLSL.std.450 has no 64-bit transcendentals) was
-// rewritten into basic ops by ir::decomposeMath before lowering
+// Pow is undefined for x < 0 and for x = 0 with y <= 0). Every other transcendental op (erf,
+// expm1, log1p, sigmoid, tanh, and at f64 all but rsqrt: GLSL.std.450 has no 64-bit
+// transcendentals) was rewritten into basic ops by ir::decomposeMath before lowering
 // (ir/transforms/math_*.cpp); an op that still arrives here without a form is a clear
 // compile error.
 //
@@ -41,15 +40,6 @@ struct MathHelper {
   Id land(Id x, Id y) { return cmp(spv::OpLogicalAnd, x, y); }
   Id lnot(Id x) { return b.op(spv::OpLogicalNot, L.boolT(), {x}); }
 
-  /// c[0] + x * (c[1] + x * (...)), with fused multiply-adds.
-  Id horner(Id x, std::initializer_list<double> coeffs) {
-    const double *cs = coeffs.begin();
-    Id r = c(cs[coeffs.size() - 1]);
-    for (size_t i = coeffs.size() - 1; i-- > 0;)
-      r = ext(GLSLstd450Fma, {r, x, c(cs[i])});
-    return r;
-  }
-
   /// A float op the driver must neither fuse nor reassociate.
   Id exact(spv::Op o, Id x, Id y) {
     Id r = fop(o, x, y);
@@ -60,8 +50,6 @@ struct MathHelper {
   Id withSign(Id x, Id signOf) {
     return sel(L.isNegative(signOf, T), b.op(spv::OpFNegate, T, {x}), x);
   }
-  Id log1p(Id x); // f32 only, until ir/transforms/math_f32.cpp has them
-  Id expm1(Id x);
   Id isSubnormal(Id x) { return cmp(spv::OpFOrdLessThan, x, c(0x1p-126)); } // f32, x >= 0
   Id log(Id x, bool base2);
   Id pow(Id x, Id y);
@@ -69,42 +57,6 @@ struct MathHelper {
   Id pow2(Id k);
   Id fmod(Id x, Id y);
 };
-
-Id MathHelper::log1p(Id x) {
-  // |x| < 1/2: log1p(x) = 2 atanh(s), s = x / (2 + x) in [-1/3, 1/5], as the series
-  // 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2 <= 1/9 (truncation < 2^-28). Its
-  // error is that of s: 2 + x and the division (about 1.5 ulp with a correctly rounded
-  // division; Vulkan allows 2.5 ulp for OpFDiv). This avoids GLSL's Log near 1, where
-  // Vulkan only bounds the absolute error (2^-21) and log(1 + x) would lose x entirely.
-  // Elsewhere: log(u) - ((u - 1) - x) / u with u = 1 + x, the first-order correction of
-  // the rounding of 1 + x (exact by Fast2Sum for |x| <= 1, (u - x) - 1 above).
-  Id s = fop(spv::OpFDiv, x, fop(spv::OpFAdd, c(2.0), x));
-  Id z = fop(spv::OpFMul, s, s);
-  Id p = horner(z, {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13, 2.0 / 15});
-  Id series = ext(GLSLstd450Fma, {fop(spv::OpFMul, s, z), p, fop(spv::OpFAdd, s, s)});
-  Id u = fop(spv::OpFAdd, c(1.0), x);
-  Id bigX = cmp(spv::OpFOrdGreaterThan, x, c(1.0));
-  Id err = sel(bigX, fop(spv::OpFSub, fop(spv::OpFSub, u, x), c(1.0)),
-               fop(spv::OpFSub, fop(spv::OpFSub, u, c(1.0)), x));
-  Id noCorr = lor(isInf(u), cmp(spv::OpFOrdEqual, u, c(0.0))); // -inf, +inf, NaN stay
-  Id corr = sel(noCorr, c(0.0), fop(spv::OpFDiv, err, u));
-  Id wide = fop(spv::OpFSub, ext(GLSLstd450Log, {u}), corr);
-  Id r = sel(cmp(spv::OpFOrdLessThan, ext(GLSLstd450FAbs, {x}), c(0.5)), series, wide);
-  return sel(cmp(spv::OpFOrdEqual, x, c(0.0)), x, r); // keeps -0
-}
-
-Id MathHelper::expm1(Id x) {
-  // |x| < 1/2: Taylor to x^9/9! (truncation < 2^-30 relative), no cancellation and no
-  // GLSL Exp (whose Vulkan bound, 3 + 2|x| ulp, would be amplified by exp(x) - 1 near 0).
-  // Elsewhere exp(x) - 1 loses at most a factor 2.6 (x = 1/2) to cancellation; it overflows
-  // to inf and goes to -1 exactly where expm1 does.
-  Id p = horner(
-      x, {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880});
-  Id series = ext(GLSLstd450Fma, {fop(spv::OpFMul, x, x), p, x});
-  Id wide = fop(spv::OpFSub, ext(GLSLstd450Exp, {x}), c(1.0));
-  Id r = sel(cmp(spv::OpFOrdLessThan, ext(GLSLstd450FAbs, {x}), c(0.5)), series, wide);
-  return sel(cmp(spv::OpFOrdEqual, x, c(0.0)), x, r); // keeps -0
-}
 
 Id MathHelper::log(Id x, bool base2) { // f32 (f16/bf16 computed in f32)
   // Subnormal inputs are scaled by 2^24 first (exact): some drivers read the exponent
@@ -272,12 +224,6 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
     break;
   case OpKind::Rem:
     r = h.fmod(v[0], v[1]);
-    break;
-  case OpKind::Log1p:
-    r = h.log1p(v[0]);
-    break;
-  case OpKind::Expm1:
-    r = h.expm1(v[0]);
     break;
   case OpKind::Log:
     r = h.log(v[0], false);
