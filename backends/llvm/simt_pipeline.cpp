@@ -3,6 +3,7 @@
 // deterministic (no timestamps or random names in anything that reaches a stage), and must
 // never test which target it compiles for: a difference between targets is a field.
 #include "backends/llvm/simt_pipeline.h"
+#include "ir/transforms/rewrite.h"
 
 #include "backends/llvm/gpu_pipeline.h"
 #include "backends/stage_files.h"
@@ -170,7 +171,10 @@ llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob 
     mod->addModuleFlag(llvm::Module::Error, f.key, f.value);
   std::unique_ptr<SimtTargetHooks> hooks = t.makeHooks(*mod, arch);
   SimtConfig cfg{arch.subgroupSize, t.loweringName, hooks.get()};
-  if (llvm::Error e = lowerModuleSimt(m, *mod, cfg, out.kernels))
+  // What the device library lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, job.math);
+  if (llvm::Error e = lowerModuleSimt(lm, *mod, cfg, out.kernels))
     return e;
   for (const LoweredKernel &k : out.kernels)
     if (t.maxStaticShared && k.sharedBytes > t.maxStaticShared)

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "backends/llvm/lowering_impl.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <memory>
 #include <string>
@@ -104,6 +105,8 @@ struct SimtJob {
   std::string libraryDir;  // set: the library's folder, not searched (ROCm's deviceLibDir)
   std::string toolPath;    // set: the final tool, not searched
   bool runTool = true;     // false: no final stage
+  /// The target's native math (its nativeMath(options)): the rest is decomposed on a copy.
+  ir::MathDecomposeOptions math;
 };
 
 /// The stages of one compile, in order, and its kernels.

@@ -8,6 +8,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 
 #include <cstddef>
 #include <filesystem>
@@ -200,6 +201,10 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
     return fail(err);
   auto impl = std::make_unique<CpuCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // Transcendental ops the CPU has no library call for become basic ops (on a copy: `m` is
+  // the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
   llvm::LLVMContext ctx;
   auto mod = std::make_unique<llvm::Module>(m.filename.empty() ? "tessera" : m.filename, ctx);
   mod->setTargetTriple(tm->getTargetTriple().str());
@@ -211,7 +216,7 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   cfg.symbolPrefix = TSR_CPU_WG_SYMBOL_PREFIX;
   cfg.hooks = &hooks;
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModule(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModule(lm, *mod, cfg, lowered))
     return fail(llvm::toString(std::move(e)));
   std::string cpu = tm->getTargetCPU().str(), features = tm->getTargetFeatureString().str();
   bool avx512 = tm->getMCSubtargetInfo()->checkFeatures("+avx512f");

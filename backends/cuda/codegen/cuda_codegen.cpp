@@ -150,7 +150,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
                        .libraryFile = opts.libdevicePath,
                        .libraryDir = "",
                        .toolPath = opts.ptxasPath,
-                       .runTool = opts.emitCubin};
+                       .runTool = opts.emitCubin,
+                       .math = {nativeMath(opts), /*int64=*/true}};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

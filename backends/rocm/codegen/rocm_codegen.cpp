@@ -193,7 +193,8 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
                        .libraryFile = "",
                        .libraryDir = opts.deviceLibDir,
                        .toolPath = opts.lldPath,
-                       .runTool = true};
+                       .runTool = true,
+                       .math = {nativeMath(opts), /*int64=*/true}};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

@@ -9,6 +9,7 @@
 #include "backends/vulkan/codegen/spirv_lowering.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 #include "ir/verify/verifier.h"
 
 #include <spirv-tools/libspirv.hpp>
@@ -164,6 +165,17 @@ std::string forbiddenCapability(const std::set<spv::Capability> &used, const Vul
 
 } // namespace
 
+ir::NativeMathSet nativeMath(const VulkanCompileOptions &) {
+  ir::NativeMathSet s;
+  for (ir::OpKind k :
+       {ir::OpKind::Exp, ir::OpKind::Exp2, ir::OpKind::Log, ir::OpKind::Log2, ir::OpKind::Sin,
+        ir::OpKind::Cos, ir::OpKind::Tan, ir::OpKind::Pow, ir::OpKind::Rsqrt})
+    for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
+      s.add(k, t);
+  s.add(ir::OpKind::Rsqrt, ir::Scalar::F64);
+  return s;
+}
+
 std::unique_ptr<VulkanCompiledModule>
 compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<VulkanCompiledModule> {
@@ -176,9 +188,12 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
     return fail(diags.front().str());
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64});
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
-  detail::Lowering lowering(b, m, opts.caps, opts.bounds);
-  for (const auto &f : m.functions) {
+  detail::Lowering lowering(b, lm, opts.caps, opts.bounds);
+  for (const auto &f : lm.functions) {
     if (!f->isKernel)
       continue;
     VulkanKernelInfo info;
