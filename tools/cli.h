@@ -1,9 +1,15 @@
-// Tiny command-line helpers shared by the `tessera` subcommands: option matching with
-// `--name=value` / `--name value`, and uniform usage errors (exit code 2).
+// Command-line helpers shared by the `tessera` subcommands. Each command declares its options
+// on a CLI11 app (makeApp) and parses with parseArgs, so every command's --help has one layout
+// (usage, description, the options CLI11 actually accepts, notes) and every usage error is one
+// line, "tessera CMD: MESSAGE (see 'tessera CMD --help')", with exit code 2.
 // Must never call exit() from library code paths: subcommands return their exit code.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +18,22 @@
 namespace tessera::cli {
 
 inline constexpr int kExitUsage = 2;
+
+/// A CLI11 app for `tessera CMD`. Its --help (-h) prints `usage` (one or more lines, each
+/// starting "usage: tessera CMD"), the description, "options:" with every named option
+/// (NAMES VALUE, then its help; help lines after the first are indented to the column), and
+/// the footer (app->footer(...)). Single-value options given twice keep the last value.
+std::unique_ptr<CLI::App> makeApp(const std::string &cmd, const std::string &usage,
+                                  const std::string &description);
+
+/// A repeatable option: each `NAME VALUE` appends one value to `into`.
+CLI::Option *addRepeatable(CLI::App &app, const std::string &name, std::vector<std::string> &into,
+                           const std::string &help);
+
+/// Parses argv[first..argc). nullopt: the command should run. Otherwise the exit code to return
+/// at once: 0 after --help (printed to stdout), kExitUsage after a usage error (printed as one
+/// line naming the option, see usageError).
+std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first);
 
 /// Arguments of one subcommand, consumed left to right.
 class Args {
@@ -55,8 +77,9 @@ private:
   size_t pos_ = 0;
 };
 
-inline int usageError(const char *cmd, const std::string &msg) {
-  std::fprintf(stderr, "tessera %s: %s (see 'tessera %s --help')\n", cmd, msg.c_str(), cmd);
+inline int usageError(const std::string &cmd, const std::string &msg) {
+  std::fprintf(stderr, "tessera %s: %s (see 'tessera %s --help')\n", cmd.c_str(), msg.c_str(),
+               cmd.c_str());
   return kExitUsage;
 }
 
