@@ -84,6 +84,21 @@ CLI::Option *addRepeatable(CLI::App &app, const std::string &name, std::vector<s
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+CLI::Option *addChecked(CLI::App &app, const std::string &name, const std::string &help,
+                        const std::string &error,
+                        std::function<bool(const std::string &value)> accept, bool repeatable) {
+  CLI::callback_t check = [error, accept](const CLI::results_t &values) {
+    for (const std::string &v : values)
+      if (!accept(v))
+        throw CLI::ValidationError(error);
+    return true;
+  };
+  return app.add_option(name, check, help)
+      ->expected(1)
+      ->multi_option_policy(repeatable ? CLI::MultiOptionPolicy::TakeAll
+                                       : CLI::MultiOptionPolicy::TakeLast);
+}
+
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first) {
   std::vector<std::string> args;
   for (int i = argc - 1; i >= first; --i) // CLI11 takes them last first

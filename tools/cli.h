@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,14 @@ std::unique_ptr<CLI::App> makeApp(const std::string &cmd, const std::string &usa
 /// A repeatable option: each `NAME VALUE` appends one value to `into`.
 CLI::Option *addRepeatable(CLI::App &app, const std::string &name, std::vector<std::string> &into,
                            const std::string &help);
+
+/// An option whose every value goes through `accept`, which checks and stores it; a value it
+/// refuses is the usage error `error` (e.g. "--seed needs a whole number"), raised while
+/// parsing. `repeatable`: each occurrence is one more value; otherwise the last one wins.
+CLI::Option *addChecked(CLI::App &app, const std::string &name, const std::string &help,
+                        const std::string &error,
+                        std::function<bool(const std::string &value)> accept,
+                        bool repeatable = false);
 
 /// Parses argv[first..argc). nullopt: the command should run. Otherwise the exit code to return
 /// at once: 0 after --help (printed to stdout), kExitUsage after a usage error (printed as one
