@@ -99,6 +99,26 @@ CLI::Option *addChecked(CLI::App &app, const std::string &name, const std::strin
                                        : CLI::MultiOptionPolicy::TakeLast);
 }
 
+std::function<bool(const std::string &value)> unsignedIn(uint64_t &into, uint64_t lo, uint64_t hi) {
+  return [&into, lo, hi](const std::string &v) {
+    auto n = parseUnsigned(v);
+    if (!n || *n < lo || *n > hi)
+      return false;
+    into = *n;
+    return true;
+  };
+}
+
+std::function<bool(const std::string &value)> powerOfTwo(uint32_t &into, uint64_t max) {
+  return [&into, max](const std::string &v) {
+    auto n = parseUnsigned(v);
+    if (!n || *n == 0 || *n > max || (*n & (*n - 1)))
+      return false;
+    into = static_cast<uint32_t>(*n);
+    return true;
+  };
+}
+
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first) {
   std::vector<std::string> args;
   for (int i = argc - 1; i >= first; --i) // CLI11 takes them last first

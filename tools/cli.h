@@ -39,60 +39,23 @@ CLI::Option *addChecked(CLI::App &app, const std::string &name, const std::strin
                         std::function<bool(const std::string &value)> accept,
                         bool repeatable = false);
 
+/// A checker for addChecked: a decimal integer in [lo, hi], stored in `into`.
+std::function<bool(const std::string &value)> unsignedIn(uint64_t &into, uint64_t lo = 0,
+                                                         uint64_t hi = UINT64_MAX);
+
+/// A checker for addChecked: a power of two in [1, max], stored in `into`.
+std::function<bool(const std::string &value)> powerOfTwo(uint32_t &into, uint64_t max);
+
 /// Parses argv[first..argc). nullopt: the command should run. Otherwise the exit code to return
 /// at once: 0 after --help (printed to stdout), kExitUsage after a usage error (printed as one
 /// line naming the option, see usageError).
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first);
-
-/// Arguments of one subcommand, consumed left to right.
-class Args {
-public:
-  Args(int argc, char **argv, int first) {
-    for (int i = first; i < argc; ++i)
-      items_.emplace_back(argv[i]);
-  }
-
-  bool empty() const { return pos_ >= items_.size(); }
-  std::string_view peek() const { return empty() ? std::string_view() : items_[pos_]; }
-  std::string next() { return items_[pos_++]; }
-
-  /// Matches a boolean flag `--name`.
-  bool flag(std::string_view name) {
-    if (peek() != name)
-      return false;
-    ++pos_;
-    return true;
-  }
-
-  /// Matches `--name=value` or `--name value`. Sets `missing` if the value is absent.
-  std::optional<std::string> option(std::string_view name, bool &missing) {
-    std::string_view a = peek();
-    if (a.size() > name.size() && a.substr(0, name.size()) == name && a[name.size()] == '=') {
-      ++pos_;
-      return std::string(a.substr(name.size() + 1));
-    }
-    if (a != name)
-      return std::nullopt;
-    ++pos_;
-    if (empty()) {
-      missing = true;
-      return std::nullopt;
-    }
-    return next();
-  }
-
-private:
-  std::vector<std::string> items_;
-  size_t pos_ = 0;
-};
 
 inline int usageError(const std::string &cmd, const std::string &msg) {
   std::fprintf(stderr, "tessera %s: %s (see 'tessera %s --help')\n", cmd.c_str(), msg.c_str(),
                cmd.c_str());
   return kExitUsage;
 }
-
-inline bool isHelp(std::string_view a) { return a == "--help" || a == "-h"; }
 
 /// Parses a non-negative decimal integer; nullopt on anything else.
 inline std::optional<unsigned long long> parseUnsigned(std::string_view s) {

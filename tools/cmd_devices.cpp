@@ -15,15 +15,10 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kDevicesHelp = R"(usage: tessera devices [--json]
-
-Lists every device (backend:index) with vendor, architecture, memory, limits and features,
+constexpr const char *kDevicesDescription =
+    R"(Lists every device (backend:index) with vendor, architecture, memory, limits and features,
 then the backends that are built but unavailable on this machine, with the reason.
-Plugin drivers are loaded from TESSERA_DRIVER_PATH.
-
-options:
-  --json    machine-readable output: {"devices":[...],"unavailable":[...]}
-)";
+Plugin drivers are loaded from TESSERA_DRIVER_PATH.)";
 
 std::vector<std::string> featureNames(uint64_t f) {
   static const std::pair<uint64_t, const char *> kNames[] = {
@@ -66,19 +61,12 @@ nlohmann::ordered_json deviceJson(const tsr_device_info_t &d) {
 } // namespace
 
 int cmdDevices(int argc, char **argv) {
-  Args args(argc, argv, 2);
   bool json = false;
-  while (!args.empty()) {
-    if (isHelp(args.peek())) {
-      std::fputs(kDevicesHelp, stdout);
-      return 0;
-    }
-    if (args.flag("--json")) {
-      json = true;
-      continue;
-    }
-    return usageError("devices", "unknown argument '" + args.next() + "'");
-  }
+  auto app = makeApp("devices", "usage: tessera devices [--json]", kDevicesDescription);
+  app->add_flag("--json", json,
+                "machine-readable output: {\"devices\":[...],\"unavailable\":[...]}");
+  if (auto rc = parseArgs(*app, argc, argv, 2))
+    return *rc;
   RegistrySession session;
   std::string err;
   if (!session.open(&err)) {

@@ -351,12 +351,7 @@ void addFuzzOptions(CLI::App &app, Options &o) {
   addChecked(app, "--seed",
              "kernel i is generated from seed S + i (default 1); the same seed gives\n"
              "the same kernels on every machine",
-             "--seed needs a whole number",
-             [&o](const std::string &v) {
-               auto n = parseUnsigned(v);
-               o.seed = n.value_or(o.seed);
-               return n.has_value();
-             })
+             "--seed needs a whole number", unsignedIn(o.seed))
       ->type_name("S");
   app.add_option("--out", o.out, "where failures are saved (default fuzz-out)")->type_name("DIR");
   addChecked(app, "--max-ops", "size of the generated kernels (default 60)",

@@ -58,14 +58,15 @@ bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::Launch
 } // namespace
 
 int cmdInterp(int argc, char **argv) {
-  std::string file, kernelName, dumpDir, subgroupSize, maxSteps;
+  std::string file, kernelName, dumpDir, maxSteps;
   ir::InterpOptions opts;
   auto app = makeApp("interp", kInterpUsage, kInterpDescription);
   app->add_option("FILE", file, "the IR file");
   app->add_option("--kernel", kernelName, "run only this kernel (it must have a launch spec)")
       ->type_name("NAME");
-  app->add_option("--subgroup-size", subgroupSize,
-                  "subgroup size the interpreter emulates (default 32)")
+  addChecked(*app, "--subgroup-size", "subgroup size the interpreter emulates (default 32)",
+             "--subgroup-size must be a power of two in [1, 128]",
+             powerOfTwo(opts.subgroupSize, 128))
       ->type_name("N");
   app->add_option("--max-steps", maxSteps,
                   "stop a kernel with an error after N executed op-lanes (default\n4000000000): "
@@ -77,12 +78,6 @@ int cmdInterp(int argc, char **argv) {
       ->type_name("DIR");
   if (auto rc = parseArgs(*app, argc, argv, 2))
     return *rc;
-  if (app->count("--subgroup-size")) {
-    auto n = parseUnsigned(subgroupSize);
-    if (!n || *n == 0 || *n > 128 || (*n & (*n - 1)))
-      return usageError("interp", "--subgroup-size must be a power of two in [1, 128]");
-    opts.subgroupSize = static_cast<uint32_t>(*n);
-  }
   if (app->count("--max-steps")) {
     auto n = parseUnsigned(maxSteps);
     if (!n || *n == 0)

@@ -42,8 +42,12 @@ def test_help_lists_commands_and_exit_codes():
 
 # Every command parses its options with CLI11 (tools/cli.h): one help layout, one usage-error
 # line that names the option and points to the command's help, exit code 2.
-CLI11_COMMANDS = [["ir", "verify"], ["ir", "print"], ["ir", "opt"], ["interp"], ["fuzz"], ["cts"]]
+CLI11_COMMANDS = [["ir", "verify"], ["ir", "print"], ["ir", "opt"], ["interp"], ["devices"],
+                  ["compile"], ["run"], ["conform"], ["fuzz"], ["cts"]]
 NUMERIC_OPTIONS = [(["interp", "x.tir"], "--max-steps"), (["interp", "x.tir"], "--subgroup-size"),
+                   (["compile", "x.tir"], "--subgroup-size"), (["run", "x.tir"], "--timeout-ms"),
+                   (["run", "x.tir"], "--subgroup-size"), (["conform"], "--seed"),
+                   (["conform"], "-j"), (["conform"], "--progress-every"),
                    (["fuzz"], "--seconds"), (["fuzz"], "--count"), (["fuzz"], "--seed"),
                    (["fuzz"], "--max-ops"), (["fuzz"], "--kernel-timeout")]
 
