@@ -163,6 +163,8 @@ int cmdConform(int argc, char **argv) {
   auto app = conformApp(o);
   if (auto rc = parseArgs(*app, argc, argv, 2))
     return *rc;
+  // The names the code below used before the options moved into ConformOptions (it stays as
+  // it was, so branches that edit it merge mechanically).
   std::vector<std::string> &devices = o.devices;
   const std::vector<std::string> &filters = o.filters;
   const std::string &jsonPath = o.jsonPath, &junitPath = o.junitPath, &htmlPath = o.htmlPath,

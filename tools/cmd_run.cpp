@@ -170,6 +170,8 @@ int cmdRun(int argc, char **argv) {
     return usageError("run", "needs a FILE");
   if (o.device.empty())
     return usageError("run", "needs --device (see 'tessera devices')");
+  // The names the code below used before the options moved into RunOptions (it stays as it
+  // was, so branches that edit it merge mechanically).
   const std::string &file = o.file, &kernelName = o.kernelName, &device = o.device;
   ProgramOptions &popts = o.program;
   bool boundsGiven = app->count("--bounds") > 0, noCache = o.noCache, check = o.check;
