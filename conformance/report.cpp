@@ -1,6 +1,8 @@
 // Text, JSON and JUnit reports of a conformance run.
 #include "conformance/report.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -9,38 +11,10 @@
 namespace tessera::conform {
 namespace {
 
-std::string jsonEscape(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-    case '"':
-      o += "\\\"";
-      break;
-    case '\\':
-      o += "\\\\";
-      break;
-    case '\n':
-      o += "\\n";
-      break;
-    case '\t':
-      o += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char b[8];
-        std::snprintf(b, sizeof b, "\\u%04x", c);
-        o += b;
-      } else {
-        o += ch;
-      }
-    }
-  }
-  return o;
-}
+// Ordered: the keys appear in the order the schema (report.h) lists them.
+using Json = nlohmann::ordered_json;
 
-std::string jstr(std::string_view s) { return "\"" + jsonEscape(s) + "\""; }
-
+// A number as JUnit text: non-finite values (an infinite ULP error) read "null", as in JSON.
 std::string jnum(double d) {
   if (!std::isfinite(d))
     return "null";
@@ -48,6 +22,9 @@ std::string jnum(double d) {
   std::snprintf(b, sizeof b, "%.17g", d);
   return b;
 }
+
+// A JSON number, or null where JSON has none (NaN, +-inf: an infinite ULP error, say).
+Json finiteOrNull(double d) { return std::isfinite(d) ? Json(d) : Json(nullptr); }
 
 std::string describeFailure(const CaseResult &c) {
   std::ostringstream os;
@@ -160,51 +137,49 @@ std::string findingList(const RunReport &r) {
 }
 
 std::string toJson(const RunReport &r) {
-  std::ostringstream os;
-  os << "{\n  \"schema\": \"tessera-conform/1\",\n  \"profile\": " << jstr(r.profile)
-     << ",\n  \"seed\": " << r.seed << ",\n  \"devices\": [";
-  for (size_t i = 0; i < r.devices.size(); ++i)
-    os << (i ? ", " : "") << jstr(r.devices[i]);
-  os << "],\n  \"seconds\": " << jnum(r.seconds) << ",\n  \"counts\": {";
-  const char *statuses[] = {"pass", "fail", "xfail", "xpass", "skip"};
-  for (int i = 0; i < 5; ++i)
-    os << (i ? ", " : "") << jstr(statuses[i]) << ": " << r.count(statuses[i]);
-  os << "},\n  \"cases\": [";
-  for (size_t i = 0; i < r.results.size(); ++i) {
-    const CaseResult &c = r.results[i];
-    os << (i ? ",\n" : "\n") << "    {\"case\": " << jstr(c.id) << ", \"op\": " << jstr(c.op)
-       << ", \"variant\": " << jstr(c.variant) << ", \"dtype\": " << jstr(c.dtype)
-       << ", \"shape\": [" << c.n << "], \"device\": " << jstr(c.device)
-       << ", \"status\": " << jstr(c.status) << ", \"max_ulp\": " << jnum(c.maxUlp)
-       << ", \"max_abs_err\": " << jnum(c.maxAbs) << ", \"tolerance\": " << jnum(c.tolerance)
-       << ", \"seed\": " << c.seed;
+  Json doc = {{"schema", "tessera-conform/1"},
+              {"profile", r.profile},
+              {"seed", r.seed},
+              {"devices", r.devices},
+              {"seconds", finiteOrNull(r.seconds)}};
+  Json &counts = doc["counts"] = Json::object();
+  for (const char *status : {"pass", "fail", "xfail", "xpass", "skip"})
+    counts[status] = r.count(status);
+  Json &cases = doc["cases"] = Json::array();
+  for (const CaseResult &c : r.results) {
+    Json row = {{"case", c.id},
+                {"op", c.op},
+                {"variant", c.variant},
+                {"dtype", c.dtype},
+                {"shape", Json::array({c.n})},
+                {"device", c.device},
+                {"status", c.status},
+                {"max_ulp", finiteOrNull(c.maxUlp)},
+                {"max_abs_err", finiteOrNull(c.maxAbs)},
+                {"tolerance", finiteOrNull(c.tolerance)},
+                {"seed", c.seed}};
     if (!c.message.empty())
-      os << ", \"message\": " << jstr(c.message);
+      row["message"] = c.message;
     if (c.normwiseOnly > 0)
-      os << ", \"normwise_only\": " << c.normwiseOnly;
+      row["normwise_only"] = c.normwiseOnly;
     const Judgement &j = c.judgement;
     if (j.firstBad >= 0)
-      os << ", \"failure\": {\"index\": " << j.firstBad << ", \"bad_count\": " << j.badCount
-         << ", \"inputs\": " << jstr(j.inputs) << ", \"expected\": " << jstr(j.expected)
-         << ", \"got\": " << jstr(j.got) << ", \"error\": " << jnum(j.error) << "}";
-    os << "}";
+      row["failure"] = {{"index", j.firstBad}, {"bad_count", j.badCount},
+                        {"inputs", j.inputs},  {"expected", j.expected},
+                        {"got", j.got},        {"error", finiteOrNull(j.error)}};
+    cases.push_back(std::move(row));
   }
-  os << "\n  ],\n  \"findings\": [";
-  for (size_t i = 0; i < r.findings.size(); ++i) {
-    const Finding &f = r.findings[i];
-    os << (i ? ",\n" : "\n") << "    {\"device\": " << jstr(f.device)
-       << ", \"capability\": " << jstr(f.capability) << ", \"detail\": " << jstr(f.detail)
-       << ", \"cases\": [";
-    for (size_t k = 0; k < f.cases.size(); ++k)
-      os << (k ? ", " : "") << jstr(f.cases[k]);
-    os << "]}";
-  }
-  os << "\n  ],\n  \"skipped_backends\": [";
-  for (size_t i = 0; i < r.skippedBackends.size(); ++i)
-    os << (i ? ",\n" : "\n") << "    {\"backend\": " << jstr(r.skippedBackends[i].first)
-       << ", \"reason\": " << jstr(r.skippedBackends[i].second) << "}";
-  os << "\n  ]\n}\n";
-  return os.str();
+  Json &findings = doc["findings"] = Json::array();
+  for (const Finding &f : r.findings)
+    findings.push_back({{"device", f.device},
+                        {"capability", f.capability},
+                        {"detail", f.detail},
+                        {"cases", f.cases}});
+  Json &skipped = doc["skipped_backends"] = Json::array();
+  for (const auto &[backend, reason] : r.skippedBackends)
+    skipped.push_back({{"backend", backend}, {"reason", reason}});
+  // Bytes that are not UTF-8 (a driver's message, say) become U+FFFD instead of throwing.
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string toJunit(const RunReport &r) {

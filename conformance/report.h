@@ -8,7 +8,8 @@
 //                 "tolerance","seed"[, "message"][, "normwise_only"][, "failure":
 //                 {"index","inputs","expected", "got","error"}]} ],
 //     "findings": [ {"device","capability","detail","cases": [..]} ] }
-// "shape" is [n]; max_ulp / max_abs_err are null when infinite. JUnit: one <testsuite> per
+// "shape" is [n]; numbers that are not finite (an infinite max_ulp, say) are null. Written with
+// nlohmann::json: doubles round-trip exactly, bytes that are not UTF-8 become U+FFFD. JUnit: one <testsuite> per
 // device, one <testcase classname="conform.DEVICE.OP" name="CASE"> per case.
 #pragma once
 

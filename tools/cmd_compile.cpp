@@ -26,10 +26,13 @@ std::string joined(const std::vector<std::string> &v) {
   return s;
 }
 
-std::string compileHelp() {
-  return "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-         "                       [--subgroup-size N]\n\n"
-         "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
+constexpr const char *kCompileUsage =
+    "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
+    "                       [--subgroup-size N]";
+
+// What `tessera compile --help` says before the options: what it does and the targets.
+std::string compileDescription() {
+  return "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
          "prints it (binary targets only to a pipe, never to a terminal) and the summary goes\n"
          "to stderr. Without -o nothing is written to disk: ptx (text) is printed to stdout,\n"
          "the binary targets only compile, validate and print their summary.\n\n"
@@ -47,20 +50,7 @@ std::string compileHelp() {
          joined(rocm::supportedArchs()) +
          "\n\n"
          "  -o OUT.tsrx for a GPU target writes the container instead: kernel metadata and every\n"
-         "  image (ptx: cubin and PTX), as the compile cache keeps it\n\n"
-         "options:\n"
-         "  --arch ARCH          GPU architecture (required for ptx and hsaco)\n"
-         "  --dump-dir DIR       write each stage:\n"
-         "                         cpu:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-obj.o\n"
-         "                         spirv-vulkan: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
-         "                         ptx:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-ptx.ptx "
-         "[4-cubin.cubin]\n"
-         "                         hsaco: 0-kir.tir 1-llvm.ll 2-llvm.linked.ll 3-llvm.opt.ll "
-         "4-obj.o\n"
-         "                                5-hsaco.hsaco\n"
-         "  --subgroup-size N    CPU subgroup width the work-item loops are written for (default\n"
-         "                       16); GPU subgroups are the warp (32) or the wavefront (64 on\n"
-         "                       gfx90a / gfx942, 32 on gfx1100)\n";
+         "  image (ptx: cubin and PTX), as the compile cache keeps it";
 }
 
 struct Request {
@@ -237,51 +227,41 @@ std::string checkTarget(const Request &rq) {
   return "";
 }
 
+// The command line of `tessera compile`, stored in `rq` as it parses.
+std::unique_ptr<CLI::App> compileApp(Request &rq) {
+  auto app = makeApp("compile", kCompileUsage, compileDescription());
+  app->add_option("FILE", rq.file, "the IR file");
+  app->add_option("--target", rq.target, "the target (required; see targets above)")
+      ->type_name("TARGET");
+  app->add_option("--arch", rq.arch, "GPU architecture (required for ptx and hsaco)")
+      ->type_name("ARCH");
+  app->add_option("-o", rq.out,
+                  "write the artefact to OUT ('-': stdout; OUT.tsrx: the GPU container)")
+      ->type_name("OUT");
+  app->add_option("--dump-dir", rq.dumpDir,
+                  "write each stage:\n"
+                  "  cpu:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-obj.o\n"
+                  "  spirv-vulkan: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
+                  "  ptx:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-ptx.ptx [4-cubin.cubin]\n"
+                  "  hsaco: 0-kir.tir 1-llvm.ll 2-llvm.linked.ll 3-llvm.opt.ll 4-obj.o\n"
+                  "         5-hsaco.hsaco")
+      ->type_name("DIR");
+  addChecked(*app, "--subgroup-size",
+             "CPU subgroup width the work-item loops are written for (default\n"
+             "16); GPU subgroups are the warp (32) or the wavefront (64 on\n"
+             "gfx90a / gfx942, 32 on gfx1100)",
+             "--subgroup-size must be a power of two in [1, 64]", powerOfTwo(rq.subgroup, 64))
+      ->type_name("N");
+  return app;
+}
+
 } // namespace
 
 int cmdCompile(int argc, char **argv) {
-  Args args(argc, argv, 2);
   Request rq;
-  bool missing = false;
-  while (!args.empty()) {
-    if (isHelp(args.peek())) {
-      std::fputs(compileHelp().c_str(), stdout);
-      return 0;
-    }
-    if (auto v = args.option("--target", missing)) {
-      rq.target = *v;
-      continue;
-    }
-    if (auto v = args.option("--arch", missing)) {
-      rq.arch = *v;
-      continue;
-    }
-    if (auto v = args.option("-o", missing)) {
-      rq.out = *v;
-      continue;
-    }
-    if (auto v = args.option("--dump-dir", missing)) {
-      rq.dumpDir = *v;
-      continue;
-    }
-    if (auto v = args.option("--subgroup-size", missing)) {
-      auto n = parseUnsigned(*v);
-      if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
-        return usageError("compile", "--subgroup-size must be a power of two in [1, 64]");
-      rq.subgroup = static_cast<uint32_t>(*n);
-      continue;
-    }
-    if (missing)
-      break;
-    std::string a = args.next();
-    if (a.size() > 1 && a[0] == '-')
-      return usageError("compile", "unknown option '" + a + "'");
-    if (!rq.file.empty())
-      return usageError("compile", "more than one FILE given");
-    rq.file = a;
-  }
-  if (missing)
-    return usageError("compile", "an option is missing its value");
+  auto app = compileApp(rq);
+  if (auto rc = parseArgs(*app, argc, argv, 2))
+    return *rc;
   if (rq.file.empty())
     return usageError("compile", "needs a FILE");
   if (rq.target.empty())

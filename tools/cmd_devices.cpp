@@ -4,6 +4,8 @@
 #include "tools/commands.h"
 #include "tools/registry_session.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -13,51 +15,21 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kDevicesHelp = R"(usage: tessera devices [--json]
-
-Lists every device (backend:index) with vendor, architecture, memory, limits and features,
+constexpr const char *kDevicesDescription =
+    R"(Lists every device (backend:index) with vendor, architecture, memory, limits and features,
 then the backends that are built but unavailable on this machine, with the reason.
-Plugin drivers are loaded from TESSERA_DRIVER_PATH.
-
-options:
-  --json    machine-readable output: {"devices":[...],"unavailable":[...]}
-)";
-
-std::string jsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
-}
+Plugin drivers are loaded from TESSERA_DRIVER_PATH.)";
 
 std::vector<std::string> featureNames(uint64_t f) {
   static const std::pair<uint64_t, const char *> kNames[] = {
-      {TSR_FEATURE_FP16, "fp16"},       {TSR_FEATURE_BF16, "bf16"},
-      {TSR_FEATURE_FP64, "fp64"},       {TSR_FEATURE_INT8, "int8"},
-      {TSR_FEATURE_INT16, "int16"},     {TSR_FEATURE_INT64, "int64"},
-      {TSR_FEATURE_SUBGROUPS, "subgroups"}, {TSR_FEATURE_FLOAT_ATOMICS, "float_atomics"},
+      {TSR_FEATURE_FP16, "fp16"},
+      {TSR_FEATURE_BF16, "bf16"},
+      {TSR_FEATURE_FP64, "fp64"},
+      {TSR_FEATURE_INT8, "int8"},
+      {TSR_FEATURE_INT16, "int16"},
+      {TSR_FEATURE_INT64, "int64"},
+      {TSR_FEATURE_SUBGROUPS, "subgroups"},
+      {TSR_FEATURE_FLOAT_ATOMICS, "float_atomics"},
       {TSR_FEATURE_UNIFIED_MEMORY, "unified_memory"},
       {TSR_FEATURE_FLOAT_PRESERVE, "float_preserve"}};
   std::vector<std::string> out;
@@ -67,42 +39,34 @@ std::vector<std::string> featureNames(uint64_t f) {
   return out;
 }
 
-std::string deviceJson(const tsr_device_info_t &d) {
-  char buf[512];
-  std::string s = "{\"name\":" + jsonString(d.name) + ",\"backend\":" + jsonString(d.backend) +
-                  ",\"vendor\":" + jsonString(d.vendor) +
-                  ",\"architecture\":" + jsonString(d.architecture);
-  std::snprintf(buf, sizeof buf,
-                ",\"total_memory\":%" PRIu64 ",\"compute_units\":%u,\"max_workgroup_size\":[%u,%u,%u]"
-                ",\"max_workgroup_total\":%u,\"max_grid_size\":[%u,%u,%u],\"max_shared_memory\":%" PRIu64
-                ",\"subgroup_size\":%u,\"buffer_offset_alignment\":%u,\"features\":[",
-                d.total_memory, d.compute_units, d.max_workgroup_size[0], d.max_workgroup_size[1],
-                d.max_workgroup_size[2], d.max_workgroup_total, d.max_grid_size[0],
-                d.max_grid_size[1], d.max_grid_size[2], d.max_shared_memory, d.subgroup_size,
-                d.buffer_offset_alignment);
-  s += buf;
-  auto feats = featureNames(d.features);
-  for (size_t i = 0; i < feats.size(); ++i)
-    s += (i ? "," : "") + jsonString(feats[i]);
-  return s + "]}";
+// A fixed-size name field as a string, even when a driver filled it without a terminator.
+template <size_t N> std::string field(const char (&s)[N]) { return std::string(s, strnlen(s, N)); }
+
+nlohmann::ordered_json deviceJson(const tsr_device_info_t &d) {
+  return {{"name", field(d.name)},
+          {"backend", field(d.backend)},
+          {"vendor", field(d.vendor)},
+          {"architecture", field(d.architecture)},
+          {"total_memory", d.total_memory},
+          {"compute_units", d.compute_units},
+          {"max_workgroup_size", d.max_workgroup_size},
+          {"max_workgroup_total", d.max_workgroup_total},
+          {"max_grid_size", d.max_grid_size},
+          {"max_shared_memory", d.max_shared_memory},
+          {"subgroup_size", d.subgroup_size},
+          {"buffer_offset_alignment", d.buffer_offset_alignment},
+          {"features", featureNames(d.features)}};
 }
 
 } // namespace
 
 int cmdDevices(int argc, char **argv) {
-  Args args(argc, argv, 2);
   bool json = false;
-  while (!args.empty()) {
-    if (isHelp(args.peek())) {
-      std::fputs(kDevicesHelp, stdout);
-      return 0;
-    }
-    if (args.flag("--json")) {
-      json = true;
-      continue;
-    }
-    return usageError("devices", "unknown argument '" + args.next() + "'");
-  }
+  auto app = makeApp("devices", "usage: tessera devices [--json]", kDevicesDescription);
+  app->add_flag("--json", json,
+                "machine-readable output: {\"devices\":[...],\"unavailable\":[...]}");
+  if (auto rc = parseArgs(*app, argc, argv, 2))
+    return *rc;
   RegistrySession session;
   std::string err;
   if (!session.open(&err)) {
@@ -134,14 +98,15 @@ int cmdDevices(int argc, char **argv) {
     }
 
   if (json) {
-    std::string out = "{\"devices\":[";
-    for (size_t i = 0; i < devices.size(); ++i)
-      out += (i ? "," : "") + deviceJson(devices[i]);
-    out += "],\"unavailable\":[";
-    for (size_t i = 0; i < unavailable.size(); ++i)
-      out += std::string(i ? "," : "") + "{\"backend\":" + jsonString(unavailable[i].backend) +
-             ",\"reason\":" + jsonString(unavailable[i].reason) + "}";
-    std::printf("%s]}\n", out.c_str());
+    nlohmann::ordered_json doc = {{"devices", nlohmann::ordered_json::array()},
+                                  {"unavailable", nlohmann::ordered_json::array()}};
+    for (const auto &d : devices)
+      doc["devices"].push_back(deviceJson(d));
+    for (const auto &u : unavailable)
+      doc["unavailable"].push_back({{"backend", u.backend}, {"reason", u.reason}});
+    // A driver's bytes that are not UTF-8 become U+FFFD instead of throwing.
+    std::printf("%s\n",
+                doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     return 0;
   }
   for (const auto &d : devices) {

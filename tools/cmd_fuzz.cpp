@@ -28,46 +28,18 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kFuzzHelp =
-    R"(usage: tessera fuzz [--device D]... [--seconds N] [--seed S] [--out DIR] [options]
-
-Generates random well-typed kernels (structured control flow, loops with carried values, every
+constexpr const char *kFuzzUsage =
+    "usage: tessera fuzz [--device D]... [--seconds N] [--seed S] [--out DIR] [options]";
+constexpr const char *kFuzzDescription =
+    R"(Generates random well-typed kernels (structured control flow, loops with carried values, every
 op family and scalar type the devices support, device functions, shared memory with barriers,
 subgroup ops, order-independent atomics, multi-dimensional and partial workgroups), runs each
 on the fp64 reference interpreter and on every device, and judges them like 'tessera run
---check' (and, on full-profile devices, per element). Every failure is shrunk to a small kernel, saved in DIR with a header saying the
-device, the seed and what mismatched. The last line is 'N kernels, M mismatches' (M counts
-kernel x device failures: wrong outputs, and device errors on kernels the interpreter ran).
-Exit status 1 if M > 0 or the generator made an invalid kernel (a fuzzer bug), 2 on usage.
-
-options:
-  --device DEV        a device to test (repeatable); default cpu:0
-  --seconds N         stop generating after N seconds (default 60)
-  --count N           stop after N kernels (default: no limit)
-  --seed S            kernel i is generated from seed S + i (default 1); the same seed gives
-                      the same kernels on every machine
-  --out DIR           where failures are saved (default fuzz-out)
-  --max-ops N         size of the generated kernels (default 60)
-  --shrink-seconds N  time to shrink one failure (default 60; 0 = save it unshrunk)
-  --max-shrinks N     shrink at most N failures, save later ones unshrunk (default 10)
-  --hostile           also generate out-of-range indices, zero divisors, MIN / -1 and loops
-                      with step <= 0; a kernel the interpreter rejects as undefined still
-                      runs on the devices, which must return (a status or outputs) rather
-                      than crash the process; it is counted, not judged (#10)
-  --bounds MODE       compile with bounds mode unchecked, robust (default) or checked
-                      (docs/ir.md, "Faults"); with --hostile and checked, a fault the device
-                      reports counts as survived
-  --exclude OP:TYPE   never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a
-                      known bug from dominating a run (repeatable)
-  --kernel-timeout N  end the run (exit 1) when one kernel runs longer than N seconds on a
-                      device, naming it (default 300; 0 = never)
-  --emit DIR          also write every generated kernel to DIR (kernel-SEED.tir)
-  --replay FILE       judge FILE on every device instead of generating (exit 1 on a failure)
-  --normwise-only     judge exactly like 'run --check' (by default a full-profile device is
-                      also held to the budget per element, see docs/conformance.md)
-  --plant-mismatch OP test only: corrupt an output of every kernel that uses op OP, to check
-                      that failures are caught and shrunk
-)";
+--check' (and, on full-profile devices, per element). Every failure is shrunk to a small
+kernel, saved in DIR with a header saying the device, the seed and what mismatched. The last
+line is 'N kernels, M mismatches' (M counts kernel x device failures: wrong outputs, and
+device errors on kernels the interpreter ran). Exit status 1 if M > 0 or the generator made
+an invalid kernel (a fuzzer bug), 2 on usage.)";
 
 struct Options {
   std::vector<std::string> devices;
@@ -79,6 +51,7 @@ struct Options {
   double shrinkSeconds = 60;
   int maxShrinks = 10;
   bool hostile = false;
+  std::vector<std::string> excludeNames; // OP:TYPE as given, checked after parsing
   std::vector<std::pair<ir::OpKind, ir::Scalar>> exclude;
   double kernelTimeout = 300;
   std::string emit, replay;
@@ -356,75 +329,107 @@ bool parseNumber(const std::string &v, double &out) {
   return true;
 }
 
+// `tessera fuzz`'s options, declared on `app`, stored in `o` when parsed.
+void addFuzzOptions(CLI::App &app, Options &o) {
+  auto whole = [](auto &into, double max = 1e300) {
+    return [&into, max](const std::string &v) {
+      double n = 0;
+      if (!parseNumber(v, n) || n > max)
+        return false;
+      into = static_cast<std::remove_reference_t<decltype(into)>>(n);
+      return true;
+    };
+  };
+  addRepeatable(app, "--device", o.devices, "a device to test (repeatable); default cpu:0")
+      ->type_name("DEV");
+  addChecked(app, "--seconds", "stop generating after N seconds (default 60)",
+             "--seconds needs a whole number", whole(o.seconds))
+      ->type_name("N");
+  addChecked(app, "--count", "stop after N kernels (default: no limit)",
+             "--count needs a whole number", whole(o.count))
+      ->type_name("N");
+  addChecked(app, "--seed",
+             "kernel i is generated from seed S + i (default 1); the same seed gives\n"
+             "the same kernels on every machine",
+             "--seed needs a whole number", unsignedIn(o.seed))
+      ->type_name("S");
+  app.add_option("--out", o.out, "where failures are saved (default fuzz-out)")->type_name("DIR");
+  addChecked(app, "--max-ops", "size of the generated kernels (default 60)",
+             "--max-ops needs a number in [1, 100000]",
+             [&o](const std::string &v) {
+               double n = 0;
+               if (!parseNumber(v, n) || n < 1 || n > 100000)
+                 return false;
+               o.maxOps = static_cast<int>(n);
+               return true;
+             })
+      ->type_name("N");
+  addChecked(app, "--shrink-seconds",
+             "time to shrink one failure (default 60; 0 = save it unshrunk)",
+             "--shrink-seconds needs a whole number", whole(o.shrinkSeconds))
+      ->type_name("N");
+  addChecked(app, "--max-shrinks",
+             "shrink at most N failures, save later ones unshrunk (default 10)",
+             "--max-shrinks needs a whole number", whole(o.maxShrinks, 1e6))
+      ->type_name("N");
+  app.add_flag_callback(
+      "--hostile",
+      [&o] {
+        o.hostile = true;
+        o.hooks.runUndefined = true;
+      },
+      "also generate out-of-range indices, zero divisors, MIN / -1 and loops\n"
+      "with step <= 0; a kernel the interpreter rejects as undefined still\n"
+      "runs on the devices, which must return (a status or outputs) rather\n"
+      "than crash the process; it is counted, not judged (#10)");
+  addChecked(app, "--bounds",
+             "compile with bounds mode unchecked, robust (default) or checked\n"
+             "(docs/ir.md, \"Faults\"); with --hostile and checked, a fault the device\n"
+             "reports counts as survived",
+             "--bounds must be unchecked, robust or checked",
+             [&o](const std::string &v) { return parseBoundsMode(v, &o.hooks.bounds); })
+      ->type_name("MODE");
+  // Every bad OP:TYPE is named in the error, so this one checks after parsing (cmdFuzz).
+  addRepeatable(app, "--exclude", o.excludeNames,
+                "never generate scalar op OP with result TYPE (e.g. fma:bf16), to keep a\n"
+                "known bug from dominating a run (repeatable)")
+      ->type_name("OP:TYPE");
+  addChecked(app, "--kernel-timeout",
+             "end the run (exit 1) when one kernel runs longer than N seconds on a\n"
+             "device, naming it (default 300; 0 = never)",
+             "--kernel-timeout needs a whole number", whole(o.kernelTimeout))
+      ->type_name("N");
+  app.add_option("--emit", o.emit, "also write every generated kernel to DIR (kernel-SEED.tir)")
+      ->type_name("DIR");
+  app.add_option("--replay", o.replay,
+                 "judge FILE on every device instead of generating (exit 1 on a failure)")
+      ->type_name("FILE");
+  app.add_flag_callback(
+      "--normwise-only", [&o] { o.hooks.elementwise = false; },
+      "judge exactly like 'run --check' (by default a full-profile device is\n"
+      "also held to the budget per element, see docs/conformance.md)");
+  app.add_option("--plant-mismatch", o.hooks.plantOp,
+                 "test only: corrupt an output of every kernel that uses op OP, to check\n"
+                 "that failures are caught and shrunk")
+      ->type_name("OP");
+}
+
 } // namespace
 
 int cmdFuzz(int argc, char **argv) {
-  Args args(argc, argv, 2);
   Options o;
-  bool missing = false;
-  while (!args.empty()) {
-    if (isHelp(args.peek())) {
-      std::fputs(kFuzzHelp, stdout);
-      return 0;
-    }
-    double num = 0;
-    if (auto v = args.option("--device", missing)) {
-      o.devices.push_back(*v);
-    } else if (auto v = args.option("--seconds", missing)) {
-      if (!parseNumber(*v, o.seconds))
-        return usageError("fuzz", "--seconds needs a whole number");
-    } else if (auto v = args.option("--count", missing)) {
-      if (!parseNumber(*v, num))
-        return usageError("fuzz", "--count needs a whole number");
-      o.count = static_cast<uint64_t>(num);
-    } else if (auto v = args.option("--seed", missing)) {
-      auto n = parseUnsigned(*v);
-      if (!n)
-        return usageError("fuzz", "--seed needs a whole number");
-      o.seed = *n;
-    } else if (auto v = args.option("--out", missing)) {
-      o.out = *v;
-    } else if (auto v = args.option("--max-ops", missing)) {
-      if (!parseNumber(*v, num) || num < 1 || num > 100000)
-        return usageError("fuzz", "--max-ops needs a number in [1, 100000]");
-      o.maxOps = static_cast<int>(num);
-    } else if (auto v = args.option("--shrink-seconds", missing)) {
-      if (!parseNumber(*v, o.shrinkSeconds))
-        return usageError("fuzz", "--shrink-seconds needs a whole number");
-    } else if (auto v = args.option("--max-shrinks", missing)) {
-      if (!parseNumber(*v, num) || num > 1e6)
-        return usageError("fuzz", "--max-shrinks needs a whole number");
-      o.maxShrinks = static_cast<int>(num);
-    } else if (auto v = args.option("--exclude", missing)) {
-      size_t colon = v->find(':');
-      auto op = ir::lookupOp(v->substr(0, colon));
-      auto type =
-          colon == std::string::npos ? std::nullopt : ir::parseScalarName(v->substr(colon + 1));
-      if (!op || !type)
-        return usageError("fuzz", "--exclude needs OP:TYPE, e.g. fma:bf16, got '" + *v + "'");
-      o.exclude.emplace_back(*op, *type);
-    } else if (auto v = args.option("--kernel-timeout", missing)) {
-      if (!parseNumber(*v, o.kernelTimeout))
-        return usageError("fuzz", "--kernel-timeout needs a whole number");
-    } else if (auto v = args.option("--emit", missing)) {
-      o.emit = *v;
-    } else if (auto v = args.option("--replay", missing)) {
-      o.replay = *v;
-    } else if (auto v = args.option("--plant-mismatch", missing)) {
-      o.hooks.plantOp = *v;
-    } else if (args.flag("--normwise-only")) {
-      o.hooks.elementwise = false;
-    } else if (auto v = args.option("--bounds", missing)) {
-      if (!parseBoundsMode(*v, &o.hooks.bounds))
-        return usageError("fuzz", "--bounds must be unchecked, robust or checked");
-    } else if (args.flag("--hostile")) {
-      o.hostile = true;
-      o.hooks.runUndefined = true;
-    } else if (!missing) {
-      return usageError("fuzz", "unknown argument '" + std::string(args.peek()) + "'");
-    }
-    if (missing)
-      return usageError("fuzz", "an option is missing its value");
+  auto app = makeApp("fuzz", kFuzzUsage, kFuzzDescription);
+  addFuzzOptions(*app, o);
+  if (auto rc = parseArgs(*app, argc, argv, 2))
+    return *rc;
+  for (const std::string &v : o.excludeNames) {
+    size_t colon = v.find(':');
+    auto op = ir::lookupOp(v.substr(0, colon));
+    auto type =
+        colon == std::string::npos ? std::nullopt : ir::parseScalarName(v.substr(colon + 1));
+    if (!op || !type)
+      return usageError("fuzz", "--exclude needs OP:TYPE, e.g. fma:bf16, got '" + v + "'");
+    o.exclude.emplace_back(*op, *type);
   }
   if (o.devices.empty())
     o.devices.push_back("cpu:0");

@@ -15,21 +15,12 @@
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kInterpHelp =
-    R"(usage: tessera interp FILE [--kernel NAME] [--subgroup-size N] [--max-steps N] [--dump DIR]
-
-Runs every kernel of FILE that has a launch spec (or only --kernel NAME) on the fp64
+constexpr const char *kInterpUsage =
+    "usage: tessera interp FILE [--kernel NAME] [--subgroup-size N] [--max-steps N] [--dump DIR]";
+constexpr const char *kInterpDescription =
+    R"(Runs every kernel of FILE that has a launch spec (or only --kernel NAME) on the fp64
 reference interpreter and prints, per output buffer, count, min, max, sum, NaN count and a
-hash of the bytes.
-
-options:
-  --kernel NAME        run only this kernel (it must have a launch spec)
-  --subgroup-size N    subgroup size the interpreter emulates (default 32)
-  --max-steps N        stop a kernel with an error after N executed op-lanes (default
-                       4000000000): the interpreter's guard against kernels that never end
-  --dump DIR           write each output buffer to DIR/<kernel>.<param>.bin (raw, native
-                       storage format) and .txt (one value per line)
-)";
+hash of the bytes.)";
 
 bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::LaunchData &data) {
   std::error_code ec;
@@ -67,48 +58,32 @@ bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::Launch
 } // namespace
 
 int cmdInterp(int argc, char **argv) {
-  Args args(argc, argv, 2);
-  std::string file, kernelName, dumpDir;
+  std::string file, kernelName, dumpDir, maxSteps;
   ir::InterpOptions opts;
-  bool missing = false;
-  while (!args.empty()) {
-    if (isHelp(args.peek())) {
-      std::fputs(kInterpHelp, stdout);
-      return 0;
-    }
-    if (auto v = args.option("--kernel", missing)) {
-      kernelName = *v;
-      continue;
-    }
-    if (auto v = args.option("--dump", missing)) {
-      dumpDir = *v;
-      continue;
-    }
-    if (auto v = args.option("--subgroup-size", missing)) {
-      auto n = parseUnsigned(*v);
-      if (!n || *n == 0 || *n > 128 || (*n & (*n - 1)))
-        return usageError("interp", "--subgroup-size must be a power of two in [1, 128]");
-      opts.subgroupSize = static_cast<uint32_t>(*n);
-      continue;
-    }
-    if (auto v = args.option("--max-steps", missing)) {
-      auto n = parseUnsigned(*v);
-      if (!n || *n == 0)
-        return usageError("interp", "--max-steps must be a positive integer");
-      opts.maxSteps = *n;
-      continue;
-    }
-    if (missing)
-      break;
-    std::string a = args.next();
-    if (a.size() > 1 && a[0] == '-')
-      return usageError("interp", "unknown option '" + a + "'");
-    if (!file.empty())
-      return usageError("interp", "more than one FILE given");
-    file = a;
+  auto app = makeApp("interp", kInterpUsage, kInterpDescription);
+  app->add_option("FILE", file, "the IR file");
+  app->add_option("--kernel", kernelName, "run only this kernel (it must have a launch spec)")
+      ->type_name("NAME");
+  addChecked(*app, "--subgroup-size", "subgroup size the interpreter emulates (default 32)",
+             "--subgroup-size must be a power of two in [1, 128]",
+             powerOfTwo(opts.subgroupSize, 128))
+      ->type_name("N");
+  app->add_option("--max-steps", maxSteps,
+                  "stop a kernel with an error after N executed op-lanes (default\n4000000000): "
+                  "the interpreter's guard against kernels that never end")
+      ->type_name("N");
+  app->add_option("--dump", dumpDir,
+                  "write each output buffer to DIR/<kernel>.<param>.bin (raw, native\nstorage "
+                  "format) and .txt (one value per line)")
+      ->type_name("DIR");
+  if (auto rc = parseArgs(*app, argc, argv, 2))
+    return *rc;
+  if (app->count("--max-steps")) {
+    auto n = parseUnsigned(maxSteps);
+    if (!n || *n == 0)
+      return usageError("interp", "--max-steps must be a positive integer");
+    opts.maxSteps = *n;
   }
-  if (missing)
-    return usageError("interp", "an option is missing its value");
   if (file.empty())
     return usageError("interp", "needs a FILE");
 
@@ -138,8 +113,8 @@ int cmdInterp(int argc, char **argv) {
     }
     auto t0 = std::chrono::steady_clock::now();
     ir::InterpResult res = ir::interpret(*r.module, *f, data.dims, data.args, opts);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ++ran;
     if (!res.ok) {
       std::fprintf(stderr, "%s\n", res.error.c_str());

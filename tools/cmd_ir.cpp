@@ -9,23 +9,31 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace tessera::cli {
 namespace {
 
-constexpr const char *kIrHelp = R"(usage: tessera ir <verify|print|opt> ...
+constexpr const char *kVerifyHelp =
+    "Parse and verify each file. Prints 'FILE: ok' per valid file; diagnostics\n"
+    "(file:line:col: error: ...) on stderr. Exit 0 if all are valid, 1 otherwise.";
+constexpr const char *kPrintHelp =
+    "Print the canonical text of FILE (print(parse(print(x))) == print(x)).";
+constexpr const char *kOptHelp = "Run passes in order, verifying after each. --dump-after writes "
+                                 "the IR after\nevery pass to stderr.";
 
-  tessera ir verify FILE...
-      Parse and verify each file. Prints 'FILE: ok' per valid file; diagnostics
-      (file:line:col: error: ...) on stderr. Exit 0 if all are valid, 1 otherwise.
-
-  tessera ir print FILE [-o OUT]
-      Print the canonical text of FILE (print(parse(print(x))) == print(x)).
-
-  tessera ir opt FILE --passes=P1,P2,... [--dump-after] [-o OUT]
-      Run passes in order, verifying after each. --dump-after writes the IR after
-      every pass to stderr. Passes:
-)";
+// The registered passes, one per line, for the help of `ir` and `ir opt`.
+std::string passList() {
+  std::string out = "passes:\n";
+  for (const auto &p : ir::passRegistry()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-14.*s %.*s\n", static_cast<int>(p.name.size()),
+                  p.name.data(), static_cast<int>(p.description.size()), p.description.data());
+    out += line;
+  }
+  out.pop_back();
+  return out;
+}
 
 bool printDiags(const ir::Diagnostics &diags) {
   for (const auto &d : diags)
@@ -48,18 +56,30 @@ int writeOut(const std::string &text, const std::string &outPath) {
 }
 
 void printIrHelp() {
-  std::fputs(kIrHelp, stdout);
-  for (const auto &p : ir::passRegistry())
-    std::printf("        %-14.*s %.*s\n", static_cast<int>(p.name.size()), p.name.data(),
-                static_cast<int>(p.description.size()), p.description.data());
+  auto indented = [](std::string text) {
+    for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos; at += 7)
+      text.insert(at + 1, "      ");
+    return text;
+  };
+  std::printf(
+      "usage: tessera ir <verify|print|opt> ...\n\n  tessera ir verify FILE...\n      %s\n\n"
+      "  tessera ir print FILE [-o OUT]\n      %s\n\n"
+      "  tessera ir opt FILE --passes=P1,P2,... [--dump-after] [-o OUT]\n      %s\n\n%s\n\n"
+      "Run 'tessera ir SUBCOMMAND --help' for its options.\n",
+      indented(kVerifyHelp).c_str(), indented(kPrintHelp).c_str(), indented(kOptHelp).c_str(),
+      passList().c_str());
 }
 
-int verifyCmd(Args &args) {
-  if (args.empty())
-    return usageError("ir", "verify needs at least one FILE");
+int verifyCmd(int argc, char **argv) {
+  std::vector<std::string> files;
+  auto app = makeApp("ir verify", "usage: tessera ir verify FILE...", kVerifyHelp);
+  app->add_option("FILE", files, "IR files to check");
+  if (auto rc = parseArgs(*app, argc, argv, 3))
+    return *rc;
+  if (files.empty())
+    return usageError("ir verify", "needs at least one FILE");
   int rc = 0;
-  while (!args.empty()) {
-    std::string path = args.next();
+  for (const std::string &path : files) {
     ir::ParseResult r = ir::parseFile(path);
     if (!printDiags(r.diags)) {
       rc = 1;
@@ -70,39 +90,28 @@ int verifyCmd(Args &args) {
   return rc;
 }
 
-int printOrOptCmd(Args &args, bool opt) {
+int printOrOptCmd(int argc, char **argv, bool opt) {
   std::string file, outPath, passes;
-  bool dumpAfter = false, missing = false;
-  while (!args.empty()) {
-    if (auto v = args.option("-o", missing)) {
-      outPath = *v;
-      continue;
-    }
-    if (auto v = args.option("--passes", missing)) {
-      passes = *v;
-      continue;
-    }
-    if (args.flag("--dump-after")) {
-      dumpAfter = true;
-      continue;
-    }
-    if (missing)
-      break;
-    std::string a = args.next();
-    if (a.size() > 1 && a[0] == '-')
-      return usageError("ir", "unknown option '" + a + "'");
-    if (!file.empty())
-      return usageError("ir", "more than one FILE given");
-    file = a;
+  bool dumpAfter = false;
+  const char *cmd = opt ? "ir opt" : "ir print";
+  auto app = makeApp(cmd,
+                     opt ? "usage: tessera ir opt FILE --passes=P1,P2,... [--dump-after] [-o OUT]"
+                         : "usage: tessera ir print FILE [-o OUT]",
+                     opt ? kOptHelp : kPrintHelp);
+  app->add_option("FILE", file, "the IR file");
+  app->add_option("-o", outPath, "write the IR text to OUT instead of stdout")->type_name("OUT");
+  if (opt) {
+    app->add_option("--passes", passes, "comma-separated passes to run in order")
+        ->type_name("P1,P2,...");
+    app->add_flag("--dump-after", dumpAfter, "write the IR after every pass to stderr");
+    app->footer(passList());
   }
-  if (missing)
-    return usageError("ir", "an option is missing its value");
+  if (auto rc = parseArgs(*app, argc, argv, 3))
+    return *rc;
   if (file.empty())
-    return usageError("ir", std::string(opt ? "opt" : "print") + " needs a FILE");
-  if (!opt && (!passes.empty() || dumpAfter))
-    return usageError("ir", "--passes and --dump-after belong to 'ir opt'");
+    return usageError(cmd, "needs a FILE");
   if (opt && passes.empty())
-    return usageError("ir", "opt needs --passes=P1,P2,...");
+    return usageError(cmd, "needs --passes=P1,P2,...");
 
   ir::ParseResult r = ir::parseFile(file);
   if (!printDiags(r.diags))
@@ -111,7 +120,7 @@ int printOrOptCmd(Args &args, bool opt) {
     ir::PassManager pm;
     std::string err;
     if (!pm.parsePipeline(passes, err))
-      return usageError("ir", err);
+      return usageError(cmd, err);
     auto dump = [&](std::string_view pass, const ir::Module &m) {
       std::fprintf(stderr, "// ----- IR after pass '%.*s' -----\n%s", static_cast<int>(pass.size()),
                    pass.data(), ir::printModule(m).c_str());
@@ -125,23 +134,18 @@ int printOrOptCmd(Args &args, bool opt) {
 } // namespace
 
 int cmdIr(int argc, char **argv) {
-  Args args(argc, argv, 2);
-  if (args.empty() || isHelp(args.peek())) {
+  std::string_view sub = argc > 2 ? argv[2] : "";
+  if (sub.empty() || sub == "--help" || sub == "-h") {
     printIrHelp();
-    return args.empty() ? kExitUsage : 0;
-  }
-  std::string sub = args.next();
-  if (!args.empty() && isHelp(args.peek())) {
-    printIrHelp();
-    return 0;
+    return sub.empty() ? kExitUsage : 0;
   }
   if (sub == "verify")
-    return verifyCmd(args);
+    return verifyCmd(argc, argv);
   if (sub == "print")
-    return printOrOptCmd(args, false);
+    return printOrOptCmd(argc, argv, false);
   if (sub == "opt")
-    return printOrOptCmd(args, true);
-  return usageError("ir", "unknown subcommand '" + sub + "'");
+    return printOrOptCmd(argc, argv, true);
+  return usageError("ir", "unknown subcommand '" + std::string(sub) + "'");
 }
 
 } // namespace tessera::cli

@@ -19,6 +19,8 @@
 #include "tessera/hal.hpp"
 #include "tessera/program.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,7 +29,6 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,38 +84,23 @@ struct Report {
   }
 };
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 void writeJson(const Report &report, const std::string &path) {
-  std::ostringstream j;
-  j << "{\n  \"schema\": \"tessera-cuda-bench/1\",\n  \"device\": " << jsonString(report.device)
-    << ",\n  \"architecture\": " << jsonString(report.architecture)
-    << ",\n  \"skipped\": " << (report.skipped.empty() ? "null" : jsonString(report.skipped))
-    << ",\n  \"results\": [";
-  for (size_t i = 0; i < report.rows.size(); ++i) {
-    const Row &row = report.rows[i];
-    j << (i ? "," : "") << "\n    {\"name\": " << jsonString(row.name);
+  using Json = nlohmann::ordered_json;
+  Json doc = {{"schema", "tessera-cuda-bench/1"},
+              {"device", report.device},
+              {"architecture", report.architecture},
+              {"skipped", report.skipped.empty() ? Json(nullptr) : Json(report.skipped)},
+              {"results", Json::array()}};
+  for (const Row &row : report.rows) {
+    Json r = {{"name", row.name}};
     for (const auto &[key, value] : row.numbers)
-      j << ", " << jsonString(key) << ": " << (std::isfinite(value) ? value : -1.0);
-    j << ", \"note\": " << jsonString(row.note) << "}";
+      r[key] = std::isfinite(value) ? value : -1.0; // the schema's "no figure"
+    r["note"] = row.note;
+    doc["results"].push_back(std::move(r));
   }
-  j << "\n  ],\n  \"failures\": [";
-  for (size_t i = 0; i < report.failures.size(); ++i)
-    j << (i ? ", " : "") << jsonString(report.failures[i]);
-  j << "],\n  \"passed\": " << (report.failures.empty() ? "true" : "false") << "\n}\n";
-  std::ofstream(path) << j.str();
+  doc["failures"] = report.failures;
+  doc["passed"] = report.failures.empty();
+  std::ofstream(path) << doc.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
 /// Median ms per operation: `iters` operations between synchronizes, over `reps` samples.

@@ -1,5 +1,6 @@
 // Tests of judging (a deliberately wrong "device result" is caught: the interpreter's output
-// compared with a perturbed copy of itself) and of the JSON / JUnit writers.
+// compared with a perturbed copy of itself) and of the JSON / JUnit writers (the JSON read back
+// with nlohmann::json).
 #include "conformance/judge.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
@@ -7,6 +8,7 @@
 #include "ir/interp/numerics.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -38,8 +40,8 @@ struct Sample {
 };
 
 TEST(Judge, ReferenceAgainstItselfPasses) {
-  for (const char *id : {"exp.f32/uniform/n1000", "add.i32/uniform/n1000",
-                         "div.f16/special/n441", "cmp.olt.f64/special/n441"}) {
+  for (const char *id : {"exp.f32/uniform/n1000", "add.i32/uniform/n1000", "div.f16/special/n441",
+                         "cmp.olt.f64/special/n441"}) {
     Sample s(id);
     if (!s.c)
       continue;
@@ -153,15 +155,71 @@ RunReport sampleReport() {
   return r;
 }
 
+// The JSON report read back with nlohmann::json: every schema key with its type and value.
 TEST(Report, JsonHasTheSchemaKeys) {
-  std::string js = toJson(sampleReport());
-  for (const char *key : {"\"schema\": \"tessera-conform/1\"", "\"profile\": \"full\"",
-                          "\"counts\": {\"pass\": 1, \"fail\": 1", "\"case\": ", "\"op\": ",
-                          "\"dtype\": ", "\"shape\": [1000]", "\"device\": \"cpu:0\"",
-                          "\"status\": \"fail\"", "\"max_ulp\": null", "\"max_abs_err\": ",
-                          "\"tolerance\": ", "\"seed\": 1", "\"failure\": {\"index\": 3",
-                          "\\\"q\\\"", "\"findings\": [", "\"capability\": "})
-    EXPECT_NE(js.find(key), std::string::npos) << key << "\n" << js;
+  nlohmann::json doc = nlohmann::json::parse(toJson(sampleReport()));
+  EXPECT_EQ(doc["schema"], "tessera-conform/1");
+  EXPECT_EQ(doc["profile"], "full");
+  EXPECT_EQ(doc["seed"], 1);
+  EXPECT_EQ(doc["devices"], nlohmann::json::array({"cpu:0"}));
+  EXPECT_TRUE(doc["seconds"].is_number());
+  EXPECT_EQ(doc["counts"],
+            nlohmann::json({{"pass", 1}, {"fail", 1}, {"xfail", 0}, {"xpass", 0}, {"skip", 0}}));
+  ASSERT_EQ(doc["cases"].size(), 2u);
+  const nlohmann::json &fail = doc["cases"][1];
+  EXPECT_EQ(fail["case"], "exp.f32/hard/n1000");
+  EXPECT_EQ(fail["op"], "exp");
+  EXPECT_EQ(fail["variant"], "exp.f32");
+  EXPECT_EQ(fail["dtype"], "f32");
+  EXPECT_EQ(fail["shape"], nlohmann::json::array({1000}));
+  EXPECT_EQ(fail["device"], "cpu:0");
+  EXPECT_EQ(fail["status"], "fail");
+  EXPECT_TRUE(fail["max_ulp"].is_null()) << "an infinite ULP error is null";
+  EXPECT_EQ(fail["max_abs_err"], 0.0);
+  EXPECT_EQ(fail["tolerance"], 0.0);
+  EXPECT_EQ(fail["seed"], 1);
+  EXPECT_FALSE(fail.contains("message"));
+  EXPECT_EQ(fail["failure"]["index"], 3);
+  EXPECT_EQ(fail["failure"]["bad_count"], 0);
+  EXPECT_EQ(fail["failure"]["inputs"], "1 <&> \"q\"");
+  EXPECT_EQ(fail["failure"]["expected"], "2");
+  EXPECT_EQ(fail["failure"]["got"], "3");
+  EXPECT_FALSE(doc["cases"][0].contains("failure"));
+  EXPECT_EQ(doc["cases"][0]["max_ulp"], 0.5);
+  ASSERT_EQ(doc["findings"].size(), 1u);
+  EXPECT_EQ(doc["findings"][0], nlohmann::json({{"device", "cpu:0"},
+                                                {"capability", "flushes-subnormal-results"},
+                                                {"detail", "detail"},
+                                                {"cases", {"exp.f32/hard/n1000"}}}));
+  EXPECT_EQ(doc["skipped_backends"], nlohmann::json::array());
+}
+
+// Errors and timings round-trip exactly (the shortest decimal that reads back to the same
+// double); NaN and infinities, which JSON has no numbers for, are null; strings with quotes,
+// control characters and bytes that are not UTF-8 stay valid JSON (the latter as U+FFFD).
+TEST(Report, JsonNumbersRoundTripAndOddStringsStayValid) {
+  RunReport r = sampleReport();
+  const double values[] = {0.1 + 0.2, 0x1p-1074, 1.7976931348623157e308, 3.0000000000000004,
+                           123456.789e-300};
+  r.results[0].maxUlp = values[0];
+  r.results[0].maxAbs = values[1];
+  r.results[0].tolerance = values[2];
+  r.results[1].judgement.error = values[3];
+  r.seconds = values[4];
+  r.results[1].maxAbs = NAN;
+  r.results[1].tolerance = -INFINITY;
+  r.results[0].message = std::string("tab\tnl\nbell\x07 quote\" back\\ bad\xff\xfe utf-8 \xc3\xa9");
+  nlohmann::json doc = nlohmann::json::parse(toJson(r));
+  const nlohmann::json &c0 = doc["cases"][0], &c1 = doc["cases"][1];
+  EXPECT_EQ(c0["max_ulp"].get<double>(), values[0]);
+  EXPECT_EQ(c0["max_abs_err"].get<double>(), values[1]);
+  EXPECT_EQ(c0["tolerance"].get<double>(), values[2]);
+  EXPECT_EQ(c1["failure"]["error"].get<double>(), values[3]);
+  EXPECT_EQ(doc["seconds"].get<double>(), values[4]);
+  EXPECT_TRUE(c1["max_abs_err"].is_null());
+  EXPECT_TRUE(c1["tolerance"].is_null());
+  EXPECT_EQ(c0["message"],
+            "tab\tnl\nbell\x07 quote\" back\\ bad\xef\xbf\xbd\xef\xbf\xbd utf-8 \xc3\xa9");
 }
 
 TEST(Report, JunitCountsAndEscapes) {
@@ -219,7 +277,7 @@ TEST(Report, NormwiseOnlyPassesAreNamed) {
                                 "%y (273 elements)\n"),
             std::string::npos)
       << findingList(r);
-  EXPECT_NE(toJson(r).find("\"normwise_only\": 273"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(toJson(r))["cases"][0]["normwise_only"], 273);
   EXPECT_NE(toHtml(r).find("<td>passed-only-normwise</td>"), std::string::npos);
   r.results[0].normwiseOnly = 0;
   EXPECT_EQ(findingList(r).find("note:"), std::string::npos);

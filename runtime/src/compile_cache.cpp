@@ -1,13 +1,16 @@
 // Compile cache implementation: memory map + crash-safe, checksummed, key-bound disk entries.
 //
-// Entry file (format version 2), little-endian:
-//   "TSRCACHE" | u32 version | u32 key length K | K key bytes | u64 payload size N |
-//   SHA-256 of (length-prefixed key, payload) | N payload bytes
+// Entry file (format version 3), little-endian:
+//   "TSRCACHE" | u32 version | u64 key text length K | K key text bytes | u64 payload size N |
+//   XXH3-128 of (length-prefixed key text, payload) | N payload bytes
+// Version 2 entries (SHA-256, the key's hex digest in place of its text) live under 64-digit
+// file names that version 3 never looks up; one found under a 32-digit name is refused by its
+// version field.
 // Never follows a symbolic link, never blocks on a special file, never reads more than
 // kMaxEntryBytes; every failure is a miss with one warning line, never an exception.
 #include "tessera/compile_cache.h"
 
-#include "tessera/sha256.h"
+#include "tessera/content_hash.h"
 
 #include <atomic>
 #include <cerrno>
@@ -25,9 +28,9 @@ namespace tessera {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormatVersion = 2;
-constexpr size_t kMinKey = 16, kMaxKey = 128;
-constexpr size_t kFixedHeader = sizeof kMagic + 4 + 4 + 8 + 32; // all but the key
+constexpr uint32_t kFormatVersion = 3;
+constexpr size_t kDigestBytes = 16, kDigestHex = 2 * kDigestBytes;
+constexpr size_t kFixedHeader = sizeof kMagic + 4 + 8 + 8 + kDigestBytes; // all but the key
 
 void putLe(std::string &out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -41,17 +44,18 @@ uint64_t getLe(const char *p, int bytes) {
   return v;
 }
 
-bool validKey(const std::string &key) {
-  if (key.size() < kMinKey || key.size() > kMaxKey)
+// A digest that can name a file: exactly 32 lowercase hex digits (no '/', no "..").
+bool validKey(const CacheKey &key) {
+  if (key.digest.size() != kDigestHex)
     return false;
-  for (char c : key)
+  for (char c : key.digest)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
       return false;
   return true;
 }
 
-std::array<uint8_t, 32> checksum(std::string_view key, std::string_view payload) {
-  return Sha256().field(key).update(payload).digest();
+std::array<uint8_t, kDigestBytes> checksum(std::string_view keyText, std::string_view payload) {
+  return ContentHash().field(keyText).update(payload).digest();
 }
 
 std::string uniqueSuffix() {
@@ -113,10 +117,14 @@ Read readEntryFile(const std::filesystem::path &path) {
   return r;
 }
 
-// The payload of a well-formed entry stored under `key`, else the reason it is not one.
-std::optional<std::string> decodeEntry(const std::string &data, const std::string &key,
-                                       std::string *reason) {
-  if (data.size() < kFixedHeader + kMinKey || std::memcmp(data.data(), kMagic, 8) != 0) {
+/// A well-formed entry's parts (views into the file's bytes).
+struct Entry {
+  std::string_view keyText, payload;
+};
+
+// The parts of `data` if it is a well-formed entry of this format, else the reason it is not.
+std::optional<Entry> parseEntry(const std::string &data, std::string *reason) {
+  if (data.size() < kFixedHeader || std::memcmp(data.data(), kMagic, 8) != 0) {
     *reason = "it is not a cache entry (truncated or foreign)";
     return std::nullopt;
   }
@@ -125,42 +133,62 @@ std::optional<std::string> decodeEntry(const std::string &data, const std::strin
         "it has format version " + std::to_string(v) + ", not " + std::to_string(kFormatVersion);
     return std::nullopt;
   }
-  uint64_t keyLen = getLe(data.data() + 12, 4);
-  if (keyLen < kMinKey || keyLen > kMaxKey || data.size() < kFixedHeader + keyLen) {
+  uint64_t keyLen = getLe(data.data() + 12, 8);
+  if (keyLen > data.size() - kFixedHeader) {
     *reason = "its header is damaged";
     return std::nullopt;
   }
-  std::string_view stored(data.data() + 16, keyLen);
-  if (stored != key) {
-    *reason = "it was stored under another key (" + std::string(stored.substr(0, 16)) + "...)";
-    return std::nullopt;
-  }
-  const char *p = data.data() + 16 + keyLen;
+  Entry e;
+  e.keyText = std::string_view(data.data() + 20, keyLen);
+  const char *p = data.data() + 20 + keyLen;
   uint64_t size = getLe(p, 8);
   size_t header = kFixedHeader + keyLen;
   if (size != data.size() - header) {
     *reason = "its payload is truncated or has trailing bytes";
     return std::nullopt;
   }
-  std::string_view payload(data.data() + header, size);
-  if (std::memcmp(checksum(key, payload).data(), p + 8, 32) != 0) {
+  e.payload = std::string_view(data.data() + header, size);
+  if (std::memcmp(checksum(e.keyText, e.payload).data(), p + 8, kDigestBytes) != 0) {
     *reason = "its checksum does not match";
     return std::nullopt;
   }
-  return std::string(payload);
+  return e;
+}
+
+// The payload of a well-formed entry stored under `key`, else the reason it is not one.
+std::optional<std::string> decodeEntry(const std::string &data, const CacheKey &key,
+                                       std::string *reason) {
+  std::optional<Entry> e = parseEntry(data, reason);
+  if (!e)
+    return std::nullopt;
+  if (e->keyText != key.text) {
+    std::string digest = contentHashHex(e->keyText);
+    *reason = digest == key.digest
+                  ? "it records another key with the same hash (an XXH3-128 collision)"
+                  : "it was stored under another key (" + digest.substr(0, 16) + "...)";
+    return std::nullopt;
+  }
+  return std::string(e->payload);
 }
 
 } // namespace
 
-std::string makeCacheKey(std::string_view compilerVersion, std::string_view target,
-                         std::string_view optionsKey, std::string_view irText) {
-  return Sha256()
-      .field("tessera-compile-cache-v1")
-      .field(compilerVersion)
-      .field(target)
-      .field(optionsKey)
-      .field(irText)
-      .hexDigest();
+CacheKey CacheKey::fromText(std::string text) {
+  CacheKey k;
+  k.digest = contentHashHex(text);
+  k.text = std::move(text);
+  return k;
+}
+
+CacheKey makeCacheKey(std::string_view compilerVersion, std::string_view target,
+                      std::string_view optionsKey, std::string_view irText) {
+  std::string text;
+  text.reserve(5 * 8 + 24 + compilerVersion.size() + target.size() + optionsKey.size() +
+               irText.size());
+  for (std::string_view f :
+       {std::string_view("tessera-compile-cache-v2"), compilerVersion, target, optionsKey, irText})
+    appendField(text, f);
+  return CacheKey::fromText(std::move(text));
 }
 
 CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -175,8 +203,19 @@ std::filesystem::path CompileCache::defaultDir() {
   return {};
 }
 
-std::filesystem::path CompileCache::entryPath(const std::string &key) const {
-  return dir_ / key.substr(0, 2) / (key + ".bin");
+std::filesystem::path CompileCache::entryPath(const CacheKey &key) const {
+  return dir_ / key.digest.substr(0, 2) / (key.digest + ".bin");
+}
+
+std::optional<CacheKey> CompileCache::recordedKey(const std::filesystem::path &entry) {
+  Read r = readEntryFile(entry);
+  std::string reason;
+  if (r.kind != Read::Kind::Ok)
+    return std::nullopt;
+  std::optional<Entry> e = parseEntry(r.data, &reason);
+  if (!e)
+    return std::nullopt;
+  return CacheKey::fromText(std::string(e->keyText));
 }
 
 void CompileCache::setWarningSink(WarningSink sink) {
@@ -214,7 +253,7 @@ bool CompileCache::diskUsable(std::string *why) {
   return dirUsable_;
 }
 
-std::optional<std::string> CompileCache::readDisk(const std::string &key) {
+std::optional<std::string> CompileCache::readDisk(const CacheKey &key) {
   std::filesystem::path path = entryPath(key);
   Read r = readEntryFile(path);
   if (r.kind == Read::Kind::Absent)
@@ -234,17 +273,18 @@ std::optional<std::string> CompileCache::readDisk(const std::string &key) {
   return std::nullopt;
 }
 
-std::optional<std::string> CompileCache::lookup(const std::string &key) {
+std::optional<std::string> CompileCache::lookup(const CacheKey &key) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = memory_.find(key); it != memory_.end()) {
+  // Another key text under the same digest (a collision) is no hit: go on to the disk.
+  if (auto it = memory_.find(key.digest); it != memory_.end() && it->second.keyText == key.text) {
     ++stats_.memoryHits;
-    return it->second;
+    return it->second.payload;
   }
   std::string why;
   if (!dir_.empty() && validKey(key) && diskUsable(&why)) {
     if (auto payload = readDisk(key)) {
       ++stats_.diskHits;
-      memory_[key] = *payload;
+      memory_[key.digest] = {key.text, *payload};
       return payload;
     }
   }
@@ -252,9 +292,9 @@ std::optional<std::string> CompileCache::lookup(const std::string &key) {
   return std::nullopt;
 }
 
-void CompileCache::reject(const std::string &key, const std::string &reason) {
+void CompileCache::reject(const CacheKey &key, const std::string &reason) {
   std::lock_guard<std::mutex> lock(mu_);
-  memory_.erase(key);
+  memory_.erase(key.digest);
   ++stats_.corruptEntries;
   std::string where = "in memory";
   if (!dir_.empty() && validKey(key)) {
@@ -267,9 +307,9 @@ void CompileCache::reject(const std::string &key, const std::string &reason) {
   warn("compile cache: ignoring entry " + where + ": " + reason + "; recompiling");
 }
 
-bool CompileCache::store(const std::string &key, std::string_view payload, std::string *error) {
+bool CompileCache::store(const CacheKey &key, std::string_view payload, std::string *error) {
   std::lock_guard<std::mutex> lock(mu_);
-  memory_[key] = std::string(payload);
+  memory_[key.digest] = {key.text, std::string(payload)};
   ++stats_.stores;
   if (dir_.empty())
     return true;
@@ -279,11 +319,12 @@ bool CompileCache::store(const std::string &key, std::string_view payload, std::
     return false;
   };
   if (!validKey(key))
-    return fail("invalid key '" + key + "'");
+    return fail("invalid key digest '" + key.digest + "'");
   std::string why;
   if (!diskUsable(&why))
     return fail("directory " + dir_.string() + " is unusable: " + why);
-  if (payload.size() > kMaxEntryBytes - kFixedHeader - key.size())
+  if (key.text.size() > kMaxEntryBytes - kFixedHeader ||
+      payload.size() > kMaxEntryBytes - kFixedHeader - key.text.size())
     return fail("a payload of " + std::to_string(payload.size()) +
                 " bytes is larger than an entry may be; kept in memory only");
   std::filesystem::path path = entryPath(key);
@@ -294,10 +335,10 @@ bool CompileCache::store(const std::string &key, std::string_view payload, std::
 
   std::string blob(kMagic, sizeof kMagic);
   putLe(blob, kFormatVersion, 4);
-  putLe(blob, key.size(), 4);
-  blob += key;
+  putLe(blob, key.text.size(), 8);
+  blob += key.text;
   putLe(blob, payload.size(), 8);
-  auto sum = checksum(key, payload);
+  auto sum = checksum(key.text, payload);
   blob.append(reinterpret_cast<const char *>(sum.data()), sum.size());
   blob.append(payload);
 

@@ -19,9 +19,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -42,7 +42,7 @@ const std::string &compilerBuildId() {
   static std::once_flag once;
   std::call_once(once, [] {
     Dl_info info{};
-    struct stat st {};
+    struct stat st{};
     if (dladdr(reinterpret_cast<void *>(&cpu::compileKernelModule), &info) && info.dli_fname &&
         stat(info.dli_fname, &st) == 0)
       id = std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" +
@@ -78,7 +78,6 @@ tsr_type_t halType(const ir::Type &t) {
   return TSR_TYPE_I32;
 }
 
-
 // --- GPU artefacts (tessera/artefact.h): one container, also the cache payload -----------
 
 vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
@@ -106,11 +105,10 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
 // directory bypasses the cache (every stage must be produced). False with `*error` set.
 // A cached artefact is used only when it decodes and its kernel table is `m`'s (the caller
 // rejects it too when the driver refuses it); otherwise it is dropped with one warning.
-bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::string &key,
+bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const CacheKey &key,
                    const ir::Module &m, const tsr_device_info_t &info,
                    const std::function<bool(GpuArtefact *, std::string *)> &compile,
-                   GpuArtefact *out, ProgramStats *stats, std::string *usedKey,
-                   std::string *error) {
+                   GpuArtefact *out, ProgramStats *stats, CacheKey *usedKey, std::string *error) {
   bool useCache = cache && opts.dumpDir.empty();
   stats->source = ProgramStats::Source::Compiled;
   if (useCache) {
@@ -138,12 +136,12 @@ bool cachedCompile(CompileCache *cache, const ProgramOptions &opts, const std::s
 // Each GPU compiler: options from the device, a cache key, and the artefact.
 bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                    const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                   ProgramStats *stats, std::string *usedKey, std::string *error) {
+                   ProgramStats *stats, CacheKey *usedKey, std::string *error) {
   vulkan::VulkanCompileOptions vo;
   vo.caps = vulkanCaps(info);
   vo.bounds = opts.bounds; // hashed into vo.hash(), so into the cache key
-  std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
-                                 ir::printModule(m));
+  CacheKey key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
+                              ir::printModule(m));
   return cachedCompile(
       cache, opts, key, m, info,
       [&](GpuArtefact *a, std::string *err) {
@@ -167,7 +165,7 @@ std::optional<std::string> cudaArch(const std::string &deviceArch) {
 
 bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                  const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                 ProgramStats *stats, std::string *usedKey, std::string *error) {
+                 ProgramStats *stats, CacheKey *usedKey, std::string *error) {
   auto arch = cudaArch(info.architecture);
   if (!arch) {
     *error = std::string("cuda: device architecture '") + info.architecture +
@@ -176,8 +174,8 @@ bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   }
   cuda::CudaCompileOptions co;
   co.arch = *arch;
-  std::string key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
-                                 ir::printModule(m));
+  CacheKey key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
+                              ir::printModule(m));
   return cachedCompile(
       cache, opts, key, m, info,
       [&](GpuArtefact *a, std::string *err) {
@@ -192,7 +190,7 @@ bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCach
 
 bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCache *cache,
                  const ProgramOptions &opts, const std::string &key0, GpuArtefact *out,
-                 ProgramStats *stats, std::string *usedKey, std::string *error) {
+                 ProgramStats *stats, CacheKey *usedKey, std::string *error) {
   std::string arch = info.architecture;
   arch = arch.substr(0, arch.find(':')); // "gfx90a:sramecc+:xnack-" -> "gfx90a"
   const auto &archs = rocm::supportedArchs();
@@ -203,8 +201,8 @@ bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   }
   rocm::RocmCompileOptions ro;
   ro.arch = arch;
-  std::string key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
-                                 ir::printModule(m));
+  CacheKey key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
+                              ir::printModule(m));
   return cachedCompile(
       cache, opts, key, m, info,
       [&](GpuArtefact *a, std::string *err) {
@@ -367,11 +365,11 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
     return p;
   };
 
-  std::string key;
+  CacheKey key;
   if (cache && opts.dumpDir.empty()) {
     key = makeCacheKey(std::string(kCompilerVersion) + " " + compilerBuildId(),
-                       cpu::targetDescription(copts),
-                       std::to_string(copts.hash()), ir::printModule(m));
+                       cpu::targetDescription(copts), std::to_string(copts.hash()),
+                       ir::printModule(m));
     uint64_t diskBefore = cache->stats().diskHits;
     if (auto payload = cache->lookup(key)) {
       // Trusted only once it matches `m` and links: anything else recompiles.
@@ -397,7 +395,7 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
     return fail(err);
   if (!opts.dumpDir.empty() && !cm->writeStages(opts.dumpDir, &err))
     return fail(err);
-  if (cache && !key.empty())
+  if (cache && !key.digest.empty())
     cache->store(key, detail::encodeCpuPayload(*cm)); // a failed write costs the next compile
   stats.compileMs = msSince(t0);
   auto t1 = std::chrono::steady_clock::now();
@@ -421,7 +419,7 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
   std::string key0 = std::string(kCompilerVersion) + " " + compilerBuildId();
   using Compiler = bool (*)(const tsr_device_info_t &, const ir::Module &, CompileCache *,
                             const ProgramOptions &, const std::string &, GpuArtefact *,
-                            ProgramStats *, std::string *, std::string *);
+                            ProgramStats *, CacheKey *, std::string *);
   Compiler compile = nullptr;
   if (backend == "vulkan")
     compile = compileVulkan;
@@ -487,7 +485,8 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
   for (int attempt = 0;; ++attempt) {
     ProgramStats stats;
     GpuArtefact art;
-    std::string err, usedKey;
+    std::string err;
+    CacheKey usedKey;
     auto t0 = std::chrono::steady_clock::now();
     if (!compile(info, m, cache, opts, key0, &art, &stats, &usedKey, &err))
       return fail(err);
@@ -499,7 +498,7 @@ std::unique_ptr<Program> Program::createGpu(tsr_device_t device, const tsr_devic
       p->stats_ = stats;
       return p;
     }
-    if (usedKey.empty() || attempt > 0)
+    if (usedKey.digest.empty() || attempt > 0)
       return fail(err);
     cache->reject(usedKey, "the driver refused it: " + err);
   }

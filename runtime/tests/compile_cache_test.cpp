@@ -1,9 +1,10 @@
-// Compile cache and SHA-256: standard test vectors, memory and disk hits, detection of
-// truncated / corrupted / foreign entries, entries that are not regular files (a directory,
-// a FIFO, a symbolic link to /dev/zero, an oversized file) or were copied under another key,
-// unusable cache directories, and many processes sharing one cache directory.
+// Compile cache and its XXH3-128 content hash: xxHash's own test vectors, memory and disk
+// hits, detection of truncated / corrupted / foreign / old-format entries, entries that are
+// not regular files (a directory, a FIFO, a symbolic link to /dev/zero, an oversized file),
+// were copied under another key or collide with another key's hash, unusable cache
+// directories, and many processes sharing one cache directory.
 #include "tessera/compile_cache.h"
-#include "tessera/sha256.h"
+#include "tessera/content_hash.h"
 
 #include <gtest/gtest.h>
 
@@ -16,27 +17,64 @@
 namespace tessera {
 namespace {
 
-TEST(Sha256, Fips180Vectors) {
-  EXPECT_EQ(sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  Sha256 h;
-  std::string chunk(1000, 'a');
-  for (int i = 0; i < 1000; ++i)
-    h.update(chunk);
-  EXPECT_EQ(h.hexDigest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+// xxHash's sanity buffer (tests/sanity_test_vectors.h in the xxHash sources): byte i is the
+// top byte of PRIME32_1 * PRIME64_1^i (mod 2^64).
+std::string sanityBuffer(size_t n) {
+  std::string b(n, '\0');
+  uint64_t g = 2654435761u;
+  for (size_t i = 0; i < n; ++i) {
+    b[i] = char(g >> 56);
+    g *= 11400714785074694797ull;
+  }
+  return b;
+}
+
+// XXH3_128bits (seed 0) of prefixes of the sanity buffer, from xxHash's own reference vectors
+// (XXH3_128bits_testdata in sanity_test_vectors.h; high 64 bits first, as `xxhsum -H2`
+// prints them), chosen to cover each code path: empty, 1-16, 17-128, 129-240 and long input
+// (several stripes and blocks). No xxhsum or python xxhash is installed here to recompute
+// them; "abc" is the commonly published vector that several independent ports agree on.
+TEST(ContentHash, Xxh3_128ReferenceVectors) {
+  const std::pair<size_t, const char *> vectors[] = {
+      {0, "99aa06d3014798d86001c324468d497f"},    {1, "a6cd5e9392000f6ac44bdff4074eecdb"},
+      {16, "c68c368ecf8a9c05562980258a998629"},   {17, "955fa78643ed3669abbc12d11973d7db"},
+      {100, "9b50b05817ab158e5fcbc2e3295f2476"},  {240, "aa4202daa2769dc85c9aae94c8ebe5a0"},
+      {241, "99a80ecf0ecfc647c5a639ecd2030e5e"},  {1000, "9b857abf662e5a25aca2dde0f1951b9a"},
+      {4161, "06e30da044fbc01eefb6ccb06c0b206a"},
+  };
+  std::string buf = sanityBuffer(4161);
+  for (auto [n, hex] : vectors)
+    EXPECT_EQ(contentHashHex(std::string_view(buf).substr(0, n)), hex) << n << " bytes";
+  EXPECT_EQ(contentHashHex("abc"), "06b05ab6733a618578af5f94892f3950");
+}
+
+TEST(ContentHash, StreamingEqualsOneShotAndFieldsAreLengthPrefixed) {
+  std::string buf = sanityBuffer(4161);
+  ContentHash h;
+  for (size_t at = 0; at < buf.size(); at += 37)
+    h.update(std::string_view(buf).substr(at, 37));
+  EXPECT_EQ(h.hexDigest(), "06e30da044fbc01eefb6ccb06c0b206a");
+  std::string framed("\x03\0\0\0\0\0\0\0abc", 11);
+  EXPECT_EQ(ContentHash().field("abc").hexDigest(), contentHashHex(framed));
+  std::string appended;
+  appendField(appended, "abc");
+  EXPECT_EQ(appended, framed);
 }
 
 TEST(CacheKey, DependsOnEveryFieldAndTheirBoundaries) {
-  std::string k = makeCacheKey("0.1", "cpu", "opt=3", "kernel @k() {}");
-  EXPECT_EQ(k.size(), 64u);
+  CacheKey k = makeCacheKey("0.1", "cpu", "opt=3", "kernel @k() {}");
+  EXPECT_EQ(k.digest.size(), 32u);
+  EXPECT_EQ(k.digest, contentHashHex(k.text)) << "the digest names the text";
+  std::string text;
+  for (const char *f : {"tessera-compile-cache-v2", "0.1", "cpu", "opt=3", "kernel @k() {}"})
+    appendField(text, f);
+  EXPECT_EQ(k.text, text);
   EXPECT_EQ(k, makeCacheKey("0.1", "cpu", "opt=3", "kernel @k() {}"));
-  EXPECT_NE(k, makeCacheKey("0.2", "cpu", "opt=3", "kernel @k() {}"));
-  EXPECT_NE(k, makeCacheKey("0.1", "ptx", "opt=3", "kernel @k() {}"));
-  EXPECT_NE(k, makeCacheKey("0.1", "cpu", "opt=2", "kernel @k() {}"));
-  EXPECT_NE(k, makeCacheKey("0.1", "cpu", "opt=3", "kernel @j() {}"));
-  EXPECT_NE(makeCacheKey("a", "bc", "", ""), makeCacheKey("ab", "c", "", ""));
+  EXPECT_NE(k.digest, makeCacheKey("0.2", "cpu", "opt=3", "kernel @k() {}").digest);
+  EXPECT_NE(k.digest, makeCacheKey("0.1", "ptx", "opt=3", "kernel @k() {}").digest);
+  EXPECT_NE(k.digest, makeCacheKey("0.1", "cpu", "opt=2", "kernel @k() {}").digest);
+  EXPECT_NE(k.digest, makeCacheKey("0.1", "cpu", "opt=3", "kernel @j() {}").digest);
+  EXPECT_NE(makeCacheKey("a", "bc", "", "").digest, makeCacheKey("ab", "c", "", "").digest);
 }
 
 class CacheDir : public ::testing::Test {
@@ -48,7 +86,7 @@ protected:
   }
   void TearDown() override { std::filesystem::remove_all(dir); }
   std::filesystem::path dir;
-  std::string key = makeCacheKey("v", "cpu", "o", "ir");
+  CacheKey key = makeCacheKey("v", "cpu", "o", "ir");
 };
 
 TEST_F(CacheDir, MemoryOnlyCache) {
@@ -87,12 +125,12 @@ void rewrite(const std::filesystem::path &p, const std::function<void(std::strin
 
 TEST_F(CacheDir, TruncatedCorruptedAndForeignEntriesAreRejectedAndRebuilt) {
   const std::function<void(std::string &)> edits[] = {
-      [](std::string &d) { d.resize(d.size() - 3); },       // truncated payload
-      [](std::string &d) { d.resize(10); },                 // truncated header
-      [](std::string &d) { d[d.size() - 1] ^= 0x40; },      // flipped payload bit
-      [](std::string &d) { d[0] = 'X'; },                   // not our magic
-      [](std::string &d) { d[8] = 7; },                     // another format version
-      [](std::string &d) { d.clear(); },                    // empty file
+      [](std::string &d) { d.resize(d.size() - 3); },  // truncated payload
+      [](std::string &d) { d.resize(10); },            // truncated header
+      [](std::string &d) { d[d.size() - 1] ^= 0x40; }, // flipped payload bit
+      [](std::string &d) { d[0] = 'X'; },              // not our magic
+      [](std::string &d) { d[8] = 7; },                // another format version
+      [](std::string &d) { d.clear(); },               // empty file
   };
   int i = 0;
   for (const auto &edit : edits) {
@@ -206,7 +244,7 @@ TEST_F(CacheDir, EntriesThatAreNotRegularFilesAreMissesWithOneWarning) {
 // An entry is bound to the key it was stored under: a valid entry copied to another key's
 // path (same checksum, same format) is a miss, not the other module's code.
 TEST_F(CacheDir, ValidEntryCopiedUnderAnotherKeyIsAMiss) {
-  std::string other = makeCacheKey("v", "cpu", "o", "other ir");
+  CacheKey other = makeCacheKey("v", "cpu", "o", "other ir");
   {
     CompileCache c(dir);
     ASSERT_TRUE(c.store(key, "module A"));
@@ -217,9 +255,51 @@ TEST_F(CacheDir, ValidEntryCopiedUnderAnotherKeyIsAMiss) {
   Warnings w(c);
   EXPECT_FALSE(c.lookup(other));
   ASSERT_EQ(w.lines.size(), 1u);
-  EXPECT_NE(w.lines[0].find("stored under another key (" + key.substr(0, 16)), std::string::npos)
+  EXPECT_NE(w.lines[0].find("stored under another key (" + key.digest.substr(0, 16)),
+            std::string::npos)
       << w.lines[0];
   EXPECT_EQ(c.lookup(key), "module A"); // the original is untouched
+}
+
+// XXH3 does not resist crafted collisions, so a key whose text differs from the recorded one
+// must miss even when the digests are equal: in memory, and on disk with one warning line.
+TEST_F(CacheDir, AnotherKeyWithTheSameDigestIsAMiss) {
+  CacheKey forged{"another module's key text", key.digest};
+  CompileCache c(dir);
+  ASSERT_TRUE(c.store(key, "module A"));
+  Warnings w(c);
+  EXPECT_FALSE(c.lookup(forged)) << "the memory entry was returned for another key";
+  ASSERT_EQ(w.lines.size(), 1u) << "the disk entry was read too, and refused";
+  EXPECT_NE(w.lines[0].find("records another key with the same hash"), std::string::npos)
+      << w.lines[0];
+  ASSERT_TRUE(c.store(forged, "module B"));
+  CompileCache fresh(dir);
+  EXPECT_EQ(fresh.lookup(forged), "module B");
+  EXPECT_FALSE(fresh.lookup(key)) << "an entry was returned for another key";
+}
+
+// An entry in the previous format (version 2: SHA-256, the key's hex digest in place of its
+// text) is refused by its version field, never misread, even under a current entry's name.
+TEST_F(CacheDir, PreviousFormatEntryIsRefusedByItsVersion) {
+  std::string v2("TSRCACHE\x02\0\0\0\x40\0\0\0", 16);
+  v2 += std::string(64, 'a') + std::string("\x07\0\0\0\0\0\0\0", 8) + std::string(32, 's');
+  v2 += "payload";
+  std::filesystem::path p = CompileCache(dir).entryPath(key);
+  EXPECT_EQ(p.filename().string(), key.digest + ".bin");
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << v2;
+  CompileCache c(dir);
+  Warnings w(c);
+  EXPECT_FALSE(c.lookup(key));
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("it has format version 2, not 3"), std::string::npos) << w.lines[0];
+}
+
+TEST_F(CacheDir, RecordedKeyReadsTheKeyBackFromAnEntry) {
+  CompileCache c(dir);
+  ASSERT_TRUE(c.store(key, "payload"));
+  EXPECT_EQ(CompileCache::recordedKey(c.entryPath(key)), key);
+  EXPECT_FALSE(CompileCache::recordedKey(dir / "absent.bin"));
 }
 
 TEST_F(CacheDir, RejectDropsTheEntryWithOneWarning) {
@@ -250,7 +330,7 @@ TEST_F(CacheDir, PayloadsLargerThanAnEntryStayInMemory) {
 TEST_F(CacheDir, RejectsKeysThatAreNotHashes) {
   CompileCache c(dir);
   std::string err;
-  EXPECT_FALSE(c.store("../../etc/passwd", "x", &err));
+  EXPECT_FALSE(c.store(CacheKey{"text", "../../etc/passwd"}, "x", &err));
   EXPECT_NE(err.find("invalid key"), std::string::npos);
 }
 
@@ -267,7 +347,7 @@ TEST_F(CacheDir, ConcurrentProcessesNeverSeeAPartialEntry) {
       for (int r = 0; r < kRounds; ++r)
         for (int k = 0; k < kKeys; ++k) {
           CompileCache c(dir); // fresh instance: always go to disk
-          std::string kk = makeCacheKey("v", "cpu", std::to_string(k), "ir");
+          CacheKey kk = makeCacheKey("v", "cpu", std::to_string(k), "ir");
           if (auto got = c.lookup(kk); got && *got != payloadFor(k))
             ++bad;
           bad += c.stats().corruptEntries > 0;

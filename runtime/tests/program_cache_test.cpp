@@ -115,16 +115,17 @@ TEST_P(ProgramCache, ValidEntryOfASameSignatureKernelCopiedUnderAnotherKeyIsNotR
   EXPECT_TRUE(lines.empty());
 }
 
-// Rewrites the payload of `entry` (stored under its file name's key) through the cache
+// Rewrites the payload of `entry` (stored under the key it records) through the cache
 // itself, so that the checksum and key of the crafted entry are valid.
 void craft(const fs::path &entry, const std::function<void(std::string &)> &edit) {
   fs::path dir = entry.parent_path().parent_path();
-  std::string key = entry.stem().string();
+  std::optional<CacheKey> key = CompileCache::recordedKey(entry);
+  ASSERT_TRUE(key);
   CompileCache cache(dir);
-  std::optional<std::string> payload = cache.lookup(key);
+  std::optional<std::string> payload = cache.lookup(*key);
   ASSERT_TRUE(payload);
   edit(*payload);
-  ASSERT_TRUE(cache.store(key, *payload));
+  ASSERT_TRUE(cache.store(*key, *payload));
 }
 
 // Each kernel line of a payload (CPU "kernel name symbol shared subgroup n types..." or GPU

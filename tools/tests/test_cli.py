@@ -40,6 +40,41 @@ def test_help_lists_commands_and_exit_codes():
         assert "usage:" in tessera(*sub, check=0).stdout
 
 
+# Every command parses its options with CLI11 (tools/cli.h): one help layout, one usage-error
+# line that names the option and points to the command's help, exit code 2.
+CLI11_COMMANDS = [["ir", "verify"], ["ir", "print"], ["ir", "opt"], ["interp"], ["devices"],
+                  ["compile"], ["run"], ["conform"], ["fuzz"], ["cts"]]
+NUMERIC_OPTIONS = [(["interp", "x.tir"], "--max-steps"), (["interp", "x.tir"], "--subgroup-size"),
+                   (["compile", "x.tir"], "--subgroup-size"), (["run", "x.tir"], "--timeout-ms"),
+                   (["run", "x.tir"], "--subgroup-size"), (["conform"], "--seed"),
+                   (["conform"], "-j"), (["conform"], "--progress-every"),
+                   (["fuzz"], "--seconds"), (["fuzz"], "--count"), (["fuzz"], "--seed"),
+                   (["fuzz"], "--max-ops"), (["fuzz"], "--kernel-timeout")]
+
+
+@pytest.mark.parametrize("cmd", CLI11_COMMANDS, ids=" ".join)
+def test_every_command_has_the_same_help_and_usage_errors(cmd):
+    name = " ".join(cmd)
+    for flag in ("--help", "-h"):
+        r = tessera(*cmd, flag, check=0)
+        assert r.stdout.startswith(f"usage: tessera {name}"), r.stdout
+        assert "\noptions:\n  -h, --help" in r.stdout and r.stderr == "", r.stdout
+    for bad, what in (("--bogus", "unknown option '--bogus'"), ("--bogus=1", "unknown option '--bogus=1'")):
+        r = tessera(*cmd, bad)
+        assert r.returncode == 2 and r.stdout == "", r
+        assert r.stderr == f"tessera {name}: {what} (see 'tessera {name} --help')\n", r.stderr
+
+
+@pytest.mark.parametrize("cmd,option", NUMERIC_OPTIONS, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_numeric_options_reject_text_and_missing_values(cmd, option):
+    name = cmd[0]
+    for args, what in (([option, "abc"], option + " "), ([option], option + " needs a value")):
+        r = tessera(*cmd, *args)
+        assert r.returncode == 2, r
+        assert r.stderr.startswith(f"tessera {name}: {what}"), r.stderr
+        assert r.stderr.endswith(f" (see 'tessera {name} --help')\n") and r.stderr.count("\n") == 1
+
+
 def test_verify_all_examples():
     assert len(EXAMPLES) >= 10
     r = tessera("ir", "verify", *EXAMPLES, check=0)
