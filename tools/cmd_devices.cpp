@@ -1,5 +1,6 @@
 // `tessera devices [--json]`: every device the registry sees, and every backend that is built
 // but unusable here with the reason. The JSON shape is documented in docs/hal.md.
+#include "backends/target.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
@@ -15,8 +16,9 @@ namespace {
 
 constexpr const char *kDevicesHelp = R"(usage: tessera devices [--json]
 
-Lists every device (backend:index) with vendor, architecture, memory, limits and features,
-then the backends that are built but unavailable on this machine, with the reason.
+Lists every device (backend:index) with vendor, architecture, memory, limits, features and
+the compiler target that compiles for it (with the tolerance profile it declares), then the
+backends that are built but unavailable on this machine, with the reason.
 Plugin drivers are loaded from TESSERA_DRIVER_PATH.
 
 options:
@@ -84,7 +86,11 @@ std::string deviceJson(const tsr_device_info_t &d) {
   auto feats = featureNames(d.features);
   for (size_t i = 0; i < feats.size(); ++i)
     s += (i ? "," : "") + jsonString(feats[i]);
-  return s + "]}";
+  const Target *t = targetForDevice(d);
+  if (!t)
+    return s + "],\"target\":null}";
+  return s + "],\"target\":" + jsonString(t->name()) +
+         ",\"profile\":" + jsonString(precisionProfileName(t->declaredProfile())) + "}";
 }
 
 } // namespace
@@ -148,11 +154,15 @@ int cmdDevices(int argc, char **argv) {
     std::string feats;
     for (const auto &f : featureNames(d.features))
       feats += (feats.empty() ? "" : " ") + f;
+    const Target *t = targetForDevice(d);
+    std::string target = t ? std::string(t->name()) + " (declares the " +
+                                 precisionProfileName(t->declaredProfile()) + " profile)"
+                           : "none (no compiler for this backend)";
     std::printf("%-10s %s %s, %u compute units, %.1f GiB, workgroup <= %u, shared %" PRIu64
-                " KiB, subgroup %u\n           features: %s\n",
+                " KiB, subgroup %u\n           features: %s\n           target: %s\n",
                 d.name, d.vendor, d.architecture, d.compute_units,
                 double(d.total_memory) / (1ull << 30), d.max_workgroup_total,
-                d.max_shared_memory / 1024, d.subgroup_size, feats.c_str());
+                d.max_shared_memory / 1024, d.subgroup_size, feats.c_str(), target.c_str());
   }
   if (devices.empty())
     std::printf("no devices\n");

@@ -1,5 +1,5 @@
-// ROCm executables in the "rocm-hsaco" format (backends/gpu_module.h): the AMD code object
-// loaded with hipModuleLoadData, and one hipFunction_t per kernel the module lists.
+// ROCm executables in the "rocm" format (old name "rocm-hsaco") (backends/gpu_module.h): the AMD
+// code object loaded with hipModuleLoadData, and one hipFunction_t per kernel the module lists.
 //
 // Must never keep a pointer into the caller's module (it may be freed after the call).
 #include "backends/gpu_driver_entries.h"
@@ -23,8 +23,10 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
       },
       [&](RocmExecutable &e) { d.api.hipModuleUnload(e.module); }};
   // A code object is the only form: there is no fallback to stand alone.
-  return gpu::createExecutable<RocmExecutable>(kDriverName, format, TSR_ROCM_FORMAT, true, data,
-                                               size, calls, out_executable);
+  // The format's old name is still accepted.
+  const char *accepted = std::strcmp(format, TSR_ROCM_FORMAT_OLD) == 0 ? format : TSR_ROCM_FORMAT;
+  return gpu::createExecutable<RocmExecutable>(kDriverName, format, accepted, true, data, size,
+                                               calls, out_executable);
 }
 
 void executableDestroy(tsr_drv_device_t device, tsr_drv_executable_t executable) {
