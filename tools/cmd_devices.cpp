@@ -1,6 +1,7 @@
 // `tessera devices [--json]`: every device the registry sees, and every backend that is built
 // but unusable here with the reason. The JSON shape is documented in docs/hal.md.
 #include "backends/target.h"
+#include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
@@ -22,7 +23,9 @@ backends that are built but unavailable on this machine, with the reason.
 Plugin drivers are loaded from TESSERA_DRIVER_PATH.
 
 options:
-  --json    machine-readable output: {"devices":[...],"unavailable":[...]}
+  --json    machine-readable output: {"devices":[...],"unavailable":[...]}; each device
+            with its target, declared profile and the exact capability record its driver
+            hands the compiler ("compiler_caps", docs/hal.md; {} for drivers without one)
 )";
 
 std::string jsonString(std::string_view s) {
@@ -69,7 +72,25 @@ std::vector<std::string> featureNames(uint64_t f) {
   return out;
 }
 
-std::string deviceJson(const tsr_device_info_t &d) {
+// The device's capability record (tsr_device_compiler_caps) as a JSON object of its
+// `key=value` lines; {} when its driver has none or it cannot be opened.
+std::string capsJson(tsr_registry_t registry, const tsr_device_info_t &d) {
+  tsr_device_t device = nullptr;
+  if (tsr_status_t st = tsr_registry_open_device(registry, d.name, &device)) {
+    tsr_status_free(st);
+    return "{}";
+  }
+  std::string caps, err;
+  std::vector<std::pair<std::string, std::string>> entries;
+  bool ok = deviceCompilerCaps(device, &caps, &err) && parseCapsRecord(caps, &entries, &err);
+  tsr_device_release(device);
+  std::string s = "{";
+  for (size_t i = 0; ok && i < entries.size(); ++i)
+    s += (i ? "," : "") + jsonString(entries[i].first) + ":" + jsonString(entries[i].second);
+  return s + "}";
+}
+
+std::string deviceJson(const tsr_device_info_t &d, const std::string &caps) {
   char buf[512];
   std::string s = "{\"name\":" + jsonString(d.name) + ",\"backend\":" + jsonString(d.backend) +
                   ",\"vendor\":" + jsonString(d.vendor) +
@@ -87,9 +108,10 @@ std::string deviceJson(const tsr_device_info_t &d) {
   for (size_t i = 0; i < feats.size(); ++i)
     s += (i ? "," : "") + jsonString(feats[i]);
   const Target *t = targetForDevice(d);
+  s += "],\"compiler_caps\":" + caps;
   if (!t)
-    return s + "],\"target\":null}";
-  return s + "],\"target\":" + jsonString(t->name()) +
+    return s + ",\"target\":null}";
+  return s + ",\"target\":" + jsonString(t->name()) +
          ",\"profile\":" + jsonString(precisionProfileName(t->declaredProfile())) + "}";
 }
 
@@ -142,7 +164,7 @@ int cmdDevices(int argc, char **argv) {
   if (json) {
     std::string out = "{\"devices\":[";
     for (size_t i = 0; i < devices.size(); ++i)
-      out += (i ? "," : "") + deviceJson(devices[i]);
+      out += (i ? "," : "") + deviceJson(devices[i], capsJson(session.registry, devices[i]));
     out += "],\"unavailable\":[";
     for (size_t i = 0; i < unavailable.size(); ++i)
       out += std::string(i ? "," : "") + "{\"backend\":" + jsonString(unavailable[i].backend) +

@@ -143,8 +143,13 @@ def test_devices_json_shape():
     assert "cpu:0" in tessera("devices", check=0).stdout
     # Each device names its compiler target (the registry's) and the profile it declares.
     assert d["target"] == "cpu" and d["profile"] == "full", d
+    assert d["compiler_caps"] == {}, d  # the CPU driver has no record
     for v in (d for d in doc["devices"] if d["backend"] == "vulkan"):
         assert v["target"] == "vulkan" and v["profile"] == "relaxed", v
+        caps = v["compiler_caps"]  # the driver's exact record, as the Vulkan target reads it
+        assert int(caps["vulkan.subgroupSize"]) == v["subgroup_size"], caps
+        assert int(caps["vulkan.maxComputeSharedMemorySize"]) == v["max_shared_memory"], caps
+        assert (caps["vulkan.float64"] == "1") == ("fp64" in v["features"]), caps
     assert "target: cpu (declares the full profile)" in tessera("devices", check=0).stdout
 
 
