@@ -279,7 +279,7 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   // Refuse rather than run a robust or checked request unchecked.
   if (!target->boundsModeSupported(opts.bounds))
     return fail(std::string(target->name()) + ": bounds mode '" + boundsModeName(opts.bounds) +
-                "' is not implemented for this target yet (only 'unchecked': "
+                "' is not implemented for this backend yet (only 'unchecked': "
                 "ProgramOptions::bounds = TSR_BOUNDS_UNCHECKED, tessera run --bounds unchecked)");
   std::string caps, err;
   if (!deviceCompilerCaps(device, &caps, &err))
