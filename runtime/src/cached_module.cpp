@@ -4,7 +4,6 @@
 #include "tessera/artefact.h"
 
 #include <algorithm>
-#include <sstream>
 
 namespace tessera::detail {
 namespace {

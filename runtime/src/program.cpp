@@ -18,12 +18,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <sys/stat.h>
 
 namespace tessera {
