@@ -112,4 +112,16 @@ bool parseCapsRecord(std::string_view record,
   return true;
 }
 
+bool capsValue(std::string_view record, std::string_view key, std::string fallback,
+               std::string *value, std::string *error) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (!parseCapsRecord(record, &entries, error))
+    return false;
+  *value = std::move(fallback);
+  for (auto &[k, v] : entries)
+    if (k == key)
+      *value = std::move(v);
+  return true;
+}
+
 } // namespace tessera

@@ -166,4 +166,9 @@ const Target *targetForDevice(const tsr_device_info_t &info);
 bool parseCapsRecord(std::string_view record,
                      std::vector<std::pair<std::string, std::string>> *entries, std::string *error);
 
+/// The value of `key` in a capability record, else `fallback` (a record without it, or no
+/// record); false with `*error` when the record is malformed.
+bool capsValue(std::string_view record, std::string_view key, std::string fallback,
+               std::string *value, std::string *error);
+
 } // namespace tessera

@@ -44,13 +44,9 @@ public:
 
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
                      std::string *error) const override {
-    std::string arch = info.architecture;
-    std::vector<std::pair<std::string, std::string>> entries;
-    if (!parseCapsRecord(caps, &entries, error))
+    std::string arch;
+    if (!capsValue(caps, "cuda.arch", info.architecture, &arch, error))
       return false;
-    for (const auto &[key, value] : entries)
-      if (key == "cuda.arch")
-        arch = value;
     auto emitted = emittedArch(arch);
     if (!emitted) {
       *error = "cuda: device architecture '" + arch +

@@ -34,13 +34,9 @@ public:
 
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
                      std::string *error) const override {
-    std::string arch = info.architecture;
-    std::vector<std::pair<std::string, std::string>> entries;
-    if (!parseCapsRecord(caps, &entries, error))
+    std::string arch;
+    if (!capsValue(caps, "rocm.arch", info.architecture, &arch, error))
       return false;
-    for (const auto &[key, value] : entries)
-      if (key == "rocm.arch")
-        arch = value;
     arch = arch.substr(0, arch.find(':')); // "gfx90a:sramecc+:xnack-" -> "gfx90a"
     const auto &archs = supportedArchs();
     if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
