@@ -284,7 +284,8 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   if (!deviceCompilerCaps(device, &caps, &err))
     return fail(err);
   TargetOptions topts;
-  topts.subgroupSize = opts.subgroupSize;
+  // Only a target that emulates subgroups takes a width; elsewhere it is the device's.
+  topts.subgroupSize = target->subgroupSizeOption() ? opts.subgroupSize : 0;
   topts.bounds = opts.bounds;
   topts.strict = opts.strict;
   topts.keepStages = !opts.dumpDir.empty();
