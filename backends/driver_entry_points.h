@@ -14,6 +14,8 @@
 
 // X(table field, entry point name), in tsr_driver_v1's field order (designated
 // initialisers must follow it). A new field of tsr_driver_v1 is one row here.
+// The optional entry (device_compiler_caps, ABI 1.3) is not a row: a driver that has one
+// names it in TSR_DEFINE_DRIVER_TABLE's third argument.
 #define TSR_DRIVER_ENTRY_POINTS(X)                                                                 \
   X(driver_open, driverOpen)                                                                       \
   X(driver_close, driverClose)                                                                     \
@@ -56,9 +58,21 @@
 
 /// `constexpr tsr_driver_v1 variable` for backend `driverName` ("cpu"), listing the entry
 /// points of the current namespace: a constant-initialised table, no static constructor.
-#define TSR_DEFINE_DRIVER_TABLE(variable, driverName)                                              \
-  constexpr tsr_driver_v1 variable = {.struct_size = sizeof(tsr_driver_v1),                        \
-                                      .abi_major = TSR_DRIVER_ABI_MAJOR,                           \
-                                      .abi_minor = TSR_DRIVER_ABI_MINOR,                           \
-                                      .name = driverName,                                          \
-                                      TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY)}
+/// A driver with a capability record (ABI 1.3) names its entry as the third argument:
+/// `TSR_DEFINE_DRIVER_TABLE(kTable, "vulkan", deviceCompilerCaps)`; without it the entry is
+/// NULL and the HAL answers UNIMPLEMENTED.
+#define TSR_DEFINE_DRIVER_TABLE(variable, driverName, ...)                                         \
+  constexpr tsr_driver_v1 variable = {                                                             \
+      .struct_size = sizeof(tsr_driver_v1),                                                        \
+      .abi_major = TSR_DRIVER_ABI_MAJOR,                                                           \
+      .abi_minor = TSR_DRIVER_ABI_MINOR,                                                           \
+      .name = driverName,                                                                          \
+      TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                       \
+          ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(             \
+              __VA_ARGS__)}
+
+namespace tessera {
+/// The optional entry given to TSR_DEFINE_DRIVER_TABLE, or NULL when none was.
+template <typename Entry> constexpr Entry driverEntryOrNull() { return nullptr; }
+template <typename Entry> constexpr Entry driverEntryOrNull(Entry entry) { return entry; }
+} // namespace tessera

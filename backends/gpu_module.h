@@ -1,12 +1,16 @@
-/* The executable formats of the GPU backends: what a codegen hands to its driver through
- * tsr_executable_create(device, format, &module, sizeof(module), &exe).
+/* The executable formats of the compiled backends: what a target (backends/target.h) hands
+ * to its driver through tsr_executable_create(device, format, &module, sizeof(module), &exe),
+ * with a tsr_gpu_module (the name is historical: the CPU's object travels in it too). Each
+ * format is named as its backend; the drivers still accept the older names.
  *
- *   TSR_VULKAN_SPIRV_FORMAT "vulkan-spirv": image = SPIR-V words (Shader flavour, one
- *       GLCompute entry point per kernel, named as the kernel without '@').
+ *   TSR_CPU_FORMAT "cpu": image = a relocatable x86-64 ELF object defining
+ *       tsr_wg_<kernel> per kernel (backends/cpu/cpu_abi.h); the CPU driver JIT-links it.
+ *   TSR_VULKAN_FORMAT "vulkan" (was "vulkan-spirv"): image = SPIR-V words (Shader flavour,
+ *       one GLCompute entry point per kernel, named as the kernel without '@').
  *   TSR_CUDA_FORMAT "cuda": image = cubin (may be absent), fallback = NUL-terminated PTX
  *       text (always present; the driver JIT-compiles it when the cubin is absent or does
  *       not load).
- *   TSR_ROCM_FORMAT "rocm-hsaco": image = AMD code object (ELF, code object v4).
+ *   TSR_ROCM_FORMAT "rocm" (was "rocm-hsaco"): image = AMD code object (ELF, code object v4).
  *
  * The driver copies everything it keeps; `data` may be freed after the call. This header
  * is C99 and is shared by codegen and runtime halves; it never names a vendor API.
@@ -25,6 +29,7 @@
  *     the driver sets when the launch passes its deadline, words 1..14 the tsr_kernel_fault
  *     record (backends/kernel_faults.h) the kernel writes; the driver gives every launch a
  *     zeroed one and reads the record when the launch has completed.
+ * Kernel ABI, CPU: backends/cpu/cpu_abi.h; param_offsets is NULL, image_size > 0.
  * Kernel ABI, CUDA and ROCm: the kernel's parameters in order, buffers as global pointers
  * to the first byte of the view, scalars by value (i1 as i8, f16/bf16 as their 16 bits);
  * param_offsets is NULL.
@@ -41,9 +46,15 @@
 extern "C" {
 #endif
 
-#define TSR_VULKAN_SPIRV_FORMAT "vulkan-spirv"
+#define TSR_CPU_FORMAT "cpu"
+#define TSR_VULKAN_FORMAT "vulkan"
 #define TSR_CUDA_FORMAT "cuda"
-#define TSR_ROCM_FORMAT "rocm-hsaco"
+#define TSR_ROCM_FORMAT "rocm"
+/* The older names of the same formats (accepted by the drivers, never produced). */
+#define TSR_VULKAN_FORMAT_OLD "vulkan-spirv"
+#define TSR_ROCM_FORMAT_OLD "rocm-hsaco"
+/* Compatibility spelling of TSR_VULKAN_FORMAT. */
+#define TSR_VULKAN_SPIRV_FORMAT TSR_VULKAN_FORMAT
 #define TSR_GPU_MODULE_VERSION 1
 
 typedef struct tsr_gpu_kernel {

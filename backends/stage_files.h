@@ -3,6 +3,8 @@
 // a failure names the file that could not be written.
 #pragma once
 
+#include "backends/target.h"
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,6 +33,15 @@ inline bool writeStageFiles(const std::string &dir, const std::vector<StageFile>
     return false;
   }
   return true;
+}
+
+/// The stages of an artefact (Target::compile with keepStages), as writeStageFiles above.
+inline bool writeArtefactStages(const std::string &dir, const std::vector<Stage> &stages,
+                                std::string *error) {
+  std::vector<StageFile> files;
+  for (const Stage &stage : stages)
+    files.push_back({stage.file, stage.bytes});
+  return writeStageFiles(dir, files, error);
 }
 
 } // namespace tessera

@@ -63,8 +63,8 @@ struct DeviceRun {
   Profile profile = Profile::Full;
 };
 
-/// The tolerance profile a backend declares (docs/conformance.md): Vulkan's SPIR-V precision
-/// table for "vulkan", the full profile elsewhere. One definition (runtime/), shared with
+/// The tolerance profile a backend declares (docs/conformance.md): its compiler target's
+/// (Target::declaredProfile, through the registry). One definition (runtime/), shared with
 /// `tessera run --check` and the kernel-level cases.
 using tessera::declaredProfile;
 

@@ -1,10 +1,10 @@
-// `tessera compile FILE --target cpu|spirv-vulkan|ptx|hsaco [--arch ARCH] [-o OUT] [--dump-dir
-// DIR]`: kernel IR -> target artefact, with every intermediate stage written to --dump-dir. Needs
-// no device: PTX and code objects are produced without a GPU or vendor runtime.
-#include "backends/cpu/codegen/cpu_codegen.h"
-#include "backends/cuda/codegen/cuda_codegen.h"
-#include "backends/rocm/codegen/rocm_codegen.h"
-#include "backends/vulkan/codegen/vulkan_codegen.h"
+// `tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]`: kernel IR ->
+// the target's artefact, with every intermediate stage written to --dump-dir. One path for
+// every target of the registry (backends/target.h): the targets, their aliases, archs and
+// stages all come from it. Needs no device: PTX and code objects are produced without a GPU
+// or vendor runtime.
+#include "backends/stage_files.h"
+#include "backends/target.h"
 #include "ir/text/parser.h"
 #include "tessera/artefact.h"
 #include "tools/cli.h"
@@ -19,38 +19,22 @@
 namespace tessera::cli {
 namespace {
 
-std::string joined(const std::vector<std::string> &v) {
+std::string joined(const std::vector<std::string> &v, const char *sep = ", ") {
   std::string s;
   for (const std::string &x : v)
-    s += (s.empty() ? "" : ", ") + x;
+    s += (s.empty() ? "" : sep) + x;
   return s;
 }
 
-constexpr const char *kCompileUsage =
-    "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-    "                       [--subgroup-size N]";
-
-// What `tessera compile --help` says before the options: what it does and the targets.
-std::string compileDescription() {
-  return "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
-         "prints it (binary targets only to a pipe, never to a terminal) and the summary goes\n"
-         "to stderr. Without -o nothing is written to disk: ptx (text) is printed to stdout,\n"
-         "the binary targets only compile, validate and print their summary.\n\n"
-         "targets:\n"
-         "  cpu       x86-64 object for this host (-march=native), loaded by the CPU driver's JIT\n"
-         "  spirv-vulkan  (or spirv) Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan\n"
-         "            1.2) for a device with lavapipe's features; at run time Program compiles\n"
-         "            for the real device's features\n"
-         "  ptx       NVIDIA PTX (.ptx); with ptxas installed also a cubin, in --dump-dir\n"
-         "            --arch: " +
-         joined(cuda::supportedArchs()) +
-         "\n"
-         "  hsaco     AMD code object v4 (.hsaco), linked with ld.lld\n"
-         "            --arch: " +
-         joined(rocm::supportedArchs()) +
-         "\n\n"
-         "  -o OUT.tsrx for a GPU target writes the container instead: kernel metadata and every\n"
-         "  image (ptx: cubin and PTX), as the compile cache keeps it";
+// `text` with every line after the first indented by `indent` spaces.
+std::string indented(const std::string &text, size_t indent) {
+  std::string s;
+  for (char c : text) {
+    s += c;
+    if (c == '\n')
+      s += std::string(indent, ' ');
+  }
+  return s;
 }
 
 struct Request {
@@ -60,13 +44,14 @@ struct Request {
 };
 
 // "" writes nothing (no -o for a binary target), "-" writes to stdout.
-bool writeFile(const std::string &path, const void *data, size_t size) {
+bool writeFile(const std::string &path, std::string_view data) {
   if (path.empty())
     return true;
   if (path == "-")
-    return std::fwrite(data, 1, size, stdout) == size && std::fflush(stdout) == 0;
+    return std::fwrite(data.data(), 1, data.size(), stdout) == data.size() &&
+           std::fflush(stdout) == 0;
   std::ofstream f(path, std::ios::binary);
-  f.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
   return static_cast<bool>(f);
 }
 
@@ -79,153 +64,111 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Writes the artefact and the stage dumps; prints the error and returns false on failure.
-template <typename Compiled>
-bool writeOutputs(const Request &rq, const Compiled &cm, const std::string &out, const void *data,
-                  size_t size) {
-  if (!writeFile(out, data, size)) {
-    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", shownPath(out).c_str());
-    return false;
-  }
-  std::string err;
-  if (!rq.dumpDir.empty() && !cm.writeStages(rq.dumpDir, &err)) {
-    std::fprintf(stderr, "tessera compile: %s\n", err.c_str());
-    return false;
-  }
-  return true;
-}
-
-/// As writeOutputs; an OUT ending in .tsrx gets the container (tessera/artefact.h: kernel
-/// metadata and every image, e.g. cubin and PTX) instead of the bare artefact.
-template <typename Compiled>
-bool writeGpuOutputs(const Request &rq, const Compiled &cm, const std::string &out,
-                     const void *data, size_t size, const GpuArtefact &artefact) {
-  if (!out.ends_with(".tsrx"))
-    return writeOutputs(rq, cm, out, data, size);
-  std::string container = encodeArtefact(artefact);
-  return writeOutputs(rq, cm, out, container.data(), container.size());
-}
-
-template <typename Kernels> void printKernels(FILE *info, const Kernels &kernels) {
-  for (const auto &k : kernels)
-    std::fprintf(info, "  @%s: %zu params, %llu bytes shared memory, subgroup %u\n", k.name.c_str(),
-                 k.params.size(), static_cast<unsigned long long>(k.sharedBytes), k.subgroupSize);
-}
-
 // Where the artefact goes: -o's value; without -o, stdout for text (ptx) and nowhere for
 // binary artefacts, so that a compile never drops files into the working directory unasked.
-std::string outPath(const Request &rq, bool text) {
+std::string outPath(const Request &rq, const Target &t) {
   if (!rq.out.empty())
     return rq.out;
-  return text ? "-" : "";
-}
-
-int compileCpu(const Request &rq, const ir::Module &m) {
-  cpu::CpuCompileOptions opts;
-  opts.subgroupSize = rq.subgroup ? rq.subgroup : 16;
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
-  auto cm = cpu::compileKernelModule(m, opts, &err);
-  double ms = msSince(t0);
-  if (!cm) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  std::string out = outPath(rq, false);
-  const auto &obj = cm->objectBytes();
-  if (!writeOutputs(rq, *cm, out, obj.data(), obj.size()))
-    return 1;
-  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of x86-64 object in %.1f ms -> %s\n",
-               rq.file.c_str(), cm->kernels().size(), obj.size(), ms, shownPath(out).c_str());
-  printKernels(rq.info, cm->kernels());
-  return 0;
-}
-
-int compileSpirv(const Request &rq, const ir::Module &m) {
-  vulkan::VulkanCompileOptions opts; // the default capabilities: lavapipe's
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
-  auto cm = vulkan::compileKernelModule(m, opts, &err);
-  double ms = msSince(t0);
-  if (!cm) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  std::string out = outPath(rq, false);
-  const auto &words = cm->words();
-  if (!writeGpuOutputs(rq, *cm, out, words.data(), words.size() * 4, artefactOf(*cm, 0)))
-    return 1;
-  std::fprintf(rq.info, "%s: %zu kernel(s), %zu words of SPIR-V (validated) in %.1f ms -> %s\n",
-               rq.file.c_str(), cm->kernels().size(), words.size(), ms, shownPath(out).c_str());
-  for (const auto &k : cm->kernels())
-    std::fprintf(rq.info, "  @%s: %zu params, %u bytes push constants, %llu bytes shared memory\n",
-                 k.name.c_str(), k.params.size(), k.pushConstantBytes,
-                 static_cast<unsigned long long>(k.sharedBytes));
-  return 0;
-}
-
-int compilePtx(const Request &rq, const ir::Module &m) {
-  cuda::CudaCompileOptions opts;
-  opts.arch = rq.arch;
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
-  auto cm = cuda::compileKernelModule(m, opts, &err);
-  double ms = msSince(t0);
-  if (!cm) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  std::string out = outPath(rq, true);
-  if (!writeGpuOutputs(rq, *cm, out, cm->ptx().data(), cm->ptx().size(), artefactOf(*cm)))
-    return 1;
-  std::string cubin = cm->cubin().empty() ? "no cubin (ptxas not found)"
-                                          : std::to_string(cm->cubin().size()) + " bytes of cubin";
-  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of PTX for %s, %s, in %.1f ms -> %s\n",
-               rq.file.c_str(), cm->kernels().size(), cm->ptx().size(), rq.arch.c_str(),
-               cubin.c_str(), ms, shownPath(out).c_str());
-  printKernels(rq.info, cm->kernels());
-  return 0;
-}
-
-int compileHsaco(const Request &rq, const ir::Module &m) {
-  rocm::RocmCompileOptions opts;
-  opts.arch = rq.arch;
-  std::string err;
-  auto t0 = std::chrono::steady_clock::now();
-  auto cm = rocm::compileKernelModule(m, opts, &err);
-  double ms = msSince(t0);
-  if (!cm) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  std::string out = outPath(rq, false);
-  if (!writeGpuOutputs(rq, *cm, out, cm->hsaco().data(), cm->hsaco().size(), artefactOf(*cm)))
-    return 1;
-  std::fprintf(rq.info, "%s: %zu kernel(s), %zu bytes of code object v4 for %s in %.1f ms -> %s\n",
-               rq.file.c_str(), cm->kernels().size(), cm->hsaco().size(), rq.arch.c_str(), ms,
-               shownPath(out).c_str());
-  printKernels(rq.info, cm->kernels());
-  return 0;
+  return t.textOutput() ? "-" : "";
 }
 
 /// Checks the target / arch / subgroup combination; returns a usage error message or "".
-std::string checkTarget(const Request &rq) {
-  bool gpu = rq.target == "ptx" || rq.target == "hsaco";
-  if (!gpu && !rq.arch.empty())
-    return "--arch applies to --target ptx and hsaco";
-  if ((gpu || rq.target == "spirv-vulkan") && rq.subgroup)
-    return "--subgroup-size applies to --target cpu (GPU subgroups are the device's)";
-  if (!gpu)
+std::string checkOptions(const Request &rq, const Target &t) {
+  std::vector<std::string> archs = t.archs();
+  std::string name(t.name());
+  if (archs.empty() && !rq.arch.empty())
+    return "--arch does not apply to --target " + name;
+  if (!t.subgroupSizeOption() && rq.subgroup)
+    return "--subgroup-size does not apply to --target " + name + " (its subgroups are the " +
+           "device's)";
+  if (archs.empty())
     return "";
-  const std::vector<std::string> &archs =
-      rq.target == "ptx" ? cuda::supportedArchs() : rocm::supportedArchs();
   if (rq.arch.empty())
-    return "--target " + rq.target + " needs --arch (accepted: " + joined(archs) + ")";
+    return "--target " + name + " needs --arch (accepted: " + joined(archs) + ")";
   if (std::find(archs.begin(), archs.end(), rq.arch) == archs.end())
-    return "unknown --arch '" + rq.arch + "' for --target " + rq.target +
+    return "unknown --arch '" + rq.arch + "' for --target " + name +
            " (accepted: " + joined(archs) + ")";
   return "";
 }
+
+int compile(const Request &rq, const Target &t, const ir::Module &m) {
+  TargetOptions opts;
+  opts.arch = rq.arch;
+  opts.subgroupSize = rq.subgroup;
+  // The default fault mode where the target has it (docs/ir.md, "Faults").
+  opts.bounds = t.boundsModeSupported(TSR_BOUNDS_ROBUST) ? TSR_BOUNDS_ROBUST : TSR_BOUNDS_UNCHECKED;
+  opts.keepStages = !rq.dumpDir.empty();
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<Artefact> a = t.compile(m, opts, &err);
+  double ms = msSince(t0);
+  if (!a) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  // An OUT ending in .tsrx gets the container (tessera/artefact.h: kernel metadata and every
+  // image, e.g. cubin and PTX) instead of the bare artefact.
+  std::string out = outPath(rq, t);
+  std::string container;
+  std::string_view bytes = t.rawOutput(*a);
+  if (out.ends_with(".tsrx")) {
+    container = encodeArtefact(*a);
+    bytes = container;
+  }
+  if (!writeFile(out, bytes)) {
+    std::fprintf(stderr, "tessera compile: cannot write '%s'\n", shownPath(out).c_str());
+    return 1;
+  }
+  if (!rq.dumpDir.empty() && !writeArtefactStages(rq.dumpDir, a->stages, &err)) {
+    std::fprintf(stderr, "tessera compile: %s\n", err.c_str());
+    return 1;
+  }
+  std::fprintf(rq.info, "%s: %zu kernel(s), %s in %.1f ms -> %s\n", rq.file.c_str(),
+               a->kernels.size(), t.summary(*a, opts).c_str(), ms, shownPath(out).c_str());
+  for (const ArtefactKernel &k : a->kernels) {
+    std::string push =
+        k.pushBytes ? ", " + std::to_string(k.pushBytes) + " bytes push constants" : "";
+    std::string subgroup = k.subgroupSize ? ", subgroup " + std::to_string(k.subgroupSize) : "";
+    std::fprintf(rq.info, "  @%s: %zu params%s, %llu bytes shared memory%s\n", k.name.c_str(),
+                 k.params.size(), push.c_str(), static_cast<unsigned long long>(k.sharedBytes),
+                 subgroup.c_str());
+  }
+  return 0;
+}
+
+// What `tessera compile --help` says before the options: what it does, and every target of
+// the registry with its old names, archs and dump stages.
+std::string compileDescription() {
+  const TargetRegistry &targets = defaultTargets();
+  std::string s =
+      "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
+      "prints it (binary targets only to a pipe, never to a terminal) and the summary goes\n"
+      "to stderr. Without -o nothing is written to disk: text artefacts (cuda's PTX) are\n"
+      "printed to stdout, the binary targets only compile, validate and print their summary.\n\n"
+      "targets (" +
+      targets.names() + "):\n";
+  for (const Target *t : targets.all()) {
+    std::vector<std::string> aliases;
+    for (std::string_view a : t->aliases())
+      aliases.emplace_back(a);
+    std::string name(t->name());
+    s += "  " + name + std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') +
+         indented(t->description(), 10) + "\n";
+    if (!aliases.empty())
+      s += "          old names: " + joined(aliases) + "\n";
+    if (!t->archs().empty())
+      s += "          --arch: " + joined(t->archs()) + "\n";
+    s += "          --dump-dir: " + joined(t->stageFiles(), " ") + "\n";
+  }
+  s += "\n"
+       "  -o OUT.tsrx writes the container instead: kernel metadata and every image (cuda:\n"
+       "  cubin and PTX), as the compile cache keeps it";
+  return s;
+}
+
+constexpr const char *kCompileUsage =
+    "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
+    "                       [--subgroup-size N]";
 
 // The command line of `tessera compile`, stored in `rq` as it parses.
 std::unique_ptr<CLI::App> compileApp(Request &rq) {
@@ -233,29 +176,29 @@ std::unique_ptr<CLI::App> compileApp(Request &rq) {
   app->add_option("FILE", rq.file, "the IR file");
   app->add_option("--target", rq.target, "the target (required; see targets above)")
       ->type_name("TARGET");
-  app->add_option("--arch", rq.arch, "GPU architecture (required for ptx and hsaco)")
+  app->add_option("--arch", rq.arch,
+                  "architecture, for the targets that list them (required there)")
       ->type_name("ARCH");
   app->add_option("-o", rq.out,
-                  "write the artefact to OUT ('-': stdout; OUT.tsrx: the GPU container)")
+                  "write the artefact to OUT ('-': stdout; OUT.tsrx: the container)")
       ->type_name("OUT");
-  app->add_option("--dump-dir", rq.dumpDir,
-                  "write each stage:\n"
-                  "  cpu:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-obj.o\n"
-                  "  spirv-vulkan: 0-kir.tir 1-spirv.spv 2-spirv.dis.txt\n"
-                  "  ptx:   0-kir.tir 1-llvm.ll 2-llvm.opt.ll 3-ptx.ptx [4-cubin.cubin]\n"
-                  "  hsaco: 0-kir.tir 1-llvm.ll 2-llvm.linked.ll 3-llvm.opt.ll 4-obj.o\n"
-                  "         5-hsaco.hsaco")
+  app->add_option("--dump-dir", rq.dumpDir, "write each stage (the files listed above)")
       ->type_name("DIR");
   addChecked(*app, "--subgroup-size",
-             "CPU subgroup width the work-item loops are written for (default\n"
-             "16); GPU subgroups are the warp (32) or the wavefront (64 on\n"
-             "gfx90a / gfx942, 32 on gfx1100)",
+             "cpu: the subgroup width the work-item loops are written for\n"
+             "(default 16); GPU subgroups are the warp (32) or the wavefront\n"
+             "(64 on gfx90a / gfx942, 32 on gfx1100)",
              "--subgroup-size must be a power of two in [1, 64]", powerOfTwo(rq.subgroup, 64))
       ->type_name("N");
   return app;
 }
 
 } // namespace
+
+std::string compileHelp() {
+  Request rq;
+  return compileApp(rq)->help();
+}
 
 int cmdCompile(int argc, char **argv) {
   Request rq;
@@ -264,22 +207,22 @@ int cmdCompile(int argc, char **argv) {
     return *rc;
   if (rq.file.empty())
     return usageError("compile", "needs a FILE");
+  const TargetRegistry &targets = defaultTargets();
   if (rq.target.empty())
-    return usageError("compile", "needs --target (targets: cpu, spirv-vulkan, ptx, hsaco)");
-  if (rq.target == "spirv")
-    rq.target = "spirv-vulkan"; // the Shader flavour; "spirv-kernel" is Level Zero's (later)
-  if (rq.target != "cpu" && rq.target != "spirv-vulkan" && rq.target != "ptx" &&
-      rq.target != "hsaco") {
-    std::fprintf(stderr,
-                 "tessera compile: target '%s' is not available in this build (targets: "
-                 "cpu, spirv-vulkan, ptx, hsaco)\n",
-                 rq.target.c_str());
+    return usageError("compile", "needs --target (targets: " + targets.names() + ")");
+  bool alias = false;
+  const Target *t = targets.find(rq.target, &alias);
+  if (!t) {
+    std::fprintf(stderr, "tessera compile: %s\n", targets.unknownTarget(rq.target).c_str());
     return 1;
   }
-  if (std::string msg = checkTarget(rq); !msg.empty())
+  if (alias)
+    std::fprintf(stderr, "tessera compile: note: '%s' is an old name of target '%s'\n",
+                 rq.target.c_str(), std::string(t->name()).c_str());
+  if (std::string msg = checkOptions(rq, *t); !msg.empty())
     return usageError("compile", msg);
-  bool toStdout = rq.out == "-" || (rq.out.empty() && rq.target == "ptx");
-  if (toStdout && rq.target != "ptx" && isatty(STDOUT_FILENO))
+  bool toStdout = rq.out == "-" || (rq.out.empty() && t->textOutput());
+  if (toStdout && !t->textOutput() && isatty(STDOUT_FILENO))
     return usageError("compile", "refusing to write a binary artefact to a terminal (-o FILE, "
                                  "or pipe stdout)");
   if (toStdout)
@@ -289,13 +232,7 @@ int cmdCompile(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", d.str().c_str());
   if (!r.ok())
     return 1;
-  if (rq.target == "ptx")
-    return compilePtx(rq, *r.module);
-  if (rq.target == "hsaco")
-    return compileHsaco(rq, *r.module);
-  if (rq.target == "spirv-vulkan")
-    return compileSpirv(rq, *r.module);
-  return compileCpu(rq, *r.module);
+  return compile(rq, *t, *r.module);
 }
 
 } // namespace tessera::cli

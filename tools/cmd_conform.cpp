@@ -1,6 +1,7 @@
 // `tessera conform`: the conformance suite. Runs the op catalog (generated from the op table)
 // on HAL devices and on the fp64 reference interpreter, judges every case under the op
 // table's full-profile budgets, and prints a summary matrix, failures, JSON and JUnit.
+#include "backends/target.h"
 #include "conformance/catalog.h"
 #include "conformance/kernel_cases.h"
 #include "conformance/report.h"
@@ -276,10 +277,14 @@ int cmdConform(int argc, char **argv) {
       tsr_status_free(st);
     dev.features = info.features;
     std::string backend = name.substr(0, name.find(':'));
+    // The device's compiler target (the registry's, by backend) declares its profile.
+    const Target *target = targetForDevice(info);
     dev.profile = profile == "declared"  ? conform::declaredProfile(backend)
                   : profile == "relaxed" ? conform::Profile::Relaxed
                                          : conform::Profile::Full;
-    std::printf("[%s] profile %s\n", name.c_str(), conform::profileName(dev.profile));
+    std::printf("[%s] target %s, profile %s\n", name.c_str(),
+                target ? std::string(target->name()).c_str() : "(none: no compiler)",
+                conform::profileName(dev.profile));
     if (!conform::loadXfails(xfailDir + "/" + backend + ".txt", dev.xfails, &err)) {
       std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
       for (auto &r : runs)

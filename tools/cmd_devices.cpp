@@ -1,5 +1,7 @@
 // `tessera devices [--json]`: every device the registry sees, and every backend that is built
 // but unusable here with the reason. The JSON shape is documented in docs/hal.md.
+#include "backends/target.h"
+#include "tessera/program.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
@@ -16,8 +18,9 @@ namespace tessera::cli {
 namespace {
 
 constexpr const char *kDevicesDescription =
-    R"(Lists every device (backend:index) with vendor, architecture, memory, limits and features,
-then the backends that are built but unavailable on this machine, with the reason.
+    R"(Lists every device (backend:index) with vendor, architecture, memory, limits, features and
+the compiler target that compiles for it (with the tolerance profile it declares), then the
+backends that are built but unavailable on this machine, with the reason.
 Plugin drivers are loaded from TESSERA_DRIVER_PATH.)";
 
 std::vector<std::string> featureNames(uint64_t f) {
@@ -39,10 +42,40 @@ std::vector<std::string> featureNames(uint64_t f) {
   return out;
 }
 
+nlohmann::ordered_json deviceInfoJson(const tsr_device_info_t &d);
+
 // A fixed-size name field as a string, even when a driver filled it without a terminator.
 template <size_t N> std::string field(const char (&s)[N]) { return std::string(s, strnlen(s, N)); }
 
-nlohmann::ordered_json deviceJson(const tsr_device_info_t &d) {
+// The device's capability record (tsr_device_compiler_caps) as a JSON object of its
+// `key=value` lines; {} when its driver has none or it cannot be opened.
+nlohmann::ordered_json capsJson(tsr_registry_t registry, const tsr_device_info_t &d) {
+  nlohmann::ordered_json caps = nlohmann::ordered_json::object();
+  tsr_device_t device = nullptr;
+  if (tsr_status_t st = tsr_registry_open_device(registry, d.name, &device)) {
+    tsr_status_free(st);
+    return caps;
+  }
+  std::string record, err;
+  std::vector<std::pair<std::string, std::string>> entries;
+  bool ok = deviceCompilerCaps(device, &record, &err) && parseCapsRecord(record, &entries, &err);
+  tsr_device_release(device);
+  for (size_t i = 0; ok && i < entries.size(); ++i)
+    caps[entries[i].first] = entries[i].second;
+  return caps;
+}
+
+nlohmann::ordered_json deviceJson(const tsr_device_info_t &d, nlohmann::ordered_json caps) {
+  nlohmann::ordered_json j = deviceInfoJson(d);
+  j["compiler_caps"] = std::move(caps);
+  const Target *t = targetForDevice(d);
+  j["target"] = t ? nlohmann::ordered_json(std::string(t->name())) : nlohmann::ordered_json();
+  if (t)
+    j["profile"] = precisionProfileName(t->declaredProfile());
+  return j;
+}
+
+nlohmann::ordered_json deviceInfoJson(const tsr_device_info_t &d) {
   return {{"name", field(d.name)},
           {"backend", field(d.backend)},
           {"vendor", field(d.vendor)},
@@ -64,7 +97,10 @@ int cmdDevices(int argc, char **argv) {
   bool json = false;
   auto app = makeApp("devices", "usage: tessera devices [--json]", kDevicesDescription);
   app->add_flag("--json", json,
-                "machine-readable output: {\"devices\":[...],\"unavailable\":[...]}");
+                "machine-readable output: {\"devices\":[...],\"unavailable\":[...]}; each\n"
+                "device with its target, declared profile and the exact capability\n"
+                "record its driver hands the compiler (\"compiler_caps\", docs/hal.md;\n"
+                "{} for drivers without one)");
   if (auto rc = parseArgs(*app, argc, argv, 2))
     return *rc;
   RegistrySession session;
@@ -101,7 +137,7 @@ int cmdDevices(int argc, char **argv) {
     nlohmann::ordered_json doc = {{"devices", nlohmann::ordered_json::array()},
                                   {"unavailable", nlohmann::ordered_json::array()}};
     for (const auto &d : devices)
-      doc["devices"].push_back(deviceJson(d));
+      doc["devices"].push_back(deviceJson(d, capsJson(session.registry, d)));
     for (const auto &u : unavailable)
       doc["unavailable"].push_back({{"backend", u.backend}, {"reason", u.reason}});
     // A driver's bytes that are not UTF-8 become U+FFFD instead of throwing.
@@ -113,11 +149,15 @@ int cmdDevices(int argc, char **argv) {
     std::string feats;
     for (const auto &f : featureNames(d.features))
       feats += (feats.empty() ? "" : " ") + f;
+    const Target *t = targetForDevice(d);
+    std::string target = t ? std::string(t->name()) + " (declares the " +
+                                 precisionProfileName(t->declaredProfile()) + " profile)"
+                           : "none (no compiler for this backend)";
     std::printf("%-10s %s %s, %u compute units, %.1f GiB, workgroup <= %u, shared %" PRIu64
-                " KiB, subgroup %u\n           features: %s\n",
+                " KiB, subgroup %u\n           features: %s\n           target: %s\n",
                 d.name, d.vendor, d.architecture, d.compute_units,
                 double(d.total_memory) / (1ull << 30), d.max_workgroup_total,
-                d.max_shared_memory / 1024, d.subgroup_size, feats.c_str());
+                d.max_shared_memory / 1024, d.subgroup_size, feats.c_str(), target.c_str());
   }
   if (devices.empty())
     std::printf("no devices\n");

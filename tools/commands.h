@@ -1,6 +1,8 @@
 // Entry points of the `tessera` subcommands. Each returns the process exit code.
 #pragma once
 
+#include <string>
+
 namespace tessera::cli {
 
 /// `tessera --version`, and the version a conformance report records.
@@ -14,5 +16,9 @@ int cmdRun(int argc, char **argv);     // tessera run FILE --device D [--check]
 int cmdConform(int argc, char **argv); // tessera conform [--device D]... [--json F] ...
 int cmdFuzz(int argc, char **argv);    // tessera fuzz [--device D]... [--seconds N] ...
 int cmdCts(int argc, char **argv);     // tessera cts [--driver PATH.so]... (runs tessera-cts)
+
+/// `tessera compile --help`: the targets of defaultTargets() (backends/target.h), with their
+/// old names, archs and stages.
+std::string compileHelp();
 
 } // namespace tessera::cli

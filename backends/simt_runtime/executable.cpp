@@ -35,7 +35,8 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
                               size_t size, tsr_drv_executable_t *out_executable) {
   SimtDevice &d = deviceOf(device);
   const SimtApi &api = d.api;
-  if (std::strcmp(format, api.format) != 0)
+  if (std::strcmp(format, api.format) != 0 &&
+      !(api.formatOld && std::strcmp(format, api.formatOld) == 0))
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "%s: executable format '%s' is not supported (accepted: %s)",
                            api.driverName, format, api.format);

@@ -81,6 +81,7 @@ struct SimtApi {
   const char *driverName = nullptr; // "cuda driver": the prefix of every message
   const char *backend = nullptr;    // "cuda": device names, messages
   const char *format = nullptr;     // the executable format it loads (gpu_module.h)
+  const char *formatOld = nullptr;  // its old name, still accepted (null: none)
   bool needsImage = true;           // false: a module may have only its fallback (PTX)
   SimtApiNames names;
 

@@ -4,6 +4,7 @@
 // internal references, so destroy() only runs after them).
 #include "hal/src/device.h"
 
+#include "hal/src/registry.h"
 #include "hal/src/validation.h"
 
 #include <cstring>
@@ -45,6 +46,18 @@ tsr_status_t tsr_device_info(tsr_device_t device, tsr_device_info_t *out_info) {
                                       sizeof(tsr_device_info_t)));
   copyDeviceInfo(device->info, out_info);
   return nullptr;
+}
+
+tsr_status_t tsr_device_compiler_caps(tsr_device_t device, char *buffer, size_t capacity,
+                                      size_t *out_len) {
+  static const char *kCall = "tsr_device_compiler_caps";
+  TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_len", out_len));
+  *out_len = 0;
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "device", device));
+  if (capacity > 0)
+    TSR_RETURN_IF_ERROR(checkPointer(kCall, "buffer", buffer));
+  return TSR_CALL_DRIVER(kCall, *device->driver, device_compiler_caps, device->handle, buffer,
+                         capacity, out_len);
 }
 
 } // extern "C"

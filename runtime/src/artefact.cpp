@@ -1,10 +1,5 @@
-// The `.tsrx` GPU artefact container (see tessera/artefact.h).
+// The `.tsrx` artefact container (see tessera/artefact.h).
 #include "tessera/artefact.h"
-
-#include "backends/cuda/codegen/cuda_codegen.h"
-#include "backends/gpu_module.h"
-#include "backends/rocm/codegen/rocm_codegen.h"
-#include "backends/vulkan/codegen/vulkan_codegen.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,38 +12,6 @@ namespace {
 constexpr std::string_view kMagic = "TSRX1 ";
 
 } // namespace
-
-GpuArtefact artefactOf(const vulkan::VulkanCompiledModule &m, uint32_t subgroupSize) {
-  GpuArtefact a;
-  a.format = TSR_VULKAN_SPIRV_FORMAT;
-  const auto &w = m.words();
-  a.image.resize(w.size() * 4);
-  std::memcpy(a.image.data(), w.data(), a.image.size());
-  for (const auto &k : m.kernels())
-    a.kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes,
-                         subgroupSize, k.controlBinding});
-  return a;
-}
-
-GpuArtefact artefactOf(const cuda::CudaCompiledModule &m) {
-  GpuArtefact a;
-  a.format = TSR_CUDA_FORMAT;
-  a.image = m.cubin();
-  a.fallback.assign(m.ptx().begin(), m.ptx().end());
-  a.fallback.push_back('\0'); // the driver takes NUL-terminated PTX text
-  for (const auto &k : m.kernels())
-    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize, UINT32_MAX});
-  return a;
-}
-
-GpuArtefact artefactOf(const rocm::RocmCompiledModule &m) {
-  GpuArtefact a;
-  a.format = TSR_ROCM_FORMAT;
-  a.image = m.hsaco();
-  for (const auto &k : m.kernels())
-    a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize, UINT32_MAX});
-  return a;
-}
 
 std::string encodeType(const ir::Type &t) {
   return std::to_string(int(t.kind)) + "." + std::to_string(int(t.elem)) + "." +
@@ -65,14 +28,17 @@ bool decodeType(const std::string &s, ir::Type &t) {
   return true;
 }
 
-std::string encodeArtefact(const GpuArtefact &a) {
+std::string encodeArtefact(const Artefact &a) {
   std::ostringstream s;
   s << kMagic << a.format << "\n";
   for (const auto &k : a.kernels) {
     s << "kernel " << k.name << " " << k.sharedBytes << " " << k.pushBytes << " "
       << k.subgroupSize << " " << k.params.size();
-    for (size_t i = 0; i < k.params.size(); ++i)
-      s << " " << encodeType(k.params[i]) << ":" << (k.offsets.empty() ? 0 : k.offsets[i]);
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      s << " " << encodeType(k.params[i]);
+      if (!k.offsets.empty())
+        s << ":" << k.offsets[i];
+    }
     s << "\n";
     if (k.controlBinding != UINT32_MAX)
       s << "control " << k.controlBinding << "\n";
@@ -84,14 +50,13 @@ std::string encodeArtefact(const GpuArtefact &a) {
   return s.str();
 }
 
-std::optional<GpuArtefact> decodeArtefact(const std::string &bytes) {
+std::optional<Artefact> decodeArtefact(const std::string &bytes) {
   if (bytes.compare(0, kMagic.size(), kMagic) != 0)
     return std::nullopt;
   std::istringstream s(bytes.substr(kMagic.size()));
-  GpuArtefact a;
+  Artefact a;
   if (!std::getline(s, a.format) || a.format.empty())
     return std::nullopt;
-  bool vulkan = a.format == TSR_VULKAN_SPIRV_FORMAT; // only Vulkan has push-constant offsets
   std::string word;
   int blobs = 0;
   while (blobs < 2 && s >> word) {
@@ -114,24 +79,33 @@ std::optional<GpuArtefact> decodeArtefact(const std::string &bytes) {
     }
     if (word != "kernel")
       return std::nullopt;
-    GpuKernel k;
+    ArtefactKernel k;
     size_t n = 0;
     if (!(s >> k.name >> k.sharedBytes >> k.pushBytes >> k.subgroupSize >> n) || n > 4096)
       return std::nullopt;
+    bool withOffsets = false;
     for (size_t i = 0; i < n; ++i) {
       std::string t;
       ir::Type ty;
-      size_t colon = 0;
-      if (!(s >> t) || (colon = t.find(':')) == std::string::npos ||
-          !decodeType(t.substr(0, colon), ty))
+      if (!(s >> t))
+        return std::nullopt;
+      size_t colon = t.find(':');
+      if (!decodeType(t.substr(0, colon), ty))
         return std::nullopt;
       k.params.push_back(ty);
+      // Either every parameter has an offset or none has.
+      bool hasOffset = colon != std::string::npos;
+      if (i == 0)
+        withOffsets = hasOffset;
+      if (hasOffset != withOffsets)
+        return std::nullopt;
+      if (!hasOffset)
+        continue;
       char *end = nullptr;
       unsigned long off = std::strtoul(t.c_str() + colon + 1, &end, 10);
-      if (*end != '\0' || off > UINT32_MAX)
+      if (colon + 1 == t.size() || *end != '\0' || off > UINT32_MAX)
         return std::nullopt;
-      if (vulkan)
-        k.offsets.push_back(uint32_t(off));
+      k.offsets.push_back(uint32_t(off));
     }
     a.kernels.push_back(std::move(k));
   }

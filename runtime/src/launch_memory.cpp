@@ -2,6 +2,7 @@
 #include "tessera/launch_memory.h"
 
 #include "backends/cpu/runtime/host_memory.h"
+#include "backends/target.h"
 
 #include <cstring>
 
@@ -51,7 +52,7 @@ bool checkLaunchFits(tsr_device_t device, const ir::Function &kernel, unsigned h
     return false;
   }
   uint64_t host = cpu::hostMemoryBytes();
-  if (std::strcmp(info.backend, "cpu") == 0)
+  if (const Target *t = targetForDevice(info); t && t->buffersInHostMemory())
     ++hostCopies; // the device's own buffers are host memory too
   if (hostCopies > 0 && bytes > host / hostCopies) {
     *error = what + "; with its " + std::to_string(hostCopies) +

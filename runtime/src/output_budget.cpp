@@ -212,12 +212,9 @@ private:
 
 } // namespace
 
-const char *precisionProfileName(PrecisionProfile p) {
-  return p == PrecisionProfile::Full ? "full" : "relaxed";
-}
-
 PrecisionProfile declaredProfile(const std::string &backend) {
-  return backend == "vulkan" ? PrecisionProfile::Relaxed : PrecisionProfile::Full;
+  const Target *t = defaultTargets().forBackend(backend);
+  return t ? t->declaredProfile() : PrecisionProfile::Full;
 }
 
 PrecisionProfile profileForDevice(const std::string &deviceName) {

@@ -1,5 +1,6 @@
-// The .tsrx GPU artefact container: a round trip keeps every field, and malformed bytes
-// (truncated, wrong magic, lying sizes, bad types, bad offsets) decode to nothing, never crash.
+// The .tsrx artefact container (every target's): a round trip keeps every field, and malformed
+// bytes (truncated, wrong magic, lying sizes, bad types, bad offsets) decode to nothing, never
+// crash.
 #include "tessera/artefact.h"
 
 #include <gtest/gtest.h>
@@ -7,10 +8,10 @@
 namespace tessera {
 namespace {
 
-GpuArtefact sample() {
-  GpuArtefact a;
+Artefact sample() {
+  Artefact a;
   a.format = "vulkan-spirv";
-  GpuKernel k;
+  ArtefactKernel k;
   k.name = "saxpy";
   k.params = {ir::Type{ir::Type::Kind::Buffer, ir::Scalar::F32, ir::Access::ReadOnly, 0},
               ir::Type::scalar(ir::Scalar::F32), ir::Type::scalar(ir::Scalar::I64)};
@@ -25,12 +26,12 @@ GpuArtefact sample() {
 }
 
 TEST(Artefact, RoundTripKeepsEveryField) {
-  GpuArtefact a = sample();
+  Artefact a = sample();
   auto b = decodeArtefact(encodeArtefact(a));
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->format, "vulkan-spirv");
   ASSERT_EQ(b->kernels.size(), 1u);
-  const GpuKernel &k = b->kernels[0];
+  const ArtefactKernel &k = b->kernels[0];
   EXPECT_EQ(k.name, "saxpy");
   EXPECT_EQ(k.offsets, (std::vector<uint32_t>{0, 0, 8}));
   EXPECT_EQ(k.pushBytes, 16u);
@@ -48,7 +49,7 @@ TEST(Artefact, RoundTripKeepsEveryField) {
 // The Vulkan control buffer's binding (backends/gpu_module.h) survives the round trip, and
 // a container written before it existed (no `control` line) still decodes.
 TEST(Artefact, ControlBindingRoundTripsAndIsOptional) {
-  GpuArtefact a = sample();
+  Artefact a = sample();
   a.kernels[0].controlBinding = 3;
   std::string bytes = encodeArtefact(a);
   EXPECT_NE(bytes.find("\ncontrol 3\n"), std::string::npos);
@@ -65,13 +66,35 @@ TEST(Artefact, ControlBindingRoundTripsAndIsOptional) {
 }
 
 TEST(Artefact, CudaKeepsBothImagesAndNoOffsets) {
-  GpuArtefact a = sample();
+  Artefact a = sample();
   a.format = "cuda";
+  a.kernels[0].offsets.clear();
   a.fallback = {'.', 'v', 'e', 'r', 0};
   auto b = decodeArtefact(encodeArtefact(a));
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->fallback, a.fallback);
   EXPECT_TRUE(b->kernels[0].offsets.empty());
+}
+
+// The CPU's object travels in the same container: no offsets are written for it (the
+// parameters carry none), and a kernel that mixes parameters with and without one is refused.
+TEST(Artefact, CpuObjectRoundTripsWithoutOffsets) {
+  Artefact a = sample();
+  a.format = "cpu";
+  a.kernels[0].offsets.clear();
+  a.kernels[0].pushBytes = 0;
+  a.image = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  std::string bytes = encodeArtefact(a);
+  EXPECT_NE(bytes.find(" 1.7.0.0 1.4.0.0\n"), std::string::npos) << bytes;
+  auto b = decodeArtefact(bytes);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->format, "cpu");
+  EXPECT_TRUE(b->kernels[0].offsets.empty());
+  EXPECT_EQ(b->kernels[0].params.size(), 3u);
+  EXPECT_EQ(b->image, a.image);
+  std::string mixed = bytes;
+  mixed.replace(mixed.find(" 1.7.0.0 "), 9, " 1.7.0.0:4 ");
+  EXPECT_FALSE(decodeArtefact(mixed).has_value());
 }
 
 TEST(Artefact, MalformedBytesDecodeToNothing) {

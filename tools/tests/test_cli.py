@@ -176,6 +176,32 @@ def test_devices_json_shape():
     for u in doc["unavailable"]:
         assert u["backend"] and u["reason"]
     assert "cpu:0" in tessera("devices", check=0).stdout
+    # Each device names its compiler target (the registry's) and the profile it declares.
+    assert d["target"] == "cpu" and d["profile"] == "full", d
+    assert d["compiler_caps"] == {}, d  # the CPU driver has no record
+    for v in (d for d in doc["devices"] if d["backend"] == "vulkan"):
+        assert v["target"] == "vulkan" and v["profile"] == "relaxed", v
+        caps = v["compiler_caps"]  # the driver's exact record, as the Vulkan target reads it
+        assert int(caps["vulkan.subgroupSize"]) == v["subgroup_size"], caps
+        assert int(caps["vulkan.maxComputeSharedMemorySize"]) == v["max_shared_memory"], caps
+        assert (caps["vulkan.float64"] == "1") == ("fp64" in v["features"]), caps
+    assert "target: cpu (declares the full profile)" in tessera("devices", check=0).stdout
+
+
+def test_compile_takes_canonical_names_and_old_ones_with_a_note(tmp_path):
+    ex = ROOT / "ir/examples/saxpy.tir"
+    for canonical, old, arch in (("vulkan", "spirv-vulkan", []), ("cuda", "ptx", ["--arch", "sm_80"]),
+                                 ("rocm", "hsaco", ["--arch", "gfx90a"])):
+        new = tessera("compile", ex, "--target", canonical, *arch, "-o", tmp_path / "new", check=0)
+        assert "old name" not in new.stderr
+        was = tessera("compile", ex, "--target", old, *arch, "-o", tmp_path / "old", check=0)
+        assert f"note: '{old}' is an old name of target '{canonical}'" in was.stderr
+        assert (tmp_path / "new").read_bytes() == (tmp_path / "old").read_bytes(), canonical
+    r = tessera("compile", ex, "--target", "opencl")
+    assert r.returncode == 1
+    assert "unknown target 'opencl' (targets: cpu, vulkan, cuda, rocm)" in r.stderr
+    header = tessera("compile", ex, "--target", "vulkan", "-o", tmp_path / "v.tsrx", check=0)
+    assert (tmp_path / "v.tsrx").read_bytes().startswith(b"TSRX1 vulkan\n"), header.stderr
 
 
 def test_run_check_every_example_on_vulkan(tmp_path):

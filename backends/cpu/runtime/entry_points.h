@@ -117,6 +117,9 @@ struct CpuKernel {
 
 struct CpuExecutable {
   std::vector<CpuKernel> kernels;
+  /// "cpu" format: the JIT-linked object the kernel functions live in (type-erased, so this
+  /// header stays free of the codegen's).
+  std::shared_ptr<void> code;
 };
 
 /// Runs every workgroup of one launch on `device`'s pool; returns when all have finished,

@@ -1,10 +1,13 @@
-// CPU executables in the "cpu-native" format (cpu_native_module.h): checking and copying
-// the module's kernel table, answering kernel metadata, and running a launch's workgroups
-// on the device's thread pool.
+// CPU executables: the "cpu" format (backends/gpu_module.h: the codegen's relocatable object,
+// JIT-linked here) and the "cpu-native" format (cpu_native_module.h: functions already in
+// the process, for hand-written kernels); checking and copying the module's kernel table,
+// answering kernel metadata, and running a launch's workgroups on the device's thread pool.
 //
 // Must never keep a pointer into the caller's module struct (only the kernel functions
 // themselves), and never accept a kernel table the HAL could not validate launches against.
+#include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/entry_points.h"
+#include "backends/gpu_driver_util.h"
 #include "backends/kernel_fault_status.h"
 
 #include <algorithm>
@@ -152,17 +155,60 @@ tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_
   return kernelFaultStatus(kernel.name.c_str(), fault, timeoutNs);
 }
 
+namespace {
+
+// The "cpu" format: the object is JIT-linked into this process (libm, libmvec and libgcc
+// resolved) and each kernel's tsr_wg_<name> becomes its function.
+tsr_status_t readObjectModule(const void *data, size_t size, CpuExecutable &executable) {
+  gpu::GpuModuleCopy copy;
+  if (tsr_status_t s = gpu::readGpuModule("cpu driver", data, size, true, copy))
+    return s;
+  std::vector<CpuKernelInfo> infos;
+  for (const gpu::GpuKernel &k : copy.kernels)
+    infos.push_back({k.name, TSR_CPU_WG_SYMBOL_PREFIX + k.name, {}, k.sharedMemoryBytes, 0});
+  std::vector<uint8_t> object(copy.image.begin(), copy.image.end());
+  std::shared_ptr<CpuCompiledModule> code =
+      CpuCompiledModule::fromObject(std::move(object), std::move(infos));
+  std::string err;
+  if (!code->load(&err))
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: the object does not link: %s",
+                           err.c_str());
+  executable.kernels.resize(copy.kernels.size());
+  for (size_t i = 0; i < copy.kernels.size(); ++i) {
+    const gpu::GpuKernel &in = copy.kernels[i];
+    CpuKernel &out = executable.kernels[i];
+    out.name = in.name;
+    out.paramNames = in.paramNames;
+    for (const tsr_kernel_param_t &p : in.params)
+      out.params.push_back({p.kind, nullptr});
+    out.sharedMemoryBytes = in.sharedMemoryBytes;
+    out.fn = code->lookup(in.name);
+    if (!out.fn)
+      return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: the object defines no %s%s",
+                             TSR_CPU_WG_SYMBOL_PREFIX, in.name.c_str());
+  }
+  for (CpuKernel &k : executable.kernels)
+    for (size_t p = 0; p < k.params.size(); ++p)
+      k.params[p].name = k.paramNames[p].empty() ? nullptr : k.paramNames[p].c_str();
+  executable.code = std::move(code);
+  return nullptr;
+}
+
+} // namespace
+
 tsr_status_t executableCreate(tsr_drv_device_t, const char *format, const void *data, size_t size,
                               tsr_drv_executable_t *out_executable) {
-  if (std::strcmp(format, TSR_CPU_NATIVE_FORMAT) != 0)
-    return tsr_status_make(
-        TSR_UNIMPLEMENTED,
-        "cpu driver: executable format '%s' is not supported (accepted: " TSR_CPU_NATIVE_FORMAT ")",
-        format);
+  bool object = std::strcmp(format, TSR_CPU_FORMAT) == 0;
+  if (!object && std::strcmp(format, TSR_CPU_NATIVE_FORMAT) != 0)
+    return tsr_status_make(TSR_UNIMPLEMENTED,
+                           "cpu driver: executable format '%s' is not supported (accepted: "
+                           "" TSR_CPU_FORMAT ", " TSR_CPU_NATIVE_FORMAT ")",
+                           format);
   auto *executable = new (std::nothrow) CpuExecutable;
   if (!executable)
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
-  if (tsr_status_t s = readModule(data, size, *executable)) {
+  if (tsr_status_t s = object ? readObjectModule(data, size, *executable)
+                              : readModule(data, size, *executable)) {
     delete executable;
     return s;
   }

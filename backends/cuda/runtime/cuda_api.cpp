@@ -111,6 +111,7 @@ constexpr simt::SimtApi kCudaTable = {
     .driverName = "cuda driver",
     .backend = "cuda",
     .format = TSR_CUDA_FORMAT,
+    .formatOld = nullptr,
     .needsImage = false, // the PTX fallback may stand alone
     .names = {.memAlloc = "cuMemAlloc_v2",
               .memFree = "cuMemFree_v2",

@@ -64,6 +64,7 @@ constexpr simt::SimtApi kHipTable = {
     .driverName = "rocm driver",
     .backend = "rocm",
     .format = TSR_ROCM_FORMAT,
+    .formatOld = TSR_ROCM_FORMAT_OLD,
     .needsImage = true,
     .names = {.memAlloc = "hipMalloc",
               .memFree = "hipFree",

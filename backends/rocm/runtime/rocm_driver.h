@@ -5,7 +5,7 @@
  *
  * Register it with tsr_registry_register_driver(registry, tsr_rocm_driver()): without the
  * library or a device, that is UNAVAILABLE with the reason. Executables use the
- * "rocm-hsaco" format of backends/gpu_module.h. The table is static and immutable; this
+ * "rocm" format of backends/gpu_module.h. The table is static and immutable; this
  * header must never expose the driver's internals.
  */
 #ifndef TESSERA_BACKENDS_ROCM_RUNTIME_ROCM_DRIVER_H_

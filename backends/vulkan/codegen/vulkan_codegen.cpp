@@ -26,33 +26,77 @@ constexpr uint32_t kSpirvVersion = 0x00010500; // SPIR-V 1.5 = Vulkan 1.2
 
 } // namespace
 
+namespace {
+
+// Every field of VulkanTargetCaps by its name (the Vulkan feature's), in declaration order:
+// one list for describe() and set() (the capability record the driver hands over).
+struct CapsField {
+  const char *name;
+  bool VulkanTargetCaps::*flag; // or
+  uint32_t VulkanTargetCaps::*number;
+};
+using C = VulkanTargetCaps;
+constexpr CapsField kCapsFields[] = {
+    {"subgroupSize", nullptr, &C::subgroupSize},
+    {"float16", &C::float16, nullptr},
+    {"float64", &C::float64, nullptr},
+    {"int64", &C::int64, nullptr},
+    {"int16", &C::int16, nullptr},
+    {"int8", &C::int8, nullptr},
+    {"storageBuffer8BitAccess", &C::storageBuffer8BitAccess, nullptr},
+    {"storageBuffer16BitAccess", &C::storageBuffer16BitAccess, nullptr},
+    {"subgroupArithmetic", &C::subgroupArithmetic, nullptr},
+    {"subgroupShuffle", &C::subgroupShuffle, nullptr},
+    {"subgroupVote", &C::subgroupVote, nullptr},
+    {"subgroupExtendedTypes", &C::subgroupExtendedTypes, nullptr},
+    {"shaderBufferFloat32AtomicAdd", &C::shaderBufferFloat32AtomicAdd, nullptr},
+    {"shaderSharedFloat32AtomicAdd", &C::shaderSharedFloat32AtomicAdd, nullptr},
+    {"shaderBufferFloat32Atomics", &C::shaderBufferFloat32Atomics, nullptr},
+    {"shaderSharedFloat32Atomics", &C::shaderSharedFloat32Atomics, nullptr},
+    {"shaderBufferInt64Atomics", &C::shaderBufferInt64Atomics, nullptr},
+    {"shaderSharedInt64Atomics", &C::shaderSharedInt64Atomics, nullptr},
+    {"fusedFma", &C::fusedFma, nullptr},
+    {"signedZeroInfNanPreserve", &C::signedZeroInfNanPreserve, nullptr},
+    {"maxPushConstantsSize", nullptr, &C::maxPushConstantsSize},
+    {"maxComputeSharedMemorySize", nullptr, &C::maxComputeSharedMemorySize},
+};
+
+} // namespace
+
 std::string VulkanTargetCaps::describe() const {
-  std::string s = "subgroupSize=" + std::to_string(subgroupSize);
-  auto flag = [&](const char *name, bool v) {
-    s += std::string(" ") + name + "=" + (v ? "1" : "0");
-  };
-  flag("float16", float16);
-  flag("float64", float64);
-  flag("int64", int64);
-  flag("int16", int16);
-  flag("int8", int8);
-  flag("storageBuffer8BitAccess", storageBuffer8BitAccess);
-  flag("storageBuffer16BitAccess", storageBuffer16BitAccess);
-  flag("subgroupArithmetic", subgroupArithmetic);
-  flag("subgroupShuffle", subgroupShuffle);
-  flag("subgroupVote", subgroupVote);
-  flag("subgroupExtendedTypes", subgroupExtendedTypes);
-  flag("shaderBufferFloat32AtomicAdd", shaderBufferFloat32AtomicAdd);
-  flag("shaderSharedFloat32AtomicAdd", shaderSharedFloat32AtomicAdd);
-  flag("shaderBufferFloat32Atomics", shaderBufferFloat32Atomics);
-  flag("shaderSharedFloat32Atomics", shaderSharedFloat32Atomics);
-  flag("shaderBufferInt64Atomics", shaderBufferInt64Atomics);
-  flag("shaderSharedInt64Atomics", shaderSharedInt64Atomics);
-  flag("fusedFma", fusedFma);
-  flag("signedZeroInfNanPreserve", signedZeroInfNanPreserve);
-  s += " maxPushConstantsSize=" + std::to_string(maxPushConstantsSize);
-  s += " maxComputeSharedMemorySize=" + std::to_string(maxComputeSharedMemorySize);
+  std::string s;
+  for (const CapsField &f : kCapsFields) {
+    s += s.empty() ? "" : " ";
+    s += std::string(f.name) + "=" +
+         (f.flag ? std::string(this->*f.flag ? "1" : "0") : std::to_string(this->*f.number));
+  }
   return s;
+}
+
+bool VulkanTargetCaps::set(std::string_view name, std::string_view value, std::string *error) {
+  for (const CapsField &f : kCapsFields) {
+    if (name != f.name)
+      continue;
+    uint64_t v = 0;
+    bool digits = !value.empty() && value.size() <= 10;
+    for (char c : value) {
+      digits = digits && c >= '0' && c <= '9';
+      v = v * 10 + uint64_t(c - '0');
+    }
+    if (!digits || v > UINT32_MAX || (f.flag && v > 1)) {
+      *error = "vulkan capability " + std::string(name) + " has the value '" +
+               std::string(value.substr(0, 32)) + "' (expected " +
+               (f.flag ? "0 or 1" : "a 32-bit number") + ")";
+      return false;
+    }
+    if (f.flag)
+      this->*f.flag = v != 0;
+    else
+      this->*f.number = uint32_t(v);
+    return true;
+  }
+  *error = "unknown vulkan capability '" + std::string(name.substr(0, 64)) + "'";
+  return false;
 }
 
 // The description names every field, so its hash changes whenever any field does.

@@ -54,6 +54,9 @@ struct VulkanTargetCaps {
 
   /// One line naming every field and its value (for `tessera devices` and the cache key).
   std::string describe() const;
+  /// Sets the field named `name` (as in describe(): the Vulkan feature's name) from the
+  /// capability record's text; false with `*error` for an unknown name or a bad value.
+  bool set(std::string_view name, std::string_view value, std::string *error);
   uint64_t hash() const;
   friend bool operator==(const VulkanTargetCaps &, const VulkanTargetCaps &) = default;
 };

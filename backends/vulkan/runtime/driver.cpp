@@ -42,6 +42,53 @@ bool hasExtension(const std::vector<VkExtensionProperties> &exts, const char *na
 
 // Fills `pd` for a usable device: Vulkan 1.2+, a compute queue, timeline semaphores, push
 // descriptors. Returns a reason when it is not usable.
+// The capability record (hal_driver.h, device_compiler_caps; docs/hal.md): every capability
+// the SPIR-V codegen reads (VulkanTargetCaps, by the same names), with the values the device
+// is created with, so that the compiler never has to guess them back from feature bits.
+std::string compilerCaps(const tsr_device_info_t &info, const VkPhysicalDeviceVulkan12Features &f12,
+                         const VkPhysicalDeviceVulkan11Features &f11,
+                         const VkPhysicalDeviceFeatures &f,
+                         const VkPhysicalDeviceSubgroupProperties &sub,
+                         const VkPhysicalDeviceVulkan12Properties &p12,
+                         const VkPhysicalDeviceLimits &limits, bool atomicFloat) {
+  std::string r = "version=1\n";
+  auto line = [&](const char *name, uint64_t value) {
+    r += std::string("vulkan.") + name + "=" + std::to_string(value) + "\n";
+  };
+  bool compute = sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
+  auto op = [&](VkSubgroupFeatureFlags bits) {
+    return compute && (sub.supportedOperations & bits) == bits;
+  };
+  line("subgroupSize", info.subgroup_size);
+  line("float16", f12.shaderFloat16);
+  line("float64", f.shaderFloat64);
+  line("int64", f.shaderInt64);
+  line("int16", f.shaderInt16);
+  line("int8", f12.shaderInt8);
+  line("storageBuffer8BitAccess", f12.storageBuffer8BitAccess);
+  line("storageBuffer16BitAccess", f11.storageBuffer16BitAccess);
+  line("subgroupArithmetic", op(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT));
+  line("subgroupShuffle",
+       op(VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT));
+  line("subgroupVote", op(VK_SUBGROUP_FEATURE_VOTE_BIT));
+  line("subgroupExtendedTypes", f12.shaderSubgroupExtendedTypes);
+  // Enabled all together or not at all (probe()).
+  for (const char *name : {"shaderBufferFloat32AtomicAdd", "shaderSharedFloat32AtomicAdd",
+                           "shaderBufferFloat32Atomics", "shaderSharedFloat32Atomics"})
+    line(name, atomicFloat);
+  line("shaderBufferInt64Atomics", f12.shaderBufferInt64Atomics);
+  line("shaderSharedInt64Atomics", f12.shaderSharedInt64Atomics);
+  // No Vulkan query says whether GLSL.std.450 Fma rounds once: 0 keeps f32 fma exact.
+  line("fusedFma", 0);
+  line("signedZeroInfNanPreserve",
+       p12.shaderSignedZeroInfNanPreserveFloat32 &&
+           (!f12.shaderFloat16 || p12.shaderSignedZeroInfNanPreserveFloat16) &&
+           (!f.shaderFloat64 || p12.shaderSignedZeroInfNanPreserveFloat64));
+  line("maxPushConstantsSize", limits.maxPushConstantsSize);
+  line("maxComputeSharedMemorySize", limits.maxComputeSharedMemorySize);
+  return r;
+}
+
 std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   pd.handle = handle;
   VkPhysicalDeviceProperties props;
@@ -200,6 +247,7 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   if (unified)
     feat |= TSR_FEATURE_UNIFIED_MEMORY;
   info.features = feat;
+  pd.compilerCaps = compilerCaps(info, f12, f11, want, sub, p12, props.limits, pd.atomicFloat);
   return {};
 }
 
@@ -437,6 +485,15 @@ void deviceClose(tsr_drv_device_t device) {
   dev->fn.vkDestroyPipelineCache(dev->device, dev->pipelineCache, nullptr);
   dev->fn.vkDestroyDevice(dev->device, nullptr);
   delete dev;
+}
+
+tsr_status_t deviceCompilerCaps(tsr_drv_device_t device, char *buffer, size_t capacity,
+                                size_t *out_len) {
+  const std::string &caps = as<VkDevice_>(device)->phys->compilerCaps;
+  *out_len = caps.size();
+  if (capacity > 0)
+    std::memcpy(buffer, caps.data(), std::min(capacity, caps.size()));
+  return nullptr;
 }
 
 } // namespace tessera::vulkan

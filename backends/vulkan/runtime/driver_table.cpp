@@ -9,7 +9,7 @@
 namespace tessera::vulkan {
 namespace {
 
-TSR_DEFINE_DRIVER_TABLE(kVulkanDriver, "vulkan");
+TSR_DEFINE_DRIVER_TABLE(kVulkanDriver, "vulkan", deviceCompilerCaps);
 
 } // namespace
 } // namespace tessera::vulkan

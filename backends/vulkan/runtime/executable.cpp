@@ -1,4 +1,4 @@
-// Vulkan executables: the "vulkan-spirv" format (backends/gpu_module.h) loaded as one shader
+// Vulkan executables: the "vulkan" format (backends/gpu_module.h) loaded as one shader
 // module with a descriptor-set layout and pipeline layout per kernel, compute pipelines
 // created per workgroup size on first use (through the device's pipeline cache), and launch.
 //
@@ -45,8 +45,8 @@ bool entryPoints(const uint32_t *words, size_t count, std::set<std::string> *nam
 // Word 0: the cancel flag; words 1..14: tsr_kernel_fault (backends/gpu_module.h).
 
 tsr_status_t invalid(const std::string &why) {
-  return tsr_status_make(TSR_INVALID_ARGUMENT, "vulkan: malformed %s module: %s",
-                         TSR_VULKAN_SPIRV_FORMAT, why.c_str());
+  return tsr_status_make(TSR_INVALID_ARGUMENT, "vulkan: malformed %s module: %s", TSR_VULKAN_FORMAT,
+                         why.c_str());
 }
 
 void destroyKernel(VkDevice_ &dev, VkKernelObj &k) {
@@ -210,10 +210,12 @@ VkPipeline VkDevice_::pipelineFor(VkKernelObj &k, const uint32_t wg[3], tsr_stat
 tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const void *data,
                               size_t size, tsr_drv_executable_t *out) {
   auto *dev = as<VkDevice_>(device);
-  if (std::strcmp(format, TSR_VULKAN_SPIRV_FORMAT) != 0)
+  if (std::strcmp(format, TSR_VULKAN_FORMAT) != 0 &&
+      std::strcmp(format, TSR_VULKAN_FORMAT_OLD) != 0)
     return tsr_status_make(TSR_UNIMPLEMENTED,
-                           "vulkan: unknown executable format '%s' (accepted: '%s')", format,
-                           TSR_VULKAN_SPIRV_FORMAT);
+                           "vulkan: unknown executable format '%s' (accepted: '%s', or its old "
+                           "name '%s')",
+                           format, TSR_VULKAN_FORMAT, TSR_VULKAN_FORMAT_OLD);
   // Modules from before control_bindings was appended are accepted (no control buffers).
   constexpr size_t kMinSize = offsetof(tsr_gpu_module, control_bindings);
   tsr_gpu_module m = {};

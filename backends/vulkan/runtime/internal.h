@@ -61,6 +61,9 @@ struct PhysicalDevice {
   VkPhysicalDeviceVulkan11Features features11 = {};
   VkPhysicalDeviceVulkan12Features features12 = {};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloatFeatures = {};
+  /// The capability record (tsr_device_compiler_caps): exactly what the device is created
+  /// with, one `vulkan.<name>=<value>` line per capability the SPIR-V codegen reads.
+  std::string compilerCaps;
 };
 
 struct VkDriver {
@@ -305,5 +308,6 @@ struct VkDevice_ {
 
 // --- entry points (hal_driver.h) -----------------------------------------------------------
 TSR_DECLARE_DRIVER_ENTRY_POINTS()
+std::remove_pointer_t<decltype(tsr_driver_v1::device_compiler_caps)> deviceCompilerCaps;
 
 } // namespace tessera::vulkan

@@ -302,6 +302,16 @@ void tsr_device_retain(tsr_device_t device);
 void tsr_device_release(tsr_device_t device);
 tsr_status_t tsr_device_info(tsr_device_t device, tsr_device_info_t *out_info);
 
+/* The device's exact capability record for its compiler target (docs/hal.md): text,
+ * `version=1` then one `<backend>.<name>=<value>` line per capability (`vulkan.float16=1`,
+ * `vulkan.maxComputeSharedMemorySize=32768`, `cuda.arch=sm_90`): what the compiler reads
+ * instead of guessing from the features bits. *out_len receives the record's
+ * length in bytes (no NUL is written or counted); up to `capacity` bytes are copied into
+ * `buffer` (NULL with capacity 0 asks for the length only). UNIMPLEMENTED when the driver
+ * has no record (ABI before 1.3, or nothing beyond tsr_device_info_t to tell). */
+tsr_status_t tsr_device_compiler_caps(tsr_device_t device, char *buffer, size_t capacity,
+                                      size_t *out_len);
+
 /* ---------------------------------------------------------------------------------------
  * Buffers (cuMemAlloc / vkAllocateMemory+vkCreateBuffer). Sizes are bytes. A buffer can
  * never be empty: size 0 is INVALID_ARGUMENT. Transfers of 0 bytes are valid no-ops.

@@ -18,7 +18,7 @@
  * stream_synchronize and stream_query may overlap them (as cuStreamSynchronize may).
  * Enqueue entries must return without waiting for the device.
  *
- * Errors: return a status made with tsr_status_make (link tessera_hal_status); the HAL
+ * Errors: return a status made with tsr_status_make (link tessera_hal_base); the HAL
  * prefixes the public call's name. UNAVAILABLE = not on this system, UNIMPLEMENTED = this
  * driver can't. Never call back into the public HAL from a driver.
  *
@@ -36,8 +36,9 @@ extern "C" {
 #define TSR_DRIVER_ABI_MAJOR 1
 /* 1.0: the initial table, up to and including executable_kernel.
  * 1.1: appended stream_query.
- * 1.2: appended stream_set_timeout (kernel deadlines). */
-#define TSR_DRIVER_ABI_MINOR 2
+ * 1.2: appended stream_set_timeout (kernel deadlines).
+ * 1.3: appended device_compiler_caps (the capability record of tsr_device_compiler_caps). */
+#define TSR_DRIVER_ABI_MINOR 3
 
 /* Name of the function a plugin .so exports: `const tsr_driver_v1* tsr_driver_entry(void)`. */
 #define TSR_DRIVER_ENTRY_SYMBOL "tsr_driver_entry"
@@ -211,6 +212,15 @@ struct tsr_driver_v1 {
    * kernel answers UNIMPLEMENTED for a non-zero timeout. */
   tsr_status_t (*stream_set_timeout)(tsr_drv_device_t device, tsr_drv_stream_t stream,
                                      uint64_t timeout_ns);
+
+  /* ---- ABI 1.3 -------------------------------------------------------------------------- */
+  /* The device's capability record (hal.h, tsr_device_compiler_caps; docs/hal.md): the
+   * exact features its compiler target needs, as `version=1` then `<backend>.<name>=<value>`
+   * lines. Set *out_len to the record's length and copy min(capacity, length) bytes into
+   * `buffer`. Guaranteed: out_len is non-NULL; buffer is non-NULL when capacity > 0. NULL
+   * (or absent) answers UNIMPLEMENTED: targets then use tsr_device_info_t alone. */
+  tsr_status_t (*device_compiler_caps)(tsr_drv_device_t device, char *buffer, size_t capacity,
+                                       size_t *out_len);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */
@@ -219,6 +229,8 @@ struct tsr_driver_v1 {
 #define TSR_DRIVER_V1_0_SIZE (offsetof(tsr_driver_v1, stream_query))
 /* struct_size of a driver built against ABI 1.1. */
 #define TSR_DRIVER_V1_1_SIZE (offsetof(tsr_driver_v1, stream_set_timeout))
+/* struct_size of a driver built against ABI 1.2. */
+#define TSR_DRIVER_V1_2_SIZE (offsetof(tsr_driver_v1, device_compiler_caps))
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -7,6 +7,7 @@
 // device's declared tolerance profile and the launch shape.
 #pragma once
 
+#include "backends/target.h"
 #include "ir/core/ir.h"
 
 #include <cstdint>
@@ -15,13 +16,10 @@
 
 namespace tessera {
 
-/// Tolerance profiles (docs/conformance.md): Full = the op table's budgets (OpenCL C full
-/// profile); Relaxed = additionally what Vulkan's SPIR-V precision table allows.
-enum class PrecisionProfile { Full, Relaxed };
+// PrecisionProfile lives in backends/target.h: each target declares one.
 
-const char *precisionProfileName(PrecisionProfile p);
-
-/// The profile a backend declares: `vulkan` declares Relaxed, every other backend Full.
+/// The profile the target of HAL backend `backend` declares (Target::declaredProfile; Full
+/// for a backend without a target).
 PrecisionProfile declaredProfile(const std::string &backend);
 /// The declared profile of a device named `backend:index` (`vulkan:0` -> Relaxed).
 PrecisionProfile profileForDevice(const std::string &deviceName);

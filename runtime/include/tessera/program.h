@@ -1,12 +1,13 @@
 // A Program: a kernel-IR module compiled for one HAL device (through the compile cache) and
 // loaded there as an executable, with one HAL kernel per IR kernel.
 //
-// This is where the compiler half and the driver half of a backend meet: codegen produces an
-// artefact (for the CPU, an x86-64 object JIT-linked in-process), the cache keeps it, and the
-// driver loads it. Never includes LLVM: codegen stays behind its own opaque API.
+// This is where the compiler half and the driver half of a backend meet: the device's target
+// (backends/target.h, found in the registry by the device's backend) produces an artefact,
+// the cache keeps it (one encoding for every target), and the driver loads it. Never
+// includes LLVM or a codegen header, and never names a backend.
 #pragma once
 
-#include "backends/cpu/cpu_abi.h"
+#include "backends/target.h"
 #include "ir/core/ir.h"
 #include "tessera/compile_cache.h"
 #include "tessera/hal.h"
@@ -21,18 +22,22 @@ namespace tessera {
 inline constexpr const char *kCompilerVersion = "tessera-0.1.0";
 
 struct ProgramOptions {
-  uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // CPU: the emulated subgroup width
+  /// Targets that emulate subgroups (cpu): the width; 0 = the target's default (cpu: 16).
+  uint32_t subgroupSize = 0;
   std::string dumpDir;        // non-empty: write every compile stage there (bypasses the cache)
   /// What an out-of-bounds access does (docs/ir.md, "Faults"); part of the cache key. cuda and
   /// rocm implement only TSR_BOUNDS_UNCHECKED so far and refuse the others.
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  /// The strict profile (docs/ir.md), passed to the target as TargetOptions::strict.
+  bool strict = false;
 };
 
 /// "unchecked", "robust", "checked".
 const char *boundsModeName(tsr_bounds_mode mode);
 /// The mode named `name`; false for an unknown name.
 bool parseBoundsMode(std::string_view name, tsr_bounds_mode *out);
-/// Whether Program implements `mode` for `backend` (cuda, rocm: only unchecked so far).
+/// Whether the target of devices of `backend` implements `mode` (Target::boundsModeSupported;
+/// false for a backend without a target).
 bool boundsModeSupported(std::string_view backend, tsr_bounds_mode mode);
 /// `opts` with bounds lowered to unchecked where the device's backend has no other mode: for
 /// callers whose kernels are in bounds by construction (conformance, CTS, benchmarks) and must
@@ -43,7 +48,7 @@ struct ProgramStats {
   enum class Source { Compiled, MemoryCache, DiskCache };
   Source source = Source::Compiled;
   double compileMs = 0; // compile, or cache lookup + decode
-  double loadMs = 0;    // JIT link + executable creation
+  double loadMs = 0;    // executable creation (the CPU driver JIT-links there)
 };
 
 struct ProgramKernel {
@@ -74,16 +79,14 @@ public:
 
 private:
   explicit Program(std::unique_ptr<Impl> impl);
-  static std::unique_ptr<Program> createGpu(tsr_device_t device, const tsr_device_info_t &info,
-                                            const ir::Module &m, CompileCache *cache,
-                                            const ProgramOptions &opts, std::string *error);
 
   std::unique_ptr<Impl> impl_;
   std::vector<ProgramKernel> kernels_;
   ProgramStats stats_;
 };
 
-/// The backends Tessera can compile for, for error messages and `tessera compile --help`.
-std::vector<std::string> compilerTargets();
+/// The device's exact capability record (tsr_device_compiler_caps, docs/hal.md); empty when
+/// its driver has none (UNIMPLEMENTED). False with `*error` on any other failure.
+bool deviceCompilerCaps(tsr_device_t device, std::string *caps, std::string *error);
 
 } // namespace tessera

@@ -90,7 +90,10 @@ TEST(RocmDriverTable, HeaderAndEveryEntryArePresent) {
   EXPECT_EQ(table->abi_minor, TSR_DRIVER_ABI_MINOR);
   EXPECT_STREQ(table->name, "rocm");
   const size_t first = offsetof(tsr_driver_v1, driver_open);
-  for (size_t offset = first; offset < sizeof(tsr_driver_v1); offset += sizeof(void *)) {
+  // device_compiler_caps (ABI 1.3) is optional: the target reads the architecture from
+  // tsr_device_info_t, which is this driver's whole capability record.
+  const size_t end = offsetof(tsr_driver_v1, device_compiler_caps);
+  for (size_t offset = first; offset < end; offset += sizeof(void *)) {
     void *entry = nullptr;
     std::memcpy(&entry, reinterpret_cast<const char *>(table) + offset, sizeof(entry));
     EXPECT_NE(entry, nullptr) << "entry " << (offset - first) / sizeof(void *) << " is NULL";
@@ -284,6 +287,9 @@ TEST_F(RocmFakeDevice, LaunchesAKernelOnItsDevice) {
   tsr_gpu_module m = module(kFakeHsaco, kernels, 1);
   tsr_executable_t executable = nullptr;
   TSR_ASSERT_OK(tsr_executable_create(device_, TSR_ROCM_FORMAT, &m, sizeof(m), &executable));
+  tsr_executable_t old = nullptr; // the format's old name still loads
+  TSR_ASSERT_OK(tsr_executable_create(device_, TSR_ROCM_FORMAT_OLD, &m, sizeof(m), &old));
+  tsr_executable_release(old);
   tsr_kernel_t add = nullptr;
   TSR_ASSERT_OK(tsr_executable_kernel(executable, "vector_add", &add));
   tsr_kernel_info_t info = {};
@@ -320,7 +326,7 @@ TEST_F(RocmFakeDevice, ModuleErrorsAreInvalidArguments) {
   tsr_executable_t executable = nullptr;
   TSR_EXPECT_ERROR(tsr_executable_create(device_, "cuda", &m, sizeof(m), &executable),
                    TSR_UNIMPLEMENTED,
-                   "executable format 'cuda' is not supported (accepted: rocm-hsaco)");
+                   "executable format 'cuda' is not supported (accepted: rocm)");
   tsr_gpu_module garbage = module("not a code object", kernels, 1);
   TSR_EXPECT_ERROR(
       tsr_executable_create(device_, TSR_ROCM_FORMAT, &garbage, sizeof(garbage), &executable),

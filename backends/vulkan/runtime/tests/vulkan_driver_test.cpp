@@ -208,11 +208,19 @@ TEST_F(VulkanTest, LaunchBindsViewsAndPushConstants) {
   tsr_executable_release(exe);
 }
 
+// The format's old name (before the canonical backend names) still loads.
+TEST_F(VulkanTest, TheOldFormatNameIsAccepted) {
+  tsr_gpu_module m = vaddModule(kVaddParams, kVaddOffsets);
+  tsr_executable_t exe = nullptr;
+  TSR_ASSERT_OK(tsr_executable_create(device_, TSR_VULKAN_FORMAT_OLD, &m, sizeof m, &exe));
+  tsr_executable_release(exe);
+}
+
 TEST_F(VulkanTest, MalformedModulesAreRefused) {
   tsr_executable_t exe = nullptr;
   tsr_gpu_module m = vaddModule(kVaddParams, kVaddOffsets);
   TSR_EXPECT_ERROR(tsr_executable_create(device_, "cuda", &m, sizeof m, &exe), TSR_UNIMPLEMENTED,
-                   "accepted: 'vulkan-spirv'");
+                   "accepted: 'vulkan', or its old name 'vulkan-spirv'");
   std::vector<uint32_t> bad(kVaddSpirv, kVaddSpirv + sizeof kVaddSpirv / 4);
   bad[0] = 0xdeadbeef;
   m.image = bad.data();

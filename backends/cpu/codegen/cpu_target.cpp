@@ -1,0 +1,78 @@
+// The CPU target (backends/target.h): the CPU codegen behind the Target interface. Its
+// artefact is the relocatable x86-64 object plus the kernel table; the CPU driver JIT-links
+// it (format "cpu", backends/gpu_module.h).
+//
+// Must never load or run code: compiling and describing only.
+#include "backends/cpu/codegen/cpu_codegen.h"
+#include "backends/gpu_module.h"
+#include "backends/target.h"
+
+namespace tessera::cpu {
+namespace {
+
+class CpuTarget final : public Target {
+public:
+  std::string_view name() const override { return "cpu"; }
+  std::string description() const override {
+    return "x86-64 object for this host (-march=native), JIT-linked by the CPU driver";
+  }
+  std::string_view backend() const override { return "cpu"; }
+  std::string_view format() const override { return TSR_CPU_FORMAT; }
+  std::vector<std::string> stageFiles() const override {
+    return {"0-kir.tir", "1-llvm.ll", "2-llvm.opt.ll", "3-obj.o"};
+  }
+  bool subgroupSizeOption() const override { return true; }
+  bool buffersInHostMemory() const override { return true; }
+
+  bool deviceOptions(const tsr_device_info_t &, std::string_view caps, TargetOptions *opts,
+                     std::string *) const override {
+    // The subgroup width is the caller's choice (the CPU emulates any); the code is for the
+    // host, which is the device.
+    opts->caps = std::string(caps);
+    return true;
+  }
+
+  std::string cacheKey(const TargetOptions &opts) const override {
+    CpuCompileOptions co = options(opts);
+    return targetDescription(co) + " options=" + std::to_string(co.hash());
+  }
+
+  std::optional<Artefact> compile(const ir::Module &m, const TargetOptions &opts,
+                                  std::string *error) const override {
+    auto cm = compileKernelModule(m, options(opts), error);
+    if (!cm)
+      return std::nullopt;
+    Artefact a;
+    a.format = TSR_CPU_FORMAT;
+    a.image = cm->objectBytes();
+    for (const CpuKernelInfo &k : cm->kernels())
+      a.kernels.push_back({k.name, k.params, {}, 0, k.sharedBytes, k.subgroupSize, UINT32_MAX});
+    if (opts.keepStages) {
+      std::vector<std::string> files = stageFiles();
+      const auto &names = CpuCompiledModule::stageNames(); // kir, llvm, llvm.opt, obj
+      for (size_t i = 0; i + 1 < names.size(); ++i)
+        a.stages.push_back({files[i], cm->dump(names[i])});
+      a.stages.push_back({files.back(), std::string(a.image.begin(), a.image.end())});
+    }
+    return a;
+  }
+
+  std::string summary(const Artefact &a, const TargetOptions &) const override {
+    return std::to_string(a.image.size()) + " bytes of x86-64 object";
+  }
+
+private:
+  static CpuCompileOptions options(const TargetOptions &opts) {
+    CpuCompileOptions co;
+    if (opts.subgroupSize)
+      co.subgroupSize = opts.subgroupSize;
+    co.bounds = opts.bounds;
+    return co;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Target> makeTarget() { return std::make_unique<CpuTarget>(); }
+
+} // namespace tessera::cpu

@@ -1,0 +1,174 @@
+// A compiler target: the compiler half of one backend behind one small interface, found in a
+// registry by name (or an old alias) or by the HAL backend whose devices it compiles for.
+// Program, the compile cache, `tessera compile`, `tessera devices` and `tessera conform` go
+// through this interface only, so that adding a backend with a compiler is its own folder
+// plus one line in registerBuiltinTargets (backends/builtin_targets.cpp); a plugin or a test
+// registers its own with TargetRegistry::add.
+//
+// The shape follows Triton's backends (an ordered list of named stages sharing one metadata
+// record, frozen options hashed into the cache key, backends found by registration), written
+// for a C++ compiler library. This header never includes LLVM, a vendor header or a codegen
+// header: each backend's `xxx_target.cpp` adapts its codegen behind it.
+#pragma once
+
+#include "backends/kernel_faults.h"
+#include "ir/core/ir.h"
+#include "tessera/hal.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+/// Tolerance profiles (docs/conformance.md): Full = the op table's budgets (OpenCL C full
+/// profile); Relaxed = additionally what Vulkan's SPIR-V precision table allows. Each target
+/// declares one (Target::declaredProfile).
+enum class PrecisionProfile { Full, Relaxed };
+
+const char *precisionProfileName(PrecisionProfile p);
+
+/// What a compile depends on besides the module. Frozen: Target::cacheKey() hashes every
+/// field that changes the output (keepStages does not).
+struct TargetOptions {
+  /// The architecture to emit for (cuda: sm_80 ..., rocm: gfx90a ...); empty for targets
+  /// without one (Target::archs() is empty).
+  std::string arch;
+  /// cpu: the emulated subgroup width (0: the target's default); GPU targets: the device's
+  /// subgroup size, recorded in the kernel metadata (0: the codegen's).
+  uint32_t subgroupSize = 0;
+  /// What an out-of-bounds access does (docs/ir.md, "Faults").
+  tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  /// The strict profile (docs/ir.md): carried for the targets that implement it.
+  bool strict = false;
+  /// The device's exact capability record (tsr_device_compiler_caps, docs/hal.md); empty:
+  /// the target's defaults (what `tessera compile` uses without a device).
+  std::string caps;
+  /// Fill Artefact::stages (`--dump-dir`): every intermediate, in order.
+  bool keepStages = false;
+};
+
+/// One kernel of an artefact: what the driver needs besides the image.
+struct ArtefactKernel {
+  std::string name;
+  std::vector<ir::Type> params;
+  std::vector<uint32_t> offsets; // Vulkan push-constant offsets; empty elsewhere
+  uint32_t pushBytes = 0;
+  uint64_t sharedBytes = 0;
+  uint32_t subgroupSize = 0;            // 0: the device's
+  uint32_t controlBinding = UINT32_MAX; // Vulkan: the control buffer's binding, if any
+};
+
+/// One dumpable intermediate: the file it is written to in a dump folder ("1-llvm.ll") and
+/// its bytes.
+struct Stage {
+  std::string file;
+  std::string bytes;
+};
+
+/// A compiled module, for every target (backends/gpu_module.h gives each format's images):
+/// what tsr_executable_create takes, what the compile cache stores (tessera/artefact.h
+/// encodes it) and what `tessera compile` writes.
+struct Artefact {
+  std::string format; // the executable format, Target::format()
+  std::vector<ArtefactKernel> kernels;
+  std::vector<uint8_t> image, fallback;
+  std::vector<Stage> stages; // only with TargetOptions::keepStages; never cached
+};
+
+class Target {
+public:
+  virtual ~Target() = default;
+
+  /// The one canonical name: `--target`, the conformance column, the docs.
+  virtual std::string_view name() const = 0;
+  /// Older names still accepted (with a note) for compatibility.
+  virtual std::vector<std::string_view> aliases() const { return {}; }
+  /// What it produces, for `tessera compile --help` (lines after the first are indented).
+  virtual std::string description() const = 0;
+  /// The HAL backend ("vulkan") whose devices this target compiles for.
+  virtual std::string_view backend() const = 0;
+  /// The executable format string handed to tsr_executable_create.
+  virtual std::string_view format() const = 0;
+  /// The tolerance profile its devices declare (docs/conformance.md).
+  virtual PrecisionProfile declaredProfile() const { return PrecisionProfile::Full; }
+  /// The files `--dump-dir` gets, in order ("0-kir.tir", ...; optional ones in brackets).
+  virtual std::vector<std::string> stageFiles() const = 0;
+  /// Accepted values of TargetOptions::arch; empty: the target takes no --arch.
+  virtual std::vector<std::string> archs() const { return {}; }
+  /// Whether TargetOptions::subgroupSize may be chosen (cpu); GPU subgroups are the device's.
+  virtual bool subgroupSizeOption() const { return false; }
+  /// Whether its code implements `mode` (Program refuses a mode it does not).
+  virtual bool boundsModeSupported(tsr_bounds_mode mode) const {
+    (void)mode;
+    return true;
+  }
+  /// Whether its devices' buffers live in host memory (the CPU): a launch's host copies
+  /// then count one more (runtime/src/launch_memory.cpp).
+  virtual bool buffersInHostMemory() const { return false; }
+  /// Whether the bare artefact (rawOutput) is text, printed to stdout without -o (PTX).
+  virtual bool textOutput() const { return false; }
+
+  /// The options for a device: `info` and its capability record `caps` (empty when the
+  /// driver has none) complete `*opts` (arch, subgroup size, caps). False with `*error`
+  /// when the device is one this target cannot compile for.
+  virtual bool deviceOptions(const tsr_device_info_t &info, std::string_view caps,
+                             TargetOptions *opts, std::string *error) const = 0;
+  /// What the output depends on besides the module: the compiler's environment (triple,
+  /// libraries found) and the hash of the options. Part of the compile cache key.
+  virtual std::string cacheKey(const TargetOptions &opts) const = 0;
+  /// Compiles every kernel of `m`; nullopt with `*error` ("FILE:LINE:COL: error: ...") when
+  /// the target cannot lower something.
+  virtual std::optional<Artefact> compile(const ir::Module &m, const TargetOptions &opts,
+                                          std::string *error) const = 0;
+  /// The bare artefact `tessera compile -o FILE` writes (not .tsrx): the object, the SPIR-V
+  /// words, the PTX text, the code object. Default: the image.
+  virtual std::string_view rawOutput(const Artefact &a) const;
+  /// The artefact in words for `tessera compile`'s summary ("N bytes of PTX for sm_80").
+  virtual std::string summary(const Artefact &a, const TargetOptions &opts) const;
+};
+
+/// The targets of this process. Explicit registration only (no static constructors):
+/// registerBuiltinTargets adds the built-in ones; plugins and tests call add(). Pointers it
+/// returns stay valid as long as the registry. Thread-safe.
+class TargetRegistry {
+public:
+  /// Adds `t`; false (and nothing added) when its name or an alias is already taken.
+  bool add(std::unique_ptr<Target> t);
+  /// By canonical name or alias; null if unknown. `*alias` (optional) says which alias.
+  const Target *find(std::string_view name, bool *alias = nullptr) const;
+  /// The target for devices of HAL backend `backend` (the first registered); null if none.
+  const Target *forBackend(std::string_view backend) const;
+  std::vector<const Target *> all() const;
+  /// "cpu, vulkan, cuda, rocm": the canonical names in registration order.
+  std::string names() const;
+  /// "unknown target 'x' (targets: cpu, vulkan, cuda, rocm)".
+  std::string unknownTarget(std::string_view name) const;
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Target>> targets_;
+};
+
+/// The process's registry; the first call registers the built-in targets into it
+/// (registerBuiltinTargets, backends/builtin_targets.h).
+TargetRegistry &defaultTargets();
+
+/// The target of a device's backend in defaultTargets(); null when it has no compiler.
+const Target *targetForDevice(const tsr_device_info_t &info);
+
+/// Reads one `key=value` line per entry of a capability record (docs/hal.md); the first line
+/// must be `version=1`. False with `*error` naming the bad line.
+bool parseCapsRecord(std::string_view record,
+                     std::vector<std::pair<std::string, std::string>> *entries, std::string *error);
+
+/// The value of `key` in a capability record, else `fallback` (a record without it, or no
+/// record); false with `*error` when the record is malformed.
+bool capsValue(std::string_view record, std::string_view key, std::string fallback,
+               std::string *value, std::string *error);
+
+} // namespace tessera

@@ -1,0 +1,111 @@
+// The Vulkan target (backends/target.h): the SPIR-V codegen behind the Target interface.
+// Its capabilities come from the device's exact record (tsr_device_compiler_caps: one
+// `vulkan.<feature>=<value>` line per VulkanTargetCaps field), never from HAL feature bits;
+// without a device (`tessera compile`) they are lavapipe's defaults.
+//
+// Must never guess a capability: a record that names an unknown one is an error.
+#include "backends/gpu_module.h"
+#include "backends/target.h"
+#include "backends/vulkan/codegen/vulkan_codegen.h"
+
+namespace tessera::vulkan {
+namespace {
+
+constexpr std::string_view kPrefix = "vulkan.";
+
+/// The capabilities a record gives (every field it names; the others keep their defaults).
+bool capsOf(std::string_view record, VulkanTargetCaps *caps, std::string *error) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (!parseCapsRecord(record, &entries, error))
+    return false;
+  for (const auto &[key, value] : entries) {
+    if (!key.starts_with(kPrefix))
+      continue; // another backend's key
+    if (!caps->set(std::string_view(key).substr(kPrefix.size()), value, error))
+      return false;
+  }
+  return true;
+}
+
+class VulkanTarget final : public Target {
+public:
+  std::string_view name() const override { return "vulkan"; }
+  std::vector<std::string_view> aliases() const override {
+    return {"spirv-vulkan", "spirv", "vulkan-spirv"};
+  }
+  std::string description() const override {
+    return "Vulkan SPIR-V (.spv, Shader flavour, validated for Vulkan 1.2); without a device\n"
+           "for lavapipe's capabilities, at run time for the device's exact capability record";
+  }
+  std::string_view backend() const override { return "vulkan"; }
+  std::string_view format() const override { return TSR_VULKAN_FORMAT; }
+  PrecisionProfile declaredProfile() const override { return PrecisionProfile::Relaxed; }
+  std::vector<std::string> stageFiles() const override {
+    return {"0-kir.tir", "1-spirv.spv", "2-spirv.dis.txt"};
+  }
+
+  bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
+                     std::string *error) const override {
+    if (caps.empty()) {
+      *error = std::string("vulkan: ") + info.name +
+               " gives no capability record (tsr_device_compiler_caps, HAL ABI 1.3): its "
+               "driver is older than this compiler";
+      return false;
+    }
+    VulkanTargetCaps parsed;
+    if (!capsOf(caps, &parsed, error))
+      return false;
+    opts->caps = std::string(caps);
+    opts->subgroupSize = parsed.subgroupSize;
+    return true;
+  }
+
+  std::string cacheKey(const TargetOptions &opts) const override {
+    VulkanCompileOptions vo;
+    std::string err;
+    if (!options(opts, &vo, &err))
+      return "invalid: " + err; // compile() reports it
+    return "vulkan " + vo.caps.describe() + " options=" + std::to_string(vo.hash());
+  }
+
+  std::optional<Artefact> compile(const ir::Module &m, const TargetOptions &opts,
+                                  std::string *error) const override {
+    VulkanCompileOptions vo;
+    if (!options(opts, &vo, error))
+      return std::nullopt;
+    auto cm = compileKernelModule(m, vo, error);
+    if (!cm)
+      return std::nullopt;
+    Artefact a;
+    a.format = TSR_VULKAN_FORMAT;
+    const auto &w = cm->words();
+    const char *bytes = reinterpret_cast<const char *>(w.data());
+    a.image.assign(bytes, bytes + w.size() * sizeof(uint32_t));
+    for (const VulkanKernelInfo &k : cm->kernels())
+      a.kernels.push_back({k.name, k.params, k.paramOffsets, k.pushConstantBytes, k.sharedBytes,
+                           opts.subgroupSize, k.controlBinding});
+    if (opts.keepStages) {
+      std::vector<std::string> files = stageFiles();
+      a.stages = {{files[0], cm->dump("kir")},
+                  {files[1], std::string(a.image.begin(), a.image.end())},
+                  {files[2], cm->dump("spirv.dis")}};
+    }
+    return a;
+  }
+
+  std::string summary(const Artefact &a, const TargetOptions &) const override {
+    return std::to_string(a.image.size() / 4) + " words of SPIR-V (validated)";
+  }
+
+private:
+  static bool options(const TargetOptions &opts, VulkanCompileOptions *vo, std::string *error) {
+    vo->bounds = opts.bounds;
+    return opts.caps.empty() || capsOf(opts.caps, &vo->caps, error);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Target> makeTarget() { return std::make_unique<VulkanTarget>(); }
+
+} // namespace tessera::vulkan
