@@ -10,9 +10,7 @@ namespace {
 
 constexpr ExpansionEntry kF64[] = {
     {OpKind::Rsqrt, &genericRsqrt},
-    // The generic ones serve as every target's f64 sigmoid and as Vulkan's f64 tanh.
-    {OpKind::Sigmoid, &genericSigmoid},
-    {OpKind::Tanh, &genericTanh},
+    {OpKind::Sigmoid, &genericSigmoid}, // the LLVM targets' only f64 sigmoid
 };
 
 } // namespace

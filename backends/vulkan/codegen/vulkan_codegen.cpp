@@ -173,8 +173,7 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &) {
     for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
       s.add(k, t);
   for (ir::OpKind k : ir::decomposableMathOps())
-    if (k != ir::OpKind::Sigmoid && k != ir::OpKind::Tanh) // generic, on f64 exp and expm1
-      s.add(k, ir::Scalar::F64);
+    s.add(k, ir::Scalar::F64);
   return s;
 }
 
