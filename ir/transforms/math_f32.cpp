@@ -57,8 +57,9 @@ Value *expm1Kernel(const MathBuilder &mb, Value *s) {
 /// (truncation < 2^-27).
 Value *exp2Kernel(const MathBuilder &mb, Value *s) {
   double l = kLn2;
-  Value *p = mb.hornerMulAdd(s, {l, l * l / 2, l * l * l / 6, l * l * l * l / 24, l * l * l * l * l / 120,
-                           l * l * l * l * l * l / 720, l * l * l * l * l * l * l / 5040});
+  Value *p =
+      mb.hornerMulAdd(s, {l, l * l / 2, l * l * l / 6, l * l * l * l / 24, l * l * l * l * l / 120,
+                          l * l * l * l * l * l / 720, l * l * l * l * l * l * l / 5040});
   return mb.fma(s, p, mb.c(1.0));
 }
 
@@ -285,14 +286,14 @@ Value *erf(const MathBuilder &mb, std::span<Value *const> a) {
   Value *ax = mb.un(OpKind::Abs, x);
   Value *small =
       mb.mul(x, mb.hornerMulAdd(mb.mul(x, x), {0x1.20dd74p+0, -0x1.8126e4p-2, 0x1.ce1a2cp-4,
-                                         -0x1.b68828p-6, 0x1.472ae6p-8, -0x1.39d988p-11}));
+                                               -0x1.b68828p-6, 0x1.472ae6p-8, -0x1.39d988p-11}));
   Value *t = mb.sel(mb.cmp(CmpPred::Olt, ax, mb.c(4.0)), ax, mb.c(4.0));
   Value *q = mb.hornerMulAdd(mb.sub(t, mb.c(kBreak)),
-                       {-0x1.306e80p+1, -0x1.cf2454p+1, -0x1.33a6e8p+0, -0x1.0881bep-4,
-                        0x1.f9a6fep-7, -0x1.7278c6p-9, 0x1.2884ecp-12});
+                             {-0x1.306e80p+1, -0x1.cf2454p+1, -0x1.33a6e8p+0, -0x1.0881bep-4,
+                              0x1.f9a6fep-7, -0x1.7278c6p-9, 0x1.2884ecp-12});
   Value *k = mb.un(OpKind::Round, q);
   Value *e = mb.hornerMulAdd(mb.sub(q, k), {0x1p+0, 0x1.62e428p-1, 0x1.ebf91ap-3, 0x1.c6b782p-5,
-                                      0x1.3d0ba4p-7, 0x1.5bc922p-10});
+                                            0x1.3d0ba4p-7, 0x1.5bc922p-10});
   // k is in [-26, -2]: 2^k is a normal f32.
   e = mb.mul(e, pow2i(mb, intOfIntegral(mb, k)));
   Value *large = mb.bin(OpKind::Copysign, mb.sub(mb.c(1.0), e), x);

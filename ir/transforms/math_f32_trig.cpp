@@ -118,8 +118,8 @@ Value *sinKernel(const MathBuilder &mb, const Reduced &r) {
 }
 Value *cosKernel(const MathBuilder &mb, const Reduced &r) {
   Value *z = mb.mul(r.rh, r.rh);
-  Value *p =
-      mb.hornerMulAdd(z, {-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600});
+  Value *p = mb.hornerMulAdd(
+      z, {-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600});
   Value *w = mb.fma(z, p, mb.un(OpKind::Neg, mb.mul(r.rh, r.rl)));
   return mb.add(mb.c(1.0), w);
 }
