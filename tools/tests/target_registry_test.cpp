@@ -297,7 +297,8 @@ TEST(TargetRegistry, CpuArtefactGoesThroughTheOneCacheEncoding) {
   ASSERT_TRUE(m.ok());
   fs::path dir = fs::temp_directory_path() / ("tessera-cpu-cache-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  std::string err, key;
+  std::string err;
+  CacheKey key;
   {
     CompileCache cache(dir);
     auto p = Program::create(device, *m.module, &cache, {}, &err);
@@ -307,8 +308,8 @@ TEST(TargetRegistry, CpuArtefactGoesThroughTheOneCacheEncoding) {
   }
   for (const auto &e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file())
-      key = e.path().stem().string();
-  ASSERT_FALSE(key.empty());
+      key = CompileCache::recordedKey(e.path()).value_or(CacheKey{});
+  ASSERT_FALSE(key.digest.empty());
   {
     CompileCache cache(dir);
     std::optional<std::string> payload = cache.lookup(key);

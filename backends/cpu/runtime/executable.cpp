@@ -7,7 +7,8 @@
 // themselves), and never accept a kernel table the HAL could not validate launches against.
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/entry_points.h"
-#include "backends/gpu_driver_util.h"
+#include "backends/gpu_module.h"
+#include "backends/simt_runtime/module_copy.h" // the tsr_gpu_module reader (names no vendor)
 #include "backends/kernel_fault_status.h"
 
 #include <algorithm>
@@ -160,11 +161,11 @@ namespace {
 // The "cpu" format: the object is JIT-linked into this process (libm, libmvec and libgcc
 // resolved) and each kernel's tsr_wg_<name> becomes its function.
 tsr_status_t readObjectModule(const void *data, size_t size, CpuExecutable &executable) {
-  gpu::GpuModuleCopy copy;
-  if (tsr_status_t s = gpu::readGpuModule("cpu driver", data, size, true, copy))
+  simt::GpuModuleCopy copy;
+  if (tsr_status_t s = simt::readGpuModule("cpu driver", data, size, true, copy))
     return s;
   std::vector<CpuKernelInfo> infos;
-  for (const gpu::GpuKernel &k : copy.kernels)
+  for (const simt::GpuKernel &k : copy.kernels)
     infos.push_back({k.name, TSR_CPU_WG_SYMBOL_PREFIX + k.name, {}, k.sharedMemoryBytes, 0});
   std::vector<uint8_t> object(copy.image.begin(), copy.image.end());
   std::shared_ptr<CpuCompiledModule> code =
@@ -175,7 +176,7 @@ tsr_status_t readObjectModule(const void *data, size_t size, CpuExecutable &exec
                            err.c_str());
   executable.kernels.resize(copy.kernels.size());
   for (size_t i = 0; i < copy.kernels.size(); ++i) {
-    const gpu::GpuKernel &in = copy.kernels[i];
+    const simt::GpuKernel &in = copy.kernels[i];
     CpuKernel &out = executable.kernels[i];
     out.name = in.name;
     out.paramNames = in.paramNames;

@@ -62,6 +62,8 @@ TEST(CodegenMisc, ElementwiseKernelIsVectorised) {
   // erf f32 is the shared branch-free expansion (ir/transforms/math_f32.cpp): vector FMAs,
   // no libm/libmvec call.
   EXPECT_NE(opt.find("@llvm.fma.v"), std::string::npos) << "erf not vectorised";
+  // A float -> int convert (saturating) would be scalarised lane by lane on x86: 3x slower.
+  EXPECT_EQ(opt.find("@llvm.fptosi.sat.v"), std::string::npos) << "erf scalarises a convert";
   EXPECT_EQ(opt.find("erff"), std::string::npos) << "erf f32 still calls libm";
 }
 
@@ -145,6 +147,22 @@ launch @k grid(3) workgroup(64) seed(1) {
   ASSERT_TRUE(r.ok) << r.error;
   for (size_t b = 0; b < got.buffers.size(); ++b)
     EXPECT_EQ(got.buffers[b].bytes, want.buffers[b].bytes) << "buffer " << b;
+}
+
+// What the CPU calls in libm/libmvec; erf f32, sigmoid and rsqrt arrive decomposed.
+TEST(CodegenMisc, NativeMathSet) {
+  using ir::OpKind;
+  using ir::Scalar;
+  ir::NativeMathSet s = nativeMath({});
+  for (Scalar t : {Scalar::F16, Scalar::BF16, Scalar::F32, Scalar::F64}) {
+    for (OpKind k : {OpKind::Exp, OpKind::Exp2, OpKind::Expm1, OpKind::Log, OpKind::Log2,
+                     OpKind::Log1p, OpKind::Sin, OpKind::Cos, OpKind::Tan, OpKind::Tanh,
+                     OpKind::Pow})
+      EXPECT_TRUE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+    EXPECT_FALSE(s.contains(OpKind::Sigmoid, t));
+    EXPECT_FALSE(s.contains(OpKind::Rsqrt, t));
+    EXPECT_EQ(s.contains(OpKind::Erf, t), t == Scalar::F64) << ir::scalarName(t);
+  }
 }
 
 } // namespace

@@ -88,5 +88,20 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
   }
 }
 
+// What Vulkan lowers itself at f16/bf16/f32 (GLSL.std.450); the rest arrives decomposed.
+TEST(VulkanConformance, NativeMathSet) {
+  using ir::OpKind;
+  using ir::Scalar;
+  ir::NativeMathSet s = nativeMath({});
+  for (Scalar t : {Scalar::F16, Scalar::BF16, Scalar::F32}) {
+    for (OpKind k : {OpKind::Exp, OpKind::Exp2, OpKind::Log, OpKind::Log2, OpKind::Sin,
+                     OpKind::Cos, OpKind::Tan, OpKind::Pow, OpKind::Rsqrt})
+      EXPECT_TRUE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+    for (OpKind k : {OpKind::Erf, OpKind::Expm1, OpKind::Log1p, OpKind::Sigmoid, OpKind::Tanh})
+      EXPECT_FALSE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+  }
+  EXPECT_TRUE(s.contains(OpKind::Rsqrt, Scalar::F64)); // GLSL's InverseSqrt has an f64 form
+}
+
 } // namespace
 } // namespace tessera::vulkan
