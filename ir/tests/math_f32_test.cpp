@@ -63,8 +63,8 @@ struct Case {
 
 /// Measures `c` at f32, prints the worst error and checks it against the op table's budget
 /// and `target` (the bound this expansion was measured to meet: a regression is a failure).
-void check(const Case &c, double target) {
-  auto w = measure(c.op, Scalar::F32, c.xs, c.ys, c.ref);
+void checkOne(const Case &c, double target, const MathDecomposeOptions &opts) {
+  auto w = measure(c.op, Scalar::F32, c.xs, c.ys, c.ref, opts);
   std::string name(opInfo(c.op).name);
   std::cout << "worst " << name << " f32: " << w.ulp << " ulp at x=" << std::hexfloat << w.x;
   if (!c.ys.empty())
@@ -73,6 +73,17 @@ void check(const Case &c, double target) {
   EXPECT_EQ(w.mismatches, 0u) << name << ": " << w.firstMismatch;
   EXPECT_LE(w.ulp, *opInfo(c.op).ulpBudget(Scalar::F32)) << name << "(" << w.x << ") = " << w.got;
   EXPECT_LE(w.ulp, target) << name << "(" << std::hexfloat << w.x << ") = " << w.got;
+}
+
+/// Both polynomial forms are checked: mul + add (the strict profile, Vulkan) and fma (targets
+/// with a fast fused multiply-add, MathDecomposeOptions::fusedFma).
+void check(const Case &c, double target) {
+  for (bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "fusedFma" : "mul + add");
+    MathDecomposeOptions opts;
+    opts.fusedFma = fused;
+    checkOne(c, target, opts);
+  }
 }
 
 Ref unary(long double (*f)(long double)) {

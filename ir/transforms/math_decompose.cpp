@@ -50,7 +50,7 @@ struct Decomposer {
     math::Expansion fn = findExpansion(op.kind, t);
     if (!fn)
       return nullptr;
-    math::MathBuilder mb{b, t, opts.int64};
+    math::MathBuilder mb{b, t, opts.int64, opts.fusedFma};
     return fn(mb, args);
   }
 

@@ -53,6 +53,11 @@ struct MathDecomposeOptions {
   /// The target has 64-bit integers: f64 decompositions may bitcast f64 <-> i64. Without it
   /// they use float arithmetic only (exponent ladders) and i32 ops.
   bool int64 = true;
+  /// The target has a fast fused multiply-add: polynomial steps that do not need the fused
+  /// rounding (MathBuilder::hornerMulAdd) use fma instead of a mul and an add. Same error
+  /// bounds, different bits: the strict profile leaves it false on every target, so that
+  /// every target computes the same bits.
+  bool fusedFma = false;
 };
 
 /// Rewrites every decomposable math op whose (op, result type) is not native. An f16/bf16 op

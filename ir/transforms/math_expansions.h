@@ -18,6 +18,7 @@ struct MathBuilder {
   Builder &b;
   Scalar t;          // the float type being computed (f32 or f64)
   bool int64 = true; // MathDecomposeOptions::int64
+  bool fusedFma = false; // MathDecomposeOptions::fusedFma
 
   Value *c(double v) const { return b.constFloat(v, t); }
   Value *ci(int64_t v, Scalar it = Scalar::I32) const { return b.constInt(v, it); }
@@ -46,12 +47,13 @@ struct MathBuilder {
   Value *shl(Value *x, int64_t n) const { return bin(OpKind::Shl, x, ci(n, x->type.elem)); }
   /// horner() with a separately rounded mul and add per step: for polynomials whose error
   /// analysis does not need the fused rounding. Every target has an exact mul and add, while an
-  /// exact fma costs ~30 ops where the device does not fuse (lavapipe, f32 through f64).
+  /// exact fma costs ~30 ops where the device does not fuse (lavapipe, f32 through f64). A
+  /// target with a fast fma (fusedFma, never under the strict profile) gets fma steps.
   Value *hornerMulAdd(Value *x, std::initializer_list<double> coeffs) const {
     const double *cs = coeffs.begin();
     Value *r = c(cs[coeffs.size() - 1]);
     for (size_t i = coeffs.size() - 1; i-- > 0;)
-      r = add(mul(r, x), c(cs[i]));
+      r = fusedFma ? fma(r, x, c(cs[i])) : add(mul(r, x), c(cs[i]));
     return r;
   }
 };

@@ -151,7 +151,7 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
                        .libraryDir = "",
                        .toolPath = opts.ptxasPath,
                        .runTool = opts.emitCubin,
-                       .math = {nativeMath(opts), /*int64=*/true}};
+                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/true}};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

@@ -194,7 +194,7 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
                        .libraryDir = opts.deviceLibDir,
                        .toolPath = opts.lldPath,
                        .runTool = true,
-                       .math = {nativeMath(opts), /*int64=*/true}};
+                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/true}};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

@@ -234,7 +234,7 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   impl->dumps["kir"] = ir::printModule(m);
   // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).
   ir::Module lm = ir::cloneModule(m);
-  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64});
+  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64, opts.caps.fusedFma});
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
   detail::Lowering lowering(b, lm, opts.caps, opts.bounds);
   for (const auto &f : lm.functions) {
