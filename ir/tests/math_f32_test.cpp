@@ -39,6 +39,7 @@ struct Rng {
 /// `n` f32 in [lo, hi]: half uniform over the representable floats (every binade, subnormals
 /// included, equally), half uniform in value; plus the special values and the ends.
 std::vector<double> sweep(float lo, float hi, size_t n, uint64_t seed = 1) {
+  n = mathtest::samples(n);
   Rng r{seed};
   int64_t a = ordered(lo), b = ordered(hi);
   std::vector<double> v;
@@ -153,7 +154,7 @@ std::vector<double> nearPiOver2(size_t n) {
     if (k > 1e36)
       k = 1;
   }
-  for (size_t k = 1; k < 30000; ++k)
+  for (size_t k = 1; k < mathtest::samples(30000); ++k)
     v.push_back(float(double(k) * 1.5707963267948966));
   return v;
 }
@@ -187,7 +188,7 @@ TEST(MathF32, Pow) {
   std::vector<double> xs, ys;
   // Positive bases over the whole range, exponents that put x^y anywhere from the
   // subnormals to overflow: y = t / log2(x), t uniform in [-160, 140].
-  for (int i = 0; i < 200000; ++i) {
+  for (int i = 0; i < int(mathtest::samples(200000)); ++i) {
     float x = fromOrdered(1 + int64_t(r.next() % uint64_t(ordered(kMax))));
     double l = std::log2(double(x));
     if (std::fabs(l) < 1e-6)
@@ -196,7 +197,7 @@ TEST(MathF32, Pow) {
     ys.push_back(float((-160 + 300 * r.unit()) / l));
   }
   // Negative bases with integer exponents; bases near 1 with huge exponents.
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < int(mathtest::samples(20000)); ++i) {
     xs.push_back(float(-100 * r.unit()));
     ys.push_back(double(int(r.next() % 41) - 20));
     xs.push_back(float(1 + (r.unit() - 0.5) * 1e-4));

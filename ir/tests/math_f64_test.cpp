@@ -51,17 +51,20 @@ Vec specials() {
 /// `n` random doubles from uniform bit patterns: every binade equally often, NaN and inf
 /// included (about 1 in 2048).
 void addBits(Vec &v, std::mt19937_64 &rng, size_t n) {
+  n = mathtest::samples(n);
   for (size_t i = 0; i < n; ++i)
     v.push_back(std::bit_cast<double>(rng()));
 }
 void addUniform(Vec &v, std::mt19937_64 &rng, double lo, double hi, size_t n) {
   std::uniform_real_distribution<double> d(lo, hi);
+  n = mathtest::samples(n);
   for (size_t i = 0; i < n; ++i)
     v.push_back(d(rng));
 }
 /// |x| log-uniform in [2^elo, 2^ehi], both signs.
 void addLog(Vec &v, std::mt19937_64 &rng, int elo, int ehi, size_t n) {
   std::uniform_real_distribution<double> d(elo, ehi);
+  n = mathtest::samples(n);
   for (size_t i = 0; i < n; ++i) {
     double x = std::exp2(d(rng));
     v.push_back(i % 2 ? -x : x);
@@ -203,7 +206,7 @@ TEST(MathF64, Pow) {
       ys.push_back(y);
     }
   std::uniform_real_distribution<double> yd(-60, 60), ld(-1074, 1024);
-  for (int i = 0; i < 60000; ++i) { // |x^y| across the whole range
+  for (int i = 0; i < int(mathtest::samples(60000)); ++i) { // |x^y| across the whole range
     double x = std::exp2(ld(rng)) * (i % 7 == 0 ? -1 : 1);
     double y = yd(rng);
     if (i % 7 == 0)
@@ -211,11 +214,11 @@ TEST(MathF64, Pow) {
     xs.push_back(x);
     ys.push_back(y);
   }
-  for (int i = 0; i < 30000; ++i) { // x near 1, large y: the double-double log matters
+  for (int i = 0; i < int(mathtest::samples(30000)); ++i) { // x near 1, large y: the double-double log matters
     xs.push_back(1 + std::ldexp(yd(rng), -40));
     ys.push_back(std::ldexp(yd(rng), 40));
   }
-  for (int i = 0; i < 10000; ++i) {
+  for (int i = 0; i < int(mathtest::samples(10000)); ++i) {
     xs.push_back(std::bit_cast<double>(rng()));
     ys.push_back(std::bit_cast<double>(rng() >> 2) * (i % 2 ? 1 : -1));
   }

@@ -16,6 +16,27 @@
 
 namespace tessera::ir::mathtest {
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TESSERA_MATH_TEST_REDUCED 1
+#endif
+#endif
+#if !defined(NDEBUG) && !defined(TESSERA_MATH_TEST_REDUCED)
+#define TESSERA_MATH_TEST_REDUCED 1
+#endif
+
+/// `n` samples, or a fiftieth of them (at least 1000) in unoptimised and sanitizer builds:
+/// the default (optimised) build measures the precision in full; those builds run the same
+/// code paths to find memory and undefined-behaviour errors, where the interpreter is 20-50x
+/// slower.
+inline size_t samples(size_t n) {
+#ifdef TESSERA_MATH_TEST_REDUCED
+  return n / 50 < 1000 ? (n < 1000 ? n : 1000) : n / 50;
+#else
+  return n;
+#endif
+}
+
 struct Worst {
   double ulp = 0;      // the largest error seen, in ULP of the result type
   double x = 0, y = 0; // where
