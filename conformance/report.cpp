@@ -159,6 +159,30 @@ std::string findingList(const RunReport &r) {
   return out;
 }
 
+// The "strict" member (docs/conformance.md, "The strict run"); empty when not strict.
+static std::string strictJson(const RunReport &r) {
+  if (!r.strict)
+    return "";
+  std::ostringstream os;
+  os << ",\n  \"strict\": {\"reference_device\": " << jstr(r.devices.empty() ? "" : r.devices[0])
+     << ", \"compared\": " << r.strictCompared << ", \"identical\": " << r.strictIdentical
+     << ", \"unexplained\": " << r.unexplainedStrictDiffs() << ", \"note\": " << jstr(r.strictNote)
+     << ", \"differences\": [";
+  for (size_t i = 0; i < r.strictDiffs.size(); ++i) {
+    const StrictDiff &d = r.strictDiffs[i];
+    os << (i ? ",\n" : "\n") << "    {\"case\": " << jstr(d.caseId)
+       << ", \"output\": " << jstr(d.output) << ", \"device\": " << jstr(d.device)
+       << ", \"reference\": " << jstr(d.reference) << ", \"count\": " << d.count
+       << ", \"index\": " << d.index << ", \"inputs\": " << jstr(d.inputs)
+       << ", \"reference_bits\": " << jstr(d.referenceBits)
+       << ", \"device_bits\": " << jstr(d.deviceBits)
+       << ", \"explained\": " << (d.explained ? "true" : "false")
+       << ", \"reason\": " << jstr(d.reason) << "}";
+  }
+  os << "]}";
+  return os.str();
+}
+
 std::string toJson(const RunReport &r) {
   std::ostringstream os;
   os << "{\n  \"schema\": \"tessera-conform/1\",\n  \"profile\": " << jstr(r.profile)
@@ -199,7 +223,7 @@ std::string toJson(const RunReport &r) {
       os << (k ? ", " : "") << jstr(f.cases[k]);
     os << "]}";
   }
-  os << "\n  ],\n  \"skipped_backends\": [";
+  os << "\n  ]" << strictJson(r) << ",\n  \"skipped_backends\": [";
   for (size_t i = 0; i < r.skippedBackends.size(); ++i)
     os << (i ? ",\n" : "\n") << "    {\"backend\": " << jstr(r.skippedBackends[i].first)
        << ", \"reason\": " << jstr(r.skippedBackends[i].second) << "}";

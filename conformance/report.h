@@ -7,7 +7,11 @@
 //     "cases": [ {"case","op","dtype","shape","device","status","max_ulp","max_abs_err",
 //                 "tolerance","seed"[, "message"][, "normwise_only"][, "failure":
 //                 {"index","inputs","expected", "got","error"}]} ],
-//     "findings": [ {"device","capability","detail","cases": [..]} ] }
+//     "findings": [ {"device","capability","detail","cases": [..]} ]
+//     [, "strict": {"reference_device","compared","identical","unexplained","note",
+//                   "differences": [ {"case","output","device","reference","count","index",
+//                                     "inputs","reference_bits","device_bits","explained",
+//                                     "reason"} ]}] }   (strict runs only)
 // "shape" is [n]; max_ulp / max_abs_err are null when infinite. JUnit: one <testsuite> per
 // device, one <testcase classname="conform.DEVICE.OP" name="CASE"> per case.
 #pragma once

@@ -28,7 +28,7 @@ std::string joined(const std::vector<std::string> &v) {
 
 std::string compileHelp() {
   return "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-         "                       [--subgroup-size N]\n\n"
+         "                       [--subgroup-size N] [--profile default|strict]\n\n"
          "Compiles every kernel of FILE for TARGET and writes the artefact to OUT; `-o -`\n"
          "prints it (binary targets only to a pipe, never to a terminal) and the summary goes\n"
          "to stderr. Without -o nothing is written to disk: ptx (text) is printed to stdout,\n"
@@ -60,12 +60,17 @@ std::string compileHelp() {
          "                                5-hsaco.hsaco\n"
          "  --subgroup-size N    CPU subgroup width the work-item loops are written for (default\n"
          "                       16); GPU subgroups are the warp (32) or the wavefront (64 on\n"
-         "                       gfx90a / gfx942, 32 on gfx1100)\n";
+         "                       gfx90a / gfx942, 32 on gfx1100)\n"
+         "  --profile strict     the strict profile (docs/ir.md, \"Strict profile\"): every\n"
+         "                       transcendental through the shared IR decompositions, no\n"
+         "                       contraction, correctly rounded div and sqrt, subnormals kept:\n"
+         "                       results bitwise identical on every backend (default: default)\n";
 }
 
 struct Request {
   std::string file, target, arch, out, dumpDir;
   uint32_t subgroup = 0; // 0: not given
+  bool strict = false;   // --profile strict
   FILE *info = stdout;   // the summary: stderr when the artefact itself goes to stdout
 };
 
@@ -132,6 +137,7 @@ std::string outPath(const Request &rq, bool text) {
 
 int compileCpu(const Request &rq, const ir::Module &m) {
   cpu::CpuCompileOptions opts;
+  opts.strict = rq.strict;
   opts.subgroupSize = rq.subgroup ? rq.subgroup : 16;
   std::string err;
   auto t0 = std::chrono::steady_clock::now();
@@ -153,6 +159,7 @@ int compileCpu(const Request &rq, const ir::Module &m) {
 
 int compileSpirv(const Request &rq, const ir::Module &m) {
   vulkan::VulkanCompileOptions opts; // the default capabilities: lavapipe's
+  opts.strict = rq.strict;
   std::string err;
   auto t0 = std::chrono::steady_clock::now();
   auto cm = vulkan::compileKernelModule(m, opts, &err);
@@ -176,6 +183,7 @@ int compileSpirv(const Request &rq, const ir::Module &m) {
 
 int compilePtx(const Request &rq, const ir::Module &m) {
   cuda::CudaCompileOptions opts;
+  opts.strict = rq.strict;
   opts.arch = rq.arch;
   std::string err;
   auto t0 = std::chrono::steady_clock::now();
@@ -199,6 +207,7 @@ int compilePtx(const Request &rq, const ir::Module &m) {
 
 int compileHsaco(const Request &rq, const ir::Module &m) {
   rocm::RocmCompileOptions opts;
+  opts.strict = rq.strict;
   opts.arch = rq.arch;
   std::string err;
   auto t0 = std::chrono::steady_clock::now();
@@ -269,6 +278,12 @@ int cmdCompile(int argc, char **argv) {
       if (!n || *n == 0 || *n > 64 || (*n & (*n - 1)))
         return usageError("compile", "--subgroup-size must be a power of two in [1, 64]");
       rq.subgroup = static_cast<uint32_t>(*n);
+      continue;
+    }
+    if (auto v = args.option("--profile", missing)) {
+      if (*v != "default" && *v != "strict")
+        return usageError("compile", "--profile must be 'default' or 'strict'");
+      rq.strict = *v == "strict";
       continue;
     }
     if (missing)

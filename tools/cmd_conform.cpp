@@ -5,6 +5,7 @@
 #include "conformance/kernel_cases.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
+#include "conformance/strict.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -34,7 +36,11 @@ options:
   --filter GLOB     only cases whose id matches (e.g. 'exp.f32/*', '*/special/*'); repeatable
   --seed N          input seed (default 1); printed with every failure
   --profile P       full or relaxed (the Vulkan SPIR-V precision table; docs/conformance.md);
-                    default: each backend's declared profile (vulkan: relaxed, others: full)
+                    default: each backend's declared profile (vulkan: relaxed, others: full).
+                    strict: every case compiled with the strict option (docs/ir.md, "Strict
+                    profile"), judged under the full profile, and the outputs of every device
+                    compared bit for bit with the first device's (NaN equals NaN); a
+                    difference no finding explains fails the run
   --json FILE       write the per-case report as JSON (schema tessera-conform/1)
   --junit FILE      write a JUnit XML report
   --html FILE       write one self-contained HTML page: heat map of worst error / budget per
@@ -145,8 +151,8 @@ int cmdConform(int argc, char **argv) {
       continue;
     }
     if (auto v = args.option("--profile", missing)) {
-      if (*v != "full" && *v != "relaxed")
-        return usageError("conform", "--profile must be 'full' or 'relaxed'");
+      if (*v != "full" && *v != "relaxed" && *v != "strict")
+        return usageError("conform", "--profile must be 'full', 'relaxed' or 'strict'");
       profile = *v;
       continue;
     }
@@ -304,8 +310,10 @@ int cmdConform(int argc, char **argv) {
     std::string backend = name.substr(0, name.find(':'));
     dev.profile = profile == "declared"  ? conform::declaredProfile(backend)
                   : profile == "relaxed" ? conform::Profile::Relaxed
-                                         : conform::Profile::Full;
-    std::printf("[%s] profile %s\n", name.c_str(), conform::profileName(dev.profile));
+                                         : conform::Profile::Full; // full and strict
+    dev.strict = profile == "strict";
+    std::printf("[%s] profile %s\n", name.c_str(),
+                dev.strict ? "strict (judged under full)" : conform::profileName(dev.profile));
     if (!conform::loadXfails(xfailDir + "/" + backend + ".txt", dev.xfails, &err)) {
       std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
       for (auto &r : runs)
@@ -374,7 +382,16 @@ int cmdConform(int argc, char **argv) {
     report.results.insert(report.results.end(), parts[d].results.begin(), parts[d].results.end());
     report.findings.insert(report.findings.end(), parts[d].findings.begin(),
                            parts[d].findings.end());
+    std::move(parts[d].strictCaptures.begin(), parts[d].strictCaptures.end(),
+              std::back_inserter(report.strictCaptures));
     tsr_device_release(runs[d].device);
+  }
+  if (profile == "strict") {
+    std::vector<uint64_t> features;
+    for (const conform::DeviceRun &dev : runs)
+      features.push_back(dev.features);
+    conform::compareStrict(report, devices, features);
+    report.strictCaptures.clear(); // compared: free the outputs before the reports
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -385,11 +402,21 @@ int cmdConform(int argc, char **argv) {
   std::string findings = conform::findingList(report);
   if (!findings.empty())
     std::printf("\n%s", findings.c_str());
+  std::string strict = conform::strictSummary(report);
+  if (!strict.empty())
+    std::printf("\n%s", strict.c_str());
   std::printf("\nconform (profile %s, seed %llu): %zu cases on %zu device(s) in %.1f s: %d pass, "
               "%d fail, %d xfail, %d xpass, %d skip\n",
               report.profile.c_str(), static_cast<unsigned long long>(seed), report.results.size(),
               devices.size(), report.seconds, report.count("pass"), report.count("fail"),
               report.count("xfail"), report.count("xpass"), report.count("skip"));
+  if (report.strict)
+    std::printf("strict (bitwise across devices): %lld compared, %lld identical, %zu explained "
+                "differences, %d unexplained\n",
+                static_cast<long long>(report.strictCompared),
+                static_cast<long long>(report.strictIdentical),
+                report.strictDiffs.size() - size_t(report.unexplainedStrictDiffs()),
+                report.unexplainedStrictDiffs());
   if (!jsonPath.empty() && !conform::writeFile(jsonPath, conform::toJson(report), &err)) {
     std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
     rc = 1;

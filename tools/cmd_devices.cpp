@@ -54,12 +54,17 @@ std::string jsonString(std::string_view s) {
 
 std::vector<std::string> featureNames(uint64_t f) {
   static const std::pair<uint64_t, const char *> kNames[] = {
-      {TSR_FEATURE_FP16, "fp16"},       {TSR_FEATURE_BF16, "bf16"},
-      {TSR_FEATURE_FP64, "fp64"},       {TSR_FEATURE_INT8, "int8"},
-      {TSR_FEATURE_INT16, "int16"},     {TSR_FEATURE_INT64, "int64"},
-      {TSR_FEATURE_SUBGROUPS, "subgroups"}, {TSR_FEATURE_FLOAT_ATOMICS, "float_atomics"},
+      {TSR_FEATURE_FP16, "fp16"},
+      {TSR_FEATURE_BF16, "bf16"},
+      {TSR_FEATURE_FP64, "fp64"},
+      {TSR_FEATURE_INT8, "int8"},
+      {TSR_FEATURE_INT16, "int16"},
+      {TSR_FEATURE_INT64, "int64"},
+      {TSR_FEATURE_SUBGROUPS, "subgroups"},
+      {TSR_FEATURE_FLOAT_ATOMICS, "float_atomics"},
       {TSR_FEATURE_UNIFIED_MEMORY, "unified_memory"},
-      {TSR_FEATURE_FLOAT_PRESERVE, "float_preserve"}};
+      {TSR_FEATURE_FLOAT_PRESERVE, "float_preserve"},
+      {TSR_FEATURE_DENORM_PRESERVE, "denorm_preserve"}};
   std::vector<std::string> out;
   for (auto &[bit, name] : kNames)
     if (f & bit)

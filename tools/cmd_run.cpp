@@ -22,6 +22,7 @@ namespace {
 constexpr const char *kRunHelp =
     R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
                   [--bounds unchecked|robust|checked] [--timeout-ms N]
+                  [--profile default|strict]
 
 Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.
@@ -40,6 +41,10 @@ options:
                      which have no other mode yet), checked (as robust, and the first fault --
                      out-of-bounds access, integer division by 0 or MIN / -1, `for` step <= 0
                      -- fails the kernel with its location and work-item), unchecked (fastest)
+  --profile strict   compile under the strict profile (docs/ir.md, "Strict profile"): the
+                     shared IR decompositions for every transcendental, no contraction,
+                     correctly rounded div and sqrt, subnormals kept -- bitwise the same
+                     outputs on every backend (--check then judges under the full profile)
   --timeout-ms N     cancel a kernel that runs longer than N ms (DEADLINE_EXCEEDED; default
                      $TESSERA_KERNEL_TIMEOUT_MS, else 60000; 0 = no deadline)
 
@@ -64,7 +69,7 @@ const char *sourceName(ProgramStats::Source s) {
 
 // Runs one kernel; returns 0 ok, 1 on a failure or mismatch.
 int runKernel(RegistrySession &session, const std::string &deviceName, const ir::Module &m,
-              const ir::Function &f, const Program &program, bool check,
+              const ir::Function &f, const Program &program, bool check, bool strict,
               std::optional<uint64_t> timeoutNs) {
   const ProgramKernel *pk = program.kernel(f.name);
   if (!pk) {
@@ -100,8 +105,9 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
                 ir::digestOutputs(f, data).c_str());
     return 0;
   }
-  // Judged like the kernel-level conformance cases: the device's declared profile.
-  PrecisionProfile profile = profileForDevice(deviceName);
+  // Judged like the kernel-level conformance cases: the device's declared profile, or the
+  // full one under strict (the same bits everywhere, so the same budget everywhere).
+  PrecisionProfile profile = strict ? PrecisionProfile::Full : profileForDevice(deviceName);
   KernelCheck k = checkKernel(m, f, reference, outputs, pk->subgroupSize, profile);
   if (!k.ok) {
     std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), k.error.c_str());
@@ -159,6 +165,12 @@ int cmdRun(int argc, char **argv) {
       if (!parseBoundsMode(*v, &popts.bounds))
         return usageError("run", "--bounds must be unchecked, robust or checked");
       boundsGiven = true;
+      continue;
+    }
+    if (auto v = args.option("--profile", missing)) {
+      if (*v != "default" && *v != "strict")
+        return usageError("run", "--profile must be 'default' or 'strict'");
+      popts.strict = *v == "strict";
       continue;
     }
     if (auto v = args.option("--timeout-ms", missing)) {
@@ -226,7 +238,7 @@ int cmdRun(int argc, char **argv) {
     if (!f->isKernel || !f->launch || (!kernelName.empty() && f->name != kernelName))
       continue;
     ++ran;
-    rc |= runKernel(session, device, *r.module, *f, *program, check, timeoutNs);
+    rc |= runKernel(session, device, *r.module, *f, *program, check, popts.strict, timeoutNs);
   }
   if (ran == 0) {
     std::fprintf(stderr, "tessera run: %s\n",

@@ -98,6 +98,7 @@ vulkan::VulkanTargetCaps vulkanCaps(const tsr_device_info_t &info) {
   c.shaderBufferFloat32AtomicAdd = c.shaderSharedFloat32AtomicAdd = fa;
   c.shaderBufferFloat32Atomics = c.shaderSharedFloat32Atomics = fa;
   c.signedZeroInfNanPreserve = f & TSR_FEATURE_FLOAT_PRESERVE;
+  c.denormPreserve = f & TSR_FEATURE_DENORM_PRESERVE;
   c.maxComputeSharedMemorySize = uint32_t(std::min<uint64_t>(info.max_shared_memory, UINT32_MAX));
   return c;
 }
@@ -142,6 +143,7 @@ bool compileVulkan(const tsr_device_info_t &info, const ir::Module &m, CompileCa
   vulkan::VulkanCompileOptions vo;
   vo.caps = vulkanCaps(info);
   vo.bounds = opts.bounds; // hashed into vo.hash(), so into the cache key
+  vo.strict = opts.strict; // likewise
   std::string key = makeCacheKey(key0, "vulkan " + vo.caps.describe(), std::to_string(vo.hash()),
                                  ir::printModule(m));
   return cachedCompile(
@@ -176,6 +178,7 @@ bool compileCuda(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   }
   cuda::CudaCompileOptions co;
   co.arch = *arch;
+  co.strict = opts.strict;
   std::string key = makeCacheKey(key0, cuda::targetDescription(co), std::to_string(co.hash()),
                                  ir::printModule(m));
   return cachedCompile(
@@ -203,6 +206,7 @@ bool compileRocm(const tsr_device_info_t &info, const ir::Module &m, CompileCach
   }
   rocm::RocmCompileOptions ro;
   ro.arch = arch;
+  ro.strict = opts.strict;
   std::string key = makeCacheKey(key0, rocm::targetDescription(ro), std::to_string(ro.hash()),
                                  ir::printModule(m));
   return cachedCompile(
@@ -311,6 +315,7 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   cpu::CpuCompileOptions copts;
   copts.subgroupSize = opts.subgroupSize;
   copts.bounds = opts.bounds;
+  copts.strict = opts.strict;
   ProgramStats stats;
   auto t0 = std::chrono::steady_clock::now();
 

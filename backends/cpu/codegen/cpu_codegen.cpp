@@ -8,6 +8,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/strict_math.h"
 
 #include <cstddef>
 #include <filesystem>
@@ -43,6 +44,7 @@ uint64_t CpuCompileOptions::hash() const {
       .num(hostCpu)
       .num(vectorMath)
       .num(uint32_t(bounds))
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1; 0 keeps the old keys' shape
       .value();
 }
 
@@ -140,6 +142,8 @@ std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOpti
   if (!target)
     return nullptr;
   llvm::TargetOptions to;
+  if (opts.strict) // no fmul + fadd fused into one rounding, whatever flags a pass adds
+    to.AllowFPOpFusion = llvm::FPOpFusion::Strict;
   auto level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
                : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
                : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
@@ -186,12 +190,19 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
 } // namespace
 
 std::unique_ptr<CpuCompiledModule>
-compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &input, const CpuCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<CpuCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
+  // Strict: the shared decompositions replace libm and libmvec (the x86-64 CPU has 64-bit
+  // integers, as every other strict target must decompose alike: int64 = true).
+  std::unique_ptr<ir::Module> strictCopy;
+  std::string strictErr;
+  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
+    return fail(strictErr);
+  const ir::Module &m = strictCopy ? *strictCopy : input;
   if (opts.subgroupSize == 0 || opts.subgroupSize > 1024)
     return fail("subgroup size must be in 1..1024, got " + std::to_string(opts.subgroupSize));
   std::string err;

@@ -9,6 +9,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/strict_math.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/FileSystem.h>
@@ -117,6 +118,7 @@ uint64_t CudaCompileOptions::hash() const {
       .num(emitCubin)
       .str(ptxasPath)
       .str(libdevicePath)
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
       .value();
 }
 
@@ -166,12 +168,17 @@ std::string targetDescription(const CudaCompileOptions &opts) {
 }
 
 std::unique_ptr<CudaCompiledModule>
-compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &input, const CudaCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<CudaCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
+  std::unique_ptr<ir::Module> strictCopy; // strict: the shared decompositions, not libdevice
+  std::string strictErr;
+  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
+    return fail(strictErr);
+  const ir::Module &m = strictCopy ? *strictCopy : input;
   auto failWith = [&](llvm::Error e) { return fail(llvm::toString(std::move(e))); };
   const Arch *arch = findArch(opts.arch);
   if (!arch) {
@@ -184,7 +191,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
     return fail("optimisation level must be 0..3, got " + std::to_string(opts.optLevel));
   initNvptx();
   std::string err;
-  auto tm = llvmgen::createTargetMachine(kTriple, arch->name, arch->ptx, opts.optLevel, err);
+  auto tm =
+      llvmgen::createTargetMachine(kTriple, arch->name, arch->ptx, opts.optLevel, err, opts.strict);
   if (!tm)
     return fail(err);
   auto impl = std::make_unique<CudaCompiledModule::Impl>();
@@ -199,6 +207,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
   std::vector<llvmgen::LoweredKernel> lowered;
   if (llvm::Error e = llvmgen::lowerModuleSimt(m, *mod, cfg, lowered))
     return failWith(std::move(e));
+  if (opts.strict)
+    llvmgen::addStrictFunctionAttributes(*mod);
   for (const llvmgen::LoweredKernel &k : lowered)
     if (k.sharedBytes > kMaxStaticShared)
       return fail("kernel @" + k.name + " uses " + std::to_string(k.sharedBytes) +

@@ -8,10 +8,11 @@
 // become our error strings here. Must never need a GPU or the ROCm runtime, and must stay
 // deterministic.
 #include "backends/llvm/gpu_pipeline.h"
-#include "backends/stage_files.h"
 #include "backends/rocm/codegen/rocm_codegen_impl.h"
+#include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/strict_math.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/FileSystem.h>
@@ -168,7 +169,14 @@ void layOutArgs(RocmKernelInfo &k) {
 
 uint64_t RocmCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
-  return Fnv1a().num(1).str(arch).num(optLevel).str(deviceLibDir).str(lldPath).value();
+  return Fnv1a()
+      .num(1)
+      .str(arch)
+      .num(optLevel)
+      .str(deviceLibDir)
+      .str(lldPath)
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
+      .value();
 }
 
 RocmCompiledModule::RocmCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -219,13 +227,18 @@ std::string targetDescription(const RocmCompileOptions &opts) {
 }
 
 std::unique_ptr<RocmCompiledModule>
-compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &input, const RocmCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<RocmCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
   auto failWith = [&](llvm::Error e) { return fail(llvm::toString(std::move(e))); };
+  std::unique_ptr<ir::Module> strictCopy; // strict: the shared decompositions, not ocml
+  std::string strictErr;
+  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
+    return fail(strictErr);
+  const ir::Module &m = strictCopy ? *strictCopy : input;
   const Arch *arch = findArch(opts.arch);
   if (!arch) {
     std::string names;
@@ -240,7 +253,8 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
     return fail("ld.lld not found (install lld-19 or set RocmCompileOptions::lldPath)");
   initAmdgpu();
   std::string err;
-  auto tm = llvmgen::createTargetMachine(kTriple, arch->name, features(*arch), opts.optLevel, err);
+  auto tm = llvmgen::createTargetMachine(kTriple, arch->name, features(*arch), opts.optLevel, err,
+                                         opts.strict);
   if (!tm)
     return fail(err);
   auto impl = std::make_unique<RocmCompiledModule::Impl>();
@@ -262,6 +276,8 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
     f.addFnAttr("target-cpu", arch->name);
     f.addFnAttr("target-features", features(*arch));
   }
+  if (opts.strict)
+    llvmgen::addStrictFunctionAttributes(*mod);
   impl->dumps["llvm"] = llvmgen::printModule(*mod);
   if (llvm::Error e = llvmgen::verifyLowered(*mod))
     return failWith(std::move(e));

@@ -96,6 +96,7 @@ public:
   const ir::Op *curOp_ = nullptr; // for error locations
   const ir::Function *curFn_ = nullptr;
   const tsr_bounds_mode bounds_;
+  bool strict_ = false; // the strict profile (VulkanCompileOptions::strict)
 
 private:
   // --- kernel structure (spirv_kernel.cpp) -----------------------------------------------

@@ -9,6 +9,7 @@
 #include "backends/vulkan/codegen/spirv_lowering.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/strict_math.h"
 #include "ir/verify/verifier.h"
 
 #include <spirv-tools/libspirv.hpp>
@@ -49,6 +50,7 @@ std::string VulkanTargetCaps::describe() const {
   flag("shaderSharedInt64Atomics", shaderSharedInt64Atomics);
   flag("fusedFma", fusedFma);
   flag("signedZeroInfNanPreserve", signedZeroInfNanPreserve);
+  flag("denormPreserve", denormPreserve);
   s += " maxPushConstantsSize=" + std::to_string(maxPushConstantsSize);
   s += " maxComputeSharedMemorySize=" + std::to_string(maxComputeSharedMemorySize);
   return s;
@@ -59,7 +61,8 @@ uint64_t VulkanTargetCaps::hash() const { return Fnv1a().bytes(describe()).value
 
 uint64_t VulkanCompileOptions::hash() const {
   return Fnv1a(caps.hash())
-      .bytes("vulkan-options-v2 spirv=1.5 bounds=" + std::to_string(int(bounds)))
+      .bytes("vulkan-options-v2 spirv=1.5 bounds=" + std::to_string(int(bounds)) +
+             (strict ? " strict" : ""))
       .value();
 }
 
@@ -165,19 +168,27 @@ std::string forbiddenCapability(const std::set<spv::Capability> &used, const Vul
 } // namespace
 
 std::unique_ptr<VulkanCompiledModule>
-compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &input, const VulkanCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<VulkanCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
-  ir::Diagnostics diags = ir::verifyModule(m);
+  ir::Diagnostics diags = ir::verifyModule(input);
   if (!diags.empty())
     return fail(diags.front().str());
+  // Strict: the shared decompositions replace GLSL.std.450 and spirv_math*.cpp (the f64 ones
+  // use 64-bit integers only where the device has them).
+  std::unique_ptr<ir::Module> strictCopy;
+  std::string strictErr;
+  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, opts.caps.int64, &strictErr)))
+    return fail(strictErr);
+  const ir::Module &m = strictCopy ? *strictCopy : input;
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
   detail::Lowering lowering(b, m, opts.caps, opts.bounds);
+  lowering.strict_ = opts.strict;
   for (const auto &f : m.functions) {
     if (!f->isKernel)
       continue;
