@@ -70,7 +70,8 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
                       orderDependence(m, f),
                       subgroupSizeDependence(m, f),
                       pk->subgroupSize,
-                      int64_t(r.seed)};
+                      int64_t(r.seed),
+                      strictUsesDivOrSqrt(m)};
     for (const ir::Value *p : f.params())
       if (p->type.kind == ir::Type::Kind::Buffer)
         cap.names.push_back("%" + p->name);

@@ -151,7 +151,9 @@ std::string findingList(const RunReport &r) {
     if (c.normwiseOnly > 0)
       out += "note: " + c.device + ": " + c.id + " " + c.message + "\n";
   for (const Finding &f : r.findings) {
-    out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + "), e.g.";
+    out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + ")";
+    if (!f.cases.empty())
+      out += ", e.g.";
     for (const std::string &c : f.cases)
       out += " " + c;
     out += "\n";

@@ -1,6 +1,8 @@
 // Running catalog cases on a device and on the reference interpreter; xfail lists.
 #include "conformance/runner.h"
 
+#include "conformance/strict.h"
+
 #include "tessera/device_run.h"
 #include "tessera/program.h"
 
@@ -181,8 +183,10 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
     std::unique_ptr<ir::Module> m;
     std::unique_ptr<Program> program;
     std::string compileError;
+    bool divSqrt = false;
     if (missing.empty()) {
       m = buildKernel(v);
+      divSqrt = dev.strict && strictUsesDivOrSqrt(*m);
       program = Program::create(dev.device, *m, &cache, caseOptions(dev), &compileError);
     }
     for (size_t ci : cases) {
@@ -268,7 +272,8 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
                                            "",
                                            "",
                                            pk->subgroupSize,
-                                           -1});
+                                           -1,
+                                           divSqrt});
       }
       finish();
     }

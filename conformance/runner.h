@@ -49,7 +49,8 @@ struct StrictCapture {
   std::string orderDependence;         // non-empty: why the order is not fixed
   std::string subgroupDependence;      // non-empty: the op whose result needs the subgroup size
   uint32_t subgroupSize = 0;
-  int64_t seed = -1; // kernel cases: the launch spec's seed (their inputs)
+  int64_t seed = -1;    // kernel cases: the launch spec's seed (their inputs)
+  bool divSqrt = false; // the strict IR divides or takes a square root in floating point
 };
 
 /// A difference between two devices' strict outputs of one case.

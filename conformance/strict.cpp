@@ -1,6 +1,7 @@
 // The strict profile's bitwise comparison across devices (strict.h).
 #include "conformance/strict.h"
 
+#include "ir/transforms/strict_math.h"
 #include "tessera/output_check.h"
 
 #include <cmath>
@@ -130,6 +131,21 @@ std::string subgroupSizeDependence(const ir::Module &m, const ir::Function &f) {
   return what;
 }
 
+bool strictUsesDivOrSqrt(const ir::Module &m) {
+  std::string err;
+  std::unique_ptr<ir::Module> strict = ir::strictMathCopy(m, true, &err);
+  const ir::Module &what = strict ? *strict : m; // no copy: the ops as written
+  bool found = false;
+  for (const auto &f : what.functions)
+    ir::walk(*f->body, [&](const ir::Op &op) {
+      found |= (op.kind == ir::OpKind::Div || op.kind == ir::OpKind::Sqrt) &&
+               op.results.size() == 1 && ir::isFloatScalar(op.results[0]->type.elem);
+    });
+  return found;
+}
+
+bool promisesCorrectlyRoundedDivSqrt(const std::string &backend) { return backend != "vulkan"; }
+
 bool strictSame(const ir::HostBuffer &a, const ir::HostBuffer &b, int64_t i) {
   size_t w = size_t(ir::byteSize(a.elem));
   const uint8_t *pa = a.bytes.data() + size_t(i) * w, *pb = b.bytes.data() + size_t(i) * w;
@@ -142,7 +158,7 @@ bool strictSame(const ir::HostBuffer &a, const ir::HostBuffer &b, int64_t i) {
 void compareStrict(RunReport &report, const std::vector<std::string> &devices,
                    const std::vector<uint64_t> &features) {
   report.strict = true;
-  for (size_t d = 0; d < devices.size(); ++d)
+  for (size_t d = 0; d < devices.size(); ++d) {
     if (!(features[d] & TSR_FEATURE_DENORM_PRESERVE))
       report.findings.push_back(
           {devices[d],
@@ -150,6 +166,15 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
            "the device cannot promise to keep subnormals (no shaderDenormPreserveFloat32/16/64): "
            "strict differences in elements that involve a subnormal are explained by it",
            {}});
+    if (!promisesCorrectlyRoundedDivSqrt(devices[d].substr(0, devices[d].find(':'))))
+      report.findings.push_back(
+          {devices[d],
+           "strict-div-sqrt-not-promised",
+           "the backend does not promise correctly rounded float div and sqrt (Vulkan: OpFDiv "
+           "2.5 ULP, Sqrt from InverseSqrt): strict differences in cases whose strict IR "
+           "divides or takes a square root are explained by it",
+           {}});
+  }
   if (devices.size() < 2) {
     report.strictNote = "one device: each case was checked against the fp64 reference only; "
                         "the cross-device bitwise comparison needs two devices (--device A "
@@ -163,9 +188,12 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
     if (c.device == devices[0])
       first[c.caseId] = &c;
   }
-  std::map<std::string, bool> noDenorm;
-  for (size_t d = 0; d < devices.size(); ++d)
+  std::map<std::string, bool> noDenorm, roundsDivSqrt;
+  for (size_t d = 0; d < devices.size(); ++d) {
     noDenorm[devices[d]] = !(features[d] & TSR_FEATURE_DENORM_PRESERVE);
+    roundsDivSqrt[devices[d]] =
+        promisesCorrectlyRoundedDivSqrt(devices[d].substr(0, devices[d].find(':')));
+  }
   std::vector<StrictDiff> diffs;
   for (size_t d = 1; d < devices.size(); ++d) {
     std::set<std::string> compared;
@@ -204,6 +232,11 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
           diff.reason = "a subnormal is involved and " +
                         (noDenorm[devices[d]] ? devices[d] : devices[0]) +
                         " cannot promise to keep subnormals";
+        } else if (a->divSqrt && !(roundsDivSqrt[devices[0]] && roundsDivSqrt[devices[d]])) {
+          diff.explained = true;
+          diff.reason = "the strict IR divides or takes a square root and " +
+                        (roundsDivSqrt[devices[d]] ? devices[0] : devices[d]) +
+                        " does not promise them correctly rounded (Vulkan: OpFDiv 2.5 ULP)";
         } else {
           diff.reason = "no known reason: the same IR must give the same bits";
         }

@@ -28,6 +28,14 @@ std::string orderDependence(const ir::Module &m, const ir::Function &f);
 /// The first op of `f` whose result depends on the subgroup size ("shuffle", ...); empty if none.
 std::string subgroupSizeDependence(const ir::Module &m, const ir::Function &f);
 
+/// Whether the IR a strict compile of `m` lowers (every math op decomposed) has a float div or
+/// sqrt: the ops whose rounding a device may not promise (Vulkan: OpFDiv 2.5 ULP).
+bool strictUsesDivOrSqrt(const ir::Module &m);
+/// Whether every device of `backend` rounds float div and sqrt correctly. False for "vulkan":
+/// its SPIR-V precision table allows OpFDiv 2.5 ULP and Sqrt inherits 1/InverseSqrt; the
+/// LLVM targets (cpu, cuda div.rn / sqrt.rn, rocm) lower them correctly rounded.
+bool promisesCorrectlyRoundedDivSqrt(const std::string &backend);
+
 /// Element `i` of buffers `a` and `b` (same type) are the same for the strict profile: the same
 /// bits, or both NaN (any payload: docs/ir.md says why).
 bool strictSame(const ir::HostBuffer &a, const ir::HostBuffer &b, int64_t i);

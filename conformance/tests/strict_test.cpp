@@ -98,6 +98,22 @@ TEST(StrictCompare, SubnormalDifferenceIsExplainedOnlyWithoutDenormPreserve) {
   }
 }
 
+TEST(StrictCompare, DivDifferenceIsExplainedOnlyOnABackendWithoutCorrectlyRoundedDiv) {
+  for (const char *other : {"vulkan:0", "cuda:0"}) {
+    RunReport r;
+    r.devices = {"cpu:0", other};
+    StrictCapture a = capture("cpu:0", f32Buffer({1.0f}));
+    StrictCapture b = capture(other, f32Buffer({1.0000001f}));
+    a.divSqrt = b.divSqrt = true;
+    r.strictCaptures = {a, b};
+    compareStrict(r, r.devices, {kAll, kAll});
+    ASSERT_EQ(r.strictDiffs.size(), 1u);
+    bool vulkan = std::string(other) == "vulkan:0";
+    EXPECT_EQ(r.strictDiffs[0].explained, vulkan) << r.strictDiffs[0].reason;
+    EXPECT_EQ(r.unexpectedFailures(), !vulkan);
+  }
+}
+
 TEST(StrictCompare, NotOrderFixedCaseIsAFindingNotAFailure) {
   RunReport r;
   r.devices = {"cpu:0", "vulkan:0"};
