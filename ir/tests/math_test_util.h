@@ -17,7 +17,7 @@
 namespace tessera::ir::mathtest {
 
 struct Worst {
-  double ulp = 0;     // the largest error seen, in ULP of the result type
+  double ulp = 0;      // the largest error seen, in ULP of the result type
   double x = 0, y = 0; // where
   double got = 0;
   long double want = 0;
@@ -27,10 +27,11 @@ struct Worst {
 
 /// Runs `op` (unary when `ys` is empty) on `xs` (and `ys`) at type `t` after decomposeMath
 /// with `opts`, and compares with `ref`. Values are given as doubles and rounded to `t`.
+/// `outputs`, when given, receives every result (to compare two variants bit for bit).
 inline Worst measure(OpKind op, Scalar t, const std::vector<double> &xs,
                      const std::vector<double> &ys,
                      const std::function<long double(long double, long double)> &ref,
-                     MathDecomposeOptions opts = {}) {
+                     MathDecomposeOptions opts = {}, std::vector<double> *outputs = nullptr) {
   using namespace testutil;
   bool binary = !ys.empty();
   KernelBuilder k("math");
@@ -76,6 +77,8 @@ inline Worst measure(OpKind op, Scalar t, const std::vector<double> &xs,
   }
   for (int64_t i = 0; i < n; ++i) {
     double xi = bx.get(i).f, yi = binary ? by.get(i).f : 0, got = bo.get(i).f;
+    if (outputs)
+      outputs->push_back(got);
     long double want = ref(xi, yi);
     // The reference rounded to t: special values must match exactly.
     double wantT = numerics::roundToFloat(double(want), t);
