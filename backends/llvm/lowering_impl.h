@@ -9,6 +9,7 @@
 
 #include "backends/kernel_faults.h"
 #include "ir/core/ir.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -139,14 +140,18 @@ llvm::Value *emitSafeDivisor(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *
 llvm::Value *emitForStart(llvm::IRBuilder<> &b, llvm::Value *lb, llvm::Value *ub,
                           llvm::Value *step);
 llvm::Value *emitForNext(llvm::IRBuilder<> &b, llvm::Value *iv, llvm::Value *ub, llvm::Value *step);
-llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op,
-                                          llvm::Value *v);
+llvm::Expected<llvm::Value *> emitConvert(llvm::IRBuilder<> &b, const ir::Op &op, llvm::Value *v);
 llvm::Expected<llvm::Value *> emitMathOp(llvm::IRBuilder<> &b, const ir::Op &op,
                                          llvm::ArrayRef<llvm::Value *> operands,
                                          TargetHooks &hooks);
-/// The C math library name of a transcendental op ("exp", "log1p", "pow" ...) that targets
-/// map to their library (__nv_expf, __ocml_exp_f32); null for any other op.
-const char *mathFunctionName(ir::OpKind k);
+/// Whether `k` is a transcendental op that the LLVM targets call as a library function
+/// (libm, libdevice, ocml): every op of ir::decomposableMathOps() but sigmoid and rsqrt,
+/// which are always decomposed (ir/transforms/math_decompose.h). Its C name is its
+/// mnemonic ("exp", "log1p", "pow" ...), which targets map to __nv_expf, __ocml_exp_f32 ...
+bool isLibraryMath(ir::OpKind k);
+/// Every library math op (isLibraryMath) at every float type: the native math set of a target
+/// whose library has them all (libdevice, ocml); a target takes out what it lacks.
+ir::NativeMathSet libraryMathSet();
 /// The declaration in `m` of the external math function `name` (libm, libdevice, ocml): `arity`
 /// arguments and a result of type `t`, no memory access, no unwinding, always returns.
 /// Created on first use.

@@ -1,5 +1,6 @@
-// Internal to the math decompositions (math_decompose.cpp, math_f32.cpp, math_f64.cpp): the
-// builder helpers the expansions are written with and the tables that name them.
+// Internal to the math decompositions (math_decompose.cpp, math_f32.cpp, math_f64.cpp,
+// math_generic.cpp): the builder helpers the expansions are written with and the tables that
+// name them.
 // Never include this outside ir/transforms/.
 #pragma once
 
@@ -15,8 +16,8 @@ namespace tessera::ir::math {
 /// Every float op it emits is a separate IR op: nothing is fused unless fma() says so.
 struct MathBuilder {
   Builder &b;
-  Scalar t;             // the float type being computed (f32 or f64)
-  bool int64 = true;    // MathDecomposeOptions::int64
+  Scalar t;          // the float type being computed (f32 or f64)
+  bool int64 = true; // MathDecomposeOptions::int64
 
   Value *c(double v) const { return b.constFloat(v, t); }
   Value *ci(int64_t v, Scalar it = Scalar::I32) const { return b.constInt(v, it); }
@@ -40,6 +41,12 @@ struct ExpansionEntry {
   OpKind op;
   Expansion fn;
 };
+
+/// Type-generic expansions (math_generic.cpp), built from other math ops and float
+/// arithmetic at mb.t: both tables register them.
+Value *genericRsqrt(const MathBuilder &mb, std::span<Value *const> args);
+Value *genericSigmoid(const MathBuilder &mb, std::span<Value *const> args);
+Value *genericTanh(const MathBuilder &mb, std::span<Value *const> args);
 
 /// The f32 and f64 expansions (math_f32.cpp, math_f64.cpp). An op missing from a table has
 /// no decomposition at that type.

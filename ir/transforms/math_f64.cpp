@@ -267,15 +267,20 @@ Value *erfE(const MathBuilder &mb, std::span<Value *const> a) {
   return erf(f, a[0]);
 }
 
-Value *rsqrt(const MathBuilder &mb, std::span<Value *const> a) {
-  return mb.div(mb.c(1.0), mb.un(OpKind::Sqrt, a[0])); // see math_f32.cpp
-}
-
 constexpr ExpansionEntry kF64[] = {
-    {OpKind::Exp, &expE},   {OpKind::Exp2, &exp2E}, {OpKind::Expm1, &expm1E},
-    {OpKind::Log, &logE},   {OpKind::Log2, &log2E}, {OpKind::Log1p, &log1pE},
-    {OpKind::Pow, &powE},   {OpKind::Erf, &erfE},   {OpKind::Sin, &f64Sin},
-    {OpKind::Cos, &f64Cos}, {OpKind::Tan, &f64Tan}, {OpKind::Rsqrt, &rsqrt},
+    {OpKind::Exp, &expE},
+    {OpKind::Exp2, &exp2E},
+    {OpKind::Expm1, &expm1E},
+    {OpKind::Log, &logE},
+    {OpKind::Log2, &log2E},
+    {OpKind::Log1p, &log1pE},
+    {OpKind::Pow, &powE},
+    {OpKind::Erf, &erfE},
+    {OpKind::Sin, &f64Sin},
+    {OpKind::Cos, &f64Cos},
+    {OpKind::Tan, &f64Tan},
+    {OpKind::Rsqrt, &genericRsqrt},
+    {OpKind::Sigmoid, &genericSigmoid}, // the LLVM targets' only f64 sigmoid
 };
 
 } // namespace

@@ -90,4 +90,21 @@ Op *insertOp(Block &b, size_t pos, std::unique_ptr<Op> op) {
   return raw;
 }
 
+Module cloneModule(const Module &m) {
+  Module out;
+  out.filename = m.filename;
+  for (const auto &f : m.functions) {
+    Function *c = out.addFunction(f->isKernel, f->name);
+    c->resultTypes = f->resultTypes;
+    c->launch = f->launch;
+    c->loc = f->loc;
+    ValueMap map;
+    for (const auto &a : f->body->args)
+      map[a.get()] = c->body->addArg(a->type, a->name);
+    for (const auto &op : f->body->ops)
+      c->body->append(cloneOp(*op, map));
+  }
+  return out;
+}
+
 } // namespace tessera::ir

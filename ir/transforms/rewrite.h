@@ -1,5 +1,5 @@
 // Small IR rewriting utilities shared by the passes: replacing uses, erasing and moving ops,
-// turning an op into a constant, and cloning ops with their regions.
+// turning an op into a constant, and cloning ops with their regions or whole modules.
 //
 // These helpers keep the ownership tree and the parent links consistent (the verifier checks
 // them); they never check that a rewrite preserves meaning — that is each pass's job.
@@ -40,5 +40,9 @@ std::unique_ptr<Op> cloneOp(const Op &op, ValueMap &map);
 
 /// Inserts `op` into `b` at position `pos` and sets its parent. Returns it.
 Op *insertOp(Block &b, size_t pos, std::unique_ptr<Op> op);
+
+/// Deep copy of a whole module (functions, launch specs, locations, value names): codegens
+/// take `const Module &` and run their IR-to-IR passes (math decompositions) on a copy.
+Module cloneModule(const Module &m);
 
 } // namespace tessera::ir

@@ -1,11 +1,9 @@
-// strictMathCopy (strict_math.h): copy through the text form, decompose everything, and
-// refuse a module in which a decomposable op survives (no shared expansion for its type yet),
-// so that strict compilation never falls back to a backend's own math without saying so.
+// The strict profile's math (strict_math.h): what is left after decomposing with an empty
+// native set, and the error that refuses it.
 #include "ir/transforms/strict_math.h"
 
-#include "ir/text/parser.h"
-#include "ir/text/printer.h"
 #include "ir/transforms/math_decompose.h"
+#include "ir/transforms/rewrite.h"
 
 #include <set>
 
@@ -22,27 +20,22 @@ std::vector<std::string> undecomposedMath(const Module &m) {
   return {left.begin(), left.end()};
 }
 
-std::unique_ptr<Module> strictMathCopy(const Module &m, bool int64, std::string *error) {
-  ParseResult pr = parseModule(printModule(m), m.filename);
-  if (!pr.ok()) {
-    *error = "strict: the module does not round-trip through its text form: " +
-             (pr.diags.empty() ? std::string("no module") : pr.diags.front().str());
-    return nullptr;
-  }
-  MathDecomposeOptions opts;
-  opts.native = NativeMathSet::none();
-  opts.int64 = int64;
-  decomposeMath(*pr.module, opts);
-  std::vector<std::string> left = undecomposedMath(*pr.module);
-  if (left.empty())
-    return std::move(pr.module);
+std::string strictMathError(const Module &decomposed) {
   std::string list;
-  for (const std::string &s : left)
+  for (const std::string &s : undecomposedMath(decomposed))
     list += (list.empty() ? "" : ", ") + s;
-  *error = "strict: no shared decomposition yet for " + list +
-           " (ir/transforms/math_f32.cpp, math_f64.cpp); a backend's own math would make the "
-           "result backend-specific";
-  return nullptr;
+  if (list.empty())
+    return "";
+  return "strict: no shared decomposition yet for " + list +
+         " (ir/transforms/math_*.cpp); a backend's own math would make the result "
+         "backend-specific";
+}
+
+std::unique_ptr<Module> strictMathCopy(const Module &m, bool int64, std::string *error) {
+  auto copy = std::make_unique<Module>(cloneModule(m));
+  decomposeMath(*copy, {NativeMathSet::none(), int64});
+  *error = strictMathError(*copy);
+  return error->empty() ? std::move(copy) : nullptr;
 }
 
 } // namespace tessera::ir

@@ -8,6 +8,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 #include "ir/transforms/strict_math.h"
 
 #include <cstddef>
@@ -190,19 +191,12 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
 } // namespace
 
 std::unique_ptr<CpuCompiledModule>
-compileKernelModule(const ir::Module &input, const CpuCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<CpuCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
-  // Strict: the shared decompositions replace libm and libmvec (the x86-64 CPU has 64-bit
-  // integers, as every other strict target must decompose alike: int64 = true).
-  std::unique_ptr<ir::Module> strictCopy;
-  std::string strictErr;
-  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
-    return fail(strictErr);
-  const ir::Module &m = strictCopy ? *strictCopy : input;
   if (opts.subgroupSize == 0 || opts.subgroupSize > 1024)
     return fail("subgroup size must be in 1..1024, got " + std::to_string(opts.subgroupSize));
   std::string err;
@@ -211,6 +205,12 @@ compileKernelModule(const ir::Module &input, const CpuCompileOptions &opts, std:
     return fail(err);
   auto impl = std::make_unique<CpuCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // Transcendental ops the CPU has no library call for become basic ops (on a copy: `m` is
+  // the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   llvm::LLVMContext ctx;
   auto mod = std::make_unique<llvm::Module>(m.filename.empty() ? "tessera" : m.filename, ctx);
   mod->setTargetTriple(tm->getTargetTriple().str());
@@ -222,7 +222,7 @@ compileKernelModule(const ir::Module &input, const CpuCompileOptions &opts, std:
   cfg.symbolPrefix = TSR_CPU_WG_SYMBOL_PREFIX;
   cfg.hooks = &hooks;
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModule(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModule(lm, *mod, cfg, lowered))
     return fail(llvm::toString(std::move(e)));
   std::string cpu = tm->getTargetCPU().str(), features = tm->getTargetFeatureString().str();
   bool avx512 = tm->getMCSubtargetInfo()->checkFeatures("+avx512f");

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_abi.h"
 #include "ir/core/ir.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <cstdint>
 #include <memory>
@@ -20,9 +21,9 @@ namespace tessera::cpu {
 /// Frozen compile options; hash() feeds the compile cache key.
 struct CpuCompileOptions {
   uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // f32 lanes of AVX-512
-  uint32_t optLevel = 3;      // 0..3
-  bool hostCpu = true;        // -march=native (host CPU name and features); else x86-64
-  bool vectorMath = true;     // libmvec vector variants of libm functions
+  uint32_t optLevel = 3;                                 // 0..3
+  bool hostCpu = true;    // -march=native (host CPU name and features); else x86-64
+  bool vectorMath = true; // libmvec vector variants of libm functions
   /// Out-of-bounds accesses: robust (read 0, drop) by default (docs/ir.md, "Faults").
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
   /// The strict profile (docs/ir.md): every transcendental through the shared IR
@@ -75,10 +76,14 @@ private:
 /// and features when compiling for the host. Part of the compile cache key.
 std::string targetDescription(const CpuCompileOptions &opts);
 
+/// The math ops the CPU implements itself (libm + libmvec calls): every other transcendental
+/// op is rewritten by ir::decomposeMath before lowering. Takes the options so that a profile
+/// may change the set; whenever it does, the set must enter targetDescription().
+ir::NativeMathSet nativeMath(const CpuCompileOptions &opts);
+
 /// Compiles every kernel of `m`. Returns null with `*error` set on failure (never crashes
 /// on a construct the CPU cannot lower: the error names it and its location).
-std::unique_ptr<CpuCompiledModule> compileKernelModule(const ir::Module &m,
-                                                       const CpuCompileOptions &opts,
-                                                       std::string *error);
+std::unique_ptr<CpuCompiledModule>
+compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::string *error);
 
 } // namespace tessera::cpu

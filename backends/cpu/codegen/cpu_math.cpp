@@ -21,22 +21,6 @@ using ir::OpKind;
 
 namespace {
 
-struct MathName {
-  OpKind kind;
-  const char *f64; // libm name; f32 adds 'f'
-  unsigned arity;
-  bool hasVector; // libmvec exports _ZGV{b,c,d,e}N*v_<name>
-};
-
-constexpr MathName kMath[] = {
-    {OpKind::Exp, "exp", 1, true},     {OpKind::Exp2, "exp2", 1, true},
-    {OpKind::Log, "log", 1, true},     {OpKind::Log2, "log2", 1, true},
-    {OpKind::Log1p, "log1p", 1, true}, {OpKind::Expm1, "expm1", 1, true},
-    {OpKind::Sin, "sin", 1, true},     {OpKind::Cos, "cos", 1, true},
-    {OpKind::Tan, "tan", 1, true},     {OpKind::Tanh, "tanh", 1, true},
-    {OpKind::Erf, "erf", 1, true},     {OpKind::Pow, "pow", 2, true},
-};
-
 constexpr double kTrigExactBelow = 0x1p26;
 
 /// glibc 2.36's double sin, cos and tan reduce arguments above 105414350 with too few bits of
@@ -47,8 +31,8 @@ constexpr double kTrigExactBelow = 0x1p26;
 /// So |x| < 2^26 calls the double function; beyond (and inf, NaN) the x87 long double one
 /// (sinl: Payne-Hanek with a 64-bit significand), rounded to double: <= 0.5 ULP + a hair.
 /// Never inlined: the vectoriser calls accurateTrigF64Vector in its place.
-llvm::Function *accurateTrigF64(llvm::Module &m, const MathName &mn) {
-  std::string name = std::string("tessera_accurate_") + mn.f64;
+llvm::Function *accurateTrigF64(llvm::Module &m, const std::string &base) {
+  std::string name = "tessera_accurate_" + base;
   if (llvm::Function *f = m.getFunction(name))
     return f;
   llvm::LLVMContext &ctx = m.getContext();
@@ -68,10 +52,10 @@ llvm::Function *accurateTrigF64(llvm::Module &m, const MathName &mn) {
   llvm::Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   b.CreateCondBr(b.CreateFCmpOLT(ax, llvm::ConstantFP::get(d, kTrigExactBelow)), fast, slow);
   b.SetInsertPoint(fast);
-  b.CreateRet(b.CreateCall(llvmgen::declareMathFunction(m, mn.f64, d, 1), {x}));
+  b.CreateRet(b.CreateCall(llvmgen::declareMathFunction(m, base, d, 1), {x}));
   b.SetInsertPoint(slow);
-  llvm::Value *wide = b.CreateCall(
-      llvmgen::declareMathFunction(m, std::string(mn.f64) + "l", x87, 1), {b.CreateFPExt(x, x87)});
+  llvm::Value *wide =
+      b.CreateCall(llvmgen::declareMathFunction(m, base + "l", x87, 1), {b.CreateFPExt(x, x87)});
   b.CreateRet(b.CreateFPTrunc(wide, d));
   return f;
 }
@@ -117,6 +101,21 @@ llvm::Function *accurateTrigF64Vector(llvm::Module &m, llvm::Function *scalar, l
 
 } // namespace
 
+ir::NativeMathSet nativeMath(const CpuCompileOptions &opts) {
+  if (opts.strict) // the shared decompositions replace libm and libmvec
+    return ir::NativeMathSet::none();
+  // libm and libmvec at f32 and f64 (f16/bf16 computed in f32), except erf at f32: glibc's
+  // _ZGVeN16v_erff uses gathers (slow on AMD), so it takes the shared branch-free expansion,
+  // which vectorises to plain FMAs. Sigmoid and rsqrt are always decomposed. The options are
+  // taken for the strict profile, which will make the set depend on them.
+  ir::NativeMathSet s;
+  for (OpKind k : ir::decomposableMathOps())
+    if (llvmgen::isLibraryMath(k) && k != OpKind::Erf)
+      s.addAllTypes(k);
+  s.add(OpKind::Erf, ir::Scalar::F64);
+  return s;
+}
+
 CpuMathHooks::CpuMathHooks(llvm::Module &m, const llvm::TargetMachine &tm, bool vectorMath)
     : m_(m), vectorMath_(vectorMath) {
   const llvm::MCSubtargetInfo *sti = tm.getMCSubtargetInfo();
@@ -126,34 +125,36 @@ CpuMathHooks::CpuMathHooks(llvm::Module &m, const llvm::TargetMachine &tm, bool 
 
 llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
                                     llvm::ArrayRef<llvm::Value *> args, std::string &error) {
-  const MathName *mn = nullptr;
-  for (const MathName &e : kMath)
-    if (e.kind == k)
-      mn = &e;
-  if (!mn) {
+  if (!llvmgen::isLibraryMath(k)) {
     error = "no CPU math function for '" + std::string(ir::opInfo(k).name) + "'";
     return nullptr;
   }
+  std::string base(ir::opInfo(k).name); // the libm name of the f64 function
+  unsigned arity = unsigned(args.size());
   llvm::Type *ft = args[0]->getType();
   bool isF32 = ft->isFloatTy();
   if (k == OpKind::Erf && isF32) // inline and branch-free: vectorises without libmvec
     return emitErfF32(b, args[0]);
   bool accurate = ft->isDoubleTy() && (k == OpKind::Sin || k == OpKind::Cos || k == OpKind::Tan);
-  std::string name = std::string(mn->f64) + (isF32 ? "f" : "");
+  std::string name = base + (isF32 ? "f" : "");
   llvm::Function *f =
-      accurate ? accurateTrigF64(m_, *mn) : llvmgen::declareMathFunction(m_, name, ft, mn->arity);
+      accurate ? accurateTrigF64(m_, base) : llvmgen::declareMathFunction(m_, name, ft, arity);
   // libm is linked into the process, not inlined: tell the optimiser it may hoist the calls.
   f->addFnAttr(llvm::Attribute::Speculatable);
   f->addFnAttr(llvm::Attribute::NoSync);
   f->addFnAttr(llvm::Attribute::NoFree);
   llvm::CallInst *call = b.CreateCall(f, args);
-  if (!vectorMath_ || !mn->hasVector)
+  if (!vectorMath_) // libmvec exports _ZGV{b,c,d,e}N*v_<name> for every library math op
     return call;
   // Variants: ISA letter, lanes. 'e' = AVX-512, 'd' = AVX2, 'b' = SSE4.
-  struct Isa { char letter; unsigned bits; bool ok; };
+  struct Isa {
+    char letter;
+    unsigned bits;
+    bool ok;
+  };
   Isa isas[] = {{'e', 512, avx512_}, {'d', 256, avx2_}, {'b', 128, true}};
   std::string attr;
-  std::string vparams(mn->arity, 'v');
+  std::string vparams(arity, 'v');
   for (const Isa &isa : isas) {
     if (!isa.ok)
       continue;
@@ -164,7 +165,7 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
     llvm::Function *vf = m_.getFunction(vname);
     if (!vf) {
       auto *vt = llvm::FixedVectorType::get(ft, lanes);
-      llvm::SmallVector<llvm::Type *, 2> vps(mn->arity, vt);
+      llvm::SmallVector<llvm::Type *, 2> vps(arity, vt);
       vf = llvm::Function::Create(llvm::FunctionType::get(vt, vps, false),
                                   llvm::Function::ExternalLinkage, vname, m_);
       vf->setDoesNotThrow();

@@ -9,6 +9,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 #include "ir/transforms/strict_math.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -168,17 +169,12 @@ std::string targetDescription(const CudaCompileOptions &opts) {
 }
 
 std::unique_ptr<CudaCompiledModule>
-compileKernelModule(const ir::Module &input, const CudaCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<CudaCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
-  std::unique_ptr<ir::Module> strictCopy; // strict: the shared decompositions, not libdevice
-  std::string strictErr;
-  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
-    return fail(strictErr);
-  const ir::Module &m = strictCopy ? *strictCopy : input;
   auto failWith = [&](llvm::Error e) { return fail(llvm::toString(std::move(e))); };
   const Arch *arch = findArch(opts.arch);
   if (!arch) {
@@ -197,6 +193,11 @@ compileKernelModule(const ir::Module &input, const CudaCompileOptions &opts, std
     return fail(err);
   auto impl = std::make_unique<CudaCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What libdevice lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   llvm::LLVMContext ctx;
   llvmgen::DiagnosticCapture diags(ctx);
   auto mod = std::make_unique<llvm::Module>("tessera", ctx);
@@ -205,7 +206,7 @@ compileKernelModule(const ir::Module &input, const CudaCompileOptions &opts, std
   NvptxHooks hooks(*mod);
   llvmgen::SimtConfig cfg{32, "cuda", &hooks};
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModuleSimt(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModuleSimt(lm, *mod, cfg, lowered))
     return failWith(std::move(e));
   if (opts.strict)
     llvmgen::addStrictFunctionAttributes(*mod);

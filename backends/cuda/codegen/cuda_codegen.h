@@ -12,6 +12,7 @@
 #pragma once
 
 #include "ir/core/ir.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,11 @@ const std::vector<std::string> &supportedArchs();
 /// What the output depends on besides the IR and the options: LLVM's NVPTX target, the PTX
 /// version, and the libdevice and ptxas found (path and size). Part of the cache key.
 std::string targetDescription(const CudaCompileOptions &opts);
+
+/// The math ops libdevice implements (every library math op at every float type): sigmoid and
+/// rsqrt are rewritten by ir::decomposeMath before lowering. Takes the options so that a
+/// profile may change the set; whenever it does, the set must enter targetDescription().
+ir::NativeMathSet nativeMath(const CudaCompileOptions &opts);
 
 /// Compiles every kernel of `m`. Returns null with `*error` set on failure: an unknown
 /// arch, a construct the target cannot lower (the error names it and its location), a

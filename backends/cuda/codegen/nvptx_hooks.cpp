@@ -14,6 +14,11 @@ namespace tessera::cuda {
 
 using ir::OpKind;
 
+ir::NativeMathSet nativeMath(const CudaCompileOptions &opts) {
+  // Strict: the shared decompositions replace libdevice.
+  return opts.strict ? ir::NativeMathSet::none() : llvmgen::libraryMathSet();
+}
+
 llvm::Value *NvptxHooks::callLibdevice(llvm::IRBuilder<> &b, const std::string &base,
                                        llvm::ArrayRef<llvm::Value *> args) {
   llvm::Type *ft = args[0]->getType();
@@ -23,12 +28,11 @@ llvm::Value *NvptxHooks::callLibdevice(llvm::IRBuilder<> &b, const std::string &
 
 llvm::Value *NvptxHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
                                   llvm::ArrayRef<llvm::Value *> args, std::string &error) {
-  const char *base = llvmgen::mathFunctionName(k);
-  if (!base) {
+  if (!llvmgen::isLibraryMath(k)) {
     error = "no libdevice function for '" + std::string(ir::opInfo(k).name) + "'";
     return nullptr;
   }
-  return callLibdevice(b, base, args);
+  return callLibdevice(b, std::string(ir::opInfo(k).name), args);
 }
 
 llvm::Value *NvptxHooks::emitFRem(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {

@@ -16,6 +16,11 @@ namespace tessera::rocm {
 
 using ir::OpKind;
 
+ir::NativeMathSet nativeMath(const RocmCompileOptions &opts) {
+  // Strict: the shared decompositions replace ocml.
+  return opts.strict ? ir::NativeMathSet::none() : llvmgen::libraryMathSet();
+}
+
 llvm::Value *AmdgpuHooks::callOcml(llvm::IRBuilder<> &b, const std::string &base,
                                    llvm::ArrayRef<llvm::Value *> args) {
   llvm::Type *ft = args[0]->getType();
@@ -25,12 +30,11 @@ llvm::Value *AmdgpuHooks::callOcml(llvm::IRBuilder<> &b, const std::string &base
 
 llvm::Value *AmdgpuHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
                                    llvm::ArrayRef<llvm::Value *> args, std::string &error) {
-  const char *base = llvmgen::mathFunctionName(k);
-  if (!base) {
+  if (!llvmgen::isLibraryMath(k)) {
     error = "no ocml function for '" + std::string(ir::opInfo(k).name) + "'";
     return nullptr;
   }
-  return callOcml(b, base, args);
+  return callOcml(b, std::string(ir::opInfo(k).name), args);
 }
 
 llvm::Value *AmdgpuHooks::emitFRem(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {

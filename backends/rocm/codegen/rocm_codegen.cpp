@@ -12,6 +12,7 @@
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 #include "ir/transforms/strict_math.h"
 
 #include <llvm/Config/llvm-config.h>
@@ -227,18 +228,13 @@ std::string targetDescription(const RocmCompileOptions &opts) {
 }
 
 std::unique_ptr<RocmCompiledModule>
-compileKernelModule(const ir::Module &input, const RocmCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<RocmCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
   auto failWith = [&](llvm::Error e) { return fail(llvm::toString(std::move(e))); };
-  std::unique_ptr<ir::Module> strictCopy; // strict: the shared decompositions, not ocml
-  std::string strictErr;
-  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, true, &strictErr)))
-    return fail(strictErr);
-  const ir::Module &m = strictCopy ? *strictCopy : input;
   const Arch *arch = findArch(opts.arch);
   if (!arch) {
     std::string names;
@@ -259,6 +255,11 @@ compileKernelModule(const ir::Module &input, const RocmCompileOptions &opts, std
     return fail(err);
   auto impl = std::make_unique<RocmCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What ocml lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   llvm::LLVMContext ctx;
   llvmgen::DiagnosticCapture diags(ctx);
   auto mod = std::make_unique<llvm::Module>("tessera", ctx);
@@ -268,7 +269,7 @@ compileKernelModule(const ir::Module &input, const RocmCompileOptions &opts, std
   AmdgpuHooks hooks(*mod, arch->waveSize);
   llvmgen::SimtConfig cfg{arch->waveSize, "rocm", &hooks};
   std::vector<llvmgen::LoweredKernel> lowered;
-  if (llvm::Error e = llvmgen::lowerModuleSimt(m, *mod, cfg, lowered))
+  if (llvm::Error e = llvmgen::lowerModuleSimt(lm, *mod, cfg, lowered))
     return failWith(std::move(e));
   for (llvm::Function &f : *mod) {
     if (f.isDeclaration())

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "ir/core/ir.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <cstdint>
 #include <memory>
@@ -74,6 +75,11 @@ const std::vector<std::string> &supportedArchs();
 /// What the output depends on besides the IR and the options: LLVM's AMDGPU target, the
 /// device libraries and the linker found (path and size). Part of the cache key.
 std::string targetDescription(const RocmCompileOptions &opts);
+
+/// The math ops ocml implements (every library math op at every float type): sigmoid and
+/// rsqrt are rewritten by ir::decomposeMath before lowering. Takes the options so that a
+/// profile may change the set; whenever it does, the set must enter targetDescription().
+ir::NativeMathSet nativeMath(const RocmCompileOptions &opts);
 
 /// Compiles every kernel of `m`. Returns null with `*error` set on failure: an unknown
 /// arch, a construct the target cannot lower (the error names it and its location), device

@@ -9,6 +9,7 @@
 #include "backends/vulkan/codegen/spirv_lowering.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
+#include "ir/transforms/rewrite.h"
 #include "ir/transforms/strict_math.h"
 #include "ir/verify/verifier.h"
 
@@ -167,29 +168,41 @@ std::string forbiddenCapability(const std::set<spv::Capability> &used, const Vul
 
 } // namespace
 
+ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
+  if (opts.strict) // the shared decompositions replace GLSL.std.450 and spirv_math_f64.cpp
+    return ir::NativeMathSet::none();
+  ir::NativeMathSet s;
+  for (ir::OpKind k :
+       {ir::OpKind::Exp, ir::OpKind::Exp2, ir::OpKind::Log, ir::OpKind::Log2, ir::OpKind::Sin,
+        ir::OpKind::Cos, ir::OpKind::Tan, ir::OpKind::Pow, ir::OpKind::Rsqrt})
+    for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
+      s.add(k, t);
+  for (ir::OpKind k : ir::decomposableMathOps())
+    s.add(k, ir::Scalar::F64);
+  return s;
+}
+
 std::unique_ptr<VulkanCompiledModule>
-compileKernelModule(const ir::Module &input, const VulkanCompileOptions &opts, std::string *error) {
+compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
   auto fail = [&](std::string msg) -> std::unique_ptr<VulkanCompiledModule> {
     if (error)
       *error = std::move(msg);
     return nullptr;
   };
-  ir::Diagnostics diags = ir::verifyModule(input);
+  ir::Diagnostics diags = ir::verifyModule(m);
   if (!diags.empty())
     return fail(diags.front().str());
-  // Strict: the shared decompositions replace GLSL.std.450 and spirv_math*.cpp (the f64 ones
-  // use 64-bit integers only where the device has them).
-  std::unique_ptr<ir::Module> strictCopy;
-  std::string strictErr;
-  if (opts.strict && !(strictCopy = ir::strictMathCopy(input, opts.caps.int64, &strictErr)))
-    return fail(strictErr);
-  const ir::Module &m = strictCopy ? *strictCopy : input;
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
+  // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).
+  ir::Module lm = ir::cloneModule(m);
+  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
-  detail::Lowering lowering(b, m, opts.caps, opts.bounds);
+  detail::Lowering lowering(b, lm, opts.caps, opts.bounds);
   lowering.strict_ = opts.strict;
-  for (const auto &f : m.functions) {
+  for (const auto &f : lm.functions) {
     if (!f->isKernel)
       continue;
     VulkanKernelInfo info;

@@ -10,6 +10,7 @@
 
 #include "backends/kernel_faults.h"
 #include "ir/core/ir.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <cstdint>
 #include <memory>
@@ -114,6 +115,14 @@ public:
 private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// The math ops the Vulkan lowering implements itself: at f32 (and f16/bf16, computed in
+/// f32) those GLSL.std.450 has (exp exp2 log log2 sin cos tan pow rsqrt, with the lowering's
+/// fixes for subnormals and special values); every other transcendental op is rewritten by
+/// ir::decomposeMath first. f64: every op (spirv_math_f64.cpp) until the shared f64
+/// decompositions replace it. Takes the options so that a profile may change the set;
+/// whenever it does, the set must enter VulkanCompileOptions::hash().
+ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts);
 
 /// Compiles every kernel of `m` into one SPIR-V module (one GLCompute entry point per
 /// kernel). Returns null with `*error` set ("FILE:LINE:COL: error: ...") when the module
