@@ -71,7 +71,7 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
                       subgroupSizeDependence(m, f),
                       pk->subgroupSize,
                       int64_t(r.seed),
-                      strictUsesDivOrSqrt(m)};
+                      strictDivSqrtTypes(m)};
     for (const ir::Value *p : f.params())
       if (p->type.kind == ir::Type::Kind::Buffer)
         cap.names.push_back("%" + p->name);

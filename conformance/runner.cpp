@@ -183,10 +183,10 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
     std::unique_ptr<ir::Module> m;
     std::unique_ptr<Program> program;
     std::string compileError;
-    bool divSqrt = false;
+    uint8_t divSqrt = 0;
     if (missing.empty()) {
       m = buildKernel(v);
-      divSqrt = dev.strict && strictUsesDivOrSqrt(*m);
+      divSqrt = dev.strict ? strictDivSqrtTypes(*m) : 0;
       program = Program::create(dev.device, *m, &cache, caseOptions(dev), &compileError);
     }
     for (size_t ci : cases) {

@@ -50,7 +50,7 @@ struct StrictCapture {
   std::string subgroupDependence;      // non-empty: the op whose result needs the subgroup size
   uint32_t subgroupSize = 0;
   int64_t seed = -1;    // kernel cases: the launch spec's seed (their inputs)
-  bool divSqrt = false; // the strict IR divides or takes a square root in floating point
+  uint8_t divSqrt = 0;  // strictDivSqrtTypes of the strict IR: its float div / sqrt types
 };
 
 /// A difference between two devices' strict outputs of one case.

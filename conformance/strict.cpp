@@ -131,20 +131,25 @@ std::string subgroupSizeDependence(const ir::Module &m, const ir::Function &f) {
   return what;
 }
 
-bool strictUsesDivOrSqrt(const ir::Module &m) {
+uint8_t strictDivSqrtTypes(const ir::Module &m) {
   std::string err;
   std::unique_ptr<ir::Module> strict = ir::strictMathCopy(m, true, &err);
   const ir::Module &what = strict ? *strict : m; // no copy: the ops as written
-  bool found = false;
+  uint8_t types = 0;
   for (const auto &f : what.functions)
     ir::walk(*f->body, [&](const ir::Op &op) {
-      found |= (op.kind == ir::OpKind::Div || op.kind == ir::OpKind::Sqrt) &&
-               op.results.size() == 1 && ir::isFloatScalar(op.results[0]->type.elem);
+      if ((op.kind == ir::OpKind::Div || op.kind == ir::OpKind::Sqrt) && op.results.size() == 1 &&
+          ir::isFloatScalar(op.results[0]->type.elem))
+        types |= op.results[0]->type.elem == ir::Scalar::F64 ? kDivSqrtF64 : kDivSqrtF32;
     });
-  return found;
+  return types;
 }
 
-bool promisesCorrectlyRoundedDivSqrt(const std::string &backend) { return backend != "vulkan"; }
+uint8_t unpromisedDivSqrt(const std::string &backend, uint64_t features) {
+  if (backend != "vulkan")
+    return 0;
+  return features & TSR_FEATURE_FP64 ? kDivSqrtF64 : kDivSqrtF32 | kDivSqrtF64;
+}
 
 bool strictSame(const ir::HostBuffer &a, const ir::HostBuffer &b, int64_t i) {
   size_t w = size_t(ir::byteSize(a.elem));
@@ -166,13 +171,16 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
            "the device cannot promise to keep subnormals (no shaderDenormPreserveFloat32/16/64): "
            "strict differences in elements that involve a subnormal are explained by it",
            {}});
-    if (!promisesCorrectlyRoundedDivSqrt(devices[d].substr(0, devices[d].find(':'))))
+    uint8_t unpromised = unpromisedDivSqrt(devices[d].substr(0, devices[d].find(':')), features[d]);
+    if (unpromised)
       report.findings.push_back(
           {devices[d],
            "strict-div-sqrt-not-promised",
-           "the backend does not promise correctly rounded float div and sqrt (Vulkan: OpFDiv "
-           "2.5 ULP, Sqrt from InverseSqrt): strict differences in cases whose strict IR "
-           "divides or takes a square root are explained by it",
+           std::string("the backend does not promise correctly rounded ") +
+               (unpromised & kDivSqrtF32 ? "f16/bf16/f32 and f64" : "f64") +
+               " div and sqrt (Vulkan: OpFDiv 2.5 ULP, Sqrt through InverseSqrt" +
+               (unpromised & kDivSqrtF32 ? "; no float64 to correct f32 ones through" : "") +
+               "): strict differences in cases whose strict IR has them are explained by it",
            {}});
   }
   if (devices.size() < 2) {
@@ -188,11 +196,12 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
     if (c.device == devices[0])
       first[c.caseId] = &c;
   }
-  std::map<std::string, bool> noDenorm, roundsDivSqrt;
+  std::map<std::string, bool> noDenorm;
+  std::map<std::string, uint8_t> unpromised;
   for (size_t d = 0; d < devices.size(); ++d) {
     noDenorm[devices[d]] = !(features[d] & TSR_FEATURE_DENORM_PRESERVE);
-    roundsDivSqrt[devices[d]] =
-        promisesCorrectlyRoundedDivSqrt(devices[d].substr(0, devices[d].find(':')));
+    unpromised[devices[d]] =
+        unpromisedDivSqrt(devices[d].substr(0, devices[d].find(':')), features[d]);
   }
   std::vector<StrictDiff> diffs;
   for (size_t d = 1; d < devices.size(); ++d) {
@@ -232,10 +241,10 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
           diff.reason = "a subnormal is involved and " +
                         (noDenorm[devices[d]] ? devices[d] : devices[0]) +
                         " cannot promise to keep subnormals";
-        } else if (a->divSqrt && !(roundsDivSqrt[devices[0]] && roundsDivSqrt[devices[d]])) {
+        } else if (a->divSqrt & (unpromised[devices[0]] | unpromised[devices[d]])) {
           diff.explained = true;
           diff.reason = "the strict IR divides or takes a square root and " +
-                        (roundsDivSqrt[devices[d]] ? devices[0] : devices[d]) +
+                        (unpromised[devices[d]] ? devices[d] : devices[0]) +
                         " does not promise them correctly rounded (Vulkan: OpFDiv 2.5 ULP)";
         } else {
           diff.reason = "no known reason: the same IR must give the same bits";

@@ -28,13 +28,16 @@ std::string orderDependence(const ir::Module &m, const ir::Function &f);
 /// The first op of `f` whose result depends on the subgroup size ("shuffle", ...); empty if none.
 std::string subgroupSizeDependence(const ir::Module &m, const ir::Function &f);
 
-/// Whether the IR a strict compile of `m` lowers (every math op decomposed) has a float div or
-/// sqrt: the ops whose rounding a device may not promise (Vulkan: OpFDiv 2.5 ULP).
-bool strictUsesDivOrSqrt(const ir::Module &m);
-/// Whether every device of `backend` rounds float div and sqrt correctly. False for "vulkan":
-/// its SPIR-V precision table allows OpFDiv 2.5 ULP and Sqrt inherits 1/InverseSqrt; the
-/// LLVM targets (cpu, cuda div.rn / sqrt.rn, rocm) lower them correctly rounded.
-bool promisesCorrectlyRoundedDivSqrt(const std::string &backend);
+/// Float div / sqrt types in the IR a strict compile of `m` lowers (every math op decomposed):
+/// kDivSqrtF32 (f16, bf16, f32: computed in f32) and kDivSqrtF64, or'ed.
+inline constexpr uint8_t kDivSqrtF32 = 1, kDivSqrtF64 = 2;
+uint8_t strictDivSqrtTypes(const ir::Module &m);
+/// The div / sqrt types a device of `backend` with HAL `features` does not promise correctly
+/// rounded under strict. The LLVM targets (cpu, cuda div.rn / sqrt.rn, rocm) promise both.
+/// Vulkan allows OpFDiv 2.5 ULP and Sqrt through InverseSqrt: strict kernels compute f32 ones
+/// through f64 and correct them (spirv_strict.cpp), so only f64 is not promised -- and f32 too
+/// on a device without float64.
+uint8_t unpromisedDivSqrt(const std::string &backend, uint64_t features);
 
 /// Element `i` of buffers `a` and `b` (same type) are the same for the strict profile: the same
 /// bits, or both NaN (any payload: docs/ir.md says why).

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 namespace tessera::vulkan {
 namespace {
 
@@ -36,6 +38,39 @@ TEST(VulkanStrict, DenormPreserveOnlyUnderStrictWhereSupported) {
     EXPECT_NE(s.find(w), std::string::npos) << w << "\n" << s;
   EXPECT_EQ(disassembly(false, true).find("DenormPreserve"), std::string::npos);
   EXPECT_EQ(disassembly(true, false).find("DenormPreserve"), std::string::npos);
+}
+
+TEST(VulkanStrict, F32DivAndSqrtGoThroughF64OnlyUnderStrict) {
+  // The correctly rounded forms (spirv_strict.cpp): an f64 quotient / root, then f64 midpoint
+  // residuals; the default keeps OpFDiv and GLSL Sqrt in f32. The values are checked on a
+  // device by conform_strict_devices_test and `tessera conform --profile strict`.
+  const char *text = R"(kernel @k(%x: buffer<f32, readonly>, %y: buffer<f32>) {
+  %i = global_id.x : i32
+  %a = load %x[%i] : f32
+  %d = div %a, %a : f32
+  %s = sqrt %d : f32
+  store %s, %y[%i] : f32
+}
+)";
+  ir::ParseResult pr = ir::parseModule(text, "div.tir");
+  ASSERT_TRUE(pr.ok());
+  auto count = [](const std::string &s, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  for (bool strict : {false, true}) {
+    VulkanCompileOptions o;
+    o.strict = strict;
+    std::string err;
+    auto cm = compileKernelModule(*pr.module, o, &err);
+    ASSERT_TRUE(cm) << err;
+    const std::string &dis = cm->dump("spirv.dis");
+    EXPECT_EQ(count(dis, "OpFDiv %double") > 0, strict) << dis;
+    EXPECT_EQ(std::regex_search(dis, std::regex("OpExtInst %double %[0-9]+ Sqrt")), strict) << dis;
+    EXPECT_EQ(count(dis, "OpFDiv %float") > 0, !strict) << dis;
+  }
 }
 
 TEST(VulkanStrict, HashesStrict) {
