@@ -110,6 +110,8 @@ void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails) {
 ProgramOptions caseOptions(const DeviceRun &dev) {
   ProgramOptions o = withSupportedBounds(dev.device, {});
   o.strict = dev.strict;
+  if (dev.subgroupSize)
+    o.subgroupSize = dev.subgroupSize;
   return o;
 }
 

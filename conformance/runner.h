@@ -99,6 +99,9 @@ struct DeviceRun {
   /// The strict profile: compile with ProgramOptions::strict and keep every case's outputs
   /// (RunReport::strictCaptures) for the comparison across devices.
   bool strict = false;
+  /// CPU devices: the emulated subgroup width (0: the device's default). Strict runs set it to
+  /// the other devices' subgroup size, so that subgroup kernels compare bit for bit.
+  uint32_t subgroupSize = 0;
 };
 
 /// The program options of a case on `dev`: the bounds mode it supports, strict if asked.

@@ -84,6 +84,17 @@ std::string orderReason(const StrictCapture &a, const StrictCapture &b) {
   return "";
 }
 
+// The result of `id` on `a` or `b` when it is an expected failure there (xfail / xpass: the
+// device's xfail list names the reason), else null.
+const CaseResult *expectedFailure(const RunReport &r, const std::string &id, const std::string &a,
+                                  const std::string &b) {
+  for (const CaseResult &c : r.results)
+    if (c.id == id && (c.device == a || c.device == b) &&
+        (c.status == "xfail" || c.status == "xpass"))
+      return &c;
+  return nullptr;
+}
+
 } // namespace
 
 std::string orderDependence(const ir::Module &m, const ir::Function &f) {
@@ -235,6 +246,9 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
         if (!order.empty()) {
           diff.explained = true;
           diff.reason = order;
+        } else if (const CaseResult *x = expectedFailure(report, id, devices[0], devices[d])) {
+          diff.explained = true; // the device's xfail list says why it is wrong
+          diff.reason = "an expected failure on " + x->device + ": " + x->message;
         } else if ((noDenorm[devices[0]] || noDenorm[devices[d]]) &&
                    involvesSubnormal(*a, b, o, firstBad)) {
           diff.explained = true;

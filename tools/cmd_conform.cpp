@@ -120,6 +120,31 @@ int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint
   return rc;
 }
 
+// Strict runs: CPU devices emulate the subgroup width of the other devices (when they agree),
+// so that kernels with shuffles, broadcasts and integer or min/max subgroup reductions compare
+// bit for bit instead of being listed as depending on the subgroup size.
+void matchCpuSubgroups(std::vector<conform::DeviceRun> &runs) {
+  std::set<uint32_t> sizes;
+  for (const conform::DeviceRun &dev : runs) {
+    tsr_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (tsr_status_t st = tsr_device_info(dev.device, &info)) {
+      tsr_status_free(st);
+      continue;
+    }
+    if (std::string_view(info.backend) != "cpu" && info.subgroup_size > 1)
+      sizes.insert(info.subgroup_size);
+  }
+  if (sizes.size() != 1)
+    return;
+  for (conform::DeviceRun &dev : runs)
+    if (dev.name.starts_with("cpu:")) {
+      dev.subgroupSize = *sizes.begin();
+      std::printf("[%s] strict: emulating subgroups of %u (as the other devices)\n",
+                  dev.name.c_str(), dev.subgroupSize);
+    }
+}
+
 } // namespace
 
 int cmdConform(int argc, char **argv) {
@@ -322,6 +347,8 @@ int cmdConform(int argc, char **argv) {
       return 1;
     }
   }
+  if (profile == "strict")
+    matchCpuSubgroups(runs);
   std::mutex outMutex;
   std::vector<conform::RunReport> parts(devices.size());
   // On a terminal: one status line redrawn in place (every device's progress); otherwise a

@@ -147,6 +147,26 @@ TEST(StrictCompare, NotOrderFixedCaseIsAFindingNotAFailure) {
   EXPECT_TRUE(finding);
 }
 
+TEST(StrictCompare, ExpectedFailureExplainsItsDifference) {
+  for (const char *status : {"xfail", "pass"}) {
+    RunReport r;
+    r.devices = {"cpu:0", "vulkan:0"};
+    r.strictCaptures = {capture("cpu:0", f32Buffer({1.0f})), capture("vulkan:0", f32Buffer({0}))};
+    CaseResult c;
+    c.id = "exp.f32/uniform/n4";
+    c.device = "vulkan:0";
+    c.status = status;
+    c.message = "lavapipe folds x * 0.0";
+    r.results.push_back(c);
+    compareStrict(r, r.devices, {kAll, kAll});
+    ASSERT_EQ(r.strictDiffs.size(), 1u);
+    bool xfail = std::string(status) == "xfail";
+    EXPECT_EQ(r.strictDiffs[0].explained, xfail);
+    if (xfail)
+      EXPECT_NE(r.strictDiffs[0].reason.find("lavapipe folds"), std::string::npos);
+  }
+}
+
 TEST(StrictCompare, CaseMissingOnOneDeviceIsListed) {
   RunReport r;
   r.devices = {"cpu:0", "vulkan:0"};
