@@ -32,6 +32,18 @@ struct MathBuilder {
   Value *sel(Value *cond, Value *x, Value *y) const { return b.select(cond, x, y); }
   /// c[0] + x * (c[1] + x * (...)), evaluated with fma (Horner).
   Value *horner(Value *x, std::initializer_list<double> coeffs) const;
+
+  // Integer and bit helpers.
+  Value *isNan(Value *x) const { return cmp(CmpPred::Uno, x, x); }
+  Value *iand(Value *x, int64_t m) const { return bin(OpKind::And, x, ci(m, x->type.elem)); }
+  /// Logical (unsigned) shift right.
+  Value *shru(Value *x, Value *n) const {
+    Mods m;
+    m.isUnsigned = true;
+    return b.binary(OpKind::Shr, x, n, m);
+  }
+  Value *shru(Value *x, int64_t n) const { return shru(x, ci(n, x->type.elem)); }
+  Value *shl(Value *x, int64_t n) const { return bin(OpKind::Shl, x, ci(n, x->type.elem)); }
 };
 
 /// Emits the expansion of one op (operands already of type mb.t) and returns its result.
@@ -47,6 +59,11 @@ struct ExpansionEntry {
 Value *genericRsqrt(const MathBuilder &mb, std::span<Value *const> args);
 Value *genericSigmoid(const MathBuilder &mb, std::span<Value *const> args);
 Value *genericTanh(const MathBuilder &mb, std::span<Value *const> args);
+
+/// f32 sin, cos, tan (math_f32_trig.cpp), registered in the f32 table.
+Value *sinF32(const MathBuilder &mb, std::span<Value *const> args);
+Value *cosF32(const MathBuilder &mb, std::span<Value *const> args);
+Value *tanF32(const MathBuilder &mb, std::span<Value *const> args);
 
 /// The f32 and f64 expansions (math_f32.cpp, math_f64.cpp). An op missing from a table has
 /// no decomposition at that type.

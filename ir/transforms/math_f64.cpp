@@ -280,7 +280,9 @@ constexpr ExpansionEntry kF64[] = {
     {OpKind::Cos, &f64Cos},
     {OpKind::Tan, &f64Tan},
     {OpKind::Rsqrt, &genericRsqrt},
-    {OpKind::Sigmoid, &genericSigmoid}, // the LLVM targets' only f64 sigmoid
+    // The generic ones serve as every target's f64 sigmoid and as Vulkan's f64 tanh.
+    {OpKind::Sigmoid, &genericSigmoid},
+    {OpKind::Tanh, &genericTanh},
 };
 
 } // namespace

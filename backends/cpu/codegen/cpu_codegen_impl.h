@@ -39,9 +39,6 @@ private:
   bool avx512_ = false, avx2_ = false, vectorMath_ = true;
 };
 
-/// erf of an f32 value (scalar or vector) as inline branch-free IR (cpu_erf.cpp).
-llvm::Value *emitErfF32(llvm::IRBuilder<> &b, llvm::Value *x);
-
 /// JIT-links `impl.object` and fills impl.fns.
 bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error);
 

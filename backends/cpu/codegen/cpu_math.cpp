@@ -6,9 +6,9 @@
 // it lets the vectoriser use the unmasked variants under if-converted masks. Must never
 // announce a variant that glibc 2.36's libmvec does not export, nor one whose accuracy is
 // outside the op table's budget (the per-op tests check each against numerics::ulpError).
-// erf f32 (and so f16/bf16) is the exception: our own inline code (cpu_erf.cpp); f64 sin,
-// cos and tan wrap libm and libmvec, whose reduction of huge arguments is not exact
-// (accurateTrigF64).
+// erf f32 (and so f16/bf16) never gets here: it is not in nativeMath(), so it arrives as the
+// shared branch-free expansion (ir/transforms/math_f32.cpp). f64 sin, cos and tan wrap libm
+// and libmvec, whose reduction of huge arguments is not exact (accurateTrigF64).
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -133,8 +133,6 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
   unsigned arity = unsigned(args.size());
   llvm::Type *ft = args[0]->getType();
   bool isF32 = ft->isFloatTy();
-  if (k == OpKind::Erf && isF32) // inline and branch-free: vectorises without libmvec
-    return emitErfF32(b, args[0]);
   bool accurate = ft->isDoubleTy() && (k == OpKind::Sin || k == OpKind::Cos || k == OpKind::Tan);
   std::string name = base + (isF32 ? "f" : "");
   llvm::Function *f =

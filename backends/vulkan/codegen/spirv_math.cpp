@@ -1,16 +1,17 @@
 // Float math ops: GLSL.std.450 where it has the function (computed in f32 for f16/bf16 and
-// rounded once), our own code where it has none or where Vulkan lets it be inaccurate:
-// erf, log1p, expm1, sigmoid, tanh (through expm1: GLSL's may cancel near 0), fmod (exact
-// long division: OpFRem is x - y * trunc(x / y) on Vulkan), log/log2/pow of subnormals
-// (scaled into the normal range first), and pow's special values (GLSL's Pow is undefined
-// for x < 0 and for x = 0 with y <= 0).
+// rounded once), with fixes around it: fmod (exact long division: OpFRem is x - y * trunc(x /
+// y) on Vulkan), log/log2/pow of subnormals (scaled into the normal range first), and pow's
+// special values (GLSL's Pow is undefined for x < 0 and for x = 0 with y <= 0). What GLSL
+// lacks or where Vulkan lets it be inaccurate (erf, expm1, log1p, sigmoid, tanh) never gets
+// here at f32: nativeMath() leaves them out, so they arrive as the shared decompositions
+// (ir/transforms/math_f32.cpp, math_generic.cpp).
 //
 // Vulkan's precision for GLSL.std.450 is relaxed (the SPIR-V precision table of the Vulkan
 // spec): the runtime conformance judges Vulkan under its `relaxed` profile. GLSL.std.450
 // transcendental functions have no 64-bit forms: f64 exp/exp2/expm1/log/log2/log1p/pow/erf/
-// sin/cos/tan (and sigmoid, tanh on top of them) are spirv_math_f64.cpp's decompositions; an
-// f64 op with neither is a clear compile error. Never decorate RelaxedPrecision and never
-// use an approximation coarser than the ones below.
+// sin/cos/tan are spirv_math_f64.cpp's decompositions (sigmoid and tanh arrive decomposed
+// on top of them); an f64 op with neither is a clear compile error. Never decorate
+// RelaxedPrecision and never use an approximation coarser than the ones below.
 #include "backends/vulkan/codegen/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
@@ -40,15 +41,6 @@ struct MathHelper {
   Id land(Id x, Id y) { return cmp(spv::OpLogicalAnd, x, y); }
   Id lnot(Id x) { return b.op(spv::OpLogicalNot, L.boolT(), {x}); }
 
-  /// c[0] + x * (c[1] + x * (...)), with fused multiply-adds.
-  Id horner(Id x, std::initializer_list<double> coeffs) {
-    const double *cs = coeffs.begin();
-    Id r = c(cs[coeffs.size() - 1]);
-    for (size_t i = coeffs.size() - 1; i-- > 0;)
-      r = ext(GLSLstd450Fma, {r, x, c(cs[i])});
-    return r;
-  }
-
   /// A float op the driver must neither fuse nor reassociate.
   Id exact(spv::Op o, Id x, Id y) {
     Id r = fop(o, x, y);
@@ -61,113 +53,13 @@ struct MathHelper {
   }
   Id isSubnormal(Id x) { return cmp(spv::OpFOrdLessThan, x, c(0x1p-126)); } // f32, x >= 0
   bool isF64() { return b.widthOf(T) == 64; }
-  Id exp(Id x) { return isF64() ? f64Exp(L, x, false) : ext(GLSLstd450Exp, {x}); }
 
-  Id sigmoid(Id x);
-  Id erf(Id x);
-  Id log1p(Id x);
-  Id expm1(Id x);
-  Id tanh(Id x);
   Id log(Id x, bool base2);
   Id pow(Id x, Id y);
   Id ilogb(Id v);
   Id pow2(Id k);
   Id fmod(Id x, Id y);
 };
-
-Id MathHelper::sigmoid(Id x) {
-  // t = exp(-|x|) never overflows: x >= 0 gives 1 / (1 + t), x < 0 gives t / (1 + t)
-  // (as on the CPU: 1 / (1 + exp(-x)) overflowed exp for x < -88.7). NaN takes the second
-  // arm and stays NaN.
-  Id t = exp(b.op(spv::OpFNegate, T, {ext(GLSLstd450FAbs, {x})}));
-  Id den = fop(spv::OpFAdd, c(1.0), t);
-  Id nonNeg = cmp(spv::OpFOrdGreaterThanEqual, x, c(0.0));
-  return sel(nonNeg, fop(spv::OpFDiv, c(1.0), den), fop(spv::OpFDiv, t, den));
-}
-
-Id MathHelper::erf(Id x) {
-  if (isF64())
-    return f64Erf(L, x);
-  // The f32 algorithm of backends/cpu/codegen/cpu_erf.cpp (coefficients and error analysis
-  // there: max 2.53 ulp unfused, budget 16):
-  //   |x| <  0.921875:  x * P(x^2)
-  //   |x| >= 0.921875:  copysign(1 - 2^Q(t), x), t = min(|x|, 4) - 0.921875,
-  //                     2^Q = 2^k * E(Q - k), k = rint(Q), 2^k from its exponent bits.
-  constexpr double kBreak = 0x1.d8p-1;
-  Id a = ext(GLSLstd450FAbs, {x});
-  Id small = fop(spv::OpFMul, x,
-                 horner(fop(spv::OpFMul, x, x), {0x1.20dd74p+0, -0x1.8126e4p-2, 0x1.ce1a2cp-4,
-                                                 -0x1.b68828p-6, 0x1.472ae6p-8, -0x1.39d988p-11}));
-  Id t = sel(cmp(spv::OpFOrdLessThan, a, c(4.0)), a, c(4.0));
-  Id q = horner(fop(spv::OpFSub, t, c(kBreak)),
-                {-0x1.306e80p+1, -0x1.cf2454p+1, -0x1.33a6e8p+0, -0x1.0881bep-4, 0x1.f9a6fep-7,
-                 -0x1.7278c6p-9, 0x1.2884ecp-12});
-  Id k = ext(GLSLstd450RoundEven, {q});
-  Id e = horner(fop(spv::OpFSub, q, k), {0x1p+0, 0x1.62e428p-1, 0x1.ebf91ap-3, 0x1.c6b782p-5,
-                                         0x1.3d0ba4p-7, 0x1.5bc922p-10});
-  // k is in [-26, -2]: 2^k is a normal f32 built from its biased exponent.
-  Id u32 = L.u32T();
-  Id ki = b.op(spv::OpConvertFToS, u32, {k});
-  Id bits = b.op(spv::OpShiftLeftLogical, u32,
-                 {b.op(spv::OpIAdd, u32, {ki, L.constU32(127)}), L.constU32(23)});
-  e = fop(spv::OpFMul, e, b.op(spv::OpBitcast, T, {bits}));
-  Id large = b.op(spv::OpBitcast, T,
-                  {b.op(spv::OpBitwiseOr, u32,
-                        {b.op(spv::OpBitcast, u32, {fop(spv::OpFSub, c(1.0), e)}),
-                         b.op(spv::OpBitwiseAnd, u32,
-                              {b.op(spv::OpBitcast, u32, {x}), L.constU32(0x80000000u)})})});
-  // Unordered: NaN takes the polynomial path, which propagates it.
-  return sel(cmp(spv::OpFUnordLessThan, a, c(kBreak)), small, large);
-}
-
-Id MathHelper::log1p(Id x) {
-  if (isF64())
-    return f64Log1p(L, x);
-  // |x| < 1/2: log1p(x) = 2 atanh(s), s = x / (2 + x) in [-1/3, 1/5], as the series
-  // 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2 <= 1/9 (truncation < 2^-28). Its
-  // error is that of s: 2 + x and the division (about 1.5 ulp with a correctly rounded
-  // division; Vulkan allows 2.5 ulp for OpFDiv). This avoids GLSL's Log near 1, where
-  // Vulkan only bounds the absolute error (2^-21) and log(1 + x) would lose x entirely.
-  // Elsewhere: log(u) - ((u - 1) - x) / u with u = 1 + x, the first-order correction of
-  // the rounding of 1 + x (exact by Fast2Sum for |x| <= 1, (u - x) - 1 above).
-  Id s = fop(spv::OpFDiv, x, fop(spv::OpFAdd, c(2.0), x));
-  Id z = fop(spv::OpFMul, s, s);
-  Id p = horner(z, {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13, 2.0 / 15});
-  Id series = ext(GLSLstd450Fma, {fop(spv::OpFMul, s, z), p, fop(spv::OpFAdd, s, s)});
-  Id u = fop(spv::OpFAdd, c(1.0), x);
-  Id bigX = cmp(spv::OpFOrdGreaterThan, x, c(1.0));
-  Id err = sel(bigX, fop(spv::OpFSub, fop(spv::OpFSub, u, x), c(1.0)),
-               fop(spv::OpFSub, fop(spv::OpFSub, u, c(1.0)), x));
-  Id noCorr = lor(isInf(u), cmp(spv::OpFOrdEqual, u, c(0.0))); // -inf, +inf, NaN stay
-  Id corr = sel(noCorr, c(0.0), fop(spv::OpFDiv, err, u));
-  Id wide = fop(spv::OpFSub, ext(GLSLstd450Log, {u}), corr);
-  Id r = sel(cmp(spv::OpFOrdLessThan, ext(GLSLstd450FAbs, {x}), c(0.5)), series, wide);
-  return sel(cmp(spv::OpFOrdEqual, x, c(0.0)), x, r); // keeps -0
-}
-
-Id MathHelper::expm1(Id x) {
-  if (isF64())
-    return f64Expm1(L, x);
-  // |x| < 1/2: Taylor to x^9/9! (truncation < 2^-30 relative), no cancellation and no
-  // GLSL Exp (whose Vulkan bound, 3 + 2|x| ulp, would be amplified by exp(x) - 1 near 0).
-  // Elsewhere exp(x) - 1 loses at most a factor 2.6 (x = 1/2) to cancellation; it overflows
-  // to inf and goes to -1 exactly where expm1 does.
-  Id p = horner(
-      x, {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880});
-  Id series = ext(GLSLstd450Fma, {fop(spv::OpFMul, x, x), p, x});
-  Id wide = fop(spv::OpFSub, ext(GLSLstd450Exp, {x}), c(1.0));
-  Id r = sel(cmp(spv::OpFOrdLessThan, ext(GLSLstd450FAbs, {x}), c(0.5)), series, wide);
-  return sel(cmp(spv::OpFOrdEqual, x, c(0.0)), x, r); // keeps -0
-}
-
-Id MathHelper::tanh(Id x) {
-  // tanh|x| = -t / (t + 2), t = expm1(-2|x|) in (-1, 0]: no overflow, no cancellation, and
-  // the relative accuracy of expm1 near 0 carries over (GLSL's Tanh may be evaluated as
-  // (e^x - e^-x) / (e^x + e^-x), which Vulkan allows and which loses everything near 0).
-  Id t = expm1(fop(spv::OpFMul, ext(GLSLstd450FAbs, {x}), c(-2.0)));
-  Id r = fop(spv::OpFDiv, b.op(spv::OpFNegate, T, {t}), fop(spv::OpFAdd, t, c(2.0)));
-  return withSign(r, x);
-}
 
 Id MathHelper::log(Id x, bool base2) {
   if (isF64())
@@ -320,8 +212,6 @@ bool hasF64Form(OpKind k) {
   case OpKind::Log2:
   case OpKind::Log1p:
   case OpKind::Pow:
-  case OpKind::Sigmoid:
-  case OpKind::Tanh:
   case OpKind::Erf:
   case OpKind::Sin:
   case OpKind::Cos:
@@ -366,26 +256,20 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
     else
       r = glsl(T, glslUnary(op.kind), {v[0]});
     break;
-  case OpKind::Sigmoid:
-    r = h.sigmoid(v[0]);
-    break;
-  case OpKind::Erf:
-    r = h.erf(v[0]);
+  case OpKind::Erf: // f32 ones arrive decomposed (nativeMath)
+    r = t == Scalar::F64 ? f64Erf(*this, v[0]) : 0;
     break;
   case OpKind::Log1p:
-    r = h.log1p(v[0]);
+    r = t == Scalar::F64 ? f64Log1p(*this, v[0]) : 0;
     break;
   case OpKind::Expm1:
-    r = h.expm1(v[0]);
+    r = t == Scalar::F64 ? f64Expm1(*this, v[0]) : 0;
     break;
   case OpKind::Pow:
     r = h.pow(v[0], v[1]);
     break;
   case OpKind::Rem:
     r = h.fmod(v[0], v[1]);
-    break;
-  case OpKind::Tanh:
-    r = h.tanh(v[0]);
     break;
   case OpKind::Log:
     r = h.log(v[0], false);

@@ -178,7 +178,8 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
     for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
       s.add(k, t);
   for (ir::OpKind k : ir::decomposableMathOps())
-    s.add(k, ir::Scalar::F64);
+    if (k != ir::OpKind::Sigmoid && k != ir::OpKind::Tanh) // generic, on f64 exp and expm1
+      s.add(k, ir::Scalar::F64);
   return s;
 }
 

@@ -119,8 +119,8 @@ private:
 /// The math ops the Vulkan lowering implements itself: at f32 (and f16/bf16, computed in
 /// f32) those GLSL.std.450 has (exp exp2 log log2 sin cos tan pow rsqrt, with the lowering's
 /// fixes for subnormals and special values); every other transcendental op is rewritten by
-/// ir::decomposeMath first. f64: every op (spirv_math_f64.cpp) until the shared f64
-/// decompositions replace it. Takes the options so that a profile may change the set;
+/// ir::decomposeMath first. f64: every op but sigmoid and tanh (spirv_math_f64.cpp) until
+/// the shared f64 decompositions replace it. Takes the options so that a profile may change the set;
 /// whenever it does, the set must enter VulkanCompileOptions::hash().
 ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts);
 

@@ -147,5 +147,21 @@ launch @k grid(3) workgroup(64) seed(1) {
     EXPECT_EQ(got.buffers[b].bytes, want.buffers[b].bytes) << "buffer " << b;
 }
 
+// What the CPU calls in libm/libmvec; erf f32, sigmoid and rsqrt arrive decomposed.
+TEST(CodegenMisc, NativeMathSet) {
+  using ir::OpKind;
+  using ir::Scalar;
+  ir::NativeMathSet s = nativeMath({});
+  for (Scalar t : {Scalar::F16, Scalar::BF16, Scalar::F32, Scalar::F64}) {
+    for (OpKind k : {OpKind::Exp, OpKind::Exp2, OpKind::Expm1, OpKind::Log, OpKind::Log2,
+                     OpKind::Log1p, OpKind::Sin, OpKind::Cos, OpKind::Tan, OpKind::Tanh,
+                     OpKind::Pow})
+      EXPECT_TRUE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+    EXPECT_FALSE(s.contains(OpKind::Sigmoid, t));
+    EXPECT_FALSE(s.contains(OpKind::Rsqrt, t));
+    EXPECT_EQ(s.contains(OpKind::Erf, t), t == Scalar::F64) << ir::scalarName(t);
+  }
+}
+
 } // namespace
 } // namespace tessera::cpu

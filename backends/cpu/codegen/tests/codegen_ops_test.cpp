@@ -198,9 +198,10 @@ TEST(TrigTest, F64HardestArgumentsWithinBudget) {
   }
 }
 
-// erf f32 is our own inline code (cpu_erf.cpp): check it densely against erfl, not only on
-// the 4096 random inputs above. 2^20 bit patterns evenly spaced over [-8.5, 8.5] (both signs,
-// varied low mantissa bits) plus specials, each within the budget of the exact value.
+// erf f32 is the shared expansion (ir/transforms/math_f32.cpp) compiled for the CPU: check it
+// densely against erfl, not only on the 4096 random inputs above. 2^20 bit patterns evenly
+// spaced over [-8.5, 8.5] (both signs, varied low mantissa bits) plus specials, each within
+// the budget of the exact value.
 TEST(ErfTest, F32DenseSweep) {
   constexpr int64_t n = int64_t(1) << 20;
   ir::HostBuffer x(Scalar::F32, n), y(Scalar::F32, n), z(Scalar::F32, n);

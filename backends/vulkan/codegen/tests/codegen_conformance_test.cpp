@@ -88,5 +88,22 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
   }
 }
 
+// What Vulkan lowers itself (GLSL.std.450 and spirv_math_f64.cpp); the rest arrives decomposed.
+TEST(VulkanConformance, NativeMathSet) {
+  using ir::OpKind;
+  using ir::Scalar;
+  ir::NativeMathSet s = nativeMath({});
+  for (Scalar t : {Scalar::F16, Scalar::BF16, Scalar::F32}) {
+    for (OpKind k : {OpKind::Exp, OpKind::Exp2, OpKind::Log, OpKind::Log2, OpKind::Sin,
+                     OpKind::Cos, OpKind::Tan, OpKind::Pow, OpKind::Rsqrt})
+      EXPECT_TRUE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+    for (OpKind k : {OpKind::Erf, OpKind::Expm1, OpKind::Log1p, OpKind::Sigmoid, OpKind::Tanh})
+      EXPECT_FALSE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
+  }
+  for (OpKind k : ir::decomposableMathOps())
+    EXPECT_EQ(s.contains(k, Scalar::F64), k != OpKind::Sigmoid && k != OpKind::Tanh)
+        << ir::opInfo(k).name;
+}
+
 } // namespace
 } // namespace tessera::vulkan

@@ -1,4 +1,4 @@
-// Standalone near-exhaustive check of the inline erf f32 (../cpu_erf.cpp), mirroring its
+// Standalone near-exhaustive check of the erf f32 expansion (../math_f32.cpp), mirroring its
 // operations (fused and unfused multiply-adds) against erfl over every positive f32 in
 // [2^-20, 8] and every 7th below; not part of the build. COEFFS names a header with kB, kT,
 // kP, kQ, kE as erf_fit.py prints them:

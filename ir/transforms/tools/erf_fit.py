@@ -1,6 +1,6 @@
-# Fits the coefficients of the inline erf f32 (../cpu_erf.cpp): weighted least squares in
+# Fits the coefficients of the erf f32 expansion (../math_f32.cpp): weighted least squares in
 # float64 on Chebyshev nodes, printed rounded to f32 (hex). Usage:
-#   python3 erf_fit.py BREAK DEG_P DEG_Q SAT DEG_E   (cpu_erf.cpp: 0.921875 5 6 4.0 5)
+#   python3 erf_fit.py BREAK DEG_P DEG_Q SAT DEG_E   (math_f32.cpp: 0.921875 5 6 4.0 5)
 # Prints each fit's max error before rounding; the rounded f32 code is verified separately.
 import numpy as np, math, sys
 # Region 1: erf(x)/x = P(s), s = x^2 in [0, B^2]; relative-error weighted LSQ on Chebyshev nodes.
