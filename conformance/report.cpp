@@ -268,6 +268,22 @@ std::string toJunit(const RunReport &r) {
     }
     os << "  </testsuite>\n";
   }
+  if (r.strict) { // one testcase per difference: unexplained ones fail, explained ones skip
+    os << "  <testsuite name=\"conform.strict\" tests=\"" << r.strictDiffs.size()
+       << "\" failures=\"" << r.unexplainedStrictDiffs() << "\" errors=\"0\" skipped=\""
+       << r.strictDiffs.size() - size_t(r.unexplainedStrictDiffs()) << "\">\n";
+    for (const StrictDiff &d : r.strictDiffs) {
+      std::string what = d.output + " " + d.device + " vs " + d.reference + ": " +
+                         std::to_string(d.count) + " element(s) differ, first at index " +
+                         std::to_string(d.index) + " (inputs " + d.inputs +
+                         "): " + d.referenceBits + " vs " + d.deviceBits + " -- " + d.reason;
+      os << "    <testcase classname=\"conform.strict." << xmlEscape(d.device) << "\" name=\""
+         << xmlEscape(d.caseId) << "\">\n      "
+         << (d.explained ? "<skipped message=\"" : "<failure message=\"") << xmlEscape(what)
+         << "\"/>\n    </testcase>\n";
+    }
+    os << "  </testsuite>\n";
+  }
   os << "</testsuites>\n";
   return os.str();
 }

@@ -2,6 +2,7 @@
 // unexplained difference that names the element and both devices' bits; NaN equals NaN; a
 // subnormal difference on a device without denorm preserve is explained; a kernel whose order
 // is not fixed is a finding, never dropped; one device says that comparing needs two.
+#include "conformance/report.h"
 #include "conformance/strict.h"
 #include "ir/text/parser.h"
 
@@ -72,6 +73,21 @@ TEST(StrictCompare, FlippedBitIsAnUnexplainedDifferenceNamingTheElement) {
   std::string text = strictSummary(r);
   EXPECT_NE(text.find("UNEXPLAINED: exp.f32/uniform/n4 %out vulkan:0 vs cpu:0"), std::string::npos)
       << text;
+}
+
+TEST(StrictCompare, JsonAndJunitCarryTheDifference) {
+  RunReport r;
+  r.devices = {"cpu:0", "vulkan:0"};
+  r.strictCaptures = {capture("cpu:0", f32Buffer({1.0f})),
+                      capture("vulkan:0", f32Buffer({1.0000001f}))};
+  compareStrict(r, r.devices, {kAll, kAll});
+  std::string json = toJson(r), junit = toJunit(r);
+  EXPECT_NE(json.find("\"strict\": {\"reference_device\": \"cpu:0\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"unexplained\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"device_bits\": \"1.00000012 (0x3f800001)\""), std::string::npos) << json;
+  EXPECT_NE(junit.find("<testsuite name=\"conform.strict\" tests=\"1\" failures=\"1\""),
+            std::string::npos)
+      << junit;
 }
 
 TEST(StrictCompare, NanEqualsNanAndSignedZerosDiffer) {
