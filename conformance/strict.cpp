@@ -294,6 +294,11 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
       addFinding(report, diff.device, "strict-difference-explained",
                  "bitwise differences with " + diff.reference + " that a named reason explains",
                  diff.caseId);
+    else // also here, so that every report that lists findings (HTML too) shows it
+      addFinding(report, diff.device, "strict-difference-unexplained",
+                 "bitwise differences with " + diff.reference +
+                     " that no reason explains: the run fails",
+                 diff.caseId);
   report.strictDiffs = std::move(diffs);
 }
 
