@@ -4,6 +4,7 @@
 // from f64 arithmetic and split()/pow2() (math_f64_bits.cpp), so no 64-bit integers are
 // needed where the target lacks them.
 #include "ir/transforms/math_f64.h"
+#include "ir/transforms/math_tables.h"
 
 #include <cmath>
 
@@ -11,15 +12,6 @@ namespace tessera::ir::math {
 
 namespace {
 
-// 2/pi = sum kTwoOverPi[j] 2^(-24 (j + 1)): its first 1176 bits, enough for the Payne-Hanek
-// reduction of every finite double (computed from Machin's formula with big integers).
-constexpr uint32_t kTwoOverPi[] = {
-    0xa2f983, 0x6e4e44, 0x1529fc, 0x2757d1, 0xf534dd, 0xc0db62, 0x95993c, 0x439041, 0xfe5163,
-    0xabdebb, 0xc561b7, 0x246e3a, 0x424dd2, 0xe00649, 0x2eea09, 0xd1921c, 0xfe1deb, 0x1cb129,
-    0xa73ee8, 0x8235f5, 0x2ebb44, 0x84e99c, 0x7026b4, 0x5f7e41, 0x3991d6, 0x398353, 0x39f49c,
-    0x845f8b, 0xbdf928, 0x3b1ff8, 0x97ffde, 0x05980f, 0xef2f11, 0x8b5a0a, 0x6d1f6d, 0x367ecf,
-    0x27cb09, 0xb74f46, 0x3f669e, 0x5fea2d, 0x7527ba, 0xc7ebe5, 0xf17b3d, 0x0739f7, 0x8a5292,
-    0xea6bfb, 0x5fb11f, 0x8d5d08, 0x560330};
 constexpr double kPio2Hi = 0x1.921fb54442d18p+0; // pi/2 = kPio2Hi + kPio2Lo
 constexpr double kPio2Lo = 0x1.1a62633145c07p-54;
 
@@ -47,7 +39,7 @@ Reduced reducePio2(F64 &f, Value *ax) {
   constexpr int kLevels = 6;
   constexpr int kFirst = -2, kLast = kLevels + 2; // chunk offsets from j0
   // j0 = j - off: one compare per value of j - off, shared by every chunk's select chain.
-  constexpr int kJ = int(std::size(kTwoOverPi));
+  constexpr int kJ = int(std::size(kTwoOverPi24));
   std::vector<Value *> isJ0(size_t(kJ + kLast - kFirst), nullptr); // index j - off + kLast
   auto j0Equals = [&](int v) {
     Value *&slot = isJ0[size_t(v + kLast)];
@@ -58,7 +50,7 @@ Reduced reducePio2(F64 &f, Value *ax) {
   auto chunk = [&](int off) {
     Value *r = f.c(0.0);
     for (int j = 0; j < kJ; ++j)
-      r = f.sel(j0Equals(j - off), f.c(kTwoOverPi[j]), r);
+      r = f.sel(j0Equals(j - off), f.c(kTwoOverPi24[j]), r);
     return r;
   };
   std::vector<Value *> C;

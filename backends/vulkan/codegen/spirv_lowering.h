@@ -210,17 +210,8 @@ bool constPositive(const ir::Value *v);
 /// `dynamicOnly` a `while` or a `for` without constant bounds.
 bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth);
 
-// f64 decompositions (spirv_math_f64.cpp): GLSL.std.450 has no 64-bit transcendentals.
-Id f64Exp(Lowering &L, Id x, bool base2);
-Id f64Expm1(Lowering &L, Id x);
-Id f64Log(Lowering &L, Id x, bool base2);
-Id f64Log1p(Lowering &L, Id x);
-Id f64Erf(Lowering &L, Id x);
-/// sin, cos or tan (k) of x.
-Id f64Trig(Lowering &L, Id x, ir::OpKind k);
-/// |x|^y for finite non-zero `ax` = |x|; the caller selects the special cases.
-Id f64Pow(Lowering &L, Id ax, Id y);
-/// a * b + c rounded once, without a fused instruction (for devices whose Fma splits).
+/// a * b + c rounded once, without a fused instruction (for devices whose Fma splits):
+/// spirv_fma_f64.cpp.
 Id f64Fma(Lowering &L, Id a, Id b, Id c);
 
 } // namespace tessera::vulkan::detail

@@ -1,17 +1,16 @@
-// Float math ops: GLSL.std.450 where it has the function (computed in f32 for f16/bf16 and
-// rounded once), with fixes around it: fmod (exact long division: OpFRem is x - y * trunc(x /
-// y) on Vulkan), log/log2/pow of subnormals (scaled into the normal range first), and pow's
-// special values (GLSL's Pow is undefined for x < 0 and for x = 0 with y <= 0). What GLSL
-// lacks or where Vulkan lets it be inaccurate (erf, expm1, log1p, sigmoid, tanh) never gets
-// here at f32: nativeMath() leaves them out, so they arrive as the shared decompositions
-// (ir/transforms/math_f32.cpp, math_generic.cpp).
+// Float math ops the Vulkan target implements natively (vulkan::nativeMath): GLSL.std.450
+// where it has the function (computed in f32 for f16/bf16 and rounded once), with our fixes
+// around it: fmod (exact long division: OpFRem is x - y * trunc(x / y) on Vulkan), log/log2/
+// pow of subnormals (scaled into the normal range first), and pow's special values (GLSL's
+// Pow is undefined for x < 0 and for x = 0 with y <= 0). Every other transcendental op (erf,
+// expm1, log1p, sigmoid, tanh, and at f64 all but rsqrt: GLSL.std.450 has no 64-bit
+// transcendentals) was rewritten into basic ops by ir::decomposeMath before lowering
+// (ir/transforms/math_*.cpp); an op that still arrives here without a form is a clear
+// compile error.
 //
 // Vulkan's precision for GLSL.std.450 is relaxed (the SPIR-V precision table of the Vulkan
-// spec): the runtime conformance judges Vulkan under its `relaxed` profile. GLSL.std.450
-// transcendental functions have no 64-bit forms: f64 exp/exp2/expm1/log/log2/log1p/pow/erf/
-// sin/cos/tan are spirv_math_f64.cpp's decompositions (sigmoid and tanh arrive decomposed
-// on top of them); an f64 op with neither is a clear compile error. Never decorate
-// RelaxedPrecision and never use an approximation coarser than the ones below.
+// spec): the runtime conformance judges Vulkan under its `relaxed` profile. Never decorate
+// RelaxedPrecision. New polynomial approximations belong on the IR (ir/transforms/), not here.
 #include "backends/vulkan/codegen/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
@@ -52,8 +51,6 @@ struct MathHelper {
     return sel(L.isNegative(signOf, T), b.op(spv::OpFNegate, T, {x}), x);
   }
   Id isSubnormal(Id x) { return cmp(spv::OpFOrdLessThan, x, c(0x1p-126)); } // f32, x >= 0
-  bool isF64() { return b.widthOf(T) == 64; }
-
   Id log(Id x, bool base2);
   Id pow(Id x, Id y);
   Id ilogb(Id v);
@@ -61,9 +58,7 @@ struct MathHelper {
   Id fmod(Id x, Id y);
 };
 
-Id MathHelper::log(Id x, bool base2) {
-  if (isF64())
-    return f64Log(L, x, base2);
+Id MathHelper::log(Id x, bool base2) { // f32 (f16/bf16 computed in f32)
   // Subnormal inputs are scaled by 2^24 first (exact): some drivers read the exponent
   // field of a subnormal as -127 (llvmpipe: log2(2^-149) = -127).
   Id small = isSubnormal(x); // also x <= 0, which stays <= 0
@@ -73,18 +68,13 @@ Id MathHelper::log(Id x, bool base2) {
 }
 
 Id MathHelper::pow(Id x, Id y) {
-  // GLSL's Pow(|x|, y) for finite non-zero |x|; every special case of C's pow (which the
-  // interpreter uses) by selects.
+  // GLSL's Pow(|x|, y) (f32) for finite non-zero |x|; every special case of C's pow (which
+  // the interpreter uses) by selects. A subnormal base is scaled into the normal range (see
+  // log()): x^y = (x 2^24)^y 2^-24y.
   Id ax = ext(GLSLstd450FAbs, {x});
-  Id r;
-  if (isF64()) {
-    r = f64Pow(L, ax, y);
-  } else {
-    // A subnormal base is scaled into the normal range (see log()): x^y = (x 2^24)^y 2^-24y.
-    Id scaled = fop(spv::OpFMul, ext(GLSLstd450Pow, {fop(spv::OpFMul, ax, c(0x1p24)), y}),
-                    ext(GLSLstd450Pow, {c(0x1p-24), y}));
-    r = sel(isSubnormal(ax), scaled, ext(GLSLstd450Pow, {ax, y}));
-  }
+  Id scaled = fop(spv::OpFMul, ext(GLSLstd450Pow, {fop(spv::OpFMul, ax, c(0x1p24)), y}),
+                  ext(GLSLstd450Pow, {c(0x1p-24), y}));
+  Id r = sel(isSubnormal(ax), scaled, ext(GLSLstd450Pow, {ax, y}));
   Id inf = c(INFINITY);
   Id yNeg = cmp(spv::OpFOrdLessThan, y, c(0.0));
   Id half = fop(spv::OpFMul, y, c(0.5));
@@ -202,20 +192,9 @@ uint32_t glslUnary(OpKind k) {
   }
 }
 
-/// Ops GLSL.std.450 or our decompositions (spirv_math_f64.cpp) have for 64-bit floats.
+/// Ops GLSL.std.450 (or our exact fmod) has for 64-bit floats.
 bool hasF64Form(OpKind k) {
   switch (k) {
-  case OpKind::Exp:
-  case OpKind::Exp2:
-  case OpKind::Expm1:
-  case OpKind::Log:
-  case OpKind::Log2:
-  case OpKind::Log1p:
-  case OpKind::Pow:
-  case OpKind::Erf:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Tan:
   case OpKind::Rem:
   case OpKind::Sqrt:
   case OpKind::Rsqrt:
@@ -243,27 +222,6 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
   case OpKind::Sqrt: // strict: correctly rounded, as on every other backend
     r = strict_ && t != Scalar::F64 && caps_.float64 ? strictSqrtF32(v[0])
                                                      : glsl(T, GLSLstd450Sqrt, {v[0]});
-    break;
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Tan:
-    r = t == Scalar::F64 ? f64Trig(*this, v[0], op.kind) : glsl(T, glslUnary(op.kind), {v[0]});
-    break;
-  case OpKind::Exp:
-  case OpKind::Exp2:
-    if (t == Scalar::F64)
-      r = f64Exp(*this, v[0], op.kind == OpKind::Exp2);
-    else
-      r = glsl(T, glslUnary(op.kind), {v[0]});
-    break;
-  case OpKind::Erf: // f32 ones arrive decomposed (nativeMath)
-    r = t == Scalar::F64 ? f64Erf(*this, v[0]) : 0;
-    break;
-  case OpKind::Log1p:
-    r = t == Scalar::F64 ? f64Log1p(*this, v[0]) : 0;
-    break;
-  case OpKind::Expm1:
-    r = t == Scalar::F64 ? f64Expm1(*this, v[0]) : 0;
     break;
   case OpKind::Pow:
     r = h.pow(v[0], v[1]);

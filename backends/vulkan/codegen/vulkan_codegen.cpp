@@ -169,7 +169,7 @@ std::string forbiddenCapability(const std::set<spv::Capability> &used, const Vul
 } // namespace
 
 ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
-  if (opts.strict) // the shared decompositions replace GLSL.std.450 and spirv_math_f64.cpp
+  if (opts.strict) // the shared decompositions replace GLSL.std.450
     return ir::NativeMathSet::none();
   ir::NativeMathSet s;
   for (ir::OpKind k :
@@ -177,9 +177,7 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
         ir::OpKind::Cos, ir::OpKind::Tan, ir::OpKind::Pow, ir::OpKind::Rsqrt})
     for (ir::Scalar t : {ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
       s.add(k, t);
-  for (ir::OpKind k : ir::decomposableMathOps())
-    if (k != ir::OpKind::Sigmoid && k != ir::OpKind::Tanh) // generic, on f64 exp and expm1
-      s.add(k, ir::Scalar::F64);
+  s.add(ir::OpKind::Rsqrt, ir::Scalar::F64);
   return s;
 }
 

@@ -119,9 +119,11 @@ private:
 /// The math ops the Vulkan lowering implements itself: at f32 (and f16/bf16, computed in
 /// f32) those GLSL.std.450 has (exp exp2 log log2 sin cos tan pow rsqrt, with the lowering's
 /// fixes for subnormals and special values); every other transcendental op is rewritten by
-/// ir::decomposeMath first. f64: every op but sigmoid and tanh (spirv_math_f64.cpp) until
-/// the shared f64 decompositions replace it. Takes the options so that a profile may change the set;
-/// whenever it does, the set must enter VulkanCompileOptions::hash().
+/// ir::decomposeMath first. f64: only rsqrt (GLSL's InverseSqrt has a 64-bit form, no
+/// transcendental does); the others come from the shared f64 decompositions
+/// (ir/transforms/math_f64*.cpp), without 64-bit integers when caps.int64 is false. Takes the
+/// options so that a profile may change the set; whenever it does, the set must enter
+/// VulkanCompileOptions::hash().
 ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts);
 
 /// Compiles every kernel of `m` into one SPIR-V module (one GLCompute entry point per

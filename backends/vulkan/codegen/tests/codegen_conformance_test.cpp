@@ -35,7 +35,7 @@ TEST(VulkanConformance, EveryVariantCompilesOrIsClearlyUnsupported) {
     unsupportedOps.insert(std::string(ir::opInfo(v.kind).name));
     EXPECT_CONTAINS(err, ("is not supported on Vulkan")) << v.name;
   }
-  // Every op has a lowering for every type since the f64 decompositions (spirv_math_f64.cpp).
+  // Every op has a lowering for every type (f64 transcendentals through ir::decomposeMath).
   EXPECT_TRUE(unsupportedOps.empty()) << *unsupportedOps.begin() << " is not supported";
   std::printf("[vulkan] conformance variants: %zu compile, %zu not supported (of %zu)\n", compiled,
               unsupported, cat.variants.size());
