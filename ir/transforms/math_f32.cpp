@@ -16,6 +16,15 @@ namespace {
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
 constexpr double kLog2e = 0x1.71547652b82fep+0;
 
+/// The i32 value of an integral f32 k with |k| < 2^22: k + 1.5 * 2^23 puts k in the low
+/// mantissa bits (exactly), so the bits minus those of 1.5 * 2^23 are k. Used instead of a
+/// float -> int convert, whose saturating semantics the CPU cannot vectorise (LLVM scalarises
+/// llvm.fptosi.sat on x86: 16 scalar conversions per vector).
+Value *intOfIntegral(const MathBuilder &mb, Value *k) {
+  Value *bits = mb.b.bitcast(mb.add(k, mb.c(0x1.8p23)), Scalar::I32);
+  return mb.sub(bits, mb.ci(0x4b400000));
+}
+
 /// 2^k for an i32 k in [-126, 127]: a normal f32 built from its biased exponent.
 Value *pow2i(const MathBuilder &mb, Value *k) {
   return mb.b.bitcast(mb.shl(mb.add(k, mb.ci(127)), 23), Scalar::F32);
@@ -63,7 +72,7 @@ ExpReduced expReduce(const MathBuilder &mb, Value *x) {
   Value *k = mb.un(OpKind::Round, mb.mul(x, mb.c(kLog2e)));
   Value *s = mb.fma(k, mb.c(-kLn2Hi), x);
   s = mb.fma(k, mb.c(-kLn2Lo), s);
-  return {k, mb.b.convert(k, Scalar::I32), s};
+  return {k, intOfIntegral(mb, k), s};
 }
 
 Value *exp(const MathBuilder &mb, std::span<Value *const> a) {
@@ -84,7 +93,7 @@ Value *exp2(const MathBuilder &mb, std::span<Value *const> a) {
   Value *k = mb.un(OpKind::Round, xc);
   Value *s = mb.sub(xc, k);
   Value *u = exp2Kernel(mb, s);
-  return mb.sel(mb.isNan(x), x, scale2(mb, u, mb.b.convert(k, Scalar::I32)));
+  return mb.sel(mb.isNan(x), x, scale2(mb, u, intOfIntegral(mb, k)));
 }
 
 Value *expm1(const MathBuilder &mb, std::span<Value *const> a) {
@@ -227,7 +236,7 @@ Value *pow(const MathBuilder &mb, std::span<Value *const> a) {
   Value *thc = clamp(mb, th, -200, 200);
   Value *n = mb.un(OpKind::Round, thc);
   Value *s = mb.add(mb.sub(thc, n), tl);
-  Value *r = scale2(mb, exp2Kernel(mb, s), mb.b.convert(n, Scalar::I32));
+  Value *r = scale2(mb, exp2Kernel(mb, s), intOfIntegral(mb, n));
   Value *inf = mb.c(INFINITY), *zero = mb.c(0.0);
   r = mb.sel(mb.cmp(CmpPred::Ogt, th, mb.c(200)), inf, r);
   r = mb.sel(mb.cmp(CmpPred::Olt, th, mb.c(-200)), zero, r);
@@ -281,7 +290,7 @@ Value *erf(const MathBuilder &mb, std::span<Value *const> a) {
   Value *e = mb.horner(mb.sub(q, k), {0x1p+0, 0x1.62e428p-1, 0x1.ebf91ap-3, 0x1.c6b782p-5,
                                       0x1.3d0ba4p-7, 0x1.5bc922p-10});
   // k is in [-26, -2]: 2^k is a normal f32.
-  e = mb.mul(e, pow2i(mb, mb.b.convert(k, Scalar::I32)));
+  e = mb.mul(e, pow2i(mb, intOfIntegral(mb, k)));
   Value *large = mb.bin(OpKind::Copysign, mb.sub(mb.c(1.0), e), x);
   // Unordered: NaN takes the polynomial path, which propagates it.
   return mb.sel(mb.cmp(CmpPred::FUlt, ax, mb.c(kBreak)), small, large);
