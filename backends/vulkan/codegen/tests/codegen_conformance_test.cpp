@@ -88,7 +88,8 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
   }
 }
 
-// What Vulkan lowers itself (GLSL.std.450 and spirv_math_f64.cpp); the rest arrives decomposed.
+// What Vulkan lowers itself (GLSL.std.450; at f64 only InverseSqrt); the rest arrives decomposed.
+// Under strict nothing is native.
 TEST(VulkanConformance, NativeMathSet) {
   using ir::OpKind;
   using ir::Scalar;
@@ -101,8 +102,10 @@ TEST(VulkanConformance, NativeMathSet) {
       EXPECT_FALSE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
   }
   for (OpKind k : ir::decomposableMathOps())
-    EXPECT_EQ(s.contains(k, Scalar::F64), k != OpKind::Sigmoid && k != OpKind::Tanh)
-        << ir::opInfo(k).name;
+    EXPECT_EQ(s.contains(k, Scalar::F64), k == OpKind::Rsqrt) << ir::opInfo(k).name;
+  VulkanCompileOptions strict;
+  strict.strict = true;
+  EXPECT_EQ(nativeMath(strict), ir::NativeMathSet::none());
 }
 
 } // namespace
