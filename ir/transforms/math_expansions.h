@@ -44,6 +44,16 @@ struct MathBuilder {
   }
   Value *shru(Value *x, int64_t n) const { return shru(x, ci(n, x->type.elem)); }
   Value *shl(Value *x, int64_t n) const { return bin(OpKind::Shl, x, ci(n, x->type.elem)); }
+  /// horner() with a separately rounded mul and add per step: for polynomials whose error
+  /// analysis does not need the fused rounding. Every target has an exact mul and add, while an
+  /// exact fma costs ~30 ops where the device does not fuse (lavapipe, f32 through f64).
+  Value *hornerMulAdd(Value *x, std::initializer_list<double> coeffs) const {
+    const double *cs = coeffs.begin();
+    Value *r = c(cs[coeffs.size() - 1]);
+    for (size_t i = coeffs.size() - 1; i-- > 0;)
+      r = add(mul(r, x), c(cs[i]));
+    return r;
+  }
 };
 
 /// Emits the expansion of one op (operands already of type mb.t) and returns its result.

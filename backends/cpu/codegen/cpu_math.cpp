@@ -1,6 +1,6 @@
 // Math calls for the CPU: the scalar libm function plus its glibc libmvec vector variants,
 // announced with the "vector-function-abi-variant" attribute (the mechanism of LLVM's
-// InjectTLIMappings), so the loop vectoriser calls e.g. _ZGVeN16v_erff on 16 lanes.
+// InjectTLIMappings), so the loop vectoriser calls e.g. _ZGVeN16v_expf on 16 lanes.
 //
 // The scalar declarations are memory(none) + speculatable: our math never reads errno, and
 // it lets the vectoriser use the unmasked variants under if-converted masks. Must never
