@@ -40,15 +40,6 @@ struct MathHelper {
   Id land(Id x, Id y) { return cmp(spv::OpLogicalAnd, x, y); }
   Id lnot(Id x) { return b.op(spv::OpLogicalNot, L.boolT(), {x}); }
 
-  /// c[0] + x * (c[1] + x * (...)), with fused multiply-adds.
-  Id horner(Id x, std::initializer_list<double> coeffs) {
-    const double *cs = coeffs.begin();
-    Id r = c(cs[coeffs.size() - 1]);
-    for (size_t i = coeffs.size() - 1; i-- > 0;)
-      r = ext(GLSLstd450Fma, {r, x, c(cs[i])});
-    return r;
-  }
-
   /// A float op the driver must neither fuse nor reassociate.
   Id exact(spv::Op o, Id x, Id y) {
     Id r = fop(o, x, y);
@@ -237,9 +228,6 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
     break;
   case OpKind::Rem:
     r = h.fmod(v[0], v[1]);
-    break;
-  case OpKind::Tanh:
-    r = h.tanh(v[0]);
     break;
   case OpKind::Log:
     r = h.log(v[0], false);
