@@ -9,6 +9,8 @@
 //      glibc's scalar sin (the price of exact argument reduction, docs/performance.md).
 //   6. the cost of the kernel fault modes (docs/ir.md, "Faults"): the fused kernel, row
 //      softmax and a per-work-item loop compiled unchecked, robust and checked.
+//   7. the cost of the strict profile (docs/ir.md, "Strict profile"): the fused kernel and
+//      row softmax compiled with and without ProgramOptions::strict.
 // Every figure is the median of --reps runs after a warm-up; ratios are printed against the
 // issue's targets. Results are checked against a host computation before they are reported.
 #include "bench/bench_util.h"
@@ -125,11 +127,69 @@ void faultModeCosts(Device &d, int reps, bool quick, const tessera::ir::Module &
     tsr_buffer_release(b);
 }
 
+// Section 7: gelu and softmax compiled default and strict, timed in the same run; the strict
+// results must agree with the default ones within the ops' budgets (a loose 1e-5 relative
+// check here: conformance proves the budgets).
+void strictCosts(Device &d, int reps, bool quick, const tessera::ir::Module &gelu,
+                 const tessera::ir::Module &softmax) {
+  const int64_t n = quick ? (1 << 20) : (1 << 24);
+  const int64_t rows = quick ? 512 : 4096, cols = quick ? 1024 : 4096;
+  std::vector<float> x(n), y(n), sx(rows * cols), sy(rows * cols);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  for (float &v : x)
+    v = nd(rng);
+  for (float &v : sx)
+    v = nd(rng);
+  tsr_buffer_t bx = d.upload(x), by = d.upload(y), bsx = d.upload(sx), bsy = d.upload(sy);
+  double t[3][2] = {};
+  std::vector<float> out[2][2];
+  for (int s = 0; s < 2; ++s) {
+    tessera::ProgramOptions opts;
+    opts.strict = s == 1;
+    auto pg = programOrDie(d, gelu, nullptr, opts);
+    auto ps = programOrDie(d, softmax, nullptr, opts);
+    std::vector<tsr_arg_t> gargs = {tsr_arg_buffer(bx, 0), tsr_arg_buffer(bx, 0),
+                                    tsr_arg_buffer(by, 0), tsr_arg_f32(1.5f),
+                                    tsr_arg_i32(int32_t(n))};
+    for (int w = 0; w < 2; ++w) {
+      uint32_t wg = w == 0 ? 1024 : 256;
+      t[w][s] = timeMs(reps, [&] {
+        d.launch(pg->kernel("gelu_affine")->kernel, uint32_t(n / wg), wg, gargs);
+        d.sync();
+      });
+    }
+    t[2][s] = timeMs(reps, [&] {
+      d.launch(ps->kernel("row_softmax")->kernel, uint32_t(rows), 128,
+               {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsy, 0), tsr_arg_i32(int32_t(cols))});
+      d.sync();
+    });
+    out[s][0].resize(n);
+    out[s][1].resize(rows * cols);
+    d.download(by, out[s][0]);
+    d.download(bsy, out[s][1]);
+  }
+  for (int k = 0; k < 2; ++k)
+    for (size_t i = 0; i < out[0][k].size(); i += 101)
+      if (std::fabs(out[0][k][i] - out[1][k][i]) > 1e-5f * std::fabs(out[0][k][i]) + 1e-30f)
+        die(std::string(k ? "softmax" : "gelu") + ": strict result differs at " +
+            std::to_string(i));
+  const char *names[3] = {"gelu_affine, workgroup 1024", "gelu_affine, workgroup 256",
+                          "row softmax"};
+  std::printf("\n7. strict profile: time, and ratio to the default compile\n");
+  std::printf("  %-40s %10s %18s\n", "", "default", "strict");
+  for (int b = 0; b < 3; ++b)
+    std::printf("  %-40s %7.2f ms %8.2f ms %5.2fx\n", names[b], t[b][0], t[b][1],
+                t[b][1] / t[b][0]);
+  for (tsr_buffer_t b : {bx, by, bsx, bsy})
+    tsr_buffer_release(b);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int reps = 7;
-  bool quick = false, faultsOnly = false;
+  bool quick = false, faultsOnly = false, strictOnly = false;
   std::string sourceDir = TESSERA_SOURCE_DIR;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -138,13 +198,16 @@ int main(int argc, char **argv) {
       reps = 3;
     } else if (a == "--faults-only") {
       faultsOnly = true;
+    } else if (a == "--strict-only") {
+      strictOnly = true;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: cpu_bench [--reps N] [--quick] [--faults-only]\n"
+      std::printf("usage: cpu_bench [--reps N] [--quick] [--faults-only] [--strict-only]\n"
                   "  --reps N        runs per figure, median reported (default 7)\n"
                   "  --quick         small sizes, 3 reps (a smoke run for tests)\n"
-                  "  --faults-only   only section 6, the cost of the bounds modes\n");
+                  "  --faults-only   only section 6, the cost of the bounds modes\n"
+                  "  --strict-only   only section 7, the cost of the strict profile\n");
       return 0;
     } else {
       die("unknown argument '" + a + "' (see --help)");
@@ -161,6 +224,10 @@ int main(int argc, char **argv) {
   auto sm = parseOrDie(readFile(sourceDir + "/ir/examples/row_softmax.tir"), "row_softmax.tir");
   if (faultsOnly) {
     faultModeCosts(d, reps, quick, *gm, *sm, *bm);
+    return 0;
+  }
+  if (strictOnly) {
+    strictCosts(d, reps, quick, *gm, *sm);
     return 0;
   }
 
@@ -364,5 +431,7 @@ int main(int argc, char **argv) {
   }
   // --- 6. kernel fault modes ---------------------------------------------------------------------
   faultModeCosts(d, reps, quick, *gm, *sm, *bm);
+  // --- 7. strict profile -------------------------------------------------------------------------
+  strictCosts(d, reps, quick, *gm, *sm);
   return 0;
 }

@@ -2,6 +2,8 @@
 // through runtime/ (memory-only cache), never through a backend's codegen directly.
 #include "conformance/kernel_cases.h"
 
+#include "conformance/strict.h"
+
 #include "ir/interp/interpreter.h"
 #include "ir/text/parser.h"
 #include "tessera/device_run.h"
@@ -42,7 +44,7 @@ CaseResult baseResult(const std::string &id, const std::string &stem, const Devi
 
 // Runs one kernel; fills status, errors and the worst errors over its outputs.
 void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &program, DeviceRun &dev,
-                 CaseResult &r) {
+                 CaseResult &r, RunReport &report) {
   auto fail = [&](const std::string &msg) {
     r.status = "fail";
     r.message = msg;
@@ -59,6 +61,22 @@ void judgeKernel(const ir::Module &m, const ir::Function &f, const Program &prog
   if (!runOnDevice(dev.device, *pk, data, outputs, nullptr, &err))
     return fail("device run failed: " + err);
   KernelCheck k = checkKernel(m, f, data, outputs, pk->subgroupSize, dev.profile);
+  if (dev.strict) { // every buffer, kept for the bitwise comparison across devices (strict.h)
+    StrictCapture cap{r.id,
+                      dev.name,
+                      {},
+                      outputs,
+                      {},
+                      orderDependence(m, f),
+                      subgroupSizeDependence(m, f),
+                      pk->subgroupSize,
+                      int64_t(r.seed),
+                      strictDivSqrtTypes(m)};
+    for (const ir::Value *p : f.params())
+      if (p->type.kind == ir::Type::Kind::Buffer)
+        cap.names.push_back("%" + p->name);
+    report.strictCaptures.push_back(std::move(cap));
+  }
   if (!k.ok)
     return fail(k.error);
   r.status = "pass";
@@ -148,15 +166,23 @@ void runKernelCases(const std::vector<std::string> &files, const std::vector<std
     if (kernels.empty())
       continue;
     std::string err;
-    auto program =
-        Program::create(dev.device, *pr.module, nullptr, withSupportedBounds(dev.device, {}), &err);
+    auto program = Program::create(dev.device, *pr.module, nullptr, caseOptions(dev), &err);
     for (const ir::Function *f : kernels) {
       CaseResult r = baseResult("kernel/" + stem + "/" + f->name, stem, dev);
+      if (!program && dev.strict && isMissingDecomposition(err)) {
+        r.status = "skip"; // not hidden: a finding names the op and the cases
+        r.message = err;
+        addFinding(report, dev.name, "strict-no-shared-decomposition", err, r.id);
+        report.results.push_back(std::move(r));
+        if (progress)
+          progress(report.results.back());
+        continue;
+      }
       if (!program) {
         r.status = "fail";
         r.message = "compile failed: " + err;
       } else {
-        judgeKernel(*pr.module, *f, *program, dev, r);
+        judgeKernel(*pr.module, *f, *program, dev, r, report);
       }
       finish(std::move(r));
     }

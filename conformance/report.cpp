@@ -128,12 +128,38 @@ std::string findingList(const RunReport &r) {
     if (c.normwiseOnly > 0)
       out += "note: " + c.device + ": " + c.id + " " + c.message + "\n";
   for (const Finding &f : r.findings) {
-    out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + "), e.g.";
+    out += "finding: " + f.device + ": " + f.capability + " (" + f.detail + ")";
+    if (!f.cases.empty())
+      out += ", e.g.";
     for (const std::string &c : f.cases)
       out += " " + c;
     out += "\n";
   }
   return out;
+}
+
+// The "strict" member (docs/conformance.md, "The strict run"); empty when not strict.
+// The strict run's cross-device comparison (strict runs only).
+static Json strictJson(const RunReport &r) {
+  Json diffs = Json::array();
+  for (const StrictDiff &d : r.strictDiffs)
+    diffs.push_back({{"case", d.caseId},
+                     {"output", d.output},
+                     {"device", d.device},
+                     {"reference", d.reference},
+                     {"count", d.count},
+                     {"index", d.index},
+                     {"inputs", d.inputs},
+                     {"reference_bits", d.referenceBits},
+                     {"device_bits", d.deviceBits},
+                     {"explained", d.explained},
+                     {"reason", d.reason}});
+  return {{"reference_device", r.devices.empty() ? std::string() : r.devices[0]},
+          {"compared", r.strictCompared},
+          {"identical", r.strictIdentical},
+          {"unexplained", r.unexplainedStrictDiffs()},
+          {"note", r.strictNote},
+          {"differences", std::move(diffs)}};
 }
 
 std::string toJson(const RunReport &r) {
@@ -175,6 +201,8 @@ std::string toJson(const RunReport &r) {
                         {"capability", f.capability},
                         {"detail", f.detail},
                         {"cases", f.cases}});
+  if (r.strict)
+    doc["strict"] = strictJson(r);
   Json &skipped = doc["skipped_backends"] = Json::array();
   for (const auto &[backend, reason] : r.skippedBackends)
     skipped.push_back({{"backend", backend}, {"reason", reason}});
@@ -214,6 +242,22 @@ std::string toJunit(const RunReport &r) {
       else
         os << "      <skipped message=\"" << xmlEscape(c.status + ": " + c.message) << "\"/>\n";
       os << "    </testcase>\n";
+    }
+    os << "  </testsuite>\n";
+  }
+  if (r.strict) { // one testcase per difference: unexplained ones fail, explained ones skip
+    os << "  <testsuite name=\"conform.strict\" tests=\"" << r.strictDiffs.size()
+       << "\" failures=\"" << r.unexplainedStrictDiffs() << "\" errors=\"0\" skipped=\""
+       << r.strictDiffs.size() - size_t(r.unexplainedStrictDiffs()) << "\">\n";
+    for (const StrictDiff &d : r.strictDiffs) {
+      std::string what = d.output + " " + d.device + " vs " + d.reference + ": " +
+                         std::to_string(d.count) + " element(s) differ, first at index " +
+                         std::to_string(d.index) + " (inputs " + d.inputs +
+                         "): " + d.referenceBits + " vs " + d.deviceBits + " -- " + d.reason;
+      os << "    <testcase classname=\"conform.strict." << xmlEscape(d.device) << "\" name=\""
+         << xmlEscape(d.caseId) << "\">\n      "
+         << (d.explained ? "<skipped message=\"" : "<failure message=\"") << xmlEscape(what)
+         << "\"/>\n    </testcase>\n";
     }
     os << "  </testsuite>\n";
   }

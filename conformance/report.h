@@ -7,7 +7,11 @@
 //     "cases": [ {"case","op","dtype","shape","device","status","max_ulp","max_abs_err",
 //                 "tolerance","seed"[, "message"][, "normwise_only"][, "failure":
 //                 {"index","inputs","expected", "got","error"}]} ],
-//     "findings": [ {"device","capability","detail","cases": [..]} ] }
+//     "findings": [ {"device","capability","detail","cases": [..]} ]
+//     [, "strict": {"reference_device","compared","identical","unexplained","note",
+//                   "differences": [ {"case","output","device","reference","count","index",
+//                                     "inputs","reference_bits","device_bits","explained",
+//                                     "reason"} ]}] }   (strict runs only)
 // "shape" is [n]; numbers that are not finite (an infinite max_ulp, say) are null. Written with
 // nlohmann::json: doubles round-trip exactly, bytes that are not UTF-8 become U+FFFD. JUnit: one <testsuite> per
 // device, one <testcase classname="conform.DEVICE.OP" name="CASE"> per case.

@@ -1,6 +1,8 @@
 // Running catalog cases on a device and on the reference interpreter; xfail lists.
 #include "conformance/runner.h"
 
+#include "conformance/strict.h"
+
 #include "tessera/device_run.h"
 #include "tessera/program.h"
 
@@ -83,6 +85,8 @@ CaseResult baseResult(const Catalog &cat, const Case &c, const std::string &devi
   return r;
 }
 
+} // namespace
+
 void addFinding(RunReport &report, const std::string &device, const std::string &cap,
                 const std::string &detail, const std::string &caseId) {
   for (Finding &f : report.findings)
@@ -94,8 +98,6 @@ void addFinding(RunReport &report, const std::string &device, const std::string 
   report.findings.push_back({device, cap, detail, {caseId}});
 }
 
-} // namespace
-
 void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails) {
   for (const XfailEntry &x : xfails)
     if (globMatch(x.glob, r.id)) {
@@ -103,6 +105,25 @@ void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails) {
       r.message = x.reason;
       return;
     }
+}
+
+ProgramOptions caseOptions(const DeviceRun &dev) {
+  ProgramOptions o = withSupportedBounds(dev.device, {});
+  o.strict = dev.strict;
+  if (dev.subgroupSize)
+    o.subgroupSize = dev.subgroupSize;
+  return o;
+}
+
+bool isMissingDecomposition(const std::string &compileError) {
+  return compileError.find("strict: no shared decomposition") != std::string::npos;
+}
+
+int RunReport::unexplainedStrictDiffs() const {
+  int n = 0;
+  for (const StrictDiff &d : strictDiffs)
+    n += !d.explained;
+  return n;
 }
 
 int RunReport::count(const std::string &status) const {
@@ -164,10 +185,11 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
     std::unique_ptr<ir::Module> m;
     std::unique_ptr<Program> program;
     std::string compileError;
+    uint8_t divSqrt = 0;
     if (missing.empty()) {
       m = buildKernel(v);
-      program = Program::create(dev.device, *m, &cache, withSupportedBounds(dev.device, {}),
-                                &compileError);
+      divSqrt = dev.strict ? strictDivSqrtTypes(*m) : 0;
+      program = Program::create(dev.device, *m, &cache, caseOptions(dev), &compileError);
     }
     for (size_t ci : cases) {
       const Case &c = cat.cases[ci];
@@ -186,6 +208,15 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
         continue;
       }
       const ProgramKernel *pk = program ? program->kernel("conform") : nullptr;
+      if (!pk && dev.strict && isMissingDecomposition(compileError)) {
+        // Not the device's failure, and not hidden: a finding names the op and the cases.
+        r.status = "skip";
+        r.message = compileError;
+        addFinding(report, dev.name, "strict-no-shared-decomposition:" + v.family, compileError,
+                   c.id);
+        finish();
+        continue;
+      }
       if (!pk) {
         r.status = "fail";
         r.message = "compile: " + (compileError.empty() ? "kernel missing" : compileError);
@@ -234,6 +265,17 @@ void runDevice(const Catalog &cat, const std::vector<size_t> &selected, DeviceRu
                      v.family + " returns NaNs whose sign, quiet bit or payload differ from the "
                                 "reference's (NaN still matches NaN)",
                      c.id);
+        if (dev.strict) // kept for the bitwise comparison across devices (strict.h)
+          report.strictCaptures.push_back({c.id,
+                                           dev.name,
+                                           std::move(inputs),
+                                           {std::move(outputs.back())},
+                                           {"%out"},
+                                           "",
+                                           "",
+                                           pk->subgroupSize,
+                                           -1,
+                                           divSqrt});
       }
       finish();
     }

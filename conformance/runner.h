@@ -6,6 +6,7 @@
 #include "conformance/catalog.h"
 #include "conformance/judge.h"
 #include "tessera/hal.h"
+#include "tessera/program.h"
 
 #include <functional>
 #include <string>
@@ -38,6 +39,31 @@ struct Finding {
   std::vector<std::string> cases; // the first few cases that showed it
 };
 
+/// One device's outputs of one case in a strict run, kept for the bitwise comparison across
+/// devices (conformance/strict.h).
+struct StrictCapture {
+  std::string caseId, device;
+  std::vector<ir::HostBuffer> inputs;  // catalog cases: the operands (element i of each)
+  std::vector<ir::HostBuffer> outputs; // catalog: the result; kernels: every buffer
+  std::vector<std::string> names;      // one per output ("%out")
+  std::string orderDependence;         // non-empty: why the order is not fixed
+  std::string subgroupDependence;      // non-empty: the op whose result needs the subgroup size
+  uint32_t subgroupSize = 0;
+  int64_t seed = -1;    // kernel cases: the launch spec's seed (their inputs)
+  uint8_t divSqrt = 0;  // strictDivSqrtTypes of the strict IR: its float div / sqrt types
+};
+
+/// A difference between two devices' strict outputs of one case.
+struct StrictDiff {
+  std::string caseId, device, reference; // `device` differs from `reference` (the first device)
+  std::string output;                    // "%out"
+  int64_t index = -1, count = 0;         // the first differing element, how many differ
+  std::string inputs;                    // that element's inputs (catalog cases)
+  std::string referenceBits, deviceBits; // that element on each device: value and hex bits
+  bool explained = false;
+  std::string reason; // why (explained), or what is known (unexplained)
+};
+
 struct RunReport {
   std::string profile = "full";
   uint64_t seed = 1;
@@ -50,9 +76,18 @@ struct RunReport {
   std::string started;              // UTC start time, ISO 8601
   std::string version;              // the tessera version that ran
 
+  // Strict runs (conformance/strict.h): the outputs kept per device, and the comparison.
+  bool strict = false;
+  std::vector<StrictCapture> strictCaptures;
+  std::vector<StrictDiff> strictDiffs;
+  int64_t strictCompared = 0, strictIdentical = 0; // (case, device pair) comparisons
+  std::string strictNote; // e.g. that the cross-device comparison needs two devices
+
   int count(const std::string &status) const;
-  /// Anything that should fail CI: a fail (a case outside the xfail list that did not pass).
-  bool unexpectedFailures() const { return count("fail") > 0; }
+  int unexplainedStrictDiffs() const;
+  /// Anything that should fail CI: a fail (a case outside the xfail list that did not pass),
+  /// or, in a strict run, a difference between devices that no finding explains.
+  bool unexpectedFailures() const { return count("fail") > 0 || unexplainedStrictDiffs() > 0; }
 };
 
 struct DeviceRun {
@@ -61,12 +96,28 @@ struct DeviceRun {
   uint64_t features = 0;   // TSR_FEATURE_*
   std::vector<XfailEntry> xfails;
   Profile profile = Profile::Full;
+  /// The strict profile: compile with ProgramOptions::strict and keep every case's outputs
+  /// (RunReport::strictCaptures) for the comparison across devices.
+  bool strict = false;
+  /// CPU devices: the emulated subgroup width (0: the device's default). Strict runs set it to
+  /// the other devices' subgroup size, so that subgroup kernels compare bit for bit.
+  uint32_t subgroupSize = 0;
 };
+
+/// The program options of a case on `dev`: the bounds mode it supports, strict if asked.
+ProgramOptions caseOptions(const DeviceRun &dev);
+/// Whether a compile error says that strict compilation lacks a shared decomposition (a
+/// finding, not a failure of the device).
+bool isMissingDecomposition(const std::string &compileError);
 
 /// The tolerance profile a backend declares (docs/conformance.md): its compiler target's
 /// (Target::declaredProfile, through the registry). One definition (runtime/), shared with
 /// `tessera run --check` and the kernel-level cases.
 using tessera::declaredProfile;
+
+/// Adds `caseId` to the finding (device, cap), creating it with `detail` (first 8 cases kept).
+void addFinding(RunReport &report, const std::string &device, const std::string &cap,
+                const std::string &detail, const std::string &caseId);
 
 /// Marks a result xfail / xpass when an entry of `xfails` matches its id.
 void applyXfail(CaseResult &r, const std::vector<XfailEntry> &xfails);

@@ -119,6 +119,22 @@ std::function<bool(const std::string &value)> powerOfTwo(uint32_t &into, uint64_
   };
 }
 
+CLI::Option *addProfileOption(CLI::App &app, bool &strict, const std::string &extra) {
+  return addChecked(app, "--profile",
+                    "strict: the strict profile (docs/ir.md, \"Strict profile\"): every\n"
+                    "transcendental through the shared IR decompositions, no contraction,\n"
+                    "correctly rounded div and sqrt, subnormals kept -- bitwise the same\n"
+                    "outputs on every backend (default: default)" + extra,
+                    "--profile must be 'default' or 'strict'",
+                    [&strict](const std::string &v) {
+                      if (v != "default" && v != "strict")
+                        return false;
+                      strict = v == "strict";
+                      return true;
+                    })
+      ->type_name("PROFILE");
+}
+
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first) {
   std::vector<std::string> args;
   for (int i = argc - 1; i >= first; --i) // CLI11 takes them last first

@@ -46,6 +46,10 @@ std::function<bool(const std::string &value)> unsignedIn(uint64_t &into, uint64_
 /// A checker for addChecked: a power of two in [1, max], stored in `into`.
 std::function<bool(const std::string &value)> powerOfTwo(uint32_t &into, uint64_t max);
 
+/// `--profile default|strict` of compile and run: strict is the strict profile (docs/ir.md,
+/// "Strict profile"), stored in `strict`. `extra` is appended to the help.
+CLI::Option *addProfileOption(CLI::App &app, bool &strict, const std::string &extra = "");
+
 /// Parses argv[first..argc). nullopt: the command should run. Otherwise the exit code to return
 /// at once: 0 after --help (printed to stdout), kExitUsage after a usage error (printed as one
 /// line naming the option, see usageError).

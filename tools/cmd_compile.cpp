@@ -40,6 +40,7 @@ std::string indented(const std::string &text, size_t indent) {
 struct Request {
   std::string file, target, arch, out, dumpDir;
   uint32_t subgroup = 0; // 0: not given
+  bool strict = false;   // --profile strict
   FILE *info = stdout;   // the summary: stderr when the artefact itself goes to stdout
 };
 
@@ -98,6 +99,7 @@ int compile(const Request &rq, const Target &t, const ir::Module &m) {
   // The default fault mode where the target has it (docs/ir.md, "Faults").
   opts.bounds = t.boundsModeSupported(TSR_BOUNDS_ROBUST) ? TSR_BOUNDS_ROBUST : TSR_BOUNDS_UNCHECKED;
   opts.keepStages = !rq.dumpDir.empty();
+  opts.strict = rq.strict;
   std::string err;
   auto t0 = std::chrono::steady_clock::now();
   std::optional<Artefact> a = t.compile(m, opts, &err);
@@ -168,7 +170,7 @@ std::string compileDescription() {
 
 constexpr const char *kCompileUsage =
     "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-    "                       [--subgroup-size N]";
+    "                       [--subgroup-size N] [--profile default|strict]";
 
 // The command line of `tessera compile`, stored in `rq` as it parses.
 std::unique_ptr<CLI::App> compileApp(Request &rq) {
@@ -190,6 +192,7 @@ std::unique_ptr<CLI::App> compileApp(Request &rq) {
              "(64 on gfx90a / gfx942, 32 on gfx1100)",
              "--subgroup-size must be a power of two in [1, 64]", powerOfTwo(rq.subgroup, 64))
       ->type_name("N");
+  addProfileOption(*app, rq.strict);
   return app;
 }
 

@@ -6,6 +6,7 @@
 #include "conformance/kernel_cases.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
+#include "conformance/strict.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/registry_session.h"
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -115,10 +117,14 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
       ->type_name("N");
   addChecked(*app, "--profile",
              "full or relaxed (the Vulkan SPIR-V precision table; docs/conformance.md);\n"
-             "default: each backend's declared profile (vulkan: relaxed, others: full)",
-             "--profile must be 'full' or 'relaxed'",
+             "default: each backend's declared profile (vulkan: relaxed, others: full).\n"
+             "strict: every case compiled with the strict option (docs/ir.md, \"Strict\n"
+             "profile\"), judged under the full profile, and the outputs of every device\n"
+             "compared bit for bit with the first device's (NaN equals NaN); a\n"
+             "difference no finding explains fails the run",
+             "--profile must be 'full', 'relaxed' or 'strict'",
              [&o](const std::string &v) {
-               if (v != "full" && v != "relaxed")
+               if (v != "full" && v != "relaxed" && v != "strict")
                  return false;
                o.profile = v;
                return true;
@@ -155,6 +161,35 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
              "--progress-every needs a positive integer", unsignedIn(o.progressEvery, 1))
       ->type_name("N");
   return app;
+}
+
+// Strict runs: devices whose target emulates subgroups (Target::subgroupSizeOption: the CPU)
+// take the subgroup width of the other devices (when they agree), so that kernels with
+// shuffles, broadcasts and integer or min/max subgroup reductions compare bit for bit instead
+// of being listed as depending on the subgroup size.
+void matchEmulatedSubgroups(std::vector<conform::DeviceRun> &runs) {
+  std::set<uint32_t> sizes;
+  std::vector<bool> emulated(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    tsr_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (tsr_status_t st = tsr_device_info(runs[i].device, &info)) {
+      tsr_status_free(st);
+      continue;
+    }
+    const Target *t = targetForDevice(info);
+    emulated[i] = t && t->subgroupSizeOption();
+    if (!emulated[i] && info.subgroup_size > 1)
+      sizes.insert(info.subgroup_size);
+  }
+  if (sizes.size() != 1)
+    return;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (emulated[i]) {
+      runs[i].subgroupSize = *sizes.begin();
+      std::printf("[%s] strict: emulating subgroups of %u (as the other devices)\n",
+                  runs[i].name.c_str(), runs[i].subgroupSize);
+    }
 }
 
 } // namespace
@@ -281,10 +316,11 @@ int cmdConform(int argc, char **argv) {
     const Target *target = targetForDevice(info);
     dev.profile = profile == "declared"  ? conform::declaredProfile(backend)
                   : profile == "relaxed" ? conform::Profile::Relaxed
-                                         : conform::Profile::Full;
+                                         : conform::Profile::Full; // full and strict
+    dev.strict = profile == "strict";
     std::printf("[%s] target %s, profile %s\n", name.c_str(),
                 target ? std::string(target->name()).c_str() : "(none: no compiler)",
-                conform::profileName(dev.profile));
+                dev.strict ? "strict (judged under full)" : conform::profileName(dev.profile));
     if (!conform::loadXfails(xfailDir + "/" + backend + ".txt", dev.xfails, &err)) {
       std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
       for (auto &r : runs)
@@ -293,6 +329,8 @@ int cmdConform(int argc, char **argv) {
       return 1;
     }
   }
+  if (profile == "strict")
+    matchEmulatedSubgroups(runs);
   std::mutex outMutex;
   std::vector<conform::RunReport> parts(devices.size());
   // On a terminal: one status line redrawn in place (every device's progress); otherwise a
@@ -353,7 +391,16 @@ int cmdConform(int argc, char **argv) {
     report.results.insert(report.results.end(), parts[d].results.begin(), parts[d].results.end());
     report.findings.insert(report.findings.end(), parts[d].findings.begin(),
                            parts[d].findings.end());
+    std::move(parts[d].strictCaptures.begin(), parts[d].strictCaptures.end(),
+              std::back_inserter(report.strictCaptures));
     tsr_device_release(runs[d].device);
+  }
+  if (profile == "strict") {
+    std::vector<uint64_t> features;
+    for (const conform::DeviceRun &dev : runs)
+      features.push_back(dev.features);
+    conform::compareStrict(report, devices, features);
+    report.strictCaptures.clear(); // compared: free the outputs before the reports
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -364,11 +411,21 @@ int cmdConform(int argc, char **argv) {
   std::string findings = conform::findingList(report);
   if (!findings.empty())
     std::printf("\n%s", findings.c_str());
+  std::string strict = conform::strictSummary(report);
+  if (!strict.empty())
+    std::printf("\n%s", strict.c_str());
   std::printf("\nconform (profile %s, seed %llu): %zu cases on %zu device(s) in %.1f s: %d pass, "
               "%d fail, %d xfail, %d xpass, %d skip\n",
               report.profile.c_str(), static_cast<unsigned long long>(seed), report.results.size(),
               devices.size(), report.seconds, report.count("pass"), report.count("fail"),
               report.count("xfail"), report.count("xpass"), report.count("skip"));
+  if (report.strict)
+    std::printf("strict (bitwise across devices): %lld compared, %lld identical, %zu explained "
+                "differences, %d unexplained\n",
+                static_cast<long long>(report.strictCompared),
+                static_cast<long long>(report.strictIdentical),
+                report.strictDiffs.size() - size_t(report.unexplainedStrictDiffs()),
+                report.unexplainedStrictDiffs());
   if (!jsonPath.empty() && !conform::writeFile(jsonPath, conform::toJson(report), &err)) {
     std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
     rc = 1;

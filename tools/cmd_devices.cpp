@@ -34,7 +34,8 @@ std::vector<std::string> featureNames(uint64_t f) {
       {TSR_FEATURE_SUBGROUPS, "subgroups"},
       {TSR_FEATURE_FLOAT_ATOMICS, "float_atomics"},
       {TSR_FEATURE_UNIFIED_MEMORY, "unified_memory"},
-      {TSR_FEATURE_FLOAT_PRESERVE, "float_preserve"}};
+      {TSR_FEATURE_FLOAT_PRESERVE, "float_preserve"},
+      {TSR_FEATURE_DENORM_PRESERVE, "denorm_preserve"}};
   std::vector<std::string> out;
   for (auto &[bit, name] : kNames)
     if (f & bit)

@@ -21,7 +21,8 @@ namespace {
 
 constexpr const char *kRunUsage =
     R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
-                  [--bounds unchecked|robust|checked] [--timeout-ms N])";
+                  [--bounds unchecked|robust|checked] [--timeout-ms N]
+                  [--profile default|strict])";
 constexpr const char *kRunDescription =
     R"(Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.)";
@@ -83,6 +84,7 @@ std::unique_ptr<CLI::App> runApp(RunOptions &o) {
                return true;
              })
       ->type_name("N");
+  addProfileOption(*app, o.program.strict, "; --check then judges under the full profile");
   app->footer(kRunNotes);
   return app;
 }
@@ -101,7 +103,7 @@ const char *sourceName(ProgramStats::Source s) {
 
 // Runs one kernel; returns 0 ok, 1 on a failure or mismatch.
 int runKernel(RegistrySession &session, const std::string &deviceName, const ir::Module &m,
-              const ir::Function &f, const Program &program, bool check,
+              const ir::Function &f, const Program &program, bool check, bool strict,
               std::optional<uint64_t> timeoutNs) {
   const ProgramKernel *pk = program.kernel(f.name);
   if (!pk) {
@@ -137,8 +139,9 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
                 ir::digestOutputs(f, data).c_str());
     return 0;
   }
-  // Judged like the kernel-level conformance cases: the device's declared profile.
-  PrecisionProfile profile = profileForDevice(deviceName);
+  // Judged like the kernel-level conformance cases: the device's declared profile, or the
+  // full one under strict (the same bits everywhere, so the same budget everywhere).
+  PrecisionProfile profile = strict ? PrecisionProfile::Full : profileForDevice(deviceName);
   KernelCheck k = checkKernel(m, f, reference, outputs, pk->subgroupSize, profile);
   if (!k.ok) {
     std::fprintf(stderr, "tessera run: @%s: %s\n", f.name.c_str(), k.error.c_str());
@@ -211,7 +214,7 @@ int cmdRun(int argc, char **argv) {
     if (!f->isKernel || !f->launch || (!kernelName.empty() && f->name != kernelName))
       continue;
     ++ran;
-    rc |= runKernel(session, device, *r.module, *f, *program, check, timeoutNs);
+    rc |= runKernel(session, device, *r.module, *f, *program, check, o.program.strict, timeoutNs);
   }
   if (ran == 0) {
     std::fprintf(stderr, "tessera run: %s\n",

@@ -31,10 +31,9 @@ llvm::Error fail(const std::string &msg) {
 
 } // namespace
 
-std::unique_ptr<llvm::TargetMachine> createTargetMachine(const std::string &triple,
-                                                         const std::string &cpu,
-                                                         const std::string &features,
-                                                         unsigned optLevel, std::string &error) {
+std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(const std::string &triple, const std::string &cpu, const std::string &features,
+                    unsigned optLevel, std::string &error, bool strict) {
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
@@ -42,11 +41,23 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const std::string &trip
                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
                : optLevel == 1 ? llvm::CodeGenOptLevel::Less
                                : llvm::CodeGenOptLevel::None;
+  llvm::TargetOptions to;
+  if (strict)
+    to.AllowFPOpFusion = llvm::FPOpFusion::Strict;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt, level));
+      triple, cpu, features, to, llvm::Reloc::PIC_, std::nullopt, level));
   if (!tm)
     error = "cannot create a target machine for " + triple + " " + cpu;
   return tm;
+}
+
+void addStrictFunctionAttributes(llvm::Module &m) {
+  for (llvm::Function &f : m) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("denormal-fp-math", "ieee,ieee");
+    f.addFnAttr("denormal-fp-math-f32", "ieee,ieee");
+  }
 }
 
 namespace {

@@ -19,10 +19,16 @@
 namespace tessera::llvmgen {
 
 /// A target machine for an (initialised) target; null with `error` set if unknown.
-std::unique_ptr<llvm::TargetMachine> createTargetMachine(const std::string &triple,
-                                                         const std::string &cpu,
-                                                         const std::string &features,
-                                                         unsigned optLevel, std::string &error);
+/// `strict` (the strict profile, docs/ir.md): AllowFPOpFusion = Strict, so that no fmul and
+/// fadd are ever fused into one rounding (the default already fuses only `contract`-flagged
+/// ops, which the lowering never emits; strict makes it a property of the target machine).
+std::unique_ptr<llvm::TargetMachine>
+createTargetMachine(const std::string &triple, const std::string &cpu, const std::string &features,
+                    unsigned optLevel, std::string &error, bool strict = false);
+
+/// The strict profile's function attributes on every definition of `m`: subnormals kept
+/// ("denormal-fp-math" and "-f32" = "ieee,ieee": no .ftz on NVPTX, no flushing on AMDGPU).
+void addStrictFunctionAttributes(llvm::Module &m);
 
 /// Collects the error diagnostics of an LLVMContext (the linker and the backends report
 /// through them) while it lives, instead of printing them and calling exit(1) as LLVM's

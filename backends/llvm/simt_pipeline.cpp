@@ -4,6 +4,7 @@
 // never test which target it compiles for: a difference between targets is a field.
 #include "backends/llvm/simt_pipeline.h"
 #include "ir/transforms/rewrite.h"
+#include "ir/transforms/strict_math.h"
 
 #include "backends/llvm/gpu_pipeline.h"
 #include "backends/stage_files.h"
@@ -158,7 +159,7 @@ llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob 
     return fail(t.tool.notFound);
   t.initialize();
   std::string err;
-  auto tm = createTargetMachine(t.triple, arch.name, arch.features, job.optLevel, err);
+  auto tm = createTargetMachine(t.triple, arch.name, arch.features, job.optLevel, err, job.strict);
   if (!tm)
     return fail(err);
   out.stages.push_back({"kir", "tir", ir::printModule(m)});
@@ -174,8 +175,12 @@ llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob 
   // What the device library lacks becomes basic ops (on a copy: `m` is the caller's).
   ir::Module lm = ir::cloneModule(m);
   ir::decomposeMath(lm, job.math);
+  if (std::string why = job.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   if (llvm::Error e = lowerModuleSimt(lm, *mod, cfg, out.kernels))
     return e;
+  if (job.strict)
+    addStrictFunctionAttributes(*mod);
   for (const LoweredKernel &k : out.kernels)
     if (t.maxStaticShared && k.sharedBytes > t.maxStaticShared)
       return fail("kernel @" + k.name + " uses " + std::to_string(k.sharedBytes) +

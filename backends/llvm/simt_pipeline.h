@@ -107,6 +107,9 @@ struct SimtJob {
   bool runTool = true;     // false: no final stage
   /// The target's native math (its nativeMath(options)): the rest is decomposed on a copy.
   ir::MathDecomposeOptions math;
+  /// The strict profile (docs/ir.md): no fused mul-add, subnormals kept, and no math op left
+  /// for the device library (math must arrive decomposed: nativeMath is empty under strict).
+  bool strict = false;
 };
 
 /// The stages of one compile, in order, and its kernels.

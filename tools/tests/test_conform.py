@@ -112,3 +112,29 @@ def test_conform_kernel_cases_cover_every_example(tmp_path):
     # Cancellation (x - mean) makes layernorm's tiny outputs pass only normwise, and says so.
     ln = [c for c in doc["cases"] if c["case"] == "kernel/layernorm/layernorm"][0]
     assert ln.get("normwise_only", 0) > 0 and "passed only normwise: %y" in ln["message"], ln
+
+
+def test_strict_cpu_vulkan_bitwise_json(tmp_path):
+    """`--profile strict` on two devices: the JSON's "strict" member says every compared case
+    was bitwise identical (tests/strict_devices_test.cpp checks the elements themselves)."""
+    js = tmp_path / "s.json"
+    r = tessera("conform", "--profile", "strict", "--device", "cpu:0", "--device", "vulkan:0",
+                "--filter", "exp.f32/uniform/*", "--filter", "sin.f64/hard/*", "--kernels",
+                "none", "--json", js)
+    if "vulkan:0" in r.stderr and r.returncode == 1 and not js.exists():
+        pytest.skip("no vulkan:0 here: " + r.stderr)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "strict (bitwise across devices)" in r.stdout
+    doc = json.loads(js.read_text())
+    assert doc["profile"] == "strict"
+    s = doc["strict"]
+    assert s["reference_device"] == "cpu:0"
+    assert s["compared"] >= 2 and s["identical"] == s["compared"] and s["unexplained"] == 0
+    assert s["differences"] == []
+
+
+def test_strict_one_device_says_comparison_needs_two(tmp_path):
+    r = tessera("conform", "--profile", "strict", "--device", "cpu:0", "--filter",
+                "add.f32/uniform/n1000", "--kernels", "none")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "needs two devices" in r.stdout

@@ -9,6 +9,7 @@
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 #include "ir/transforms/rewrite.h"
+#include "ir/transforms/strict_math.h"
 
 #include <cstddef>
 #include <filesystem>
@@ -44,6 +45,7 @@ uint64_t CpuCompileOptions::hash() const {
       .num(hostCpu)
       .num(vectorMath)
       .num(uint32_t(bounds))
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1; 0 keeps the old keys' shape
       .value();
 }
 
@@ -141,6 +143,8 @@ std::unique_ptr<llvm::TargetMachine> createCpuTargetMachine(const CpuCompileOpti
   if (!target)
     return nullptr;
   llvm::TargetOptions to;
+  if (opts.strict) // no fmul + fadd fused into one rounding, whatever flags a pass adds
+    to.AllowFPOpFusion = llvm::FPOpFusion::Strict;
   auto level = opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
                : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
                : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
@@ -204,8 +208,11 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   // Transcendental ops the CPU has no library call for become basic ops (on a copy: `m` is
   // the caller's).
   ir::Module lm = ir::cloneModule(m);
-  // x86-64 with FMA (every -march this JIT targets has it): polynomial steps fuse.
-  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true, /*fusedFma=*/true});
+  // x86-64 with FMA (every -march this JIT targets has it): polynomial steps fuse, except
+  // under strict, where every target computes the same bits.
+  ir::decomposeMath(lm, {nativeMath(opts), /*int64=*/true, /*fusedFma=*/!opts.strict});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   llvm::LLVMContext ctx;
   auto mod = std::make_unique<llvm::Module>(m.filename.empty() ? "tessera" : m.filename, ctx);
   mod->setTargetTriple(tm->getTargetTriple().str());

@@ -26,6 +26,10 @@ struct CpuCompileOptions {
   bool vectorMath = true; // libmvec vector variants of libm functions
   /// Out-of-bounds accesses: robust (read 0, drop) by default (docs/ir.md, "Faults").
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  /// The strict profile (docs/ir.md): every transcendental through the shared IR
+  /// decompositions (no libm / libmvec call decides a bit) and FP-op fusion off in the target
+  /// machine (AllowFPOpFusion = Strict), so the object computes exactly the IR's roundings.
+  bool strict = false;
 
   uint64_t hash() const;
   friend bool operator==(const CpuCompileOptions &, const CpuCompileOptions &) = default;

@@ -101,7 +101,9 @@ llvm::Function *accurateTrigF64Vector(llvm::Module &m, llvm::Function *scalar, l
 
 } // namespace
 
-ir::NativeMathSet nativeMath(const CpuCompileOptions &) {
+ir::NativeMathSet nativeMath(const CpuCompileOptions &opts) {
+  if (opts.strict) // the shared decompositions replace libm and libmvec
+    return ir::NativeMathSet::none();
   // libm and libmvec at f32 and f64 (f16/bf16 computed in f32), except erf at f32: glibc's
   // _ZGVeN16v_erff uses gathers (slow on AMD), so it takes the shared branch-free expansion,
   // which vectorises to plain FMAs. Sigmoid and rsqrt are always decomposed. The options are

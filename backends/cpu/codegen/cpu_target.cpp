@@ -67,6 +67,7 @@ private:
     if (opts.subgroupSize)
       co.subgroupSize = opts.subgroupSize;
     co.bounds = opts.bounds;
+    co.strict = opts.strict;
     return co;
   }
 };

@@ -63,8 +63,8 @@ void probe(tsr_device_info_t &info) {
   info.buffer_offset_alignment = kBufferOffsetAlignment;
   info.features = TSR_FEATURE_FP16 | TSR_FEATURE_BF16 | TSR_FEATURE_FP64 | TSR_FEATURE_INT8 |
                   TSR_FEATURE_INT16 | TSR_FEATURE_INT64 | TSR_FEATURE_FLOAT_ATOMICS |
-                  TSR_FEATURE_UNIFIED_MEMORY | TSR_FEATURE_SUBGROUPS |
-                  TSR_FEATURE_FLOAT_PRESERVE;
+                  TSR_FEATURE_UNIFIED_MEMORY | TSR_FEATURE_SUBGROUPS | TSR_FEATURE_FLOAT_PRESERVE |
+                  TSR_FEATURE_DENORM_PRESERVE;
 }
 
 } // namespace

@@ -33,6 +33,7 @@ void CpuStream::enqueue(std::function<void()> work) {
 }
 
 void CpuStream::run() {
+  keepSubnormals(); // kernels run on this thread too (TSR_FEATURE_DENORM_PRESERVE)
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     workCv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -6,6 +6,9 @@
 
 #include <atomic>
 #include <cassert>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 namespace tessera::cpu {
 
@@ -52,7 +55,16 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+void keepSubnormals() {
+#if defined(__SSE__)
+  // A thread inherits its creator's MXCSR: a host that set FTZ (bit 15) or DAZ (bit 6), as
+  // -ffast-math builds and torch.set_flush_denormal do, would make kernels flush subnormals.
+  _mm_setcsr(_mm_getcsr() & ~0x8040u);
+#endif
+}
+
 void ThreadPool::workerLoop() {
+  keepSubnormals();
   for (;;) {
     std::shared_ptr<Job> job;
     {

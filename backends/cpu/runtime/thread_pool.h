@@ -16,6 +16,10 @@
 
 namespace tessera::cpu {
 
+/// Clears MXCSR's flush-to-zero and denormals-are-zero bits on the calling thread. Every
+/// driver thread that runs kernels calls it first (TSR_FEATURE_DENORM_PRESERVE).
+void keepSubnormals();
+
 class ThreadPool {
 public:
   /// `workers` threads (0 is allowed: everything then runs on the calling thread).

@@ -103,6 +103,7 @@ uint64_t CudaCompileOptions::hash() const {
       .num(emitCubin)
       .str(ptxasPath)
       .str(libdevicePath)
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
       .value();
 }
 
@@ -151,7 +152,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
                        .libraryDir = "",
                        .toolPath = opts.ptxasPath,
                        .runTool = opts.emitCubin,
-                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/true}};
+                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/!opts.strict},
+                       .strict = opts.strict};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

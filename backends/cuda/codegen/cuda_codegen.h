@@ -29,6 +29,9 @@ struct CudaCompileOptions {
   bool emitCubin = true;      // run ptxas when it is found; the PTX is produced either way
   std::string ptxasPath;      // empty: $CUDA_PATH/bin, /usr/local/cuda/bin, then $PATH
   std::string libdevicePath;  // empty: $CUDA_PATH/nvvm/libdevice, /usr/local/cuda/...
+  /// The strict profile (docs/ir.md): shared IR decompositions instead of libdevice math, no
+  /// FP-op fusion, IEEE div.rn / sqrt.rn (no approximate forms), no .ftz.
+  bool strict = false;
 
   uint64_t hash() const;
   friend bool operator==(const CudaCompileOptions &, const CudaCompileOptions &) = default;

@@ -103,6 +103,7 @@ private:
     CudaCompileOptions co;
     if (!opts.arch.empty())
       co.arch = opts.arch;
+    co.strict = opts.strict;
     return co;
   }
 };

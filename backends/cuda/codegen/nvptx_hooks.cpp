@@ -14,7 +14,10 @@ namespace tessera::cuda {
 
 using ir::OpKind;
 
-ir::NativeMathSet nativeMath(const CudaCompileOptions &) { return llvmgen::libraryMathSet(); }
+ir::NativeMathSet nativeMath(const CudaCompileOptions &opts) {
+  // Strict: the shared decompositions replace libdevice.
+  return opts.strict ? ir::NativeMathSet::none() : llvmgen::libraryMathSet();
+}
 
 llvm::Value *NvptxHooks::callLibdevice(llvm::IRBuilder<> &b, const std::string &base,
                                        llvm::ArrayRef<llvm::Value *> args) {

@@ -16,7 +16,10 @@ namespace tessera::rocm {
 
 using ir::OpKind;
 
-ir::NativeMathSet nativeMath(const RocmCompileOptions &) { return llvmgen::libraryMathSet(); }
+ir::NativeMathSet nativeMath(const RocmCompileOptions &opts) {
+  // Strict: the shared decompositions replace ocml.
+  return opts.strict ? ir::NativeMathSet::none() : llvmgen::libraryMathSet();
+}
 
 llvm::Value *AmdgpuHooks::callOcml(llvm::IRBuilder<> &b, const std::string &base,
                                    llvm::ArrayRef<llvm::Value *> args) {

@@ -147,7 +147,14 @@ void layOutArgs(RocmKernelInfo &k) {
 
 uint64_t RocmCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
-  return Fnv1a().num(1).str(arch).num(optLevel).str(deviceLibDir).str(lldPath).value();
+  return Fnv1a()
+      .num(1)
+      .str(arch)
+      .num(optLevel)
+      .str(deviceLibDir)
+      .str(lldPath)
+      .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
+      .value();
 }
 
 RocmCompiledModule::RocmCompiledModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -194,7 +201,8 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
                        .libraryDir = opts.deviceLibDir,
                        .toolPath = opts.lldPath,
                        .runTool = true,
-                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/true}};
+                       .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/!opts.strict},
+                       .strict = opts.strict};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

@@ -32,6 +32,9 @@ struct RocmCompileOptions {
   std::string deviceLibDir;    // ocml.bc etc.; empty: $ROCM_PATH/amdgcn/bitcode, /opt/rocm/...,
                                // /usr/lib/x86_64-linux-gnu/amdgcn/bitcode
   std::string lldPath;         // empty: ld.lld-19, then ld.lld on $PATH
+  /// The strict profile (docs/ir.md): shared IR decompositions instead of ocml math, no
+  /// FP-op fusion, no afn/arcp, correctly rounded div and sqrt, subnormals kept.
+  bool strict = false;
 
   uint64_t hash() const;
   friend bool operator==(const RocmCompileOptions &, const RocmCompileOptions &) = default;

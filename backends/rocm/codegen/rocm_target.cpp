@@ -82,6 +82,7 @@ private:
     RocmCompileOptions ro;
     if (!opts.arch.empty())
       ro.arch = opts.arch;
+    ro.strict = opts.strict;
     return ro;
   }
 };

@@ -342,6 +342,14 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
       if (width == 32 || (width == 16 && caps_.float16) || (width == 64 && caps_.float64))
         b_.executionMode(fn, spv::ExecutionModeSignedZeroInfNanPreserve, {width});
   }
+  if (strict_ && caps_.denormPreserve) {
+    // Strict results are bitwise those of every other backend, which keep subnormals; without
+    // this mode a Vulkan device may flush them (the runner reports it where it lacks it).
+    b_.capability(spv::CapabilityDenormPreserve);
+    for (uint32_t width : {16u, 32u, 64u})
+      if (width == 32 || (width == 16 && caps_.float16) || (width == 64 && caps_.float64))
+        b_.executionMode(fn, spv::ExecutionModeDenormPreserve, {width});
+  }
   return true;
 }
 

@@ -78,6 +78,10 @@ public:
   /// so no intermediate rounding lands on a midpoint. Needs int64 (spirv_convert.cpp).
   Id narrowSumF64(Id xy, Id c, ir::Scalar d);
   Id emitMath(const ir::Op &op, std::span<const Id> v);   // spirv_math.cpp
+  /// Correctly rounded f32 a / b and sqrt(x) through f64 (strict profile, float64 devices
+  /// only; spirv_strict.cpp).
+  Id strictDivF32(Id a, Id b);
+  Id strictSqrtF32(Id x);
   /// Integral float `r` (type `ft`) -> `d`, saturating; NaN -> 0 (spirv_convert.cpp).
   Id satFloatToInt(Id r, Id ft, ir::Scalar d, bool isUnsigned);
 
@@ -96,6 +100,7 @@ public:
   const ir::Op *curOp_ = nullptr; // for error locations
   const ir::Function *curFn_ = nullptr;
   const tsr_bounds_mode bounds_;
+  bool strict_ = false; // the strict profile (VulkanCompileOptions::strict)
 
 private:
   // --- kernel structure (spirv_kernel.cpp) -----------------------------------------------

@@ -219,6 +219,10 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
   MathHelper h{*this, b_, T};
   Id r = 0;
   switch (op.kind) {
+  case OpKind::Sqrt: // strict: correctly rounded, as on every other backend
+    r = strict_ && t != Scalar::F64 && caps_.float64 ? strictSqrtF32(v[0])
+                                                     : glsl(T, GLSLstd450Sqrt, {v[0]});
+    break;
   case OpKind::Pow:
     r = h.pow(v[0], v[1]);
     break;

@@ -337,6 +337,8 @@ Id floatBinary(Lowering &L, const ir::Op &op, std::span<const Id> v) {
   case OpKind::Mul:
     return exact(spv::OpFMul);
   case OpKind::Div:
+    if (L.strict_ && t != Scalar::F64 && L.caps_.float64) // OpFDiv is only 2.5 ULP
+      return L.roundNarrow(L.strictDivF32(x, y), t);
     return exact(spv::OpFDiv);
   case OpKind::Min:
   case OpKind::Max:

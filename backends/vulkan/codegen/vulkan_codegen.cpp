@@ -10,6 +10,7 @@
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
 #include "ir/transforms/rewrite.h"
+#include "ir/transforms/strict_math.h"
 #include "ir/verify/verifier.h"
 
 #include <spirv-tools/libspirv.hpp>
@@ -57,6 +58,7 @@ constexpr CapsField kCapsFields[] = {
     {"shaderSharedInt64Atomics", &C::shaderSharedInt64Atomics, nullptr},
     {"fusedFma", &C::fusedFma, nullptr},
     {"signedZeroInfNanPreserve", &C::signedZeroInfNanPreserve, nullptr},
+    {"denormPreserve", &C::denormPreserve, nullptr},
     {"maxPushConstantsSize", nullptr, &C::maxPushConstantsSize},
     {"maxComputeSharedMemorySize", nullptr, &C::maxComputeSharedMemorySize},
 };
@@ -104,7 +106,8 @@ uint64_t VulkanTargetCaps::hash() const { return Fnv1a().bytes(describe()).value
 
 uint64_t VulkanCompileOptions::hash() const {
   return Fnv1a(caps.hash())
-      .bytes("vulkan-options-v2 spirv=1.5 bounds=" + std::to_string(int(bounds)))
+      .bytes("vulkan-options-v2 spirv=1.5 bounds=" + std::to_string(int(bounds)) +
+             (strict ? " strict" : ""))
       .value();
 }
 
@@ -209,7 +212,9 @@ std::string forbiddenCapability(const std::set<spv::Capability> &used, const Vul
 
 } // namespace
 
-ir::NativeMathSet nativeMath(const VulkanCompileOptions &) {
+ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
+  if (opts.strict) // the shared decompositions replace GLSL.std.450
+    return ir::NativeMathSet::none();
   ir::NativeMathSet s;
   for (ir::OpKind k :
        {ir::OpKind::Exp, ir::OpKind::Exp2, ir::OpKind::Log, ir::OpKind::Log2, ir::OpKind::Sin,
@@ -234,9 +239,12 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   impl->dumps["kir"] = ir::printModule(m);
   // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).
   ir::Module lm = ir::cloneModule(m);
-  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64, opts.caps.fusedFma});
+  ir::decomposeMath(lm, {nativeMath(opts), opts.caps.int64, opts.caps.fusedFma && !opts.strict});
+  if (std::string why = opts.strict ? ir::strictMathError(lm) : ""; !why.empty())
+    return fail(why);
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
   detail::Lowering lowering(b, lm, opts.caps, opts.bounds);
+  lowering.strict_ = opts.strict;
   for (const auto &f : lm.functions) {
     if (!f->isKernel)
       continue;

@@ -49,6 +49,10 @@ struct VulkanTargetCaps {
   /// kernels then declare the SignedZeroInfNanPreserve execution mode for each float width
   /// they use, so that the device may not fold x * 0.0 to 0 (llvmpipe does without it).
   bool signedZeroInfNanPreserve = false;
+  /// shaderDenormPreserveFloat{16,32,64} for every float width the device has: strict kernels
+  /// then declare the DenormPreserve execution mode (SPV_KHR_float_controls, core in SPIR-V
+  /// 1.4), so that subnormal inputs and results are kept, as on every other backend.
+  bool denormPreserve = false;
   uint32_t maxPushConstantsSize = 128;
   uint32_t maxComputeSharedMemorySize = 32768;
 
@@ -70,6 +74,10 @@ struct VulkanCompileOptions {
   /// into the control buffer. Every mode tests the cancel flag at the end of dynamic loop
   /// bodies and reports loops the device cut short (lavapipe's 65535-iteration limit).
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
+  /// The strict profile (docs/ir.md): every transcendental (f64 included) through the shared
+  /// IR decompositions instead of GLSL.std.450 and spirv_math*.cpp, DenormPreserve where
+  /// caps.denormPreserve, every float op NoContraction and fma correctly rounded (as always).
+  bool strict = false;
 
   uint64_t hash() const;
   friend bool operator==(const VulkanCompileOptions &, const VulkanCompileOptions &) = default;

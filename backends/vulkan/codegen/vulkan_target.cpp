@@ -100,6 +100,7 @@ public:
 private:
   static bool options(const TargetOptions &opts, VulkanCompileOptions *vo, std::string *error) {
     vo->bounds = opts.bounds;
+    vo->strict = opts.strict;
     return opts.caps.empty() || capsOf(opts.caps, &vo->caps, error);
   }
 };

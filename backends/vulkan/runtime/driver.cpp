@@ -84,6 +84,10 @@ std::string compilerCaps(const tsr_device_info_t &info, const VkPhysicalDeviceVu
        p12.shaderSignedZeroInfNanPreserveFloat32 &&
            (!f12.shaderFloat16 || p12.shaderSignedZeroInfNanPreserveFloat16) &&
            (!f.shaderFloat64 || p12.shaderSignedZeroInfNanPreserveFloat64));
+  // DenormPreserve for every float width the device has: strict kernels declare it.
+  line("denormPreserve",
+       p12.shaderDenormPreserveFloat32 && (!f12.shaderFloat16 || p12.shaderDenormPreserveFloat16) &&
+           (!f.shaderFloat64 || p12.shaderDenormPreserveFloat64));
   line("maxPushConstantsSize", limits.maxPushConstantsSize);
   line("maxComputeSharedMemorySize", limits.maxComputeSharedMemorySize);
   return r;
@@ -237,6 +241,12 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
       (!(feat & TSR_FEATURE_FP16) || p12.shaderSignedZeroInfNanPreserveFloat16) &&
       (!(feat & TSR_FEATURE_FP64) || p12.shaderSignedZeroInfNanPreserveFloat64))
     feat |= TSR_FEATURE_FLOAT_PRESERVE;
+  // DenormPreserve for every float width: strict kernels declare it (bitwise-identical
+  // subnormals across backends); without it the strict runner reports the device.
+  if (p12.shaderDenormPreserveFloat32 &&
+      (!(feat & TSR_FEATURE_FP16) || p12.shaderDenormPreserveFloat16) &&
+      (!(feat & TSR_FEATURE_FP64) || p12.shaderDenormPreserveFloat64))
+    feat |= TSR_FEATURE_DENORM_PRESERVE;
   // Unified when every device-local memory type is host-visible too (integrated, lavapipe).
   bool unified = true;
   for (uint32_t i = 0; i < pd.memory.memoryTypeCount; ++i) {

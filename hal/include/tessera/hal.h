@@ -123,7 +123,11 @@ enum {
   /* Kernels can ask that float math keep NaN, infinities and the sign of zero (Vulkan's
    * shaderSignedZeroInfNanPreserve for every float type the device has). Without it a Vulkan
    * compiler may fold x * 0.0 to 0. Always true where IEEE semantics are the default. */
-  TSR_FEATURE_FLOAT_PRESERVE = 1u << 9
+  TSR_FEATURE_FLOAT_PRESERVE = 1u << 9,
+  /* Kernels can ask that subnormal inputs and results be kept, not flushed to zero (Vulkan's
+   * shaderDenormPreserve for every float type the device has; the CPU driver's threads clear
+   * MXCSR FTZ/DAZ). Without it strict results may differ from other backends' in subnormals. */
+  TSR_FEATURE_DENORM_PRESERVE = 1u << 10
 };
 
 #define TSR_NAME_MAX 64

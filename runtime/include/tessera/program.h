@@ -28,7 +28,10 @@ struct ProgramOptions {
   /// What an out-of-bounds access does (docs/ir.md, "Faults"); part of the cache key. cuda and
   /// rocm implement only TSR_BOUNDS_UNCHECKED so far and refuse the others.
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
-  /// The strict profile (docs/ir.md), passed to the target as TargetOptions::strict.
+  /// The strict profile (docs/ir.md, "Strict profile"): every transcendental through the
+  /// shared IR decompositions, no contraction, correctly rounded div and sqrt, subnormals
+  /// kept; results bitwise identical on every backend. Passed to the target as
+  /// TargetOptions::strict; part of the cache key.
   bool strict = false;
 };
 

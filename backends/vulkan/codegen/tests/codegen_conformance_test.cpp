@@ -88,7 +88,8 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
   }
 }
 
-// What Vulkan lowers itself at f16/bf16/f32 (GLSL.std.450); the rest arrives decomposed.
+// What Vulkan lowers itself (GLSL.std.450; at f64 only InverseSqrt); the rest arrives decomposed.
+// Under strict nothing is native.
 TEST(VulkanConformance, NativeMathSet) {
   using ir::OpKind;
   using ir::Scalar;
@@ -100,7 +101,11 @@ TEST(VulkanConformance, NativeMathSet) {
     for (OpKind k : {OpKind::Erf, OpKind::Expm1, OpKind::Log1p, OpKind::Sigmoid, OpKind::Tanh})
       EXPECT_FALSE(s.contains(k, t)) << ir::opInfo(k).name << " " << ir::scalarName(t);
   }
-  EXPECT_TRUE(s.contains(OpKind::Rsqrt, Scalar::F64)); // GLSL's InverseSqrt has an f64 form
+  for (OpKind k : ir::decomposableMathOps())
+    EXPECT_EQ(s.contains(k, Scalar::F64), k == OpKind::Rsqrt) << ir::opInfo(k).name;
+  VulkanCompileOptions strict;
+  strict.strict = true;
+  EXPECT_EQ(nativeMath(strict), ir::NativeMathSet::none());
 }
 
 } // namespace
