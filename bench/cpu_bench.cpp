@@ -171,7 +171,11 @@ void strictCosts(Device &d, int reps, bool quick, const tessera::ir::Module &gel
   }
   for (int k = 0; k < 2; ++k)
     for (size_t i = 0; i < out[0][k].size(); i += 101)
-      if (std::fabs(out[0][k][i] - out[1][k][i]) > 1e-5f * std::fabs(out[0][k][i]) + 1e-30f)
+      // Both are within the op budgets of the reference, not bitwise equal (the default
+      // build fuses erf's polynomial steps): gelu's 1 + erf cancels for x << 0, so an
+      // absolute term of a few ulp of 1 times |x| is allowed.
+      if (std::fabs(out[0][k][i] - out[1][k][i]) >
+          1e-5f * std::fabs(out[0][k][i]) + (k ? 1e-30f : 1e-6f))
         die(std::string(k ? "softmax" : "gelu") + ": strict result differs at " +
             std::to_string(i));
   const char *names[3] = {"gelu_affine, workgroup 1024", "gelu_affine, workgroup 256",

@@ -1,6 +1,7 @@
 // The strict profile's bitwise comparison across devices (strict.h).
 #include "conformance/strict.h"
 
+#include "backends/target.h"
 #include "ir/transforms/strict_math.h"
 #include "tessera/output_check.h"
 
@@ -157,7 +158,11 @@ uint8_t strictDivSqrtTypes(const ir::Module &m) {
 }
 
 uint8_t unpromisedDivSqrt(const std::string &backend, uint64_t features) {
-  if (backend != "vulkan")
+  // A target that declares the relaxed profile (Vulkan's SPIR-V precision table: OpFDiv
+  // 2.5 ULP) does not promise correctly rounded div and sqrt; its strict mode corrects the
+  // f16/bf16/f32 ones through f64 where the device has it.
+  const Target *t = defaultTargets().forBackend(backend);
+  if (!t || t->declaredProfile() != PrecisionProfile::Relaxed)
     return 0;
   return features & TSR_FEATURE_FP64 ? kDivSqrtF64 : kDivSqrtF32 | kDivSqrtF64;
 }
