@@ -100,7 +100,7 @@ Worst measureBoth(OpKind op, const Vec &xs, const Vec &ys, const Ref &ref) {
 }
 
 void expectWithinBudget(OpKind op, const Vec &xs, const Vec &ys, const Ref &ref) {
-  ASSERT_GE(xs.size(), 100000u);
+  ASSERT_GE(xs.size(), mathtest::samples(100000));
   Worst w = measureBoth(op, xs, ys, ref);
   double budget = *opInfo(op).ulpBudget(Scalar::F64);
   EXPECT_EQ(w.mismatches, 0u) << opInfo(op).name << ": " << w.firstMismatch;
