@@ -179,23 +179,28 @@ bool strictSame(const ir::HostBuffer &a, const ir::HostBuffer &b, int64_t i) {
 void compareStrict(RunReport &report, const std::vector<std::string> &devices,
                    const std::vector<uint64_t> &features) {
   report.strict = true;
+  // Per device, once: what it cannot promise (a finding each), which explains differences.
+  std::map<std::string, bool> noDenorm;
+  std::map<std::string, uint8_t> unpromised;
   for (size_t d = 0; d < devices.size(); ++d) {
-    if (!(features[d] & TSR_FEATURE_DENORM_PRESERVE))
+    noDenorm[devices[d]] = !(features[d] & TSR_FEATURE_DENORM_PRESERVE);
+    uint8_t divSqrt = unpromised[devices[d]] =
+        unpromisedDivSqrt(devices[d].substr(0, devices[d].find(':')), features[d]);
+    if (noDenorm[devices[d]])
       report.findings.push_back(
           {devices[d],
            "strict-no-denorm-preserve",
            "the device cannot promise to keep subnormals (no shaderDenormPreserveFloat32/16/64): "
            "strict differences in elements that involve a subnormal are explained by it",
            {}});
-    uint8_t unpromised = unpromisedDivSqrt(devices[d].substr(0, devices[d].find(':')), features[d]);
-    if (unpromised)
+    if (divSqrt)
       report.findings.push_back(
           {devices[d],
            "strict-div-sqrt-not-promised",
            std::string("the backend does not promise correctly rounded ") +
-               (unpromised & kDivSqrtF32 ? "f16/bf16/f32 and f64" : "f64") +
+               (divSqrt & kDivSqrtF32 ? "f16/bf16/f32 and f64" : "f64") +
                " div and sqrt (Vulkan: OpFDiv 2.5 ULP, Sqrt through InverseSqrt" +
-               (unpromised & kDivSqrtF32 ? "; no float64 to correct f32 ones through" : "") +
+               (divSqrt & kDivSqrtF32 ? "; no float64 to correct f32 ones through" : "") +
                "): strict differences in cases whose strict IR has them are explained by it",
            {}});
   }
@@ -211,13 +216,6 @@ void compareStrict(RunReport &report, const std::vector<std::string> &devices,
     byDevice[{c.device, c.caseId}] = &c;
     if (c.device == devices[0])
       first[c.caseId] = &c;
-  }
-  std::map<std::string, bool> noDenorm;
-  std::map<std::string, uint8_t> unpromised;
-  for (size_t d = 0; d < devices.size(); ++d) {
-    noDenorm[devices[d]] = !(features[d] & TSR_FEATURE_DENORM_PRESERVE);
-    unpromised[devices[d]] =
-        unpromisedDivSqrt(devices[d].substr(0, devices[d].find(':')), features[d]);
   }
   std::vector<StrictDiff> diffs;
   for (size_t d = 1; d < devices.size(); ++d) {
