@@ -36,6 +36,12 @@ struct Kernel {
   }
 };
 
+#define ASSERT_OK(run)                                                                            \
+  do {                                                                                             \
+    InterpResult r_ = (run);                                                                       \
+    ASSERT_TRUE(r_.ok) << r_.error;                                                                \
+  } while (0)
+
 Kernel parse(const std::string &text, bool verify = true) {
   Kernel k{parseModule(text, "m.tir", verify)};
   std::string diags;
@@ -111,7 +117,7 @@ TEST(InterpMatrix, MadMatchesANaiveLongDoubleLoopForEveryTypePair) {
         c[i] = INT32_MAX - 1000 + i;
         bc.set(i, Literal{0, static_cast<uint32_t>(INT32_MAX - 1000 + i)});
       }
-    ASSERT_TRUE(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}).ok);
+    ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}));
     int differsFromFloatLoop = 0, wrapped = 0;
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) {
@@ -140,6 +146,23 @@ TEST(InterpMatrix, MadMatchesANaiveLongDoubleLoopForEveryTypePair) {
   }
 }
 
+TEST(InterpMatrix, MadSumsInLongDoubleAndRoundsOnce) {
+  // c = 1, products 2^-24 (half an f32 unit at 1: a tie) and 2^-60: the exact sum is just
+  // above the tie and rounds up to 1 + 2^-23. A double sum drops the 2^-60 (below the last of
+  // its 53 bits at 1) and rounds the tie to even: 1.
+  Kernel k = parse(subst(kMad, {{"TA", "f32"}, {"TC", "f32"}, {"M", "8"}, {"K", "8"}, {"N", "8"}}));
+  HostBuffer ba(Scalar::F32, 64), bb(Scalar::F32, 64), bc(Scalar::F32, 64), bd(Scalar::F32, 64);
+  ba.set(0, Literal{std::ldexp(1.0, -12), 0});
+  ba.set(1, Literal{std::ldexp(1.0, -30), 0});
+  bb.set(0, Literal{std::ldexp(1.0, -12), 0});
+  bb.set(8, Literal{std::ldexp(1.0, -30), 0});
+  bc.set(0, Literal{1.0, 0});
+  ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}));
+  EXPECT_EQ(getF(bd, 0), 1.0 + std::ldexp(1.0, -23));
+  double inDouble = 1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -60);
+  EXPECT_EQ(static_cast<float>(inDouble), 1.0f); // what a double sum would have given
+}
+
 TEST(InterpMatrix, LoadAndStoreAddressRowAndColumnMajorWithOffsetsAndStrides) {
   // D (row-major, ld 19, at 3) = A read column-major (ld 21, at 5): a transpose.
   Kernel k = parse(R"(
@@ -158,7 +181,7 @@ kernel @t(%A: buffer<f32>, %D: buffer<f32>) {
   std::vector<double> a, d0;
   HostBuffer ba = randomBuffer(g, Scalar::F32, 5 + 7 * 21 + 16, a);
   HostBuffer bd = randomBuffer(g, Scalar::F32, 600, d0);
-  ASSERT_TRUE(k.run(dims1(1, 32), {buf(ba), buf(bd)}).ok);
+  ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bd)}));
   std::vector<double> want = d0;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 8; ++c) {
@@ -195,7 +218,7 @@ kernel @b(%A: buffer<i32>, %B: buffer<i32>, %D: buffer<i32>, %E: buffer<i32>) {
     bias[i] = 1000 * i;
   HostBuffer ba = i32Buffer(a), bb = i32Buffer(bias), bd = i32Buffer(sentinel),
              be = i32Buffer(sentinel);
-  ASSERT_TRUE(k.run(dims1(1, 8), {buf(ba), buf(bb), buf(bd), buf(be)}, 8).ok);
+  ASSERT_OK(k.run(dims1(1, 8), {buf(ba), buf(bb), buf(bd), buf(be)}, 8));
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) {
       int32_t loaded = r < 5 && c < 3 ? a[r * 8 + c] : 0;
@@ -225,7 +248,7 @@ kernel @s(%A: buffer<f16>, %D: buffer<f16>) {
   Lcg g{3};
   std::vector<double> a, d0;
   HostBuffer ba = randomBuffer(g, Scalar::F16, 256, a), bd = randomBuffer(g, Scalar::F16, 256, d0);
-  ASSERT_TRUE(k.run(dims1(1, 32), {buf(ba), buf(bd)}, 16).ok);
+  ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bd)}, 16));
   for (int s = 0; s < 2; ++s)
     for (int r = 0; r < 8; ++r)
       for (int c = 0; c < 16; ++c)
@@ -239,9 +262,9 @@ kernel @chain(%A: buffer<$TA>, %B: buffer<$TA>, %D: buffer<f32>, %KK: i32) {
   %acc0 = matrix_fill %zf : matrix<f32, 8, 8, acc>
   %tk = const 32 : i32
   %ld = const 8 : i32
-  %acc = for %k0 = %z to %KK step %tk iter(%c = %acc0 : matrix<f32, 8, 8, acc>) : i32 {
-    %a = matrix_load.col %A[%k0] stride %KK : matrix<$TA, 8, 32, a>
+  %acc = for %k0 = %z to %KK step %tk iter(%c = %acc0) : i32 {
     %boff = mul %k0, %ld : i32
+    %a = matrix_load.col %A[%boff] stride %ld : matrix<$TA, 8, 32, a>
     %b = matrix_load %B[%boff] stride %ld : matrix<$TA, 32, 8, b>
     %d = matrix_mad %a, %b, %c : matrix<$TA, 8, 32, a>, matrix<$TA, 32, 8, b>, matrix<f32, 8, 8, acc>
     yield %d
@@ -250,9 +273,9 @@ kernel @chain(%A: buffer<$TA>, %B: buffer<$TA>, %D: buffer<f32>, %KK: i32) {
     %y = convert %x : f32 -> bf16
     yield %y
   }
-  %g = matrix_map(%x = %bf) -> matrix<f32, 8, 8, acc> {
-    %y = convert %x : bf16 -> f32
-    yield %y
+  %g = matrix_map(%x2 = %bf) -> matrix<f32, 8, 8, acc> {
+    %y2 = convert %x2 : bf16 -> f32
+    yield %y2
   }
   %o = const 64 : i32
   matrix_store %acc, %D[%z] stride %ld : matrix<f32, 8, 8, acc>
@@ -271,26 +294,26 @@ float toBF16(float x) {
 }
 
 TEST(InterpMatrix, KLoopOf4096RoundsOncePerTileAndMapConvertsToBF16) {
-  // A is M x K column-major (element (i, k) at k * K + i... here A[k0 + i * K + k] via .col
-  // with ld K: element (i, kk) of the tile at k0 + kk * K + i), B is K x 8 row-major.
+  // A is 8 x K column-major (element (i, k) at k * 8 + i), B is K x 8 row-major: each tile
+  // of 32 is one mad into the accumulator carried by the for, rounded to f32 each time.
   const int K = 4096;
   for (Scalar ta : {Scalar::F32, Scalar::BF16}) {
     SCOPED_TRACE(std::string(scalarName(ta)));
     Kernel k = parse(subst(kChain, {{"TA", std::string(scalarName(ta))}}));
     Lcg g{11};
     std::vector<double> a, b, d0;
-    HostBuffer ba = randomBuffer(g, ta, int64_t{K} * 8 + K, a), bb = randomBuffer(g, ta, K * 8, b),
+    HostBuffer ba = randomBuffer(g, ta, int64_t{K} * 8, a), bb = randomBuffer(g, ta, K * 8, b),
                bd = randomBuffer(g, Scalar::F32, 128, d0);
     KernelArg kk;
     kk.scalar.i = K;
-    ASSERT_TRUE(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bd), kk}).ok);
+    ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bd), kk}));
     for (int i = 0; i < 8; ++i)
       for (int j = 0; j < 8; ++j) {
         float c = 0;
         for (int k0 = 0; k0 < K; k0 += 32) {
           long double s = c;
           for (int q = 0; q < 32; ++q)
-            s += static_cast<long double>(a[k0 + q * K + i]) * b[(k0 + q) * 8 + j];
+            s += static_cast<long double>(a[(k0 + q) * 8 + i]) * b[(k0 + q) * 8 + j];
           c = static_cast<float>(s);
         }
         EXPECT_EQ(getF(bd, i * 8 + j), c) << i << "," << j;
@@ -316,7 +339,7 @@ kernel @m(%X: buffer<f32>, %Y: buffer<f32>, %D: buffer<f32>, %scale: f32, %flag:
   }
   %two = const 2 : i32
   %one = const 1 : i32
-  %res, %n = while iter(%r = %pick : matrix<f32, 8, 16, acc>, %i = %z : i32) {
+  %res, %n = while iter(%r = %pick, %i = %z) {
     %go = cmp.slt %i, %two : i32
     condition %go
   } do {
@@ -336,7 +359,7 @@ kernel @m(%X: buffer<f32>, %Y: buffer<f32>, %D: buffer<f32>, %scale: f32, %flag:
   HostBuffer bx = randomBuffer(g, Scalar::F32, 128, x), by = randomBuffer(g, Scalar::F32, 128, y);
   for (int flag : {0, 1}) {
     HostBuffer bd = randomBuffer(g, Scalar::F32, 128, d0);
-    ASSERT_TRUE(k.run(dims1(2, 16), {buf(bx), buf(by), buf(bd), f32(0.75f), i32(flag)}, 16).ok);
+    ASSERT_OK(k.run(dims1(2, 16), {buf(bx), buf(by), buf(bd), f32(0.75f), i32(flag)}, 16));
     for (int e = 0; e < 128; ++e) {
       float r = static_cast<float>(flag ? x[e] : y[e]);
       for (int it = 0; it < 2; ++it)
@@ -355,7 +378,7 @@ TEST(InterpMatrix, MagnitudeModeStoresTheContractWeightOfMad) {
   std::vector<double> a, b, c, unused;
   HostBuffer ba = randomBuffer(g, Scalar::F32, M * K, a), bb = randomBuffer(g, Scalar::F32, K * N, b),
              bc = randomBuffer(g, Scalar::F32, M * N, c), bd = randomBuffer(g, Scalar::F32, M * N, unused);
-  ASSERT_TRUE(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}, 32, true).ok);
+  ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}, 32, true));
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       long double s = std::fabs(c[i * N + j]);
@@ -484,7 +507,7 @@ kernel @k(%A: buffer<f32>) {
             std::string::npos)
       << e;
   Kernel k = parse(text);
-  EXPECT_TRUE(k.run(dims1(1, 64), {buf(ba)}, 32).ok);
+  ASSERT_OK(k.run(dims1(1, 64), {buf(ba)}, 32));
   EXPECT_EQ(getF32(ba, 63), 1.0f);
 }
 

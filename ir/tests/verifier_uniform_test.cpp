@@ -93,7 +93,7 @@ TEST(VerifyUniform, IfOnGlobalIdAndWhileOnALoadAreDivergent) {
     %v = const 2.0 : f32
     %f = matrix_fill %v : matrix<f32, 16, 16, acc>
   }
-  %r = while iter(%i = %z : i32) {
+  %r = while iter(%i = %z) {
     %x = load %A[%i] : f32
     %go = cmp.olt %x, %zf : f32
     condition %go
@@ -116,13 +116,13 @@ TEST(VerifyUniform, LoopCarriedValuesReachAFixedPoint) {
   // %o starts uniform but picks up subgroup_local_id on the way round; the load in the same
   // loop sees it only once the analysis has gone round the loop again.
   std::string body = R"(  %sl = subgroup_local_id : i32
-  %r = for %i = %z to %n step %one iter(%o = %z : i32) : i32 {
+  %r = for %i = %z to %n step %one iter(%o = %z) : i32 {
     %m = matrix_load %A[%o] stride %ld : matrix<f32, 16, 16, acc>
     %o2 = add %o, %sl : i32
     yield %o2
   }
-  %q = for %i = %z to %n step %one iter(%u = %z : i32) : i32 {
-    %m = matrix_load %A[%u] stride %ld : matrix<f32, 16, 16, acc>
+  %q = for %j = %z to %n step %one iter(%u = %z) : i32 {
+    %m2 = matrix_load %A[%u] stride %ld : matrix<f32, 16, 16, acc>
     %u2 = add %u, %one : i32
     yield %u2
   }
