@@ -116,8 +116,8 @@ bool Machine::execMatrix(Frame &f, const COp &c, const Lanes &mask) {
   return true;
 }
 
-bool Machine::matrixAccess(Frame &f, const COp &c, uint32_t lane, unsigned memIdx,
-                           const MemRef *&m, int64_t (&a)[4]) {
+bool Machine::matrixAccess(Frame &f, const COp &c, uint32_t lane, unsigned memIdx, const MemRef *&m,
+                           int64_t (&a)[4]) {
   const Op &op = *c.op;
   size_t n = c.operands.size();
   if (n != memIdx + 3u && n != memIdx + 5u)
@@ -151,10 +151,14 @@ bool Machine::execMatrixOnce(Frame &f, const COp &c, uint32_t lane, uint32_t wid
     return true;
   }
   case OpKind::MatrixLoad:
-  case OpKind::MatrixStore: return execMatrixMemory(f, c, lane, out);
-  case OpKind::MatrixMad: return execMatrixMad(f, c, lane, out);
-  case OpKind::MatrixMap: return execMatrixMap(f, c, lane, width, out);
-  default: return fail(op, kNoLane, "unknown matrix op");
+  case OpKind::MatrixStore:
+    return execMatrixMemory(f, c, lane, out);
+  case OpKind::MatrixMad:
+    return execMatrixMad(f, c, lane, out);
+  case OpKind::MatrixMap:
+    return execMatrixMap(f, c, lane, width, out);
+  default:
+    return fail(op, kNoLane, "unknown matrix op");
   }
 }
 
@@ -191,8 +195,8 @@ bool Machine::execMatrixMemory(Frame &f, const COp &c, uint32_t lane, MatrixPtr 
     for (int64_t q = 0; q < cols; ++q) {
       // Exact: off + r*ld + c needs up to 2^63 * 2^7 + 2 * 2^63; an index outside i64 is out of
       // range like any other.
-      __int128 idx = static_cast<__int128>(a[0]) +
-                     static_cast<__int128>(col ? q : r) * a[1] + (col ? r : q);
+      __int128 idx =
+          static_cast<__int128>(a[0]) + static_cast<__int128>(col ? q : r) * a[1] + (col ? r : q);
       if (idx < 0 || idx >= m->size) {
         std::string at = idx > INT64_MAX || idx < INT64_MIN
                              ? "an index outside i64"
@@ -271,8 +275,7 @@ bool Machine::execMatrixMad(Frame &f, const COp &c, uint32_t lane, MatrixPtr &ou
   return true;
 }
 
-bool Machine::execMatrixMap(Frame &f, const COp &c, uint32_t lane, uint32_t width,
-                            MatrixPtr &out) {
+bool Machine::execMatrixMap(Frame &f, const COp &c, uint32_t lane, uint32_t width, MatrixPtr &out) {
   const Op &op = *c.op;
   if (c.regions.size() != 1 || c.results.size() != 1 || !op.results[0]->type.isMatrix())
     return fail(op, kNoLane, "malformed matrix_map");

@@ -36,7 +36,7 @@ struct Kernel {
   }
 };
 
-#define ASSERT_OK(run)                                                                            \
+#define ASSERT_OK(run)                                                                             \
   do {                                                                                             \
     InterpResult r_ = (run);                                                                       \
     ASSERT_TRUE(r_.ok) << r_.error;                                                                \
@@ -55,11 +55,16 @@ Kernel parse(const std::string &text, bool verify = true) {
 /// of the type's mantissa width scaled down; i8: any i8.
 double sample(Lcg &g, Scalar t) {
   switch (t) {
-  case Scalar::BF16: return std::ldexp(g.range(-255, 255), -6);
-  case Scalar::F16: return std::ldexp(g.range(-2047, 2047), -10);
-  case Scalar::F32: return std::ldexp(static_cast<double>(g.range(-(1 << 23), 1 << 23)), -23);
-  case Scalar::I8: return g.range(-128, 127);
-  default: return g.range(-1000, 1000);
+  case Scalar::BF16:
+    return std::ldexp(g.range(-255, 255), -6);
+  case Scalar::F16:
+    return std::ldexp(g.range(-2047, 2047), -10);
+  case Scalar::F32:
+    return std::ldexp(static_cast<double>(g.range(-(1 << 23), 1 << 23)), -23);
+  case Scalar::I8:
+    return g.range(-128, 127);
+  default:
+    return g.range(-1000, 1000);
   }
 }
 
@@ -72,7 +77,8 @@ HostBuffer randomBuffer(Lcg &g, Scalar t, int64_t n, std::vector<double> &vals) 
     if (isFloatScalar(t))
       l.f = vals[i];
     else
-      l.i = static_cast<uint64_t>(static_cast<int64_t>(vals[i])) & (t == Scalar::I8 ? 0xff : 0xffffffffu);
+      l.i = static_cast<uint64_t>(static_cast<int64_t>(vals[i])) &
+            (t == Scalar::I8 ? 0xff : 0xffffffffu);
     b.set(i, l);
   }
   return b;
@@ -373,11 +379,14 @@ TEST(InterpMatrix, MagnitudeModeStoresTheContractWeightOfMad) {
   // With magnitudeSums, D = (K+1) * (|c| + sum |a b|) + (K+1) 2^-102, rounded up to f32: the
   // conformance judge multiplies it by 2^-24 (docs/conformance.md).
   const int M = 8, K = 16, N = 8;
-  Kernel k = parse(subst(kMad, {{"TA", "f32"}, {"TC", "f32"}, {"M", "8"}, {"K", "16"}, {"N", "8"}}));
+  Kernel k =
+      parse(subst(kMad, {{"TA", "f32"}, {"TC", "f32"}, {"M", "8"}, {"K", "16"}, {"N", "8"}}));
   Lcg g{9};
   std::vector<double> a, b, c, unused;
-  HostBuffer ba = randomBuffer(g, Scalar::F32, M * K, a), bb = randomBuffer(g, Scalar::F32, K * N, b),
-             bc = randomBuffer(g, Scalar::F32, M * N, c), bd = randomBuffer(g, Scalar::F32, M * N, unused);
+  HostBuffer ba = randomBuffer(g, Scalar::F32, M * K, a),
+             bb = randomBuffer(g, Scalar::F32, K * N, b),
+             bc = randomBuffer(g, Scalar::F32, M * N, c),
+             bd = randomBuffer(g, Scalar::F32, M * N, unused);
   ASSERT_OK(k.run(dims1(1, 32), {buf(ba), buf(bb), buf(bc), buf(bd)}, 32, true));
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

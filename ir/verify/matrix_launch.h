@@ -16,8 +16,8 @@ namespace tessera::ir {
 
 /// Empty when a launch of `kernel` with `workItems` work-items per workgroup is allowed under
 /// `subgroupSize`; otherwise the message: `kernel @k uses matrix ops: the workgroup has 48
-/// work-items, not a multiple of the subgroup size 32`. A kernel without matrix ops (ir::usesMatrixOps) and a
-/// subgroup size of 0 (unknown) are always allowed.
+/// work-items, not a multiple of the subgroup size 32`. A kernel without matrix ops
+/// (ir::usesMatrixOps) and a subgroup size of 0 (unknown) are always allowed.
 std::string matrixLaunchError(const Function &kernel, uint64_t workItems, uint32_t subgroupSize);
 
 /// The same rule when the caller already knows whether the kernel uses matrix ops (the runtime

@@ -205,9 +205,10 @@ private:
                   op.operands.begin() + i; // a value used twice is reported once
       if (!s || seen)
         continue;
-      std::string which = v->name.empty() ? "operand " + std::to_string(i + 1) : "operand %" + v->name;
-      r.error(op.loc, name + ": " + which + " is not subgroup-uniform (it depends on " + at(*s) +
-                          ")");
+      std::string which =
+          v->name.empty() ? "operand " + std::to_string(i + 1) : "operand %" + v->name;
+      r.error(op.loc,
+              name + ": " + which + " is not subgroup-uniform (it depends on " + at(*s) + ")");
     }
     if (op.kind != OpKind::MatrixMap || op.regions.empty())
       return;
