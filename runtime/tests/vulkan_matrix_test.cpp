@@ -331,6 +331,32 @@ launch @control grid(1) workgroup(8) seed(6) {
 
 TEST_F(VulkanMatrix, IfAndWhileCarryMatrices) { EXPECT_EQ(run(kControl, "control"), ""); }
 
+// Loads and stores in both layouts on their own: a transpose of an 8 x 16 tile.
+constexpr const char *kTranspose =
+    R"(kernel @transpose(%A: buffer<f32, readonly>, %C: buffer<f32>, %rows: i32) {
+  %zero = const 0 : i32
+  %t8 = const 8 : i32
+  %t16 = const 16 : i32
+  %m = matrix_load %A[%zero] stride %t16 bounds %rows, %t16 : matrix<f32, 8, 16, acc>
+  matrix_store.col %m, %C[%zero] stride %t8 : matrix<f32, 8, 16, acc>
+}
+
+launch @transpose grid(1) workgroup(8) seed(8) {
+  %A[128] = uniform(-1.0, 1.0)
+  %C[128] = fill(0.0)
+  %rows = 5
+}
+)";
+
+TEST_F(VulkanMatrix, TransposeThroughColumnMajorStore) {
+  EXPECT_EQ(run(kTranspose, "transpose"), "");
+  // i64 bounds and offsets (64-bit compares and index arithmetic).
+  std::string wide = std::regex_replace(kTranspose, std::regex("%rows: i32"), "%rows: i64");
+  wide = std::regex_replace(wide, std::regex("%zero = const 0 : i32"), "%zero = const 0 : i64");
+  wide = std::regex_replace(wide, std::regex("bounds %rows, %t16"), "bounds %rows, %rows");
+  EXPECT_EQ(run(wide, "transpose"), "");
+}
+
 // Checked mode: an accessed element past the buffer is a fault naming the op's location; robust
 // mode reads 0 for it, as the interpreter's robust rule says (judged like any output).
 constexpr const char *kOutOfRange = R"(kernel @oob(%A: buffer<f32, readonly>, %C: buffer<f32>) {
@@ -349,7 +375,9 @@ launch @oob grid(1) workgroup(8) seed(2) {
 TEST_F(VulkanMatrix, CheckedModeReportsOutOfRangeElement) {
   std::string err = run(kOutOfRange, "oob", TSR_BOUNDS_CHECKED);
   EXPECT_NE(err, "");
-  EXPECT_TRUE(std::regex_search(err, std::regex("4:8"))) << err; // the matrix_load's location
+  // The matrix_load's location and the first element past the 60-element buffer.
+  EXPECT_TRUE(std::regex_search(err, std::regex("out-of-bounds load at 4:3: index 60 outside")))
+      << err;
 }
 
 } // namespace

@@ -141,14 +141,30 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   Id ops[4] = {0, 0, 0, 0};
   bool hasBounds = op.operands.size() >= first + 4;
   bool anyWide = false;
+  // off and ld as i64; the bounds at 32 bits unless they are i64: the element's row and
+  // column (< 128) compare exactly at either width, and 32-bit compares avoid lavapipe's
+  // 64-bit signed compare (see signedLess).
+  Id boundT = u32T();
   for (size_t k = 0; k < (hasBounds ? 4u : 2u); ++k) {
     const ir::Value *v = op.operands[first + k];
     Id x = val(v);
     if (!x)
       return false;
     anyWide = anyWide || (k < 2 && v->type.elem == Scalar::I64);
-    ops[k] = wideSigned(*this, v, x);
+    if (k < 2 || v->type.elem == Scalar::I64) {
+      ops[k] = wideSigned(*this, v, x);
+      boundT = k >= 2 ? b_.typeInt(64) : boundT;
+      continue;
+    }
+    ops[k] = v->type.elem == Scalar::I32 ? x
+             : v->type.elem == Scalar::I1
+                 ? b_.op(spv::OpSelect, u32T(), {x, constU32(0xffffffffu), constU32(0)})
+                 : b_.op(spv::OpSConvert, u32T(), {x});
   }
+  if (hasBounds && b_.widthOf(boundT) == 64) // both bounds at one width
+    for (size_t k = 2; k < 4; ++k)
+      if (op.operands[first + k]->type.elem != Scalar::I64)
+        ops[k] = b_.op(spv::OpSConvert, boundT, {ops[k]});
   std::vector<Id> elems;
   if (isStore && !flatVal(op.operands[0], elems))
     return false;
@@ -179,11 +195,13 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   Id lane = own || isStore ? matrixLane() : 0;
   if (lane == 0 && (own || isStore))
     return false;
-  // Per column the lane accesses: its index j (i64) and whether the lane takes part in it.
-  std::vector<Id> col(per), colOk(per, 0);
+  // Per column the lane accesses: its index j (i64; colB at the bounds' width) and whether the
+  // lane takes part in it.
+  std::vector<Id> col(per), colB(per), colOk(per, 0);
   for (uint32_t k = 0; k < per; ++k) {
     if (!own) {
       col[k] = constInt(i64, k);
+      colB[k] = constInt(boundT, k);
       if (isStore && sg > 1) // one lane stores each column of a replicated matrix
         colOk[k] = b_.op(spv::OpIEqual, boolTy, {lane, constU32(k % sg)});
       continue;
@@ -194,13 +212,24 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
     if (t.cols % sg) // lanes past the last column hold nothing there
       colOk[k] = b_.op(spv::OpULessThan, boolTy, {j, constU32(t.cols)});
     col[k] = b_.op(spv::OpUConvert, i64, {j});
+    colB[k] = b_.widthOf(boundT) == 64 ? col[k] : j;
   }
+  // Signed a < b. At 64 bits through an unsigned compare of the sign-flipped values: lavapipe
+  // (Mesa 22.3) answered the 64-bit OpSLessThan 5 < 5 with true (rows past a bound loaded).
+  auto signedLess = [&](Id a, Id c) {
+    if (b_.widthOf(boundT) != 64)
+      return b_.op(spv::OpSLessThan, boolTy, {a, c});
+    Id flip = constInt(boundT, uint64_t(1) << 63);
+    return b_.op(
+        spv::OpULessThan, boolTy,
+        {b_.op(spv::OpBitwiseXor, boundT, {a, flip}), b_.op(spv::OpBitwiseXor, boundT, {c, flip})});
+  };
   auto both = [&](Id a, Id c) {
     return !a ? c : !c ? a : b_.op(spv::OpLogicalAnd, boolTy, {a, c});
   };
   if (hasBounds)
     for (uint32_t k = 0; k < per; ++k)
-      colOk[k] = both(colOk[k], b_.op(spv::OpSLessThan, boolTy, {col[k], ops[3]}));
+      colOk[k] = both(colOk[k], signedLess(colB[k], ops[3]));
   // Row-major: index = (off + r ld) + j; column-major: (off + j ld) + r.
   std::vector<Id> base(colMajor ? per : t.rows);
   for (size_t k = 0; k < base.size(); ++k) {
@@ -214,7 +243,7 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       b_.typePointer(m->shared ? spv::StorageClassWorkgroup : spv::StorageClassStorageBuffer, memT);
   std::vector<Id> out(size_t(t.rows) * per);
   for (uint32_t r = 0; r < uint32_t(t.rows); ++r) {
-    Id rowOk = hasBounds ? b_.op(spv::OpSLessThan, boolTy, {constInt(i64, r), ops[2]}) : 0;
+    Id rowOk = hasBounds ? signedLess(constInt(boundT, r), ops[2]) : 0;
     rowOk = both(rowOk, exact);
     for (uint32_t k = 0; k < per; ++k) {
       Id index = colMajor ? b_.op(spv::OpIAdd, i64, {base[k], constInt(i64, r)})
