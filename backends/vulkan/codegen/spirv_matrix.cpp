@@ -242,6 +242,9 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   Id ptrT =
       b_.typePointer(m->shared ? spv::StorageClassWorkgroup : spv::StorageClassStorageBuffer, memT);
   std::vector<Id> out(size_t(t.rows) * per);
+  // Checked mode records one fault per op, not per element: a record write is an `if` with
+  // an atomic, which made kernels with 32 x 32 tiles take minutes to compile on llvmpipe.
+  Id anyFault = 0, firstBad = 0;
   for (uint32_t r = 0; r < uint32_t(t.rows); ++r) {
     Id rowOk = hasBounds ? signedLess(constInt(boundT, r), ops[2]) : 0;
     rowOk = both(rowOk, exact);
@@ -249,7 +252,12 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       Id index = colMajor ? b_.op(spv::OpIAdd, i64, {base[k], constInt(i64, r)})
                           : b_.op(spv::OpIAdd, i64, {base[r], col[k]});
       Id accessed = both(rowOk, colOk[k]);
-      Id guard = boundsGuard(*m, index, true, kind, accessed);
+      Id fault = 0;
+      Id guard = boundsGuard(*m, index, true, kind, accessed, &fault);
+      if (fault) { // checked: the op's first faulting element (in this lane's order), kept
+        firstBad = firstBad ? b_.op(spv::OpSelect, i64, {anyFault, firstBad, index}) : index;
+        anyFault = anyFault ? b_.op(spv::OpLogicalOr, boolTy, {anyFault, fault}) : fault;
+      }
       if (!guard)
         guard = accessed; // unchecked: only the op's own bounds skip elements
       if (guard)
@@ -273,6 +281,11 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       }
       out[e] = fromMem(loaded, t.elem);
     }
+  }
+  if (anyFault) {
+    Id count = m->shared ? constU32(m->count) : b_.op(spv::OpArrayLength, u32, {m->var, 0});
+    recordFault(anyFault, m->shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
+                m->shared ? UINT32_MAX : m->param->index, firstBad, true, count);
   }
   if (spread)
     out = replicateColumns(out, t);
