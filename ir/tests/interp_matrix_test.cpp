@@ -511,7 +511,7 @@ kernel @k(%A: buffer<f32>) {
   matrix_store %m, %A[%z] stride %ld : matrix<f32, 8, 8, acc>
 })";
   std::string e = runError(text, dims1(1, 48), {buf(ba)}, 32);
-  EXPECT_NE(e.find("kernel @k uses matrix ops: the workgroup has 48 work-items, not a multiple of "
+  EXPECT_NE(e.find("m.tir:2:1: error: kernel @k uses matrix ops: the workgroup has 48 work-items, not a multiple of "
                    "the subgroup size 32"),
             std::string::npos)
       << e;
