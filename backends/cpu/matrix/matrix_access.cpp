@@ -182,12 +182,29 @@ int64_t forEachLine(const tsr_mx_shape *s, int64_t count, int64_t off, int64_t l
   return fault.linear;
 }
 
+// True when every element of a row-major tile without bounds is inside [0, count): the rows
+// start at off + r * ld, linear in r, so the first and last rows bound them all.
+bool wholeTileInRange(const tsr_mx_shape *s, int64_t count, int64_t off, int64_t ld, int64_t brows,
+                      int64_t bcols) {
+  if (s->col_major || brows < s->rows || bcols < s->cols)
+    return false;
+  i128 first = off, last = i128(off) + i128(s->rows - 1) * ld;
+  return std::min(first, last) >= 0 && std::max(first, last) + s->cols <= count;
+}
+
 } // namespace
 
 extern "C" int64_t tsr_mx_load(const tsr_mx_shape *s, void *tile, const void *base, int64_t count,
                                int64_t off, int64_t ld, int64_t brows, int64_t bcols,
                                int64_t *bad_index) {
   requireShape(s, "tsr_mx_load");
+  const Kernels &k = activeKernels();
+  if (k.loadFull && wholeTileInRange(s, count, off, ld, brows, bcols) &&
+      k.loadFull(s, tile, static_cast<const char *>(base) + off * elemIo(s->elem).memBytes, ld)) {
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
   ElemIo io = elemIo(s->elem);
   int rows = s->rows, cols = s->cols, sb = io.storeBytes;
   alignas(64) char staging[kMaxTileBytes];
@@ -223,6 +240,13 @@ extern "C" int64_t tsr_mx_store(const tsr_mx_shape *s, const void *tile, void *b
                                 int64_t off, int64_t ld, int64_t brows, int64_t bcols,
                                 int64_t *bad_index) {
   requireShape(s, "tsr_mx_store");
+  const Kernels &k = activeKernels();
+  if (k.storeFull && wholeTileInRange(s, count, off, ld, brows, bcols) &&
+      k.storeFull(s, tile, static_cast<char *>(base) + off * elemIo(s->elem).memBytes, ld)) {
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
   ElemIo io = elemIo(s->elem);
   int cols = s->cols, sb = io.storeBytes;
   alignas(64) char staging[kMaxTileBytes];

@@ -12,6 +12,8 @@
 #ifndef TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
 #define TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
 
+#include "backends/cpu/matrix/matrix_abi.h"
+
 #include <cstdint>
 
 namespace tessera::cpu_mx {
@@ -29,6 +31,16 @@ struct Kernels {
   void (*f32ToF16)(const float *src, uint16_t *dst, int n); // round to nearest even
   void (*i8ToI16)(const int8_t *src, int16_t *dst, int n);
   void (*i16ToI8)(const int16_t *src, int8_t *dst, int n); // truncating (values fit)
+  // Whole row-major tiles whose every element is in range (the common case inside a GEMM):
+  // src is element (0, 0), ld the row stride in elements. Return false for a case they do not
+  // handle (the caller then takes the general path); nullptr: none.
+  bool (*loadFull)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
+  bool (*storeFull)(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld);
+  // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
+  // Intel hosts measured it retires at half the f32 FMA rate (docs/performance.md); kept for
+  // hosts where it is faster, for the bench, and tested like the others.
+  void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                     float *d);
 };
 
 const Kernels &genericKernels();

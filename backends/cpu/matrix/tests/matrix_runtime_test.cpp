@@ -265,7 +265,8 @@ void checkStore(const tsr_mx_shape &s, const Access &x, std::mt19937 &rng) {
     std::memcpy(&want[idx * mb], &dense[(size_t(r) * s.cols + c) * mb], size_t(mb));
   });
   int64_t bad = 99;
-  EXPECT_EQ(tsr_mx_store(&s, t.p, mem.data(), x.count, x.off, x.ld, x.brows, x.bcols, &bad), e.first);
+  EXPECT_EQ(tsr_mx_store(&s, t.p, mem.data(), x.count, x.off, x.ld, x.brows, x.bcols, &bad),
+            e.first);
   EXPECT_EQ(bad, e.badIndex);
   EXPECT_TRUE(mem == want) << "stored memory differs from the reference";
 }
@@ -540,6 +541,13 @@ TEST(MatrixRuntime, MadEveryShapeAndType) {
             std::memset(t.d.p, 0xEE, t.d.bytes);
             callKernel(*k, m, t, t.d.p);
             checkMad(m, t.d.p, k->name);
+            if (in != TSR_MX_BF16 || !k->madBf16Dot)
+              continue;
+            std::memset(t.d.p, 0xEE, t.d.bytes);
+            k->madBf16Dot(M, N, K, reinterpret_cast<const uint16_t *>(t.a.p),
+                          reinterpret_cast<const uint16_t *>(t.b.p),
+                          reinterpret_cast<const float *>(t.c.p), reinterpret_cast<float *>(t.d.p));
+            checkMad(m, t.d.p, std::string(k->name) + " vdpbf16ps");
           }
           tsr_mx_mad(in, M, N, K, t.a.p, t.b.p, t.c.p, t.c.p); // in place, last: c is gone
           checkMad(m, t.c.p, "tsr_mx_mad in place");
