@@ -98,8 +98,8 @@ struct OpenBlas {
     if (!sgemm || !setThreads || !coreName)
       sgemm = nullptr;
   }
-  void run(int n, const float *a, const float *b, float *c) const {
-    sgemm(101 /*RowMajor*/, 111 /*NoTrans*/, 111, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  void run(int n, int ld, const float *a, const float *b, float *c) const {
+    sgemm(101 /*RowMajor*/, 111 /*NoTrans*/, 111, n, n, n, 1.0f, a, ld, b, ld, 0.0f, c, ld);
   }
 };
 
@@ -132,38 +132,38 @@ struct GemmTiles {
   int mt, nt, kt;
 };
 
-void mxGemm(uint8_t in, int n, GemmTiles g, const void *A, const void *B, float *C) {
+void mxGemm(uint8_t in, int n, int ld, GemmTiles g, const void *A, const void *B, float *C) {
   tsr_mx_shape sa{in, TSR_MX_USE_A, 0, 0, uint16_t(g.mt), uint16_t(g.kt)};
   tsr_mx_shape sb{in, TSR_MX_USE_B, 0, 0, uint16_t(g.kt), uint16_t(g.nt)};
   tsr_mx_shape sc{TSR_MX_F32, TSR_MX_USE_ACC, 0, 0, uint16_t(g.mt), uint16_t(g.nt)};
   AlignedBuf a(size_t(tsr_mx_tile_bytes(in, g.mt, g.kt, TSR_MX_USE_A)));
   AlignedBuf b(size_t(tsr_mx_tile_bytes(in, g.kt, g.nt, TSR_MX_USE_B)));
   AlignedBuf c(size_t(tsr_mx_tile_bytes(TSR_MX_F32, g.mt, g.nt, TSR_MX_USE_ACC)));
-  int64_t nn = int64_t(n) * n;
+  int64_t nn = int64_t(n) * ld;
   for (int j0 = 0; j0 < n; j0 += g.nt)
     for (int i0 = 0; i0 < n; i0 += g.mt) {
       tsr_mx_fill(&sc, c.p, 0.0);
       for (int k0 = 0; k0 < n; k0 += g.kt) {
-        tsr_mx_load(&sa, a.p, A, nn, int64_t(i0) * n + k0, n, g.mt, g.kt, nullptr);
-        tsr_mx_load(&sb, b.p, B, nn, int64_t(k0) * n + j0, n, g.kt, g.nt, nullptr);
+        tsr_mx_load(&sa, a.p, A, nn, int64_t(i0) * ld + k0, ld, g.mt, g.kt, nullptr);
+        tsr_mx_load(&sb, b.p, B, nn, int64_t(k0) * ld + j0, ld, g.kt, g.nt, nullptr);
         tsr_mx_mad(in, g.mt, g.nt, g.kt, a.p, b.p, c.p, c.p);
       }
-      tsr_mx_store(&sc, c.p, C, nn, int64_t(i0) * n + j0, n, g.mt, g.nt, nullptr);
+      tsr_mx_store(&sc, c.p, C, nn, int64_t(i0) * ld + j0, ld, g.mt, g.nt, nullptr);
     }
 }
 
 // Sampled elements of C against a double reference under docs/ir.md's matrix_mad bound.
-void checkGemm(const char *what, int n, const std::vector<float> &A, const std::vector<float> &B,
-               const float *C) {
+void checkGemm(const char *what, int n, int ld, const std::vector<float> &A,
+               const std::vector<float> &B, const float *C) {
   std::mt19937 rng(7);
   for (int s = 0; s < 256; ++s) {
     int i = int(rng() % unsigned(n)), j = int(rng() % unsigned(n));
     double ref = 0, mag = 0;
     for (int k = 0; k < n; ++k) {
-      double p = double(A[size_t(i) * n + k]) * B[size_t(k) * n + j];
+      double p = double(A[size_t(i) * ld + k]) * B[size_t(k) * ld + j];
       ref += p, mag += std::fabs(p);
     }
-    double got = C[size_t(i) * n + j];
+    double got = C[size_t(i) * ld + j];
     if (!(std::fabs(got - ref) <= (n + 1) * (std::ldexp(mag, -24) + 0x1p-126)))
       die(std::string(what) + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
           "] = " + std::to_string(got) + ", reference " + std::to_string(ref));
@@ -178,7 +178,7 @@ bool parseTiles(const char *s, GemmTiles &g) {
 
 int main(int argc, char **argv) {
   bool quick = false;
-  int n = 2048, reps = 3;
+  int n = 2048, reps = 3, ld = 0;
   std::vector<GemmTiles> tiles;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -186,6 +186,8 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (arg == "--size" && i + 1 < argc) {
       n = std::atoi(argv[++i]);
+    } else if (arg == "--ld" && i + 1 < argc) {
+      ld = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (arg == "--tile" && i + 1 < argc) {
@@ -194,15 +196,17 @@ int main(int argc, char **argv) {
         die("--tile wants MTxNTxKT, e.g. 64x64x64");
       tiles.push_back(g);
     } else {
-      std::printf("usage: mx_kernel_bench [--quick] [--size N] [--reps R] [--tile MTxNTxKT]...\n"
-                  "  tile mad GFLOP/s in L1, then an N^3 GEMM of load/mad/store calls on one\n"
-                  "  thread (default tiles 64x64x64, 32x128x64, 128x64x64, 64x128x64) vs\n"
-                  "  OpenBLAS sgemm on one thread.\n");
+      std::printf(
+          "usage: mx_kernel_bench [--quick] [--size N] [--ld LD] [--reps R] [--tile MTxNTxKT]...\n"
+          "  tile mad GFLOP/s in L1, then an N^3 GEMM of load/mad/store calls on one\n"
+          "  thread (default tiles 64x64x64, 32x128x64, 128x64x64, 64x128x64) vs\n"
+          "  OpenBLAS sgemm on one thread.\n");
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
   }
   if (quick)
     n = 256, reps = 1;
+  ld = std::max(ld, n); // --ld: a padded leading dimension (2048 aliases in the caches)
   if (tiles.empty())
     tiles = {{64, 64, 64}, {32, 128, 64}, {128, 64, 64}, {64, 128, 64}};
   for (GemmTiles g : tiles)
@@ -231,7 +235,7 @@ int main(int argc, char **argv) {
                 dot ? madGflops(TSR_MX_BF16, s.M, s.N, s.K, reps, true) : 0.0);
 
   // The GEMM.
-  std::vector<float> A(size_t(n) * n), B(size_t(n) * n), C(size_t(n) * n);
+  std::vector<float> A(size_t(n) * ld), B(size_t(n) * ld), C(size_t(n) * ld);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (float &x : A)
@@ -246,12 +250,13 @@ int main(int argc, char **argv) {
   double blasGf = 0;
   if (blas.sgemm) {
     blas.setThreads(1);
-    Timing t = timeIt(reps, [&] { blas.run(n, A.data(), B.data(), C.data()); });
-    checkGemm("OpenBLAS sgemm", n, A, B, C.data());
+    Timing t = timeIt(reps, [&] { blas.run(n, ld, A.data(), B.data(), C.data()); });
+    checkGemm("OpenBLAS sgemm", n, ld, A, B, C.data());
     blasGf = flop / t.best / 1e9;
-    std::printf("\n%d^3 GEMM, 1 thread: OpenBLAS sgemm (%s kernels) %.1f GFLOP/s (best of %d; "
-                "median %.1f)\n",
-                n, blas.coreName(), blasGf, reps, flop / t.median / 1e9);
+    std::printf(
+        "\n%d^3 GEMM (ld %d), 1 thread: OpenBLAS sgemm (%s kernels) %.1f GFLOP/s (best of %d; "
+        "median %.1f)\n",
+        n, ld, blas.coreName(), blasGf, reps, flop / t.median / 1e9);
   } else {
     std::printf("\n%d^3 GEMM, 1 thread: libopenblas.so.0 not found, no peer\n", n);
   }
@@ -259,11 +264,12 @@ int main(int argc, char **argv) {
               "Mt x Nt x Kt", "f32 GF/s", "ratio", "bf16 GF/s", "ratio");
   for (GemmTiles g : tiles) {
     std::fill(C.begin(), C.end(), 0.0f);
-    Timing tf = timeIt(reps, [&] { mxGemm(TSR_MX_F32, n, g, A.data(), B.data(), C.data()); });
-    checkGemm("f32 matrix-runtime GEMM", n, A, B, C.data());
+    Timing tf = timeIt(reps, [&] { mxGemm(TSR_MX_F32, n, ld, g, A.data(), B.data(), C.data()); });
+    checkGemm("f32 matrix-runtime GEMM", n, ld, A, B, C.data());
     std::fill(C.begin(), C.end(), 0.0f);
-    Timing tb = timeIt(reps, [&] { mxGemm(TSR_MX_BF16, n, g, Ab.data(), Bb.data(), C.data()); });
-    checkGemm("bf16 matrix-runtime GEMM", n, A, B, C.data());
+    Timing tb =
+        timeIt(reps, [&] { mxGemm(TSR_MX_BF16, n, ld, g, Ab.data(), Bb.data(), C.data()); });
+    checkGemm("bf16 matrix-runtime GEMM", n, ld, A, B, C.data());
     double gf = flop / tf.best / 1e9, gb = flop / tb.best / 1e9;
     std::printf("%3dx%3dx%3d  %12.1f %7.2fx %12.1f %7.2fx\n", g.mt, g.nt, g.kt, gf,
                 blasGf > 0 ? gf / blasGf : 0.0, gb, blasGf > 0 ? gb / blasGf : 0.0);
