@@ -226,10 +226,14 @@ TSR_AVX512 void i16ToI8(const int16_t *src, int8_t *dst, int n) {
 
 // ---- whole in-range row-major tiles (matrix_kernels.h, loadFull / storeFull)
 
-// Row r of a tile: C elements of `bytes` each, copied in 64-byte vectors (the last masked).
+// Row r of a tile: C elements of `bytes` each, copied in 64-byte vectors (the last one masked;
+// only an 8-column bf16 / f32 row, 16 or 32 bytes, is shorter than a vector).
 TSR_AVX512_INLINE void copyRow(const char *src, char *dst, int bytes) {
-  for (int i = 0; i < bytes; i += 64) {
-    __mmask64 m = bytes - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - i)) - 1;
+  int i = 0;
+  for (; i + 64 <= bytes; i += 64)
+    _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+  if (i < bytes) {
+    __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
     _mm512_mask_storeu_epi8(dst + i, m, _mm512_maskz_loadu_epi8(m, src + i));
   }
 }
