@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
       std::printf(
           "usage: mx_kernel_bench [--quick] [--size N] [--ld LD] [--reps R] [--tile MTxNTxKT]...\n"
           "  tile mad GFLOP/s in L1, then an N^3 GEMM of load/mad/store calls on one\n"
-          "  thread (default tiles 64x64x64, 32x128x64, 128x64x64, 64x128x64) vs\n"
+          "  thread (default tiles 64x64x{64,128}, 32x128x64, 128x64x{32,64}, 64x128x64) vs\n"
           "  OpenBLAS sgemm on one thread.\n");
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
@@ -208,7 +208,8 @@ int main(int argc, char **argv) {
     n = 256, reps = 1;
   ld = std::max(ld, n); // --ld: a padded leading dimension (2048 aliases in the caches)
   if (tiles.empty())
-    tiles = {{64, 64, 64}, {32, 128, 64}, {128, 64, 64}, {64, 128, 64}};
+    tiles = {{64, 64, 64},  {64, 64, 128}, {32, 128, 64},
+             {128, 64, 32}, {128, 64, 64}, {64, 128, 64}};
   for (GemmTiles g : tiles)
     if (n % g.mt || n % g.nt || n % g.kt)
       die("--size must be a multiple of every tile dimension");
