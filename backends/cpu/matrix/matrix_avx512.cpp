@@ -169,9 +169,10 @@ TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_
 
 // bf16 -> f32 is a 16-bit shift, and products of bf16 values are exact in f32, so converting
 // both tiles into scratch f32 tiles and running the f32 kernel gives results within the same
-// bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires one per
-// 2 cycles (16 MACs per cycle) on the Intel hosts measured. The conversion costs ~1/16 of an
-// instruction per element, a few percent of the mad for the tile sizes the IR allows.
+// bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires about one
+// per 3 cycles (~11 MACs per cycle) on the Emerald Rapids host measured (mx_kernel_bench). The
+// conversion costs ~1/16 of an instruction per element, a few percent of the mad for the tile sizes
+// the IR allows.
 TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                         float *d) {
   alignas(64) float af[8192], bf[8192];

@@ -37,8 +37,8 @@ struct Kernels {
   bool (*loadFull)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
   bool (*storeFull)(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld);
   // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
-  // Intel hosts measured it retires at half the f32 FMA rate (docs/performance.md); kept for
-  // hosts where it is faster, for the bench, and tested like the others.
+  // host measured it gives ~0.55x the MACs per cycle of f32 FMA (docs/performance.md); kept
+  // for hosts where it is faster, for the bench, and tested like the others.
   void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                      float *d);
 };
