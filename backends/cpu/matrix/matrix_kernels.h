@@ -15,6 +15,7 @@
 #include "backends/cpu/matrix/matrix_abi.h"
 
 #include <cstdint>
+#include <string>
 
 namespace tessera::cpu_mx {
 
@@ -47,7 +48,11 @@ const Kernels &genericKernels();
 // The AVX-512 table when the host can run it (CPUID + XGETBV), else nullptr. Its bf16 / i8
 // kernels fall back to the generic ones where AVX512_BF16 / AVX512_VNNI are missing.
 const Kernels *avx512Kernels();
-// The table this process uses (TESSERA_MX_PATH applied), chosen on the first call.
+// The table for a TESSERA_MX_PATH value (NULL or "": the detected one). A path this host cannot
+// run, or an unknown name, gives the detected table and a one-line *warning saying so.
+const Kernels &kernelsFor(const char *request, std::string *warning);
+// The table this process uses (kernelsFor(getenv("TESSERA_MX_PATH")), the warning printed on
+// stderr), chosen on the first call.
 const Kernels &activeKernels();
 
 // Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).

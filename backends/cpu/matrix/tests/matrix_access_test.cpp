@@ -110,6 +110,23 @@ TEST(MatrixRuntime, PathName) {
                                                      : "generic");
 }
 
+TEST(MatrixRuntime, PathRequests) {
+  using tessera::cpu_mx::kernelsFor;
+  const tessera::cpu_mx::Kernels *avx = tessera::cpu_mx::avx512Kernels();
+  std::string detected = avx ? avx->name : "generic", warning;
+  EXPECT_STREQ(kernelsFor(nullptr, &warning).name, detected.c_str());
+  EXPECT_STREQ(kernelsFor("", &warning).name, detected.c_str());
+  EXPECT_STREQ(kernelsFor("generic", &warning).name, "generic");
+  EXPECT_EQ(warning, "");
+  EXPECT_STREQ(kernelsFor("avx512", &warning).name, detected.c_str());
+  EXPECT_EQ(warning, avx ? ""
+                         : "TESSERA_MX_PATH=avx512: this host cannot run AVX-512; using the "
+                           "detected matrix path 'generic' (choices: generic, avx512)");
+  EXPECT_STREQ(kernelsFor("amx", &warning).name, detected.c_str());
+  EXPECT_EQ(warning, "TESSERA_MX_PATH=amx: unknown path; using the detected matrix path '" +
+                         detected + "' (choices: generic, avx512)");
+}
+
 TEST(MatrixRuntime, ShapeErrors) {
   tsr_mx_shape ok{TSR_MX_F32, TSR_MX_USE_A, 0, 0, 64, 128};
   EXPECT_EQ(tsr_mx_shape_error(&ok), nullptr);
