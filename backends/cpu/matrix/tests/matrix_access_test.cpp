@@ -144,6 +144,23 @@ TEST(MatrixRuntime, ShapeErrors) {
   EXPECT_NE(tsr_mx_shape_error(nullptr), nullptr);
 }
 
+// The ops take a valid shape as a precondition (the verifier's job); a caller that breaks it
+// gets the op and the reason on stderr and an abort, never a wrong answer or a stray write.
+TEST(MatrixRuntimeDeathTest, InvalidShapesAbortWithTheReason) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  tsr_mx_shape bad{TSR_MX_F32, TSR_MX_USE_ACC, 0, 0, 128, 128};
+  float buf[8] = {};
+  EXPECT_DEATH(tsr_mx_load(&bad, buf, buf, 8, 0, 1, 1, 1, nullptr),
+               "tsr_mx_load: matrix rows \\* cols must be <= 8192");
+  EXPECT_DEATH(tsr_mx_store(&bad, buf, buf, 8, 0, 1, 1, 1, nullptr), "tsr_mx_store: matrix rows");
+  bad.rows = 12;
+  EXPECT_DEATH(tsr_mx_fill(&bad, buf, 0.0), "tsr_mx_fill: matrix rows and cols must each be");
+  EXPECT_DEATH(tsr_mx_mad(TSR_MX_F32, 8, 8, 12, buf, buf, buf, buf),
+               "tsr_mx_mad: M, N, K must each be");
+  EXPECT_DEATH(tsr_mx_mad(TSR_MX_I32, 8, 8, 8, buf, buf, buf, buf),
+               "tsr_mx_mad: in_elem must be f32, f16, bf16 or i8");
+}
+
 // Calls fn for every valid shape: element type, use, rows, cols, row- and col-major.
 template <typename Fn> void forEachShape(Fn &&fn) {
   for (uint8_t elem : kElems)
