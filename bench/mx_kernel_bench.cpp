@@ -254,12 +254,16 @@ int main(int argc, char **argv) {
                                {32, 64, 128}, {32, 32, 32},  {8, 8, 8}};
   if (quick)
     shapes.resize(2);
-  for (Shape s : shapes)
-    std::printf("%3dx%3dx%3d  %10.1f %10.1f %10.1f %10.1f\n", s.M, s.N, s.K,
+  for (Shape s : shapes) {
+    std::printf("%3dx%3dx%3d  %10.1f %10.1f %10.1f", s.M, s.N, s.K,
                 madGflops(TSR_MX_F32, s.M, s.N, s.K, reps),
                 madGflops(TSR_MX_BF16, s.M, s.N, s.K, reps),
-                madGflops(TSR_MX_I8, s.M, s.N, s.K, reps),
-                dot ? madGflops(TSR_MX_BF16, s.M, s.N, s.K, reps, true) : 0.0);
+                madGflops(TSR_MX_I8, s.M, s.N, s.K, reps));
+    if (dot)
+      std::printf(" %10.1f\n", madGflops(TSR_MX_BF16, s.M, s.N, s.K, reps, true));
+    else
+      std::printf(" %10s\n", "n/a");
+  }
 
   if (dot) {
     long iters = quick ? 100000 : 20000000;
