@@ -404,21 +404,5 @@ TEST(MatrixVerifier, MatrixOpsOnlyInKernels) {
       onlyError(m, "'matrix_fill' is only allowed in kernels (@f is a device function)", {2, 3}));
 }
 
-TEST(MatrixVerifier, LaunchRuleNeedsWholeSubgroups) {
-  MatrixFixture t;
-  t.acc();
-  t.b.ret();
-  EXPECT_EQ(matrixLaunchError(*t.k, {48, 1, 1}, 32),
-            "kernel @k uses matrix ops: the workgroup has 48 work-items, not a multiple of the "
-            "subgroup size 32");
-  EXPECT_EQ(matrixLaunchError(*t.k, {4, 4, 2}, 32), "");
-  EXPECT_EQ(matrixLaunchError(*t.k, {8, 3, 1}, 16),
-            "kernel @k uses matrix ops: the workgroup has 24 work-items, not a multiple of the "
-            "subgroup size 16");
-  MatrixFixture scalarOnly; // no matrix op: any workgroup size
-  scalarOnly.b.ret();
-  EXPECT_EQ(matrixLaunchError(*scalarOnly.k, {48, 1, 1}, 32), "");
-}
-
 } // namespace
 } // namespace tessera::ir

@@ -2,8 +2,7 @@
 // matrix_load, matrix_store, matrix_fill, matrix_mad and matrix_map (its region's terminator
 // and contents; verifier.cpp walks the region). The subgroup-uniformity rules live in
 // verify_uniform.cpp. Never modifies the IR; never dereferences an operand before the
-// caller has established that it is valid. Also the launch rule (matrixLaunchError).
-#include "ir/verify/verifier.h"
+// caller has established that it is valid.
 #include "ir/verify/verifier_impl.h"
 
 namespace tessera::ir::verify_detail {
@@ -187,17 +186,3 @@ void verifyMatrixOp(Reporter &r, const Op &op) {
 }
 
 } // namespace tessera::ir::verify_detail
-
-namespace tessera::ir {
-
-std::string matrixLaunchError(const Function &kernel, const std::array<uint32_t, 3> &workgroup,
-                              uint32_t subgroupSize) {
-  uint64_t items = uint64_t{workgroup[0]} * workgroup[1] * workgroup[2];
-  if (!usesMatrixOps(kernel) || (subgroupSize != 0 && items % subgroupSize == 0))
-    return {};
-  return "kernel @" + kernel.name + " uses matrix ops: the workgroup has " +
-         std::to_string(items) + " work-items, not a multiple of the subgroup size " +
-         std::to_string(subgroupSize);
-}
-
-} // namespace tessera::ir
