@@ -288,8 +288,8 @@ struct Cublas {
                int, const float *, float *, int) = nullptr;
   // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta,
   //              C, Ctype, ldc, computeType, algo); absent in very old cuBLAS.
-  int (*gemmEx)(Handle, int, int, int, int, int, const void *, const void *, int, int,
-                const void *, int, int, const void *, void *, int, int, int, int) = nullptr;
+  int (*gemmEx)(Handle, int, int, int, int, int, const void *, const void *, int, int, const void *,
+                int, int, const void *, void *, int, int, int, int) = nullptr;
   static constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68, kGemmDefault = -1;
 
   /// Empty on success, else why cuBLAS cannot be used.
@@ -504,17 +504,23 @@ void matrixGemm(const Options &o, hal::Device &device, hal::Stream &stream, bool
   ok(stream.copyToDevice(hostA, bA, 0, A.size() * elemBytes), "copy to device");
   ok(stream.copyToDevice(hostB, bB, 0, B.size() * elemBytes), "copy to device");
   hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
-  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0), tsr_arg_buffer(bB.get(), 0),
-                                 tsr_arg_buffer(bC.get(), 0), tsr_arg_i32(M),
-                                 tsr_arg_i32(N),              tsr_arg_i32(K)};
+  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0),
+                                 tsr_arg_buffer(bB.get(), 0),
+                                 tsr_arg_buffer(bC.get(), 0),
+                                 tsr_arg_i32(M),
+                                 tsr_arg_i32(N),
+                                 tsr_arg_i32(K)};
   // 128 x 128 of C per workgroup of 4 warps (gemm_mx.tir).
   hal::Dim3 grid = {uint32_t(N + 127) / 128, uint32_t(M + 127) / 128};
   // At most 3 samples of one launch: the f32 kernel (an FMA loop) may be slow at 4096^3.
-  double ms = timeMs(std::min(o.reps, 3), 1, stream, [&] { launch(stream, gemm, grid, {128}, args); });
+  double ms =
+      timeMs(std::min(o.reps, 3), 1, stream, [&] { launch(stream, gemm, grid, {128}, args); });
   checkMatmul(kernelName, A, B, download(stream, bC, size_t(M) * N), M, N, K);
   double flop = 2.0 * M * N * K, tflops = flop / ms / 1e9;
   std::string name = std::string(kernelName) + " " + std::to_string(size) + "^3";
-  report.add({name + " (gemm_mx.tir)", {{"ms", ms}, {"TFLOP/s", tflops}}, bf16 ? "bf16 in, f32 out" : "f32"});
+  report.add({name + " (gemm_mx.tir)",
+              {{"ms", ms}, {"TFLOP/s", tflops}},
+              bf16 ? "bf16 in, f32 out" : "f32"});
   std::string why;
   std::vector<float> C(size_t(M) * N);
   double blasMs = cublasGemmMs(o, hostA, hostB, elemBytes, bf16, M, N, K, &C, &why);
