@@ -80,7 +80,8 @@ inline std::string matrixKernel(const MatrixCase &c) {
 }
 
 /// Matrices through a `while` whose body yields one iteration value into another's place
-/// (u <- v, v <- u + v), and through shared memory (stored row-major, loaded column-major).
+/// ((u, v) <- (u + v, u): v's new value is u's old one, which u's update overwrites), and
+/// through shared memory (stored row-major, loaded column-major).
 inline std::string matrixControlKernel() {
   std::string t = matrixType("f32", 16, 16, "acc");
   return "kernel @mx_while_shared(%X: buffer<f32>, %n: i32) {\n"
@@ -106,7 +107,7 @@ inline std::string matrixControlKernel() {
          "      %g = add %e, %f : f32\n"
          "      yield %g\n"
          "    }\n"
-         "    yield %i1, %v, %w\n"
+         "    yield %i1, %w, %u\n"
          "  }\n"
          "  matrix_store %q, %S[%zero] stride %c16 : " +
          t +
