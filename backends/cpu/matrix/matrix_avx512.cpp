@@ -1,0 +1,396 @@
+// The AVX-512 path of the CPU matrix runtime: register-blocked microkernels (BLIS style: a
+// block of C held in zmm registers, b rows loaded as vectors, a elements broadcast) and
+// vectorised converters. Every function using AVX-512 carries a target attribute instead of
+// the library being built with -march: the library must load and run on any x86-64 host, and
+// avx512Kernels() hands these out only after CPUID + XGETBV say the host and OS support them.
+// The attribute set is the union of what the three kernel families need (so one template body
+// serves all of them); the f32 kernels only contain f32 intrinsics, and the bf16 / i8 entries
+// of the table are replaced by the generic ones when AVX512_BF16 / AVX512_VNNI are missing.
+#include "backends/cpu/matrix/matrix_abi.h"
+#include "backends/cpu/matrix/matrix_kernels.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+#define TSR_AVX512                                                                                 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+#define TSR_AVX512_INLINE TSR_AVX512 __attribute__((always_inline)) inline
+
+namespace tessera::cpu_mx {
+namespace {
+
+// ---- microkernel traits: one per input type. A 16-lane vector of C is one zmm; b holds 16
+// columns per vector (f32: 1 k; bf16 / i8: a pair of k, the pair layout of matrix_kernels.h).
+struct F32Ops {
+  using In = float;
+  using Acc = float;
+  using Vec = __m512;
+  static constexpr int kStep = 1; // k values per multiply-add instruction
+  TSR_AVX512_INLINE static Vec loadC(__mmask16 m, const float *p) {
+    return _mm512_maskz_loadu_ps(m, p);
+  }
+  TSR_AVX512_INLINE static void storeD(__mmask16 m, float *p, Vec v) {
+    _mm512_mask_storeu_ps(p, m, v);
+  }
+  TSR_AVX512_INLINE static __m512i loadB(__mmask16 m, const float *p) {
+    return _mm512_castps_si512(_mm512_maskz_loadu_ps(m, p));
+  }
+  TSR_AVX512_INLINE static __m512i bcastA(const float *p) {
+    return _mm512_castps_si512(_mm512_set1_ps(*p));
+  }
+  TSR_AVX512_INLINE static Vec madd(Vec acc, __m512i a, __m512i b) {
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), acc);
+  }
+};
+
+// bf16 and i8 (held as i16): b vectors hold 16 columns of a k pair, a is broadcast as the
+// 32-bit pair a[i][k], a[i][k + 1].
+template <class InT> struct PairOps {
+  using In = InT;
+  static constexpr int kStep = 2;
+  TSR_AVX512_INLINE static __m512i loadB(__mmask16 m, const InT *p) {
+    return _mm512_maskz_loadu_epi32(m, p);
+  }
+  TSR_AVX512_INLINE static __m512i bcastA(const InT *p) {
+    int32_t pair;
+    __builtin_memcpy(&pair, p, 4);
+    return _mm512_set1_epi32(pair);
+  }
+};
+
+struct Bf16Ops : PairOps<uint16_t> {
+  using Acc = float;
+  using Vec = __m512;
+  TSR_AVX512_INLINE static Vec loadC(__mmask16 m, const float *p) {
+    return _mm512_maskz_loadu_ps(m, p);
+  }
+  TSR_AVX512_INLINE static void storeD(__mmask16 m, float *p, Vec v) {
+    _mm512_mask_storeu_ps(p, m, v);
+  }
+  TSR_AVX512_INLINE static Vec madd(Vec acc, __m512i a, __m512i b) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+  }
+};
+
+struct I8Ops : PairOps<int16_t> {
+  using Acc = int32_t;
+  using Vec = __m512i;
+  TSR_AVX512_INLINE static Vec loadC(__mmask16 m, const int32_t *p) {
+    return _mm512_maskz_loadu_epi32(m, p);
+  }
+  TSR_AVX512_INLINE static void storeD(__mmask16 m, int32_t *p, Vec v) {
+    _mm512_mask_storeu_epi32(p, m, v);
+  }
+  // vpdpwssd: the non-saturating form, so the i32 sum wraps as the IR requires.
+  TSR_AVX512_INLINE static Vec madd(Vec acc, __m512i a, __m512i b) {
+    return _mm512_dpwssd_epi32(acc, a, b);
+  }
+};
+
+// One MR x (16 * NV) block of d = c + a*b; `mask` selects the valid lanes of every vector
+// (all 16, or 8 when N == 8). a, b, c, d point at the block's first row / column. The MR * NV
+// accumulators stay in registers for the whole k loop (MR * NV <= 28 of the 32 zmm).
+template <class Ops, int MR, int NV>
+TSR_AVX512 void microKernel(int N, int K, const typename Ops::In *a, const typename Ops::In *b,
+                            const typename Ops::Acc *c, typename Ops::Acc *d, __mmask16 mask) {
+  typename Ops::Vec acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = Ops::loadC(mask, c + i * N + v * 16);
+  constexpr int S = Ops::kStep;
+  for (int k = 0; k < K; k += S) {
+    __m512i bv[NV];
+    for (int v = 0; v < NV; ++v) // b row k (f32) or row pair k/2 (bf16, i8): N * S elements
+      bv[v] = Ops::loadB(mask, b + (k / S) * N * S + v * 16 * S);
+    for (int i = 0; i < MR; ++i) {
+      __m512i av = Ops::bcastA(a + i * K + k);
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = Ops::madd(acc[i][v], av, bv[v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v)
+      Ops::storeD(mask, d + i * N + v * 16, acc[i][v]);
+}
+
+template <class Ops, int NV> using MicroFn = decltype(&microKernel<Ops, 1, NV>);
+
+template <class Ops, int NV, int... MRs>
+constexpr auto microTable(std::integer_sequence<int, MRs...>) {
+  return std::array<MicroFn<Ops, NV>, sizeof...(MRs)>{&microKernel<Ops, MRs + 1, NV>...};
+}
+
+// The largest row block per vector count: MR * NV accumulators + NV b vectors + 1 broadcast
+// must fit in 32 zmm registers.
+template <int NV> constexpr int kMaxRows = NV == 1 ? 24 : NV == 2 ? 14 : 6;
+
+// Columns in panels of 16 * NV; rows split into the fewest blocks of <= kMaxRows, of nearly
+// equal size (64 rows -> 13,13,13,13,12 rather than 14,14,14,14,8: no weak remainder block).
+template <class Ops, int NV>
+TSR_AVX512 void madPanels(int M, int N, int K, const typename Ops::In *a, const typename Ops::In *b,
+                          const typename Ops::Acc *c, typename Ops::Acc *d, __mmask16 mask) {
+  static constexpr auto table =
+      microTable<Ops, NV>(std::make_integer_sequence<int, kMaxRows<NV>>());
+  constexpr int S = Ops::kStep, W = 16 * NV;
+  int blocks = (M + kMaxRows<NV> - 1) / kMaxRows<NV>;
+  for (int j0 = 0; j0 < N; j0 += W) {
+    int i0 = 0;
+    for (int blk = 0; blk < blocks; ++blk) {
+      int mr = (M - i0) / (blocks - blk);
+      table[mr - 1](N, K, a + i0 * K, b + j0 * S, c + i0 * N + j0, d + i0 * N + j0, mask);
+      i0 += mr;
+    }
+  }
+}
+
+template <class Ops>
+TSR_AVX512 void madTile(int M, int N, int K, const typename Ops::In *a, const typename Ops::In *b,
+                        const typename Ops::Acc *c, typename Ops::Acc *d) {
+  if (N % 32 == 0)
+    return madPanels<Ops, 2>(M, N, K, a, b, c, d, 0xffff);
+  if (N == 16)
+    return madPanels<Ops, 1>(M, N, K, a, b, c, d, 0xffff);
+  madPanels<Ops, 1>(M, N, K, a, b, c, d, 0x00ff); // N == 8: half a vector per row
+}
+
+TSR_AVX512 void madF32(int M, int N, int K, const float *a, const float *b, const float *c,
+                       float *d) {
+  madTile<F32Ops>(M, N, K, a, b, c, d);
+}
+// vdpbf16ps on the pairs as they are. Not the default (matrix_kernels.h, madBf16Dot).
+TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
+                           const float *c, float *d) {
+  madTile<Bf16Ops>(M, N, K, a, b, c, d);
+}
+
+// bf16 -> f32 is a 16-bit shift, and products of bf16 values are exact in f32, so converting
+// both tiles into scratch f32 tiles and running the f32 kernel gives results within the same
+// bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires about one
+// per 3 cycles (~11 MACs per cycle) on the Emerald Rapids host measured (mx_kernel_bench). The
+// conversion costs ~1/16 of an instruction per element, a few percent of the mad for the tile sizes
+// the IR allows.
+TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                        float *d) {
+  alignas(64) float af[8192], bf[8192];
+  for (int i = 0; i < M * K; i += 16) // M * K is a multiple of 64
+    _mm512_store_ps(af + i,
+                    _mm512_castsi512_ps(_mm512_slli_epi32(
+                        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(a + i))), 16)));
+  __mmask16 m = N >= 16 ? 0xffff : 0x00ff;
+  const __m512i hi = _mm512_set1_epi32(int32_t(0xffff0000u));
+  for (int p = 0; p < K / 2; ++p) // pair row p holds b rows 2p (low halves) and 2p + 1 (high)
+    for (int j = 0; j < N; j += 16) {
+      __m512i v = _mm512_maskz_loadu_epi32(m, b + (p * N + j) * 2);
+      _mm512_mask_storeu_ps(bf + 2 * p * N + j, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+      _mm512_mask_storeu_ps(bf + (2 * p + 1) * N + j, m,
+                            _mm512_castsi512_ps(_mm512_and_si512(v, hi)));
+    }
+  madTile<F32Ops>(M, N, K, af, bf, c, d);
+}
+
+TSR_AVX512 void madI8(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
+                      int32_t *d) {
+  madTile<I8Ops>(M, N, K, a, b, c, d);
+}
+
+// ---- converters: 16 / 32 elements per step, the tail under a mask.
+TSR_AVX512 void f16ToF32(const uint16_t *src, float *dst, int n) {
+  for (int i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? 0xffff : __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+  }
+}
+TSR_AVX512 void f32ToF16(const float *src, uint16_t *dst, int n) {
+  for (int i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? 0xffff : __mmask16((1u << (n - i)) - 1);
+    __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(dst + i, m, h);
+  }
+}
+TSR_AVX512 void i8ToI16(const int8_t *src, int16_t *dst, int n) {
+  for (int i = 0; i < n; i += 32) {
+    __mmask32 m = n - i >= 32 ? 0xffffffffu : __mmask32((1u << (n - i)) - 1);
+    _mm512_mask_storeu_epi16(dst + i, m, _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, src + i)));
+  }
+}
+TSR_AVX512 void i16ToI8(const int16_t *src, int8_t *dst, int n) {
+  for (int i = 0; i < n; i += 32) {
+    __mmask32 m = n - i >= 32 ? 0xffffffffu : __mmask32((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi8(dst + i, m, _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src + i)));
+  }
+}
+
+// ---- whole in-range row-major tiles (matrix_kernels.h, loadFull / storeFull)
+
+// Row r of a tile: C elements of `bytes` each, copied in 64-byte vectors (the last one masked;
+// only an 8-column bf16 / f32 row, 16 or 32 bytes, is shorter than a vector).
+TSR_AVX512_INLINE void copyRow(const char *src, char *dst, int bytes) {
+  int i = 0;
+  for (; i + 64 <= bytes; i += 64)
+    _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+  if (i < bytes) {
+    __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
+    _mm512_mask_storeu_epi8(dst + i, m, _mm512_maskz_loadu_epi8(m, src + i));
+  }
+}
+
+// b of bf16 / i8: two memory rows 2p, 2p + 1 into one pair row (32-bit lanes: row 2p's element
+// in the low half, row 2p + 1's in the high half), 16 columns per step.
+template <bool I8>
+TSR_AVX512_INLINE void packPairRow(const void *r0, const void *r1, uint16_t *dst, int C) {
+  for (int j = 0; j < C; j += 16) {
+    __mmask16 m = C - j >= 16 ? 0xffff : 0x00ff;
+    __m512i lo, hi;
+    if constexpr (I8) {
+      lo = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r0 + j));
+      hi = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r1 + j));
+      lo = _mm512_and_si512(lo, _mm512_set1_epi32(0xffff));
+    } else {
+      lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r0 + j));
+      hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r1 + j));
+    }
+    _mm512_mask_storeu_epi32(dst + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
+// Prefetches (into L2) the tile a GEMM's k loop loads next from the same matrix: a (M x K) moves
+// right by K columns, b (K x N) down by K rows. A guess that costs one prefetch per cache line
+// and never faults (addresses are computed as integers; a prefetch outside the mapping is
+// dropped), and hides most of the memory latency of the next load behind this tile's mad.
+TSR_AVX512_INLINE void prefetchNextTile(const tsr_mx_shape *s, const char *in, int64_t ld, int mb) {
+  if (s->use == TSR_MX_USE_ACC)
+    return;
+  uintptr_t base = uintptr_t(in), rowBytes = uintptr_t(s->cols) * mb, step = uintptr_t(ld * mb);
+  uintptr_t next = s->use == TSR_MX_USE_A ? base + rowBytes : base + step * s->rows;
+  for (int r = 0; r < s->rows; ++r, next += step)
+    for (uintptr_t i = 0; i < rowBytes; i += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(next + i), _MM_HINT_T1);
+}
+
+TSR_AVX512 bool loadFull(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
+  int R = s->rows, C = s->cols;
+  const char *in = static_cast<const char *>(src);
+  prefetchNextTile(s, in, ld, s->elem == TSR_MX_I8 ? 1 : s->elem == TSR_MX_F32 ? 4 : 2);
+  if (s->use == TSR_MX_USE_B && (s->elem == TSR_MX_BF16 || s->elem == TSR_MX_I8)) {
+    int mb = s->elem == TSR_MX_I8 ? 1 : 2;
+    auto *out = static_cast<uint16_t *>(tile);
+    for (int p = 0; p < R / 2; ++p) {
+      const char *r0 = in + 2 * p * ld * mb, *r1 = r0 + ld * mb;
+      if (s->elem == TSR_MX_I8)
+        packPairRow<true>(r0, r1, out + 2 * p * C, C);
+      else
+        packPairRow<false>(r0, r1, out + 2 * p * C, C);
+    }
+    return true;
+  }
+  char *out = static_cast<char *>(tile);
+  for (int r = 0; r < R; ++r) {
+    switch (s->elem) {
+    case TSR_MX_F16:
+      f16ToF32((const uint16_t *)(in + r * ld * 2), (float *)out + r * C, C);
+      break;
+    case TSR_MX_I8:
+      i8ToI16((const int8_t *)(in + r * ld), (int16_t *)out + r * C, C);
+      break;
+    case TSR_MX_BF16:
+      copyRow(in + r * ld * 2, out + r * C * 2, C * 2);
+      break;
+    default: // f32, i32
+      copyRow(in + r * ld * 4, out + r * C * 4, C * 4);
+      break;
+    }
+  }
+  return true;
+}
+
+TSR_AVX512 bool storeFull(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld) {
+  if (s->use != TSR_MX_USE_ACC) // a / b stores are rare: the general path
+    return false;
+  int R = s->rows, C = s->cols;
+  const char *in = static_cast<const char *>(tile);
+  char *out = static_cast<char *>(dst);
+  for (int r = 0; r < R; ++r) {
+    switch (s->elem) {
+    case TSR_MX_F16:
+      f32ToF16((const float *)in + r * C, (uint16_t *)(out + r * ld * 2), C);
+      break;
+    case TSR_MX_I8:
+      i16ToI8((const int16_t *)in + r * C, (int8_t *)(out + r * ld), C);
+      break;
+    case TSR_MX_BF16:
+      copyRow(in + r * C * 2, out + r * ld * 2, C * 2);
+      break;
+    default:
+      copyRow(in + r * C * 4, out + r * ld * 4, C * 4);
+      break;
+    }
+  }
+  return true;
+}
+
+struct Features {
+  bool avx512 = false, vnni = false, bf16 = false;
+};
+
+Features detect() {
+  Features f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) // OSXSAVE: XGETBV is usable
+    return f;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  // The OS saves XMM, YMM, opmask, ZMM0-15 upper halves and ZMM16-31 (XCR0 bits 1,2,5,6,7).
+  if ((lo & 0xe6) != 0xe6 || __get_cpuid_max(0, nullptr) < 7)
+    return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  unsigned maxSub = a;
+  bool f512 = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
+  f.avx512 = f512 && dq && bw && vl;
+  f.vnni = f.avx512 && (c & (1u << 11));
+  if (maxSub >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    f.bf16 = f.vnni && (a & (1u << 5));
+  }
+  return f;
+}
+
+Kernels makeTable(const Features &f) {
+  const Kernels &g = genericKernels();
+  Kernels k{f.bf16   ? "avx512-bf16"
+            : f.vnni ? "avx512-vnni"
+                     : "avx512",
+            madF32,
+            madBf16,
+            f.vnni ? madI8 : g.madI8,
+            f16ToF32,
+            f32ToF16,
+            i8ToI16,
+            i16ToI8,
+            loadFull,
+            storeFull,
+            f.bf16 ? madBf16Dot : nullptr};
+  return k;
+}
+
+} // namespace
+
+const Kernels *avx512Kernels() {
+  static const Features f = detect();
+  static const Kernels table = makeTable(f);
+  return f.avx512 ? &table : nullptr;
+}
+
+} // namespace tessera::cpu_mx
+
+#else // not x86-64: the generic path only
+
+namespace tessera::cpu_mx {
+const Kernels *avx512Kernels() { return nullptr; }
+} // namespace tessera::cpu_mx
+
+#endif

@@ -1,0 +1,65 @@
+// The code paths of the CPU matrix runtime behind matrix_abi.h: one table of kernels per path
+// (generic C++, AVX-512), chosen once per process in matrix_runtime.cpp. The bounds and fault
+// logic of load/store lives once, in matrix_access.cpp, and calls only the table's contiguous
+// row converters, so every path faults identically. Internal: the codegen sees only the ABI.
+//
+// Packed layouts (tile storage, see matrix_abi.h for the storage types):
+//   acc: row-major R x C.
+//   a (M x K): row-major, for every type: the f32 kernels broadcast a[i][k]; the bf16 / i8
+//     kernels broadcast the 32-bit pair a[i][2p], a[i][2p+1].
+//   b (K x N): f32 / f16: row-major K x N floats. bf16 / i8: K/2 x N x 2 pairs,
+//     b[k][j] at ((k / 2) * N + j) * 2 + k % 2, the operand order of vdpbf16ps / vpdpwssd.
+#ifndef TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
+#define TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
+
+#include "backends/cpu/matrix/matrix_abi.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tessera::cpu_mx {
+
+struct Kernels {
+  const char *name;
+  // d = c + a*b on tiles in the layouts above (d may equal c).
+  void (*madF32)(int M, int N, int K, const float *a, const float *b, const float *c, float *d);
+  void (*madBf16)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                  float *d);
+  void (*madI8)(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
+                int32_t *d);
+  // n contiguous elements converted between memory and storage types.
+  void (*f16ToF32)(const uint16_t *src, float *dst, int n);
+  void (*f32ToF16)(const float *src, uint16_t *dst, int n); // round to nearest even
+  void (*i8ToI16)(const int8_t *src, int16_t *dst, int n);
+  void (*i16ToI8)(const int16_t *src, int8_t *dst, int n); // truncating (values fit)
+  // Whole row-major tiles whose every element is in range (the common case inside a GEMM):
+  // src is element (0, 0), ld the row stride in elements. Return false for a case they do not
+  // handle (the caller then takes the general path); nullptr: none.
+  bool (*loadFull)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
+  bool (*storeFull)(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld);
+  // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
+  // host measured it gives ~0.55x the MACs per cycle of f32 FMA (docs/performance.md); kept
+  // for hosts where it is faster, for the bench, and tested like the others.
+  void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                     float *d);
+};
+
+const Kernels &genericKernels();
+// The AVX-512 table when the host can run it (CPUID + XGETBV), else nullptr. Its bf16 / i8
+// kernels fall back to the generic ones where AVX512_BF16 / AVX512_VNNI are missing.
+const Kernels *avx512Kernels();
+// The table for a TESSERA_MX_PATH value (NULL or "": the detected one). A path this host cannot
+// run, or an unknown name, gives the detected table and a one-line *warning saying so.
+const Kernels &kernelsFor(const char *request, std::string *warning);
+// The table this process uses (kernelsFor(getenv("TESSERA_MX_PATH")), the warning printed on
+// stderr), chosen on the first call.
+const Kernels &activeKernels();
+
+// Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+uint16_t floatToBf16(float f);
+
+} // namespace tessera::cpu_mx
+
+#endif // TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
