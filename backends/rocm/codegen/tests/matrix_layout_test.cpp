@@ -1,35 +1,18 @@
 // The MFMA and WMMA fragment tables (backends/rocm/codegen/matrix_instrs.h) against AMD's
 // documented layouts, on the CPU: a wrong table fails here without a GPU.
 //
-// The reference maps are written from AMD's ISA guides and its matrix instruction
-// calculator, read as: which lanes and register hold element (row, col) of a tile.
-//   MFMA 16x16xK, p = K / 4 consecutive k per lane (wave64): A[i][k] in lane i + 16 (k / p),
-//   register k % p; B[k][j] in lane j + 16 (k / p), register k % p; D[i][j] in lane
-//   j + 16 (i / 4), register i % 4.
-//   WMMA 16x16x16 (wave32): A[i][k] in lanes i and i + 16, register k; B[k][j] in lanes j and
-//   j + 16, register k; D[i][j] in lane j + 16 (i % 2), register i / 2.
+// The reference maps are amd_isa_maps.h's.
 #include "backends/llvm/tests/matrix_layout_check.h"
 #include "backends/rocm/codegen/matrix_instrs.h"
+#include "backends/rocm/codegen/tests/amd_isa_maps.h"
 
 #include <gtest/gtest.h>
 
 namespace tessera::rocm {
 namespace {
 
-using layouttest::Owners;
-using Owner = std::vector<std::pair<uint32_t, uint32_t>>;
-
-layouttest::TileMaps mfma(uint32_t p) {
-  return {[p](uint32_t i, uint32_t k) { return Owner{{i + 16 * (k / p), k % p}}; },
-          [p](uint32_t k, uint32_t j) { return Owner{{j + 16 * (k / p), k % p}}; },
-          [](uint32_t i, uint32_t j) { return Owner{{j + 16 * (i / 4), i % 4}}; }};
-}
-
-layouttest::TileMaps wmma() {
-  return {[](uint32_t i, uint32_t k) { return Owner{{i, k}, {i + 16, k}}; },
-          [](uint32_t k, uint32_t j) { return Owner{{j, k}, {j + 16, k}}; },
-          [](uint32_t i, uint32_t j) { return Owner{{j + 16 * (i % 2), i / 2}}; }};
-}
+using amdisa::mfma;
+using amdisa::wmma;
 
 void checkArch(const char *arch, uint32_t sg, bool isWmma, uint32_t i8PerLane) {
   const auto &instrs = matrixInstrs(arch);
