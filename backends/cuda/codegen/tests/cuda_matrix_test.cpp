@@ -82,6 +82,8 @@ TEST(CudaMatrix, EveryMatrixKernelCompilesForEveryArchWithMmaSyncAndPtxasAccepts
       EXPECT_EQ(cm->kernels().size(), cases->functions.size());
       checkMmaForms(cm->ptx(), arch);
     }
+    if (arch != "sm_80" && arch != "sm_90a") // the corpus covers every arch; the GEMM two
+      continue;
     auto g = compile(*gemm, arch, true);
     if (!g)
       continue;
