@@ -510,8 +510,8 @@ void matrixGemm(const Options &o, hal::Device &device, hal::Stream &stream, bool
                                  tsr_arg_i32(M),
                                  tsr_arg_i32(N),
                                  tsr_arg_i32(K)};
-  // 128 x 128 of C per workgroup of 4 warps (gemm_mx.tir).
-  hal::Dim3 grid = {uint32_t(N + 127) / 128, uint32_t(M + 127) / 128};
+  // 64 x 64 of C per workgroup of 4 warps (gemm_mx.tir).
+  hal::Dim3 grid = {uint32_t(N + 63) / 64, uint32_t(M + 63) / 64};
   // At most 3 samples of one launch: the f32 kernel (an FMA loop) may be slow at 4096^3.
   double ms =
       timeMs(std::min(o.reps, 3), 1, stream, [&] { launch(stream, gemm, grid, {128}, args); });
