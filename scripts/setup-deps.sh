@@ -8,6 +8,7 @@ set -euo pipefail
 PKGS_CORE=(
   cmake ninja-build ccache g++ libgtest-dev libxxhash-dev nlohmann-json3-dev libcli11-dev
   llvm-19-dev clang-19 lld-19 libclang-rt-19-dev libomp-19-dev libzstd-dev clang-tidy-19 clang-format-19
+  libopenblas-dev
 )
 # Device runtimes and SDKs used by the backends (all loaded with dlopen at run time).
 PKGS_DEVICES=(

@@ -1,0 +1,48 @@
+// The code paths of the CPU matrix runtime behind matrix_abi.h: one table of kernels per path
+// (generic C++, AVX-512), chosen once per process in matrix_runtime.cpp. The bounds and fault
+// logic of load/store lives once, in matrix_access.cpp, and calls only the table's contiguous
+// row converters, so every path faults identically. Internal: the codegen sees only the ABI.
+//
+// Packed layouts (tile storage, see matrix_abi.h for the storage types):
+//   acc: row-major R x C.
+//   a (M x K): row-major, for every type: the f32 kernels broadcast a[i][k]; the bf16 / i8
+//     kernels broadcast the 32-bit pair a[i][2p], a[i][2p+1].
+//   b (K x N): f32 / f16: row-major K x N floats. bf16 / i8: K/2 x N x 2 pairs,
+//     b[k][j] at ((k / 2) * N + j) * 2 + k % 2, the operand order of vdpbf16ps / vpdpwssd.
+#ifndef TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
+#define TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
+
+#include <cstdint>
+
+namespace tessera::cpu_mx {
+
+struct Kernels {
+  const char *name;
+  // d = c + a*b on tiles in the layouts above (d may equal c).
+  void (*madF32)(int M, int N, int K, const float *a, const float *b, const float *c, float *d);
+  void (*madBf16)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                  float *d);
+  void (*madI8)(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
+                int32_t *d);
+  // n contiguous elements converted between memory and storage types.
+  void (*f16ToF32)(const uint16_t *src, float *dst, int n);
+  void (*f32ToF16)(const float *src, uint16_t *dst, int n); // round to nearest even
+  void (*i8ToI16)(const int8_t *src, int16_t *dst, int n);
+  void (*i16ToI8)(const int16_t *src, int8_t *dst, int n); // truncating (values fit)
+};
+
+const Kernels &genericKernels();
+// The AVX-512 table when the host can run it (CPUID + XGETBV), else nullptr. Its bf16 / i8
+// kernels fall back to the generic ones where AVX512_BF16 / AVX512_VNNI are missing.
+const Kernels *avx512Kernels();
+// The table this process uses (TESSERA_MX_PATH applied), chosen on the first call.
+const Kernels &activeKernels();
+
+// Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+uint16_t floatToBf16(float f);
+
+} // namespace tessera::cpu_mx
+
+#endif // TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_

@@ -1,0 +1,94 @@
+// The CPU matrix runtime's entry points other than load/store/fill (matrix_access.cpp): shape
+// checking, the once-per-process choice of code path (CPUID + XGETBV, TESSERA_MX_PATH), and
+// tsr_mx_mad's dispatch to that path's kernels. No static constructors: the path is chosen
+// by a function-local static on first use.
+#include "backends/cpu/matrix/matrix_abi.h"
+#include "backends/cpu/matrix/matrix_kernels.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace tessera::cpu_mx;
+
+namespace {
+
+bool validDim(int d) { return d == 8 || d == 16 || d == 32 || d == 64 || d == 128; }
+
+const Kernels &chooseKernels() {
+  const Kernels *avx = avx512Kernels();
+  const char *env = std::getenv("TESSERA_MX_PATH");
+  if (!env || !*env)
+    return avx ? *avx : genericKernels();
+  if (std::strcmp(env, "generic") == 0)
+    return genericKernels();
+  if (std::strcmp(env, "avx512") == 0 && avx)
+    return *avx;
+  const Kernels &detected = avx ? *avx : genericKernels();
+  std::fprintf(stderr,
+               "TESSERA_MX_PATH=%s: %s; using the detected matrix path '%s' (choices: generic, "
+               "avx512)\n",
+               env, std::strcmp(env, "avx512") == 0 ? "this host cannot run AVX-512" : "unknown",
+               detected.name);
+  return detected;
+}
+
+[[noreturn]] void die(const char *what) {
+  std::fprintf(stderr, "%s\n", what);
+  std::abort();
+}
+
+} // namespace
+
+namespace tessera::cpu_mx {
+const Kernels &activeKernels() {
+  static const Kernels &k = chooseKernels();
+  return k;
+}
+} // namespace tessera::cpu_mx
+
+extern "C" const char *tsr_mx_shape_error(const tsr_mx_shape *s) {
+  if (!s)
+    return "matrix shape is NULL";
+  if (tsr_mx_storage_bytes(s->elem) == 0)
+    return "matrix element type must be i8, i32, f16, bf16 or f32";
+  if (s->use > TSR_MX_USE_ACC)
+    return "matrix use must be a, b or acc";
+  if (s->use != TSR_MX_USE_ACC && s->elem == TSR_MX_I32)
+    return "a and b matrices cannot hold i32 (only i8, f16, bf16, f32)";
+  if (!validDim(s->rows) || !validDim(s->cols))
+    return "matrix rows and cols must each be 8, 16, 32, 64 or 128";
+  if (int(s->rows) * s->cols > 8192)
+    return "matrix rows * cols must be <= 8192";
+  if (s->use == TSR_MX_USE_B && (s->elem == TSR_MX_BF16 || s->elem == TSR_MX_I8) &&
+      s->rows % 2 != 0)
+    return "bf16 / i8 b matrices need an even number of rows"; // never, with the sizes above
+  return nullptr;
+}
+
+extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, const void *b,
+                           const void *c, void *d) {
+  if (!validDim(M) || !validDim(N) || !validDim(K) || M * K > 8192 || K * N > 8192 || M * N > 8192)
+    die("tsr_mx_mad: M, N, K must each be 8, 16, 32, 64 or 128 with every tile <= 8192 "
+        "elements");
+  const Kernels &k = activeKernels();
+  switch (in_elem) {
+  case TSR_MX_F32:
+  case TSR_MX_F16: // f16 tiles are held as f32: the products are exact either way
+    k.madF32(M, N, K, static_cast<const float *>(a), static_cast<const float *>(b),
+             static_cast<const float *>(c), static_cast<float *>(d));
+    return;
+  case TSR_MX_BF16:
+    k.madBf16(M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
+              static_cast<const float *>(c), static_cast<float *>(d));
+    return;
+  case TSR_MX_I8:
+    k.madI8(M, N, K, static_cast<const int16_t *>(a), static_cast<const int16_t *>(b),
+            static_cast<const int32_t *>(c), static_cast<int32_t *>(d));
+    return;
+  default:
+    die("tsr_mx_mad: in_elem must be f32, f16, bf16 or i8");
+  }
+}
+
+extern "C" const char *tsr_mx_path_name(void) { return activeKernels().name; }
