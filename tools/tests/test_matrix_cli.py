@@ -162,7 +162,7 @@ BAD_IR = [
      "  %c = cmp.eq %g, %z : i32\n  if %c {\n    %f = const 1.0 : f32\n"
      "    %m = matrix_fill %f : matrix<f32, 16, 16, acc>\n  }\n}\n", 7, 10,
      ["matrix_fill: not in subgroup-uniform control flow (the if at 5:3 depends on "
-      "global_id)"]),
+      "global_id"]),
 ]
 
 
