@@ -204,3 +204,17 @@ def test_matrix_examples_match_the_interpreter(device, example):
     r = tessera("run", ROOT / f"ir/examples/{example}.tir", "--device", device, "--check")
     assert r.returncode == 0, f"stdout:{r.stdout}\nstderr:{r.stderr}"
     assert "MISMATCH" not in r.stdout and " ok" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("path", ["generic", None])
+def test_cpu_matrix_runtime_paths_agree_with_the_interpreter(tmp_path, path):
+    """The CPU matrix runtime's generic C++ path (forced by TESSERA_MX_PATH=generic) and the
+    one CPUID picks, each on a fresh cache, judged against the interpreter."""
+    env = dict(os.environ, TESSERA_CACHE_DIR=str(tmp_path))
+    if path:
+        env["TESSERA_MX_PATH"] = path
+    for f in ["ir/examples/gemm_bf16.tir", "conformance/kernels/matrix_i8.tir"]:
+        r = subprocess.run([str(BIN), "run", ROOT / f, "--device", "cpu:0", "--check"],
+                           capture_output=True, text=True, timeout=600, env=env)
+        assert r.returncode == 0, f"{f}:\n{r.stdout}\n{r.stderr}"
+        assert "MISMATCH" not in r.stdout, r.stdout
