@@ -6,18 +6,21 @@
 //   - f32 2048^3, 1024^3 and 4096 x 64 x 4096 on cpu:0 against OpenBLAS sgemm (2 threads);
 //   - bf16 inputs, f32 accumulation, 2048^3 against OpenBLAS sgemm on the same values in f32;
 //   - GEMM + bias + GELU fused in one kernel against sgemm then a separate OpenMP pass;
-//   - vulkan:0 512^3 and 1024^3 against the hand-written GLSL GEMM (bench/vulkan/gemm.comp),
-//     when that shader is built in.
+//   - vulkan:0 512^3 and 1024^3 against the hand-written GLSL GEMM (bench/vulkan/gemm.comp,
+//     run by bench/vulkan_gemm.h), when vulkan:0 exists.
 // Figures are medians of --reps runs after a warm-up; nothing here asserts a time. --quick runs
-// small sizes (the smoke test); --json FILE writes {"cpu_matrix_path", "cases": [{"name",
+// small sizes (the smoke test); --tiles / --vk-tiles choose Tessera's tile shapes (tm x tn x
+// tk) on the CPU and on Vulkan; --json FILE writes {"cpu_matrix_path", "cases": [{"name",
 // "device", "tessera_gflops", "peer", "peer_gflops", "ratio"}]}.
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "bench/bench_util.h"
+#include "bench/vulkan_gemm.h"
 
 #include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -159,8 +162,8 @@ std::vector<float> randomMatrix(size_t n, uint32_t seed) {
   return v;
 }
 
-void sgemm(const std::vector<float> &A, const std::vector<float> &B, std::vector<float> &C,
-           int M, int N, int K, bool bColMajor) {
+void sgemm(const std::vector<float> &A, const std::vector<float> &B, std::vector<float> &C, int M,
+           int N, int K, bool bColMajor) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, bColMajor ? CblasTrans : CblasNoTrans, M, N, K, 1.f,
               A.data(), K, B.data(), bColMajor ? K : N, 0.f, C.data(), N);
 }
@@ -203,9 +206,40 @@ struct Gemm {
   int M, N, K;
 };
 
+// Compiles `text` (kernel @gemm, gemmText) for `d`, runs it once into `C` and returns the
+// median time in ms of `reps` runs (launch + synchronize). Takes ownership of the buffers.
+// Workgroups of `subgroups` subgroups, one workgroup per `subgroups` tiles (the kernel's
+// grid-stride loop covers any remainder).
+double runTessera(Device &d, const std::string &text, Tiles t, Gemm g, int subgroups, int reps,
+                  tsr_buffer_t bA, tsr_buffer_t bB, tsr_buffer_t bBias, std::vector<float> &C) {
+  auto module = parseOrDie(text, "gemm_bench.tir");
+  auto program = programOrDie(d, *module, nullptr);
+  const tessera::ProgramKernel *pk = program->kernel("gemm");
+  if (!pk)
+    die("gemm kernel missing");
+  tsr_buffer_t bC = d.upload(C);
+  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA, 0), tsr_arg_buffer(bB, 0)};
+  if (bBias)
+    args.push_back(tsr_arg_buffer(bBias, 0));
+  for (tsr_arg_t a : {tsr_arg_buffer(bC, 0), tsr_arg_i32(g.M), tsr_arg_i32(g.N), tsr_arg_i32(g.K)})
+    args.push_back(a);
+  uint32_t sg = pk->subgroupSize ? pk->subgroupSize : 16;
+  uint32_t tiles = uint32_t(((g.M + t.m - 1) / t.m) * ((g.N + t.n - 1) / t.n));
+  uint32_t groups = (tiles + subgroups - 1) / subgroups;
+  double ms = timeMs(reps, [&] {
+    d.launch(pk->kernel, groups, sg * subgroups, args);
+    d.sync();
+  });
+  d.download(bC, C);
+  for (tsr_buffer_t b : {bA, bB, bBias, bC})
+    if (b)
+      tsr_buffer_release(b);
+  return ms;
+}
+
 // One CPU case: Tessera's kernel and the peer on the same inputs, timed in the same run.
-CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf16,
-                   bool biasGelu, int reps) {
+CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf16, bool biasGelu,
+                   int reps) {
   const bool bCol = biasGelu; // the fused case is a linear layer: weight [N, K]
   std::vector<float> A = randomMatrix(size_t(g.M) * g.K, 1), B = randomMatrix(size_t(g.K) * g.N, 2);
   std::vector<uint16_t> A16, B16;
@@ -220,29 +254,11 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   }
   std::vector<float> bias = randomMatrix(size_t(g.N), 3);
   const char *in = bf16 ? "bf16" : "f32";
-  auto module = parseOrDie(gemmText("gemm", t, in, bCol, biasGelu), "gemm_bench.tir");
-  auto program = programOrDie(d, *module, nullptr);
-  const tessera::ProgramKernel *pk = program->kernel("gemm");
-  if (!pk)
-    die("gemm kernel missing");
-  tsr_buffer_t bA = bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A);
-  tsr_buffer_t bB = bf16 ? uploadBytes(d, B16.data(), B16.size() * 2) : d.upload(B);
-  tsr_buffer_t bBias = d.upload(bias);
-  std::vector<float> C(size_t(g.M) * g.N, 0.f), Cp(C.size()), tmp(C.size());
-  tsr_buffer_t bC = d.upload(C);
-  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA, 0), tsr_arg_buffer(bB, 0)};
-  if (biasGelu)
-    args.push_back(tsr_arg_buffer(bBias, 0));
-  for (tsr_arg_t a : {tsr_arg_buffer(bC, 0), tsr_arg_i32(g.M), tsr_arg_i32(g.N), tsr_arg_i32(g.K)})
-    args.push_back(a);
-  // One subgroup per workgroup; as many workgroups as tiles (the loop covers any remainder).
-  uint32_t sg = pk->subgroupSize ? pk->subgroupSize : 16;
-  uint32_t tiles = uint32_t(((g.M + t.m - 1) / t.m) * ((g.N + t.n - 1) / t.n));
-  double tt = timeMs(reps, [&] {
-    d.launch(pk->kernel, tiles, sg, args);
-    d.sync();
-  });
-  d.download(bC, C);
+  std::vector<float> C(size_t(g.M) * g.N, 0.f), Cp(C.size());
+  double tt = runTessera(d, gemmText("gemm", t, in, bCol, biasGelu), t, g, 1, reps,
+                         bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A),
+                         bf16 ? uploadBytes(d, B16.data(), B16.size() * 2) : d.upload(B),
+                         biasGelu ? d.upload(bias) : nullptr, C);
   auto peer = [&] {
     sgemm(A, B, Cp, g.M, g.N, g.K, bCol);
     if (!biasGelu)
@@ -252,8 +268,6 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   double tp = timeMs(reps, peer);
   compare(label.c_str(), C, Cp, magnitudes(A, B, g.M, g.N, g.K, bCol), g.K,
           biasGelu ? &bias : nullptr, g.N);
-  for (tsr_buffer_t b : {bA, bB, bBias, bC})
-    tsr_buffer_release(b);
   double flops = 2.0 * g.M * g.N * g.K;
   CaseResult r;
   r.name = label;
@@ -262,6 +276,39 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   r.tessera = flops / (tt * 1e6);
   r.peerGflops = flops / (tp * 1e6);
   return r;
+}
+
+// Vulkan: Tessera's f32 GEMM (row-major) against the hand-written GLSL GEMM (vulkan_gemm.h,
+// which checks its own result first) on the same inputs; the two results are then compared.
+CaseResult vulkanCase(Device &d, const std::string &label, Gemm g, Tiles t, int subgroups,
+                      int reps) {
+  std::vector<float> A = randomMatrix(size_t(g.M) * g.K, 4), B = randomMatrix(size_t(g.K) * g.N, 5);
+  std::vector<float> Cg, C(size_t(g.M) * g.N, 0.f);
+  double glsl = glslGemmGflops(d, A, B, g.M, g.N, g.K, reps, &Cg);
+  double tt = runTessera(d, gemmText("gemm", t, "f32", false, false), t, g, subgroups, reps,
+                         d.upload(A), d.upload(B), nullptr, C);
+  compare(label.c_str(), C, Cg, magnitudes(A, B, g.M, g.N, g.K, false), g.K, nullptr, g.N);
+  CaseResult r;
+  r.name = label;
+  r.device = "vulkan:0";
+  r.peer = "glsl tiled gemm (bench/vulkan/gemm.comp)";
+  r.tessera = 2.0 * g.M * g.N * g.K / (tt * 1e6);
+  r.peerGflops = glsl;
+  return r;
+}
+
+bool hasDevice(const char *name) {
+  tsr_registry_t reg = nullptr;
+  check(tsr_registry_create(&reg), "tsr_registry_create");
+  tsr_status_free(tsr_registry_register_builtin_drivers(reg));
+  tsr_device_t dev = nullptr;
+  tsr_status_t st = tsr_registry_open_device(reg, name, &dev);
+  bool ok = st == nullptr;
+  tsr_status_free(st);
+  if (dev)
+    tsr_device_release(dev);
+  tsr_registry_release(reg);
+  return ok;
 }
 
 void writeJson(const std::string &path, const std::vector<CaseResult> &cases) {
@@ -282,6 +329,13 @@ void writeJson(const std::string &path, const std::vector<CaseResult> &cases) {
   f << "\n]}\n";
 }
 
+void print(const CaseResult &r) {
+  std::printf("  %-26s %-8s tessera %8.2f GFLOP/s   %-40s %8.2f GFLOP/s   ratio %.3f\n",
+              r.name.c_str(), r.device.c_str(), r.tessera, r.peer.c_str(), r.peerGflops,
+              r.tessera / r.peerGflops);
+  std::fflush(stdout);
+}
+
 bool parseTiles(const std::string &s, Tiles &t) {
   return std::sscanf(s.c_str(), "%dx%dx%d", &t.m, &t.n, &t.k) == 3;
 }
@@ -292,7 +346,8 @@ int main(int argc, char **argv) {
   int reps = 5;
   bool quick = false;
   std::string json, only;
-  Tiles tiles;
+  Tiles tiles, vkTiles{16, 16, 16};
+  int vkSubgroups = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick")
@@ -303,11 +358,15 @@ int main(int argc, char **argv) {
       reps = std::atoi(argv[++i]);
     else if (a == "--tiles" && i + 1 < argc && parseTiles(argv[i + 1], tiles))
       ++i;
+    else if (a == "--vk-tiles" && i + 1 < argc && parseTiles(argv[i + 1], vkTiles))
+      ++i;
+    else if (a == "--vk-subgroups" && i + 1 < argc)
+      vkSubgroups = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
     else {
       std::fprintf(stderr, "usage: gemm_bench [--quick] [--reps N] [--json FILE] [--tiles "
-                           "MxNxK] [--only NAME]\n");
+                           "MxNxK] [--vk-tiles MxNxK] [--vk-subgroups N] [--only NAME]\n");
       return 2;
     }
   }
@@ -335,10 +394,21 @@ int main(int argc, char **argv) {
     if (!only.empty() && std::string(s.name).find(only) == std::string::npos)
       continue;
     results.push_back(cpuCase(cpu, s.name, quick ? s.small : s.full, tiles, s.bf16, s.gelu, reps));
-    const CaseResult &r = results.back();
-    std::printf("  %-28s %-7s tessera %8.1f GFLOP/s  %-36s %8.1f GFLOP/s  ratio %.3f\n",
-                r.name.c_str(), r.device.c_str(), r.tessera, r.peer.c_str(), r.peerGflops,
-                r.tessera / r.peerGflops);
+    print(results.back());
+  }
+  const std::pair<const char *, Gemm> vk[] = {{"f32 512^3", {512, 512, 512}},
+                                              {"f32 1024^3", {1024, 1024, 1024}}};
+  if (!hasDevice("vulkan:0")) {
+    std::printf("  vulkan:0 not present: its cases are left out\n");
+  } else {
+    Device gpu("vulkan:0");
+    for (const auto &[name, g] : vk) {
+      if (!only.empty() && std::string(name).find(only) == std::string::npos)
+        continue;
+      Gemm size = quick ? Gemm{96, 80, 72} : g;
+      results.push_back(vulkanCase(gpu, name, size, vkTiles, vkSubgroups, reps));
+      print(results.back());
+    }
   }
   if (!json.empty())
     writeJson(json, results);

@@ -28,7 +28,9 @@ struct ExampleRun {
   std::map<std::string, size_t> bufferIndex; // param name -> index in data.buffers
   std::map<std::string, Literal> scalars;
 
-  const HostBuffer &out(const std::string &name) const { return data.buffers.at(bufferIndex.at(name)); }
+  const HostBuffer &out(const std::string &name) const {
+    return data.buffers.at(bufferIndex.at(name));
+  }
   template <typename T> std::vector<T> values(const std::string &name) const {
     const HostBuffer &b = out(name);
     std::vector<T> v(b.bytes.size() / sizeof(T));

@@ -27,9 +27,9 @@ const std::string kPre = "  %z = const 0 : i32\n"
 
 struct BadCase {
   const char *name;
-  std::string body;          // after kHead + kPre, so its first line is line 6
-  uint32_t line;             // line of the error (0: the design leaves it open)
-  const char *mnemonic;      // the diagnostic's column is this word's on `line` (null: any)
+  std::string body;               // after kHead + kPre, so its first line is line 6
+  uint32_t line;                  // line of the error (0: the design leaves it open)
+  const char *mnemonic;           // the diagnostic's column is this word's on `line` (null: any)
   std::vector<std::string> parts; // substrings of one diagnostic on `line`
 };
 
@@ -38,110 +38,152 @@ void PrintTo(const BadCase &c, std::ostream *os) { *os << c.name; }
 #define F16 "matrix<f32, 16, 16, "
 const BadCase kBad[] = {
     // --- the matrix type itself
-    {"RowsNotAllowed", "  %m = matrix_fill %fz : matrix<f32, 12, 16, acc>\n", 6, nullptr,
-     {"12"}},
-    {"ColsNotAllowed", "  %m = matrix_fill %fz : matrix<f32, 16, 256, acc>\n", 6, nullptr,
-     {"256"}},
-    {"TooManyElements", "  %m = matrix_fill %fz : matrix<f32, 128, 128, acc>\n", 6, nullptr,
+    {"RowsNotAllowed", "  %m = matrix_fill %fz : matrix<f32, 12, 16, acc>\n", 6, nullptr, {"12"}},
+    {"ColsNotAllowed", "  %m = matrix_fill %fz : matrix<f32, 16, 256, acc>\n", 6, nullptr, {"256"}},
+    {"TooManyElements",
+     "  %m = matrix_fill %fz : matrix<f32, 128, 128, acc>\n",
+     6,
+     nullptr,
      {"8192"}},
-    {"F64Element", "  %d = const 0.0 : f64\n  %m = matrix_fill %d : matrix<f64, 16, 16, acc>\n",
-     7, nullptr, {"f64"}},
+    {"F64Element",
+     "  %d = const 0.0 : f64\n  %m = matrix_fill %d : matrix<f64, 16, 16, acc>\n",
+     7,
+     nullptr,
+     {"f64"}},
     {"UnknownUse", "  %m = matrix_fill %fz : matrix<f32, 16, 16, c>\n", 6, nullptr, {"c"}},
-    {"I32Operand", "  %m = matrix_fill %z : matrix<i32, 16, 16, a>\n", 6, nullptr,
-     {"i32", "a"}},
-    {"SharedOfMatrix", "  %s = shared_alloc : shared<matrix<f32, 16, 16, acc>, 4>\n", 6,
-     nullptr, {"matrix"}},
+    {"I32Operand", "  %m = matrix_fill %z : matrix<i32, 16, 16, a>\n", 6, nullptr, {"i32", "a"}},
+    {"SharedOfMatrix",
+     "  %s = shared_alloc : shared<matrix<f32, 16, 16, acc>, 4>\n",
+     6,
+     nullptr,
+     {"matrix"}},
     // --- shapes and types of matrix_mad
     {"MadInnerMismatch",
      "  %a = matrix_fill %fz : " F16 "a>\n  %b = matrix_fill %fz : matrix<f32, 8, 16, b>\n"
      "  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad %a, %b, %c : " F16 "a>, matrix<f32, 8, 16, b>, " F16 "acc>\n",
-     9, "matrix_mad", {"matrix_mad", "matrix<f32, 16, 16, a>", "matrix<f32, 8, 16, b>"}},
+     9,
+     "matrix_mad",
+     {"matrix_mad", "matrix<f32, 16, 16, a>", "matrix<f32, 8, 16, b>"}},
     {"MadRowsMismatch",
      "  %a = matrix_fill %fz : matrix<f32, 32, 16, a>\n  %b = matrix_fill %fz : " F16 "b>\n"
      "  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad %a, %b, %c : matrix<f32, 32, 16, a>, " F16 "b>, " F16 "acc>\n",
-     9, "matrix_mad", {"matrix_mad", "matrix<f32, 32, 16, a>", "matrix<f32, 16, 16, acc>"}},
+     9,
+     "matrix_mad",
+     {"matrix_mad", "matrix<f32, 32, 16, a>", "matrix<f32, 16, 16, acc>"}},
     {"MadColsMismatch",
      "  %a = matrix_fill %fz : " F16 "a>\n  %b = matrix_fill %fz : matrix<f32, 16, 32, b>\n"
      "  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad %a, %b, %c : " F16 "a>, matrix<f32, 16, 32, b>, " F16 "acc>\n",
-     9, "matrix_mad", {"matrix_mad", "matrix<f32, 16, 32, b>", "matrix<f32, 16, 16, acc>"}},
+     9,
+     "matrix_mad",
+     {"matrix_mad", "matrix<f32, 16, 32, b>", "matrix<f32, 16, 16, acc>"}},
     {"MadUsesSwapped",
      "  %a = matrix_fill %fz : " F16 "a>\n  %b = matrix_fill %fz : " F16 "b>\n"
      "  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad %b, %a, %c : " F16 "b>, " F16 "a>, " F16 "acc>\n",
-     9, "matrix_mad", {"matrix_mad", "matrix<f32, 16, 16, b>"}},
+     9,
+     "matrix_mad",
+     {"matrix_mad", "matrix<f32, 16, 16, b>"}},
     {"MadI8IntoF32",
      "  %q = const 1 : i8\n  %a = matrix_fill %q : matrix<i8, 16, 16, a>\n"
      "  %b = matrix_fill %q : matrix<i8, 16, 16, b>\n  %c = matrix_fill %fz : " F16 "acc>\n"
-     "  %d = matrix_mad %a, %b, %c : matrix<i8, 16, 16, a>, matrix<i8, 16, 16, b>, " F16
-     "acc>\n",
-     10, "matrix_mad", {"matrix_mad", "i8", "f32"}},
+     "  %d = matrix_mad %a, %b, %c : matrix<i8, 16, 16, a>, matrix<i8, 16, 16, b>, " F16 "acc>\n",
+     10,
+     "matrix_mad",
+     {"matrix_mad", "i8", "f32"}},
     {"MadF16IntoI32",
      "  %h = const 1.0 : f16\n  %a = matrix_fill %h : matrix<f16, 16, 16, a>\n"
      "  %b = matrix_fill %h : matrix<f16, 16, 16, b>\n"
      "  %c = matrix_fill %z : matrix<i32, 16, 16, acc>\n"
      "  %d = matrix_mad %a, %b, %c : matrix<f16, 16, 16, a>, matrix<f16, 16, 16, b>, "
      "matrix<i32, 16, 16, acc>\n",
-     10, "matrix_mad", {"matrix_mad", "f16", "i32"}},
+     10,
+     "matrix_mad",
+     {"matrix_mad", "f16", "i32"}},
     {"MadMixedInputs",
      "  %g = const 1.0 : bf16\n  %a = matrix_fill %fz : " F16 "a>\n"
      "  %b = matrix_fill %g : matrix<bf16, 16, 16, b>\n  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad %a, %b, %c : " F16 "a>, matrix<bf16, 16, 16, b>, " F16 "acc>\n",
-     10, "matrix_mad", {"matrix_mad", "bf16"}},
+     10,
+     "matrix_mad",
+     {"matrix_mad", "bf16"}},
     {"MadBf16Accumulator",
      "  %g = const 1.0 : bf16\n  %a = matrix_fill %g : matrix<bf16, 16, 16, a>\n"
      "  %b = matrix_fill %g : matrix<bf16, 16, 16, b>\n"
      "  %c = matrix_fill %g : matrix<bf16, 16, 16, acc>\n"
      "  %d = matrix_mad %a, %b, %c : matrix<bf16, 16, 16, a>, matrix<bf16, 16, 16, b>, "
      "matrix<bf16, 16, 16, acc>\n",
-     10, "matrix_mad", {"matrix_mad", "matrix<bf16, 16, 16, acc>"}},
+     10,
+     "matrix_mad",
+     {"matrix_mad", "matrix<bf16, 16, 16, acc>"}},
     {"MadColModifier",
      "  %a = matrix_fill %fz : " F16 "a>\n  %b = matrix_fill %fz : " F16 "b>\n"
      "  %c = matrix_fill %fz : " F16 "acc>\n"
      "  %d = matrix_mad.col %a, %b, %c : " F16 "a>, " F16 "b>, " F16 "acc>\n",
-     9, nullptr, {".col"}},
+     9,
+     nullptr,
+     {".col"}},
     // --- load, store, fill
-    {"LoadElementMismatch", "  %m = matrix_load %A[%z] stride %z : matrix<f16, 16, 16, a>\n", 6,
-     nullptr, {"f16", "buffer<f32>"}},
-    {"LoadFromWriteonly", "  %m = matrix_load %W[%z] stride %z : " F16 "a>\n", 6, "matrix_load",
+    {"LoadElementMismatch",
+     "  %m = matrix_load %A[%z] stride %z : matrix<f16, 16, 16, a>\n",
+     6,
+     nullptr,
+     {"f16", "buffer<f32>"}},
+    {"LoadFromWriteonly",
+     "  %m = matrix_load %W[%z] stride %z : " F16 "a>\n",
+     6,
+     "matrix_load",
      {"matrix_load", "writeonly"}},
     {"StoreToReadonly",
      "  %m = matrix_fill %fz : " F16 "acc>\n  matrix_store %m, %R[%z] stride %n : " F16 "acc>\n",
-     7, "matrix_store", {"matrix_store", "readonly"}},
-    {"FloatOffset", "  %m = matrix_load %A[%fz] stride %z : " F16 "a>\n", 6, nullptr,
-     {"%fz"}},
+     7,
+     "matrix_store",
+     {"matrix_store", "readonly"}},
+    {"FloatOffset", "  %m = matrix_load %A[%fz] stride %z : " F16 "a>\n", 6, nullptr, {"%fz"}},
     {"FillValueType", "  %m = matrix_fill %z : " F16 "acc>\n", 6, nullptr, {"i32", "f32"}},
     {"FillColModifier", "  %m = matrix_fill.col %fz : " F16 "acc>\n", 6, nullptr, {".col"}},
     // --- where matrices may not appear
     {"SelectOfMatrices",
      "  %m = matrix_fill %fz : " F16 "acc>\n  %c = cmp.eq %z, %n : i32\n"
      "  %s = select %c, %m, %m : " F16 "acc>\n",
-     8, nullptr, {"select", "matrix"}},
+     8,
+     nullptr,
+     {"select", "matrix"}},
     // --- matrix_map
     {"MapOfOperandMatrix",
      "  %a = matrix_fill %fz : " F16 "a>\n"
      "  %r = matrix_map(%e = %a) -> " F16 "acc> {\n    yield %e\n  }\n",
-     7, "matrix_map", {"matrix_map", "matrix<f32, 16, 16, a>"}},
+     7,
+     "matrix_map",
+     {"matrix_map", "matrix<f32, 16, 16, a>"}},
     {"MapShapeMismatch",
      "  %p = matrix_fill %fz : " F16 "acc>\n  %q = matrix_fill %fz : matrix<f32, 16, 8, acc>\n"
      "  %r = matrix_map(%e = %p, %f = %q) -> " F16 "acc> {\n    yield %e\n  }\n",
-     8, "matrix_map", {"matrix_map", "matrix<f32, 16, 8, acc>"}},
+     8,
+     "matrix_map",
+     {"matrix_map", "matrix<f32, 16, 8, acc>"}},
     {"MapYieldTypeMismatch",
      "  %p = matrix_fill %fz : " F16 "acc>\n"
      "  %r = matrix_map(%e = %p) -> matrix<i32, 16, 16, acc> {\n    yield %e\n  }\n",
-     0, nullptr, {"i32", "f32"}},
+     0,
+     nullptr,
+     {"i32", "f32"}},
     {"MapRegionLoads",
      "  %p = matrix_fill %fz : " F16 "acc>\n"
      "  %r = matrix_map(%e = %p) -> " F16 "acc> {\n    %v = load %A[%z] : f32\n"
      "    %s = add %e, %v : f32\n    yield %s\n  }\n",
-     0, nullptr, {"load"}},
+     0,
+     nullptr,
+     {"load"}},
     {"MapUsesNonUniformValue",
      "  %p = matrix_fill %fz : " F16 "acc>\n  %g = convert %gid : i32 -> f32\n"
      "  %r = matrix_map(%e = %p) -> " F16 "acc> {\n    %s = add %e, %g : f32\n    yield %s\n"
      "  }\n",
-     8, "matrix_map", {"matrix_map", "not subgroup-uniform", "global_id at 5:10"}},
+     8,
+     "matrix_map",
+     {"matrix_map", "not subgroup-uniform", "global_id at 5:10"}},
 };
 #undef F16
 
