@@ -180,12 +180,6 @@ bool Machine::execOp(Frame &f, const COp &c, const Lanes &mask) {
   case OpForm::MatrixMad:
   case OpForm::MatrixMap: return execMatrix(f, c, mask);
   case OpForm::Terminator: return fail(op, kNoLane, "terminator in the middle of a block");
-  case OpForm::MatrixLoad:
-  case OpForm::MatrixStore:
-  case OpForm::MatrixFill:
-  case OpForm::MatrixMad:
-  case OpForm::MatrixMap:
-    return fail(op, kNoLane, "matrix ops are not supported by the interpreter yet");
   default: break; // scalar forms are handled above
   }
   return fail(op, kNoLane, "unsupported op");
@@ -261,9 +255,6 @@ InterpResult Machine::run(const Function &kernel, std::span<KernelArg> args) {
     return result(true); // an empty grid runs nothing
   if (opts_.subgroupSize == 0)
     return result(failNoOp("subgroup size must be positive"));
-  if (usesMatrixOps(kernel))
-    return result(failNoOp("kernel @" + kernel.name +
-                           " uses matrix ops, which the interpreter does not support yet"));
   lanes_ = static_cast<uint32_t>(total);
   if (!checkMatrixLaunch(kernel))
     return result(false);
