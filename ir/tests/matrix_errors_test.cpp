@@ -2,8 +2,9 @@
 // design, not the implementation): malformed matrix types, shape and type mismatches, matrices
 // where they may not appear, and matrix ops outside subgroup-uniform control flow or with
 // non-uniform operands. Every case must give diagnostics on one line only (no cascade) that
-// name the op (or the type) and, for op errors, point at the op's mnemonic. The uniformity
-// messages are the design's exact wording. Valid uniform patterns (subgroup_add results, loop
+// name the op (or the type) and, for op errors, point at the op (the first token of its
+// statement, `%r` of `%r = op ...`, as for every op in the tree). The uniformity messages are
+// the design's wording. Valid uniform patterns (subgroup_add results, loop
 // values that stay uniform, uniform `if`s) must verify.
 #include "ir/text/parser.h"
 
@@ -181,9 +182,9 @@ const BadCase kBad[] = {
      "  %p = matrix_fill %fz : " F16 "acc>\n  %g = convert %gid : i32 -> f32\n"
      "  %r = matrix_map(%e = %p) -> " F16 "acc> {\n    %s = add %e, %g : f32\n    yield %s\n"
      "  }\n",
-     8,
-     "matrix_map",
-     {"matrix_map", "not subgroup-uniform", "global_id at 5:10"}},
+     9, // the use of %g in the region
+     nullptr,
+     {"matrix_map", "%g", "not subgroup-uniform", "global_id at 5:3"}},
 };
 #undef F16
 
@@ -210,11 +211,12 @@ TEST_P(MatrixBadInput, OneLocatedDiagnosticNamingTheOp) {
   }
   EXPECT_TRUE(found) << "no diagnostic holds every expected part; got:\n" << all;
   if (c.mnemonic && found) {
-    // The op's position is its mnemonic's (counted from the text, 1-based).
+    // The op's position is its statement's first token (counted from the text, 1-based).
     size_t start = 0;
     for (uint32_t l = 1; l < c.line; ++l)
       start = text.find('\n', start) + 1;
-    size_t col = text.find(c.mnemonic, start) - start + 1;
+    ASSERT_NE(text.find(c.mnemonic, start), std::string::npos);
+    size_t col = text.find_first_not_of(' ', start) - start + 1;
     bool atOp = false;
     for (const Diagnostic &d : r.diags)
       atOp |= d.loc.col == col;
@@ -251,7 +253,7 @@ TEST(MatrixBadInput, MatrixOpsOnlyInKernels) {
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.diags.size(), 1u) << r.diags[0].str();
   EXPECT_EQ(r.diags[0].loc.line, 3u);
-  EXPECT_EQ(r.diags[0].loc.col, 8u);
+  EXPECT_EQ(r.diags[0].loc.col, 3u);
   EXPECT_NE(r.diags[0].message.find("matrix_fill"), std::string::npos) << r.diags[0].str();
   EXPECT_NE(r.diags[0].message.find("kernel"), std::string::npos) << r.diags[0].str();
 }
@@ -268,31 +270,31 @@ std::string firstError(const std::string &body) {
 }
 
 TEST(MatrixUniformity, NonUniformOffsetNamesItsSource) {
-  // local_id.x is on line 4 at column 10 (`  %lid = local_id.x`).
+  // local_id.x is the op on line 4 (`  %lid = local_id.x`, column 3).
   std::string e = firstError("  %m = matrix_load %A[%lid] stride %n : matrix<f32, 16, 16, a>\n");
-  EXPECT_EQ(e, "u.tir:6:8: error: matrix_load: operand %lid is not subgroup-uniform (it depends "
-               "on local_id at 4:10)\n");
+  EXPECT_EQ(e, "u.tir:6:3: error: matrix_load: operand %lid is not subgroup-uniform (it depends "
+               "on local_id at 4:3)\n");
 }
 
 TEST(MatrixUniformity, NonUniformThroughArithmeticAndLoads) {
   EXPECT_NE(firstError("  %o = add %gid, %n : i32\n  %p = mul %o, %n : i32\n"
                        "  %m = matrix_load %A[%z] stride %p : matrix<f32, 16, 16, a>\n")
-                .find("u.tir:8:8: error: matrix_load: operand %p is not subgroup-uniform (it "
-                      "depends on global_id at 5:10)"),
+                .find("u.tir:8:3: error: matrix_load: operand %p is not subgroup-uniform (it "
+                      "depends on global_id at 5:3)"),
             std::string::npos);
   EXPECT_NE(firstError("  %v = load %A[%z] : f32\n  %m = matrix_fill %v : matrix<f32, 16, 16, "
                        "acc>\n")
-                .find("u.tir:7:8: error: matrix_fill: operand %v is not subgroup-uniform (it "
-                      "depends on load at 6:8)"),
+                .find("u.tir:7:3: error: matrix_fill: operand %v is not subgroup-uniform (it "
+                      "depends on load at 6:3)"),
             std::string::npos);
   EXPECT_NE(firstError("  %s = subgroup_local_id : i32\n  %m = matrix_load %A[%z] stride %n "
                        "bounds %s, %n : matrix<f32, 16, 16, a>\n")
                 .find("matrix_load: operand %s is not subgroup-uniform (it depends on "
-                      "subgroup_local_id at 6:8)"),
+                      "subgroup_local_id at 6:3)"),
             std::string::npos);
   EXPECT_NE(firstError("  %s = shuffle %n, %z : i32\n  %m = matrix_load %A[%s] stride %n : "
                        "matrix<f32, 16, 16, a>\n")
-                .find("(it depends on shuffle at 6:8)"),
+                .find("(it depends on shuffle at 6:3)"),
             std::string::npos);
 }
 
@@ -301,7 +303,7 @@ TEST(MatrixUniformity, NonUniformIfAroundAMatrixOp) {
                              "    %m = matrix_fill %fz : matrix<f32, 16, 16, acc>\n"
                              "    matrix_store %m, %A[%z] stride %n : matrix<f32, 16, 16, acc>\n"
                              "  }\n");
-  EXPECT_NE(e.find("u.tir:8:10: error: matrix_fill: not in subgroup-uniform control flow (the "
+  EXPECT_NE(e.find("u.tir:8:5: error: matrix_fill: not in subgroup-uniform control flow (the "
                    "if at 7:3 depends on global_id"),
             std::string::npos)
       << e;
@@ -316,7 +318,7 @@ TEST(MatrixUniformity, NonUniformLoopsAroundAMatrixOp) {
                              "    %c = cmp.eq %n, %z : i32\n    if %c {\n"
                              "      %m = matrix_fill %fz : matrix<f32, 16, 16, acc>\n    }\n"
                              "  }\n");
-  EXPECT_NE(e.find("u.tir:10:12: error: matrix_fill: not in subgroup-uniform control flow (the "
+  EXPECT_NE(e.find("u.tir:10:7: error: matrix_fill: not in subgroup-uniform control flow (the "
                    "for at 7:3 depends on local_id"),
             std::string::npos)
       << e;
@@ -325,8 +327,8 @@ TEST(MatrixUniformity, NonUniformLoopsAroundAMatrixOp) {
                  "    %c = cmp.olt %v, %fz : f32\n    condition %c\n  } do {\n"
                  "    %m = matrix_fill %fz : matrix<f32, 16, 16, acc>\n"
                  "    %i2 = add %i, %n : i32\n    yield %i2\n  }\n");
-  EXPECT_NE(e.find("u.tir:11:10: error: matrix_fill: not in subgroup-uniform control flow (the "
-                   "while at 6:8 depends on load"),
+  EXPECT_NE(e.find("u.tir:11:5: error: matrix_fill: not in subgroup-uniform control flow (the "
+                   "while at 6:3 depends on load at 7:5"),
             std::string::npos)
       << e;
 }
@@ -337,8 +339,8 @@ TEST(MatrixUniformity, LoopValueMadeNonUniformIsCaughtByTheFixedPoint) {
                              "  %o = for %i = %z to %n step %one iter(%acc = %z) : i32 {\n"
                              "    %a2 = add %acc, %lid : i32\n    yield %a2\n  }\n"
                              "  %m = matrix_load %A[%o] stride %n : matrix<f32, 16, 16, a>\n");
-  EXPECT_NE(e.find("u.tir:11:8: error: matrix_load: operand %o is not subgroup-uniform (it "
-                   "depends on local_id at 4:10)"),
+  EXPECT_NE(e.find("u.tir:11:3: error: matrix_load: operand %o is not subgroup-uniform (it "
+                   "depends on local_id at 4:3)"),
             std::string::npos)
       << e;
 }

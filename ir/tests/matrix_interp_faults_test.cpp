@@ -49,7 +49,7 @@ TEST(MatrixInterpFaults, OutOfRangeLoadNamesOpElementAndIndex) {
   go(kernel(kCopy, "  %x[60] = iota(1, 1)\n" + scalars(0, 8)), r);
   ASSERT_FALSE(r.res.ok);
   // Element (7, 4) is the first (row-major) whose index, 60, is outside the 60 elements.
-  EXPECT_NE(r.res.error.find("m.tir:4:8: error: matrix_load"), std::string::npos) << r.res.error;
+  EXPECT_NE(r.res.error.find("m.tir:4:3: error: matrix_load"), std::string::npos) << r.res.error;
   EXPECT_NE(r.res.error.find("(7, 4)"), std::string::npos) << r.res.error;
   EXPECT_NE(r.res.error.find("60"), std::string::npos) << r.res.error;
 }
