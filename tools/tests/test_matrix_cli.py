@@ -218,3 +218,57 @@ def test_cpu_matrix_runtime_paths_agree_with_the_interpreter(tmp_path, path):
                            capture_output=True, text=True, timeout=600, env=env)
         assert r.returncode == 0, f"{f}:\n{r.stdout}\n{r.stderr}"
         assert "MISMATCH" not in r.stdout, r.stdout
+
+
+# The interpreter's matrix_mad against numpy on the conformance kernels themselves (inputs made
+# writable so that `tessera interp --dump` writes them too): i8 exactly modulo 2^32 (numpy
+# int64 sums), floats within the design's contract of a float64 numpy product (whose own error,
+# K 2^-53 S, is negligible next to the bound's K 2^-24 S), and within one f32 rounding per mad
+# of the loop over K tiles (the reference rounds each mad once).
+NUMPY_CASES = ["matrix_i8:mx_i8_t16x16x16_rr", "matrix_i8:mx_i8_t32x32x16_cc",
+               "matrix_i8:mx_i8_wrap_k4096", "matrix_i8:mx_i8_special_a",
+               "matrix_f32:mx_f32_t64x64x16_rc", "matrix_f32:mx_f32_t16x16x32_k4096_rr",
+               "matrix_bf16:mx_bf16_t128x64x8_cr", "matrix_f16:mx_f16_t8x32x128_rc"]
+
+
+@pytest.mark.parametrize("case", NUMPY_CASES)
+def test_interpreter_matrix_mad_matches_numpy(tmp_path, case):
+    np = pytest.importorskip("numpy")
+    stem, kernel = case.split(":")
+    text = (ROOT / f"conformance/kernels/{stem}.tir").read_text().replace(", readonly>", ">")
+    src = tmp_path / "k.tir"
+    src.write_text(text)
+    r = tessera("interp", src, "--kernel", kernel, "--dump", tmp_path)
+    assert r.returncode == 0, r.stderr
+    launch = text.split(f"launch @{kernel} ", 1)[1].split("}", 1)[0]
+    M, N, K = (int(re.search(rf"%{v} = (\d+)", launch).group(1)) for v in "MNK")
+    elem = stem.split("_")[1]
+
+    def load(name, dtype):
+        return np.fromfile(tmp_path / f"{kernel}.{name}.bin", dtype=dtype)
+
+    if elem == "bf16":
+        widen = lambda v: (v.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        A, B = widen(load("A", np.uint16)), widen(load("B", np.uint16))
+    else:
+        dt = {"i8": np.int8, "f16": np.float16, "f32": np.float32}[elem]
+        A, B = load("A", dt).astype(np.int64 if elem == "i8" else np.float64), None
+        B = load("B", dt).astype(np.int64 if elem == "i8" else np.float64)
+    body = text.split(f"kernel @{kernel}(", 1)[1].split("\nlaunch ", 1)[0]
+    tk = int(re.search(r"%tk = const (\d+)", body).group(1))
+    A = A.reshape(K, M).T if "matrix_load.col %A" in body else A.reshape(M, K)
+    B = B.reshape(N, K).T if "matrix_load.col %B" in body else B.reshape(K, N)
+    if elem == "i8":
+        C, D = load("C", np.int32).astype(np.int64), load("D", np.int32)
+        want = ((C.reshape(M, N) + A @ B + 2**31) % 2**32 - 2**31).astype(np.int32)
+        assert np.array_equal(D.reshape(M, N), want)
+        return
+    C = load("C", np.float32).astype(np.float64).reshape(M, N)
+    D = load("D", np.float32).astype(np.float64).reshape(M, N)
+    want = C + A @ B
+    S = np.abs(C) + np.abs(A) @ np.abs(B)
+    bound = (K + 1) * 2.0**-24 * S + (K + 1) * 2.0**-126
+    assert np.all(np.abs(D - want) <= bound), np.max(np.abs(D - want) / bound)
+    # ... and the reference is sharper than the contract: one rounding per mad (per K tile).
+    tiles = -(-K // tk)
+    assert np.all(np.abs(D - want) <= tiles * 2.0**-24 * S + K * 2.0**-50 * S)
