@@ -52,10 +52,11 @@ def digest(stdout, kernel, device, param):
 
 
 def op_location(name, mnemonic):
-    """line:col of the first op `mnemonic` in hostile/name.tir (counted here from the text)."""
+    """line:col of the first op `mnemonic` in hostile/name.tir (counted here from the text): an
+    op's location is the first token of its statement (`%m` of `%m = matrix_load ...`)."""
     for n, line in enumerate((HOSTILE / f"{name}.tir").read_text().splitlines(), 1):
         if not line.lstrip().startswith("//") and re.search(rf"\b{mnemonic}\b", line):
-            return f"{n}:{line.index(mnemonic) + 1}"
+            return f"{n}:{len(line) - len(line.lstrip()) + 1}"
     raise AssertionError(f"{mnemonic} not in {name}")
 
 
@@ -154,13 +155,13 @@ BAD_IR = [
      "  %b = matrix_fill %z : matrix<f32, 8, 16, b>\n"
      "  %c = matrix_fill %z : matrix<f32, 16, 16, acc>\n"
      "  %d = matrix_mad %a, %b, %c : matrix<f32, 16, 16, a>, matrix<f32, 8, 16, b>, "
-     "matrix<f32, 16, 16, acc>\n}\n", 6, 8, ["matrix_mad", "matrix<f32, 8, 16, b>"]),
+     "matrix<f32, 16, 16, acc>\n}\n", 6, 3, ["matrix_mad", "matrix<f32, 8, 16, b>"]),
     ("kernel @k(%A: buffer<f32>) {\n  %i = local_id.x : i32\n"
-     "  %m = matrix_load %A[%i] stride %i : matrix<f32, 16, 16, a>\n}\n", 3, 8,
-     ["matrix_load: operand %i is not subgroup-uniform (it depends on local_id at 2:8)"]),
+     "  %m = matrix_load %A[%i] stride %i : matrix<f32, 16, 16, a>\n}\n", 3, 3,
+     ["matrix_load: operand %i is not subgroup-uniform (it depends on local_id at 2:3)"]),
     ("kernel @k(%A: buffer<f32>) {\n  %g = global_id.x : i32\n  %z = const 0 : i32\n"
      "  %c = cmp.eq %g, %z : i32\n  if %c {\n    %f = const 1.0 : f32\n"
-     "    %m = matrix_fill %f : matrix<f32, 16, 16, acc>\n  }\n}\n", 7, 10,
+     "    %m = matrix_fill %f : matrix<f32, 16, 16, acc>\n  }\n}\n", 7, 5,
      ["matrix_fill: not in subgroup-uniform control flow (the if at 5:3 depends on "
       "global_id"]),
 ]
