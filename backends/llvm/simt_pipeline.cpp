@@ -152,6 +152,8 @@ std::string findSimtTool(const SimtTarget &t) { return findTool(candidates(t.too
 llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob &job,
                         SimtOutput &out) {
   const SimtArch &arch = *job.arch;
+  if (std::string why = ir::unsupportedMatrixOps(m, t.vendor); !why.empty())
+    return fail(why); // until the matrix lowerings land (issue #13)
   std::string tool;
   if (job.runTool)
     tool = job.toolPath.empty() ? findSimtTool(t) : job.toolPath;

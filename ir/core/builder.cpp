@@ -199,6 +199,55 @@ std::vector<Value *> Builder::whileLoop(std::span<Value *const> inits, const Reg
   return resultsOf(op);
 }
 
+namespace {
+std::vector<Value *> accessOperands(Value *first, const Builder::MatrixAccess &a) {
+  std::vector<Value *> ops;
+  if (first)
+    ops.push_back(first);
+  ops.insert(ops.end(), {a.mem, a.off, a.ld});
+  if (a.rows || a.cols)
+    ops.insert(ops.end(), {a.rows, a.cols});
+  return ops;
+}
+Mods layout(bool colMajor) {
+  Mods m;
+  m.colMajor = colMajor;
+  return m;
+}
+} // namespace
+
+Value *Builder::matrixLoad(const MatrixAccess &a, Type matrix) {
+  return one(OpKind::MatrixLoad, accessOperands(nullptr, a), matrix, layout(a.colMajor));
+}
+
+void Builder::matrixStore(Value *m, const MatrixAccess &a) {
+  create(OpKind::MatrixStore, accessOperands(m, a), {}, layout(a.colMajor));
+}
+
+Value *Builder::matrixFill(Value *v, Type matrix) {
+  Value *ops[] = {v};
+  return one(OpKind::MatrixFill, ops, matrix);
+}
+
+Value *Builder::matrixMad(Value *a, Value *b, Value *c) {
+  Value *ops[] = {a, b, c};
+  return one(OpKind::MatrixMad, ops, c->type);
+}
+
+Value *Builder::matrixMap(std::span<Value *const> matrices, Type result, const RegionFn &body) {
+  Type types[1] = {result};
+  Op *op = create(OpKind::MatrixMap, matrices, types);
+  auto blk = std::make_unique<Block>();
+  blk->parentOp = op;
+  for (Value *m : matrices)
+    blk->addArg(Type::scalar(m->type.elem));
+  Builder inner(*blk, loc_);
+  op->regions.push_back(std::move(blk));
+  std::vector<Value *> args = argsOf(op->region(0));
+  body(inner, args);
+  return op->result(0);
+}
+
 std::vector<Value *> Builder::call(const Function &f, std::span<Value *const> args) {
   Op *op = create(OpKind::Call, args, f.resultTypes);
   op->callee = f.name;

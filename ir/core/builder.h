@@ -65,6 +65,26 @@ public:
                                  const RegionFn &body);
   std::vector<Value *> call(const Function &f, std::span<Value *const> args);
 
+  // --- subgroup-scope matrices (docs/ir.md "Matrix ops")
+  /// Where a matrix_load / matrix_store reads or writes: element (r, c) at
+  /// off + r*ld + c (off + c*ld + r when colMajor); rows/cols set = `bounds %rows, %cols`.
+  struct MatrixAccess {
+    Value *mem = nullptr;
+    Value *off = nullptr;
+    Value *ld = nullptr;
+    Value *rows = nullptr; // both or neither
+    Value *cols = nullptr;
+    bool colMajor = false;
+  };
+  Value *matrixLoad(const MatrixAccess &a, Type matrix);
+  void matrixStore(Value *m, const MatrixAccess &a);
+  Value *matrixFill(Value *v, Type matrix);
+  /// d = c + a * b; the result has c's type.
+  Value *matrixMad(Value *a, Value *b, Value *c);
+  /// `matrix_map(%x = m...) -> result { body }`: body receives one scalar per operand (its
+  /// element type) and must call yield() with one scalar of result's element type.
+  Value *matrixMap(std::span<Value *const> matrices, Type result, const RegionFn &body);
+
   void yield(std::span<Value *const> values = {});
   void condition(Value *c);
   void ret(std::span<Value *const> values = {});

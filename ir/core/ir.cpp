@@ -1,6 +1,8 @@
 // Construction helpers of the in-memory IR.
 #include "ir/core/ir.h"
 
+#include "ir/core/diagnostic.h"
+
 #include <cassert>
 
 namespace tessera::ir {
@@ -54,6 +56,30 @@ Function *Module::lookup(std::string_view name) const {
     if (f->name == name)
       return f.get();
   return nullptr;
+}
+
+bool usesMatrixOps(const Function &f) {
+  bool found = false;
+  walk(*f.body, [&](const Op &op) { found |= isMatrixForm(op.info().form); });
+  return found;
+}
+
+std::string unsupportedMatrixOps(const Module &m, std::string_view backend) {
+  for (const auto &f : m.functions) {
+    const Op *first = nullptr;
+    walk(*f->body, [&](const Op &op) {
+      if (!first && isMatrixForm(op.info().form))
+        first = &op;
+    });
+    if (!first)
+      continue;
+    return Diagnostic{m.filename, first->loc,
+                      "'" + std::string(first->info().name) +
+                          "': matrix ops are not supported by the " + std::string(backend) +
+                          " backend yet"}
+        .str();
+  }
+  return {};
 }
 
 } // namespace tessera::ir

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::ir {
@@ -132,6 +133,15 @@ public:
   std::string filename; // for diagnostics
   std::vector<std::unique_ptr<Function>> functions;
 };
+
+/// Whether `f` contains a matrix op (matrix_load, _store, _fill, _mad, _map) at any depth:
+/// such a kernel needs whole subgroups (docs/ir.md "Matrix ops", launch rule).
+bool usesMatrixOps(const Function &f);
+
+/// For a backend that cannot compile matrix ops yet: empty when `m` has none, else
+/// `file:line:col: error: 'matrix_mad': matrix ops are not supported by the <backend>
+/// backend yet` for the first one (in function and text order).
+std::string unsupportedMatrixOps(const Module &m, std::string_view backend);
 
 /// Depth-first walk over every op nested in `b` (pre-order).
 template <typename F> void walk(Block &b, F &&fn) {

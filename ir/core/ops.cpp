@@ -44,6 +44,11 @@ bool isScalarForm(OpForm f) {
   }
 }
 
+bool isMatrixForm(OpForm f) {
+  return f == OpForm::MatrixLoad || f == OpForm::MatrixStore || f == OpForm::MatrixFill ||
+         f == OpForm::MatrixMad || f == OpForm::MatrixMap;
+}
+
 const OpInfo &opInfo(OpKind k) { return kOps[static_cast<size_t>(k)]; }
 std::span<const OpInfo> allOps() { return kOps; }
 

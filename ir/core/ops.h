@@ -44,13 +44,19 @@ enum class OpForm : uint8_t {
   While,          // %r... = while iter(%a = %x : T, ...) { ... condition %c } do { ... }
   Terminator,     // yield %v... | condition %c | return [%v...]
   Call,           // %r... = call @f(%a, ...) : (T, ...) -> (R, ...)
+  // Subgroup-scope matrices (docs/ir.md "Matrix ops"); M = matrix<T, R, C, U>.
+  MatrixLoad,  // %m = matrix_load[.col] %A[%off] stride %ld [bounds %r, %c] : M
+  MatrixStore, // matrix_store[.col] %m, %A[%off] stride %ld [bounds %r, %c] : M
+  MatrixFill,  // %m = matrix_fill %v : M
+  MatrixMad,   // %d = matrix_mad %a, %b, %c : Ma, Mb, Mc          (result: Mc)
+  MatrixMap,   // %r = matrix_map(%x = %m, ...) -> M { ... yield %v }
 };
 
 /// Which scalar types an op's value operands may have.
 enum class TypeClass : uint8_t { Any, Int, Float, Number /* int or float, not i1 */ };
 
 /// Modifier families an op accepts after its mnemonic (`div.u`, `cmp.olt`, `global_id.y`).
-enum class ModSet : uint8_t { None, Sign, Pred, Conv, Dim };
+enum class ModSet : uint8_t { None, Sign, Pred, Conv, Dim, Layout };
 
 enum class CmpPred : uint8_t {
   // integers
@@ -69,6 +75,7 @@ struct Mods {
   Round round = Round::Default;
   CmpPred pred = CmpPred::Eq;
   uint8_t dim = 0; // Dim: 0 = x, 1 = y, 2 = z
+  bool colMajor = false; // Layout (`.col`): element (r, c) at off + c*ld + r, not off + r*ld + c
 
   friend bool operator==(const Mods &, const Mods &) = default;
 };
@@ -92,6 +99,9 @@ struct OpInfo {
 /// Forms whose result is a pure function of scalar operands (numerics::evalScalar evaluates
 /// them): const, unary, binary, ternary, predicate, compare, select, convert, bitcast.
 bool isScalarForm(OpForm f);
+
+/// The five matrix forms (matrix_load, matrix_store, matrix_fill, matrix_mad, matrix_map).
+bool isMatrixForm(OpForm f);
 
 const OpInfo &opInfo(OpKind k);
 std::span<const OpInfo> allOps();

@@ -2,6 +2,7 @@
 #include "ir/core/types.h"
 
 #include <array>
+#include <utility>
 
 namespace tessera::ir {
 namespace {
@@ -52,6 +53,57 @@ std::string_view accessName(Access a) {
   return "?";
 }
 
+std::string_view matrixUseName(MatrixUse u) {
+  switch (u) {
+  case MatrixUse::A:
+    return "a";
+  case MatrixUse::B:
+    return "b";
+  case MatrixUse::Acc:
+    return "acc";
+  }
+  return "?";
+}
+
+std::optional<MatrixUse> parseMatrixUse(std::string_view name) {
+  for (MatrixUse u : {MatrixUse::A, MatrixUse::B, MatrixUse::Acc})
+    if (matrixUseName(u) == name)
+      return u;
+  return std::nullopt;
+}
+
+bool isValidMatrixDim(int64_t n) { return n == 8 || n == 16 || n == 32 || n == 64 || n == 128; }
+
+std::string matrixTypeError(const Type &t) {
+  if (!t.isMatrix())
+    return toString(t) + " is not a matrix type";
+  Scalar e = t.elem;
+  bool elemOk = false;
+  switch (t.use) {
+  case MatrixUse::A:
+  case MatrixUse::B:
+    elemOk = e == Scalar::F16 || e == Scalar::BF16 || e == Scalar::F32 || e == Scalar::I8;
+    break;
+  case MatrixUse::Acc:
+    elemOk = e == Scalar::F32 || e == Scalar::I32 || e == Scalar::F16 || e == Scalar::BF16 ||
+             e == Scalar::I8;
+    break;
+  }
+  if (!elemOk)
+    return "element type " + std::string(scalarName(e)) + " is not allowed for use '" +
+           std::string(matrixUseName(t.use)) +
+           (t.use == MatrixUse::Acc ? "' (allowed: f32, i32, f16, bf16, i8)"
+                                    : "' (allowed: f16, bf16, f32, i8)");
+  for (auto [n, what] : {std::pair<int64_t, const char *>{t.rows, "rows"}, {t.cols, "cols"}})
+    if (!isValidMatrixDim(n))
+      return std::string(what) + " must be one of 8, 16, 32, 64, 128, got " + std::to_string(n);
+  if (int64_t{t.rows} * t.cols > kMaxMatrixElements)
+    return "a matrix has at most " + std::to_string(kMaxMatrixElements) + " elements, " +
+           std::to_string(t.rows) + " x " + std::to_string(t.cols) + " has " +
+           std::to_string(int64_t{t.rows} * t.cols);
+  return {};
+}
+
 bool Type::isInt() const { return isScalar() && isIntScalar(elem); }
 bool Type::isFloat() const { return isScalar() && isFloatScalar(elem); }
 
@@ -69,6 +121,9 @@ std::string toString(const Type &t) {
   }
   case Type::Kind::Shared:
     return "shared<" + std::string(scalarName(t.elem)) + ", " + std::to_string(t.count) + ">";
+  case Type::Kind::Matrix:
+    return "matrix<" + std::string(scalarName(t.elem)) + ", " + std::to_string(t.rows) + ", " +
+           std::to_string(t.cols) + ", " + std::string(matrixUseName(t.use)) + ">";
   }
   return "?";
 }

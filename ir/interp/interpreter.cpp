@@ -171,6 +171,12 @@ bool Machine::execOp(Frame &f, const COp &c, const Lanes &mask) {
   case OpForm::While: return execWhile(f, c, mask);
   case OpForm::Call: return execCall(f, c, mask);
   case OpForm::Terminator: return fail(op, kNoLane, "terminator in the middle of a block");
+  case OpForm::MatrixLoad:
+  case OpForm::MatrixStore:
+  case OpForm::MatrixFill:
+  case OpForm::MatrixMad:
+  case OpForm::MatrixMap:
+    return fail(op, kNoLane, "matrix ops are not supported by the interpreter yet");
   default: break; // scalar forms are handled above
   }
   return fail(op, kNoLane, "unsupported op");
@@ -246,6 +252,9 @@ InterpResult Machine::run(const Function &kernel, std::span<KernelArg> args) {
     return result(true); // an empty grid runs nothing
   if (opts_.subgroupSize == 0)
     return result(failNoOp("subgroup size must be positive"));
+  if (usesMatrixOps(kernel))
+    return result(failNoOp("kernel @" + kernel.name +
+                           " uses matrix ops, which the interpreter does not support yet"));
   lanes_ = static_cast<uint32_t>(total);
   CFunc *cf = compile(kernel);
   if (!cf)

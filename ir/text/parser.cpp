@@ -96,6 +96,8 @@ bool Parser::parseScalarType(Scalar &s) {
 
 bool Parser::parseType(Type &t) {
   const Token &kw = cur();
+  if (kw.isIdent("matrix"))
+    return parseMatrixType(t);
   bool isBuffer = kw.isIdent("buffer");
   if (!isBuffer && !kw.isIdent("shared")) {
     Scalar s;

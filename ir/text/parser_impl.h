@@ -1,6 +1,6 @@
 // Internals of the kernel IR parser shared by its translation units (parser.cpp: module
 // items, signatures, launch specs, types, literals and names; parser_ops.cpp: ops and
-// regions). Must never be included outside ir/text/.
+// regions; parser_matrix.cpp: matrix types and ops). Must never be included outside ir/text/.
 //
 // Every parse function returns false after recording exactly one error; the first error
 // wins and parsing stops. Nothing here may throw, assert on user input or recurse without
@@ -28,7 +28,7 @@ constexpr int kMaxDepth = kMaxRegionDepth;
 
 /// Which construct a block belongs to: decides the terminators allowed in it and the one
 /// added when it has none.
-enum class RegionKind : uint8_t { Function, For, If, WhileBefore, WhileAfter };
+enum class RegionKind : uint8_t { Function, For, If, WhileBefore, WhileAfter, MatrixMap };
 
 /// A kernel or function header: `kernel @k(%a: T, ...)` / `func @f(...) -> (T, ...)`.
 struct Signature {
@@ -69,6 +69,8 @@ public:
 
   // --- types, literals, names (parser.cpp)
   bool parseType(Type &t);
+  /// `matrix<T, R, C, U>`, its element type, shape and use checked (parser_matrix.cpp).
+  bool parseMatrixType(Type &t);
   bool parseScalarType(Scalar &s);
   /// `T` or `(T, ...)`.
   bool parseTypeList(std::vector<Type> &types);
@@ -113,6 +115,10 @@ private:
   bool parseCall(Op &op);
   bool parseTerminator(Op &op, RegionKind kind, const Token &mnemonic);
   bool nameResults(Op &op, const std::vector<const Token *> &results);
+  // matrix ops (parser_matrix.cpp)
+  bool parseMatrixOp(Op &op);
+  bool parseMatrixAccess(Op &op, std::vector<const Token *> &toks);
+  bool parseMatrixMap(Op &op);
 
   std::string filename_;
   std::string lexError_; // the message of the Error token, if the input has one

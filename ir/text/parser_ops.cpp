@@ -17,7 +17,8 @@ std::string plural(size_t n, const char *word) {
 }
 
 bool isNoResultForm(OpForm f) {
-  return f == OpForm::Store || f == OpForm::Barrier || f == OpForm::Terminator;
+  return f == OpForm::Store || f == OpForm::MatrixStore || f == OpForm::Barrier ||
+         f == OpForm::Terminator;
 }
 
 bool isVariadicForm(OpForm f) {
@@ -124,6 +125,10 @@ bool Parser::parseMnemonic(OpKind &kind, Mods &mods, Loc &predLoc, bool &hasPred
       hasPred = true;
       mods.pred = *p;
       predLoc = at;
+    } else if (m == "col" && set == ModSet::Layout) {
+      if (mods.colMajor)
+        return dup();
+      mods.colMajor = true;
     } else if ((m == "x" || m == "y" || m == "z") && set == ModSet::Dim) {
       if (seenDim)
         return error(at, "more than one dimension");
@@ -465,11 +470,11 @@ bool Parser::parseTerminator(Op &op, RegionKind kind, const Token &mnemonic) {
     return parseOperands(op, toks, 1);
   }
   if (op.kind == OpKind::Yield && kind != RegionKind::For && kind != RegionKind::If &&
-      kind != RegionKind::WhileAfter)
+      kind != RegionKind::WhileAfter && kind != RegionKind::MatrixMap)
     return errorAt(mnemonic, kind == RegionKind::WhileBefore
                                  ? "the first region of a 'while' must end with 'condition'"
-                                 : "'yield' is only allowed at the end of a for, if or "
-                                   "while-do region");
+                                 : "'yield' is only allowed at the end of a for, if, "
+                                   "while-do or matrix_map region");
   if (op.kind == OpKind::Return && kind != RegionKind::Function)
     return errorAt(mnemonic, "'return' is only allowed at the end of a function body");
   std::vector<const Token *> toks;
@@ -543,6 +548,13 @@ bool Parser::parseOp(Block &b, RegionKind kind) {
     break;
   case OpForm::Terminator:
     ok = parseTerminator(*op, kind, mnemonic);
+    break;
+  case OpForm::MatrixLoad:
+  case OpForm::MatrixStore:
+  case OpForm::MatrixFill:
+  case OpForm::MatrixMad:
+  case OpForm::MatrixMap:
+    ok = parseMatrixOp(*op) && nameResults(*op, results);
     break;
   default:
     ok = parseSimpleOp(*op, predLoc) && nameResults(*op, results);

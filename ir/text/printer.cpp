@@ -175,6 +175,10 @@ private:
     case ModSet::Dim:
       s += "." + std::string(1, "xyz"[op.mods.dim % 3]);
       break;
+    case ModSet::Layout:
+      if (op.mods.colMajor)
+        s += ".col";
+      break;
     }
     return s;
   }
@@ -258,7 +262,49 @@ private:
     case OpForm::While:
       whileOp(op, depth);
       return;
+    case OpForm::MatrixLoad:
+      out += " " + matrixAccess(op, 0) + " : " + resultType();
+      return;
+    case OpForm::MatrixStore:
+      out += " " + use(op.operands[0]) + ", " + matrixAccess(op, 1) + " : " + operandType(0);
+      return;
+    case OpForm::MatrixFill:
+      out += " " + uses(op.operands) + " : " + resultType();
+      return;
+    case OpForm::MatrixMad:
+      out += " " + uses(op.operands) + " : " + operandType(0) + ", " + operandType(1) + ", " +
+             operandType(2);
+      return;
+    case OpForm::MatrixMap:
+      matrixMapOp(op, depth);
+      return;
     }
+  }
+
+  /// `%A[%off] stride %ld [bounds %rows, %cols]` of a matrix load (memIdx 0) or store (1).
+  std::string matrixAccess(const Op &op, size_t memIdx) const {
+    if (op.operands.size() < memIdx + 3)
+      return "<malformed>"; // only reachable for IR that fails verification
+    std::string s = mem(op, memIdx) + " stride " + use(op.operands[memIdx + 2]);
+    if (op.operands.size() >= memIdx + 5)
+      s += " bounds " + use(op.operands[memIdx + 3]) + ", " + use(op.operands[memIdx + 4]);
+    return s;
+  }
+
+  void matrixMapOp(const Op &op, int depth) {
+    if (op.regions.empty()) {
+      out += "(<malformed: no region>)"; // only reachable for IR that fails verification
+      return;
+    }
+    const Block &body = op.region(0);
+    out += "(";
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      out += (i ? ", " : "") +
+             (i < body.args.size() ? define(body.args[i].get()) : std::string("%<missing>")) +
+             " = " + use(op.operands[i]);
+    out += ") -> " + (op.results.empty() ? std::string("none") : toString(op.result(0)->type));
+    out += " ";
+    regionBody(body, depth);
   }
 
   void forOp(const Op &op, int depth) {

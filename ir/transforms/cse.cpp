@@ -3,6 +3,10 @@
 // Scoped by region nesting: an op is replaced only by an equivalent op that dominates it
 // (earlier in the same block, or in an enclosing block), never by one in a sibling region.
 // Must never touch an op with side effects or regions (OpInfo::pure is the only authority).
+// Matrix ops (matrix_fill, matrix_mad) are merged only with an equivalent op of the same
+// block: one in an enclosing block may sit on the other side of subgroup-uniform control
+// flow, which matrix ops must never be moved across (docs/ir.md "Matrix ops"); matrix_map
+// holds a region and is never merged.
 #include "ir/transforms/pass.h"
 #include "ir/transforms/rewrite.h"
 
@@ -21,6 +25,7 @@ struct Key {
   uint64_t literal; // exact bits of the literal (const only): -0.0 and +0.0 differ
   std::vector<const Value *> operands;
   std::vector<Type> types;
+  const Block *scope = nullptr; // matrix ops: the block they are in; null for others
 
   friend bool operator==(const Key &, const Key &) = default;
 };
@@ -31,12 +36,16 @@ struct KeyHash {
   size_t operator()(const Key &k) const {
     size_t h = static_cast<size_t>(k.kind);
     combine(h, k.mods.isUnsigned | k.mods.sat << 1 | static_cast<size_t>(k.mods.round) << 2 |
-                   static_cast<size_t>(k.mods.pred) << 5 | static_cast<size_t>(k.mods.dim) << 10);
+                   static_cast<size_t>(k.mods.pred) << 5 | static_cast<size_t>(k.mods.dim) << 10 |
+                   static_cast<size_t>(k.mods.colMajor) << 12);
+    combine(h, std::hash<const Block *>()(k.scope));
     combine(h, std::hash<uint64_t>()(k.literal));
     for (const Value *v : k.operands)
       combine(h, std::hash<const Value *>()(v));
     for (const Type &t : k.types)
-      combine(h, static_cast<size_t>(t.kind) << 8 | static_cast<size_t>(t.elem));
+      combine(h, static_cast<size_t>(t.kind) << 8 | static_cast<size_t>(t.elem) |
+                     size_t{t.rows} << 16 | size_t{t.cols} << 32 |
+                     static_cast<size_t>(t.use) << 48);
     return h;
   }
 };
@@ -46,7 +55,7 @@ bool isCandidate(const Op &op) {
 }
 
 Key keyOf(const Op &op) {
-  Key k{op.kind, op.mods, 0, {}, {}};
+  Key k{op.kind, op.mods, 0, {}, {}, isMatrixForm(op.info().form) ? op.parent : nullptr};
   if (op.kind == OpKind::Const) {
     const Type &t = op.result(0)->type;
     k.literal = t.isFloat() ? std::bit_cast<uint64_t>(op.literal.f) : op.literal.i;

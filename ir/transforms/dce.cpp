@@ -1,9 +1,9 @@
 // The dce pass: removes ops whose results are unused and whose execution has no effect.
 //
-// Removable: pure ops (OpInfo::pure) without regions, and `for`/`if` ops whose results are
-// unused and whose regions hold only removable ops and terminators. Never removes an op with
-// side effects, a call, or a `while` (which might not terminate: removing it would change
-// what the kernel does).
+// Removable: pure ops (OpInfo::pure) without regions, and `for`/`if`/`matrix_map` ops whose
+// results are unused and whose regions hold only removable ops and terminators. Never removes an op
+// with side effects, a call, or a `while` (which might not terminate: removing it would change what
+// the kernel does).
 #include "ir/transforms/pass.h"
 #include "ir/transforms/rewrite.h"
 
@@ -19,7 +19,7 @@ bool hasNoEffect(const Op &op) {
     return true;
   if (op.regions.empty())
     return op.info().pure;
-  if (op.kind != OpKind::For && op.kind != OpKind::If)
+  if (op.kind != OpKind::For && op.kind != OpKind::If && op.kind != OpKind::MatrixMap)
     return false;
   for (auto &region : op.regions)
     for (auto &inner : region->ops)

@@ -6,6 +6,7 @@
 #include "ir/verify/verifier.h"
 
 #include "ir/verify/verifier_impl.h"
+#include "ir/verify/verify_uniform.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -61,7 +62,12 @@ public:
       spec.types = f_.resultTypes;
     if (f_.body->parentOp)
       r_.error(f_.loc, "body of @" + f_.name + " has a parent op (IR construction bug)");
+    size_t errorsBefore = r_.errorCount();
     verifyBlock(*f_.body, spec, /*checkTerminator=*/true);
+    // The uniformity analysis assumes well-formed IR, so it runs only on a kernel that
+    // passed every other check (matrix ops elsewhere are already reported).
+    if (f_.isKernel && r_.errorCount() == errorsBefore && usesMatrixOps(f_))
+      verify_detail::verifyMatrixUniformity(r_, f_);
     if (f_.isKernel)
       verify_detail::verifyLaunch(r_, f_);
   }
@@ -79,6 +85,9 @@ private:
       std::string what = who + " parameter " + count(i + 1) + nameSuffix(p);
       if (p.type.isNone())
         r_.error(f_.loc, what + " has no type");
+      else if (p.type.isMatrix())
+        r_.error(f_.loc, what + " has type " + toString(p.type) +
+                             "; matrices are values of matrix ops, never parameters");
       else if (f_.isKernel && p.type.kind == Type::Kind::Shared)
         r_.error(f_.loc, what + " has type " + toString(p.type) +
                              "; kernels take scalars and buffers (shared arrays come from "
@@ -191,10 +200,29 @@ private:
       if (!op.results.empty() || !op.regions.empty())
         r_.error(op.loc, quoted(op) + " must not have results or regions");
       break;
+    case OpForm::MatrixLoad:
+    case OpForm::MatrixStore:
+    case OpForm::MatrixFill:
+    case OpForm::MatrixMad:
+    case OpForm::MatrixMap:
+      verifyMatrix(op, ok);
+      break;
     default:
       break;
     }
     return ok;
+  }
+
+  void verifyMatrix(const Op &op, bool ok) {
+    if (!f_.isKernel)
+      r_.error(op.loc,
+               quoted(op) + " is only allowed in kernels (@" + f_.name + " is a device function)");
+    if (ok)
+      verify_detail::verifyMatrixOp(r_, op);
+    if (op.kind != OpKind::MatrixMap || op.regions.size() != 1 || op.results.size() != 1)
+      return;
+    Type elem = Type::scalar(op.result(0)->type.elem);
+    verifyBlock(op.region(0), yieldSpec(op, OpKind::Yield, {elem}), true);
   }
 
   void verifyTerminator(const Op &t, const RegionSpec &spec, bool operandsOk) {
@@ -270,9 +298,10 @@ private:
       return;
     }
     for (size_t i = 0; i < inits.size(); ++i) {
-      if (!inits[i]->type.isScalar())
+      if (!inits[i]->type.isScalar() && !inits[i]->type.isMatrix())
         r_.error(op.loc, quoted(op) + " iter value " + count(i + 1) + " has type " +
-                             toString(inits[i]->type) + "; loop-carried values must be scalars");
+                             toString(inits[i]->type) +
+                             "; loop-carried values must be scalars or matrices");
       else if (op.results[i]->type != inits[i]->type)
         r_.error(op.loc, quoted(op) + " result " + count(i + 1) + " has type " +
                              toString(op.results[i]->type) + ", expected " +
@@ -329,9 +358,10 @@ private:
     else if (ok && !op.operands[0]->type.isBool())
       r_.error(op.loc, "'if' condition must be i1, got " + toString(op.operands[0]->type));
     for (size_t i = 0; i < op.results.size(); ++i)
-      if (!op.results[i]->type.isScalar())
+      if (!op.results[i]->type.isScalar() && !op.results[i]->type.isMatrix())
         r_.error(op.loc, "'if' result " + count(i + 1) + " has type " +
-                             toString(op.results[i]->type) + "; results must be scalars");
+                             toString(op.results[i]->type) +
+                             "; results must be scalars or matrices");
     bool missingElse =
         !op.results.empty() && (op.regions.size() < 2 || op.region(1).ops.empty());
     if (missingElse)
@@ -376,6 +406,10 @@ private:
                            " is a kernel");
       return;
     }
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (op.operands[i]->type.isMatrix())
+        r_.error(op.loc, who + " argument " + count(i + 1) + " is a matrix (" +
+                             toString(op.operands[i]->type) + "); matrices cannot be passed");
     const auto &params = callee->body->args;
     if (op.operands.size() != params.size()) {
       r_.error(op.loc, who + " passes " + count(op.operands.size()) + " argument(s), expected " +

@@ -1,5 +1,6 @@
 // Internals shared by the verifier's translation units (verifier.cpp: structure, regions,
-// visibility, calls; verify_ops.cpp: per-op typing against the op table; verify_launch.cpp:
+// visibility, calls; verify_ops.cpp: per-op typing against the op table; verify_matrix.cpp:
+// matrix ops; verify_uniform.cpp: subgroup uniformity of matrix ops; verify_launch.cpp:
 // launch specs). Must never be included outside ir/verify/, and nothing here may modify IR.
 #pragma once
 
@@ -18,6 +19,8 @@ public:
   void error(Loc loc, std::string message) {
     diags_.push_back({m_.filename, loc, std::move(message)});
   }
+  /// Diagnostics reported so far (to run an analysis only on IR that is otherwise valid).
+  size_t errorCount() const { return diags_.size(); }
   const Module &module() const { return m_; }
 
 private:
@@ -42,6 +45,10 @@ void verifyMods(Reporter &r, const Op &op);
 void verifyFixedOp(Reporter &r, const Op &op);
 /// Whether verifyFixedOp handles ops of this form.
 bool hasFixedSignature(OpForm form);
+
+/// Checks arity, operand, result and region-argument types of a matrix op (verify_matrix.cpp);
+/// the body of a matrix_map region is walked by the caller. Operands are non-null and visible.
+void verifyMatrixOp(Reporter &r, const Op &op);
 
 /// Checks a kernel's launch spec against its parameters.
 void verifyLaunch(Reporter &r, const Function &kernel);

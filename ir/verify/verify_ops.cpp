@@ -350,7 +350,7 @@ bool hasFixedSignature(OpForm form) {
   case OpForm::Call:
     return false;
   default:
-    return true;
+    return !isMatrixForm(form); // matrix ops: verify_matrix.cpp
   }
 }
 
@@ -366,6 +366,8 @@ void verifyMods(Reporter &r, const Op &op) {
   if (set == ModSet::Dim && op.mods.dim > 2)
     r.error(op.loc, quoted(op) + " dimension must be .x, .y or .z, got " +
                         std::to_string(op.mods.dim));
+  if (op.mods.colMajor && set != ModSet::Layout)
+    r.error(op.loc, quoted(op) + " does not accept modifier '.col'");
   if (op.mods.pred > CmpPred::Uno)
     r.error(op.loc, quoted(op) + " has an invalid predicate");
   if (set != ModSet::Sign || !op.mods.isUnsigned || op.operands.empty())

@@ -84,8 +84,13 @@ TEST(FuzzGen, KernelsCoverEveryOpAndType) {
             types.insert(res->type.elem);
       });
   }
-  for (const ir::OpInfo &info : ir::allOps())
+  for (const ir::OpInfo &info : ir::allOps()) {
+    // Not generated yet (issue #13): matrix ops need subgroup-uniform control flow and
+    // operands, which the generator's random SIMT kernels do not keep.
+    if (ir::isMatrixForm(info.form))
+      continue;
     EXPECT_TRUE(kinds.count(info.kind)) << "no generated kernel uses '" << info.name << "'";
+  }
   EXPECT_EQ(types.size(), 9u) << "every scalar type";
 }
 

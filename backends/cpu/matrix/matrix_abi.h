@@ -8,6 +8,8 @@
  *     writes them directly for matrix_map and matrix_fill): f32 -> float, i32 -> int32_t,
  *     f16 -> float (held as f32), bf16 -> uint16_t (bf16 bits), i8 -> int16_t;
  *   - `a` and `b` tiles use a private packed layout only this library reads and writes.
+ * Every function is thread-safe and reentrant (no state but the path, chosen once); they use
+ * at most 64 KiB of stack (tsr_mx_mad on bf16: two f32 scratch tiles; load/store: 32 KiB).
  * Plain C (C99 and C++), no LLVM, no HAL, no IR headers: the element codes below equal
  * ir::Scalar's values and the use codes ir::MatrixUse's (checked by matrix_runtime_test).
  * Never change a declaration here: codegen emits calls against it.

@@ -182,22 +182,77 @@ int64_t forEachLine(const tsr_mx_shape *s, int64_t count, int64_t off, int64_t l
   return fault.linear;
 }
 
+// True when every element of a tile without bounds is inside [0, count): the lines (rows, or
+// columns when col_major) start at off + line * ld, linear in line, so the first and last
+// lines bound them all.
+bool wholeTileInRange(const tsr_mx_shape *s, int64_t count, int64_t off, int64_t ld, int64_t brows,
+                      int64_t bcols) {
+  if (brows < s->rows || bcols < s->cols)
+    return false;
+  int lines = s->col_major ? s->cols : s->rows, len = s->col_major ? s->rows : s->cols;
+  i128 first = off, last = i128(off) + i128(lines - 1) * ld;
+  return std::min(first, last) >= 0 && std::max(first, last) + len <= count;
+}
+
+// A col-major tile, all in range, transposed into row-major storage by plain loops (no
+// per-element bounds or dispatch): column c of memory is contiguous over r.
+template <typename Mem, typename Store, typename Cvt>
+void loadColumns(const Mem *mem, int64_t ld, Store *dst, int rows, int cols, Cvt cvt) {
+  for (int c = 0; c < cols; ++c) {
+    const Mem *col = mem + c * ld;
+    for (int r = 0; r < rows; ++r)
+      dst[r * cols + c] = cvt(col[r]);
+  }
+}
+
+void loadColumnsInRange(const tsr_mx_shape *s, const char *mem, int64_t ld, char *dst) {
+  int R = s->rows, C = s->cols;
+  auto same = [](auto v) { return v; };
+  switch (s->elem) {
+  case TSR_MX_F16:
+    return loadColumns((const uint16_t *)mem, ld, (float *)dst, R, C, halfToFloat);
+  case TSR_MX_I8:
+    return loadColumns((const int8_t *)mem, ld, (int16_t *)dst, R, C,
+                       [](int8_t v) { return int16_t(v); });
+  case TSR_MX_BF16:
+    return loadColumns((const uint16_t *)mem, ld, (uint16_t *)dst, R, C, same);
+  default: // f32, i32: moved as bits
+    return loadColumns((const uint32_t *)mem, ld, (uint32_t *)dst, R, C, same);
+  }
+}
+
 } // namespace
 
 extern "C" int64_t tsr_mx_load(const tsr_mx_shape *s, void *tile, const void *base, int64_t count,
                                int64_t off, int64_t ld, int64_t brows, int64_t bcols,
                                int64_t *bad_index) {
   requireShape(s, "tsr_mx_load");
+  const Kernels &k = activeKernels();
+  if (!s->col_major && k.loadFull && wholeTileInRange(s, count, off, ld, brows, bcols) &&
+      k.loadFull(s, tile, static_cast<const char *>(base) + off * elemIo(s->elem).memBytes, ld)) {
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
   ElemIo io = elemIo(s->elem);
   int rows = s->rows, cols = s->cols, sb = io.storeBytes;
   alignas(64) char staging[kMaxTileBytes];
   char *dst = pairedB(s) ? staging : static_cast<char *>(tile);
+  const char *mem = static_cast<const char *>(base);
+  if (s->col_major && wholeTileInRange(s, count, off, ld, brows, bcols)) {
+    loadColumnsInRange(s, mem + off * io.memBytes, ld, dst);
+    if (pairedB(s))
+      packPairs(reinterpret_cast<const uint16_t *>(staging), static_cast<uint16_t *>(tile), rows,
+                cols);
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
   // Bounded-out and out-of-range elements read 0. Row-major zeroes around each accessed run
   // (a full tile is then written once); col-major zeroes everything first.
   if (s->col_major)
     std::memset(dst, 0, size_t(rows) * cols * sb);
   int rowsDone = 0;
-  const char *mem = static_cast<const char *>(base);
   int64_t first = forEachLine(s, count, off, ld, brows, bcols, bad_index, [&](int line, Line l) {
     if (!s->col_major) {
       char *row = dst + size_t(line) * cols * sb;
@@ -223,6 +278,13 @@ extern "C" int64_t tsr_mx_store(const tsr_mx_shape *s, const void *tile, void *b
                                 int64_t off, int64_t ld, int64_t brows, int64_t bcols,
                                 int64_t *bad_index) {
   requireShape(s, "tsr_mx_store");
+  const Kernels &k = activeKernels();
+  if (!s->col_major && k.storeFull && wholeTileInRange(s, count, off, ld, brows, bcols) &&
+      k.storeFull(s, tile, static_cast<char *>(base) + off * elemIo(s->elem).memBytes, ld)) {
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
   ElemIo io = elemIo(s->elem);
   int cols = s->cols, sb = io.storeBytes;
   alignas(64) char staging[kMaxTileBytes];

@@ -6,6 +6,7 @@
 // The attribute set is the union of what the three kernel families need (so one template body
 // serves all of them); the f32 kernels only contain f32 intrinsics, and the bf16 / i8 entries
 // of the table are replaced by the generic ones when AVX512_BF16 / AVX512_VNNI are missing.
+#include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/cpu/matrix/matrix_kernels.h"
 
 #if defined(__x86_64__)
@@ -160,10 +161,37 @@ TSR_AVX512 void madF32(int M, int N, int K, const float *a, const float *b, cons
                        float *d) {
   madTile<F32Ops>(M, N, K, a, b, c, d);
 }
-TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
-                        float *d) {
+// vdpbf16ps on the pairs as they are. Not the default (matrix_kernels.h, madBf16Dot).
+TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
+                           const float *c, float *d) {
   madTile<Bf16Ops>(M, N, K, a, b, c, d);
 }
+
+// bf16 -> f32 is a 16-bit shift, and products of bf16 values are exact in f32, so converting
+// both tiles into scratch f32 tiles and running the f32 kernel gives results within the same
+// bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires about one
+// per 3 cycles (~11 MACs per cycle) on the Emerald Rapids host measured (mx_kernel_bench). The
+// conversion costs ~1/16 of an instruction per element, a few percent of the mad for the tile sizes
+// the IR allows.
+TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                        float *d) {
+  alignas(64) float af[8192], bf[8192];
+  for (int i = 0; i < M * K; i += 16) // M * K is a multiple of 64
+    _mm512_store_ps(af + i,
+                    _mm512_castsi512_ps(_mm512_slli_epi32(
+                        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(a + i))), 16)));
+  __mmask16 m = N >= 16 ? 0xffff : 0x00ff;
+  const __m512i hi = _mm512_set1_epi32(int32_t(0xffff0000u));
+  for (int p = 0; p < K / 2; ++p) // pair row p holds b rows 2p (low halves) and 2p + 1 (high)
+    for (int j = 0; j < N; j += 16) {
+      __m512i v = _mm512_maskz_loadu_epi32(m, b + (p * N + j) * 2);
+      _mm512_mask_storeu_ps(bf + 2 * p * N + j, m, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+      _mm512_mask_storeu_ps(bf + (2 * p + 1) * N + j, m,
+                            _mm512_castsi512_ps(_mm512_and_si512(v, hi)));
+    }
+  madTile<F32Ops>(M, N, K, af, bf, c, d);
+}
+
 TSR_AVX512 void madI8(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
                       int32_t *d) {
   madTile<I8Ops>(M, N, K, a, b, c, d);
@@ -195,6 +223,114 @@ TSR_AVX512 void i16ToI8(const int16_t *src, int8_t *dst, int n) {
     __mmask32 m = n - i >= 32 ? 0xffffffffu : __mmask32((1u << (n - i)) - 1);
     _mm256_mask_storeu_epi8(dst + i, m, _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src + i)));
   }
+}
+
+// ---- whole in-range row-major tiles (matrix_kernels.h, loadFull / storeFull)
+
+// Row r of a tile: C elements of `bytes` each, copied in 64-byte vectors (the last one masked;
+// only an 8-column bf16 / f32 row, 16 or 32 bytes, is shorter than a vector).
+TSR_AVX512_INLINE void copyRow(const char *src, char *dst, int bytes) {
+  int i = 0;
+  for (; i + 64 <= bytes; i += 64)
+    _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+  if (i < bytes) {
+    __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
+    _mm512_mask_storeu_epi8(dst + i, m, _mm512_maskz_loadu_epi8(m, src + i));
+  }
+}
+
+// b of bf16 / i8: two memory rows 2p, 2p + 1 into one pair row (32-bit lanes: row 2p's element
+// in the low half, row 2p + 1's in the high half), 16 columns per step.
+template <bool I8>
+TSR_AVX512_INLINE void packPairRow(const void *r0, const void *r1, uint16_t *dst, int C) {
+  for (int j = 0; j < C; j += 16) {
+    __mmask16 m = C - j >= 16 ? 0xffff : 0x00ff;
+    __m512i lo, hi;
+    if constexpr (I8) {
+      lo = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r0 + j));
+      hi = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r1 + j));
+      lo = _mm512_and_si512(lo, _mm512_set1_epi32(0xffff));
+    } else {
+      lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r0 + j));
+      hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r1 + j));
+    }
+    _mm512_mask_storeu_epi32(dst + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
+// Prefetches (into L2) the tile a GEMM's k loop loads next from the same matrix: a (M x K) moves
+// right by K columns, b (K x N) down by K rows. A guess that costs one prefetch per cache line
+// and never faults (addresses are computed as integers; a prefetch outside the mapping is
+// dropped), and hides most of the memory latency of the next load behind this tile's mad.
+TSR_AVX512_INLINE void prefetchNextTile(const tsr_mx_shape *s, const char *in, int64_t ld, int mb) {
+  if (s->use == TSR_MX_USE_ACC)
+    return;
+  uintptr_t base = uintptr_t(in), rowBytes = uintptr_t(s->cols) * mb, step = uintptr_t(ld * mb);
+  uintptr_t next = s->use == TSR_MX_USE_A ? base + rowBytes : base + step * s->rows;
+  for (int r = 0; r < s->rows; ++r, next += step)
+    for (uintptr_t i = 0; i < rowBytes; i += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(next + i), _MM_HINT_T1);
+}
+
+TSR_AVX512 bool loadFull(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
+  int R = s->rows, C = s->cols;
+  const char *in = static_cast<const char *>(src);
+  prefetchNextTile(s, in, ld, s->elem == TSR_MX_I8 ? 1 : s->elem == TSR_MX_F32 ? 4 : 2);
+  if (s->use == TSR_MX_USE_B && (s->elem == TSR_MX_BF16 || s->elem == TSR_MX_I8)) {
+    int mb = s->elem == TSR_MX_I8 ? 1 : 2;
+    auto *out = static_cast<uint16_t *>(tile);
+    for (int p = 0; p < R / 2; ++p) {
+      const char *r0 = in + 2 * p * ld * mb, *r1 = r0 + ld * mb;
+      if (s->elem == TSR_MX_I8)
+        packPairRow<true>(r0, r1, out + 2 * p * C, C);
+      else
+        packPairRow<false>(r0, r1, out + 2 * p * C, C);
+    }
+    return true;
+  }
+  char *out = static_cast<char *>(tile);
+  for (int r = 0; r < R; ++r) {
+    switch (s->elem) {
+    case TSR_MX_F16:
+      f16ToF32((const uint16_t *)(in + r * ld * 2), (float *)out + r * C, C);
+      break;
+    case TSR_MX_I8:
+      i8ToI16((const int8_t *)(in + r * ld), (int16_t *)out + r * C, C);
+      break;
+    case TSR_MX_BF16:
+      copyRow(in + r * ld * 2, out + r * C * 2, C * 2);
+      break;
+    default: // f32, i32
+      copyRow(in + r * ld * 4, out + r * C * 4, C * 4);
+      break;
+    }
+  }
+  return true;
+}
+
+TSR_AVX512 bool storeFull(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld) {
+  if (s->use != TSR_MX_USE_ACC) // a / b stores are rare: the general path
+    return false;
+  int R = s->rows, C = s->cols;
+  const char *in = static_cast<const char *>(tile);
+  char *out = static_cast<char *>(dst);
+  for (int r = 0; r < R; ++r) {
+    switch (s->elem) {
+    case TSR_MX_F16:
+      f32ToF16((const float *)in + r * C, (uint16_t *)(out + r * ld * 2), C);
+      break;
+    case TSR_MX_I8:
+      i16ToI8((const int16_t *)in + r * C, (int8_t *)(out + r * ld), C);
+      break;
+    case TSR_MX_BF16:
+      copyRow(in + r * C * 2, out + r * ld * 2, C * 2);
+      break;
+    default:
+      copyRow(in + r * C * 4, out + r * ld * 4, C * 4);
+      break;
+    }
+  }
+  return true;
 }
 
 struct Features {
@@ -229,12 +365,15 @@ Kernels makeTable(const Features &f) {
             : f.vnni ? "avx512-vnni"
                      : "avx512",
             madF32,
-            f.bf16 ? madBf16 : g.madBf16,
+            madBf16,
             f.vnni ? madI8 : g.madI8,
             f16ToF32,
             f32ToF16,
             i8ToI16,
-            i16ToI8};
+            i16ToI8,
+            loadFull,
+            storeFull,
+            f.bf16 ? madBf16Dot : nullptr};
   return k;
 }
 

@@ -71,36 +71,49 @@ float bf16ToFloat(uint16_t h) {
   return f;
 }
 
-// The loops below write d only after reading every c element of the same position, so
-// d == c (in place) is safe; the k loop is innermost over a register accumulator.
+// Row by row: d's row starts as c's, then gains a[i][k] * b[k][:] for k in order (each element
+// still sums in k order). The inner loop runs along a row of b and d, so compilers vectorise it
+// with baseline SSE2; d == c (in place) is safe because element j reads only its own slot.
 void madF32(int M, int N, int K, const float *a, const float *b, const float *c, float *d) {
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float acc = c[i * N + j];
-      for (int k = 0; k < K; ++k)
-        acc += a[i * K + k] * b[k * N + j];
-      d[i * N + j] = acc;
+  for (int i = 0; i < M; ++i) {
+    float *drow = d + i * N;
+    std::memmove(drow, c + i * N, size_t(N) * sizeof(float));
+    for (int k = 0; k < K; ++k) {
+      float aik = a[i * K + k];
+      const float *brow = b + k * N;
+      for (int j = 0; j < N; ++j)
+        drow[j] += aik * brow[j];
     }
+  }
 }
 
+// bf16 and i8: b's pairs unpacked once into a row-major scratch tile (K * N <= 8192), then the
+// same row loop. Products of bf16 values are exact in float; i8 products fit in int32.
 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c, float *d) {
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float acc = c[i * N + j];
-      for (int k = 0; k < K; ++k) // products of bf16 values are exact in float
-        acc += bf16ToFloat(a[i * K + k]) * bf16ToFloat(b[((k >> 1) * N + j) * 2 + (k & 1)]);
-      d[i * N + j] = acc;
-    }
+  float af[8192], bf[8192];
+  for (int i = 0; i < M * K; ++i)
+    af[i] = bf16ToFloat(a[i]);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j)
+      bf[k * N + j] = bf16ToFloat(b[((k >> 1) * N + j) * 2 + (k & 1)]);
+  madF32(M, N, K, af, bf, c, d);
 }
 
 void madI8(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c, int32_t *d) {
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      uint32_t acc = uint32_t(c[i * N + j]); // unsigned: the sum wraps modulo 2^32
-      for (int k = 0; k < K; ++k)
-        acc += uint32_t(int32_t(a[i * K + k]) * int32_t(b[((k >> 1) * N + j) * 2 + (k & 1)]));
-      d[i * N + j] = int32_t(acc);
+  int32_t bi[8192];
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j)
+      bi[k * N + j] = b[((k >> 1) * N + j) * 2 + (k & 1)];
+  for (int i = 0; i < M; ++i) {
+    int32_t *drow = d + i * N;
+    std::memmove(drow, c + i * N, size_t(N) * sizeof(int32_t));
+    for (int k = 0; k < K; ++k) {
+      uint32_t aik = uint32_t(int32_t(a[i * K + k]));
+      const int32_t *brow = bi + k * N;
+      for (int j = 0; j < N; ++j) // unsigned: the sum wraps modulo 2^32
+        drow[j] = int32_t(uint32_t(drow[j]) + aik * uint32_t(brow[j]));
     }
+  }
 }
 
 void f16ToF32(const uint16_t *src, float *dst, int n) {
@@ -123,7 +136,8 @@ void i16ToI8(const int16_t *src, int8_t *dst, int n) {
 } // namespace
 
 const Kernels &genericKernels() {
-  static const Kernels k{"generic", madF32, madBf16, madI8, f16ToF32, f32ToF16, i8ToI16, i16ToI8};
+  static const Kernels k{"generic", madF32,  madBf16, madI8,   f16ToF32, f32ToF16,
+                         i8ToI16,   i16ToI8, nullptr, nullptr, nullptr};
   return k;
 }
 

@@ -12,7 +12,10 @@
 #ifndef TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
 #define TESSERA_BACKENDS_CPU_MATRIX_MATRIX_KERNELS_H_
 
+#include "backends/cpu/matrix/matrix_abi.h"
+
 #include <cstdint>
+#include <string>
 
 namespace tessera::cpu_mx {
 
@@ -29,13 +32,27 @@ struct Kernels {
   void (*f32ToF16)(const float *src, uint16_t *dst, int n); // round to nearest even
   void (*i8ToI16)(const int8_t *src, int16_t *dst, int n);
   void (*i16ToI8)(const int16_t *src, int8_t *dst, int n); // truncating (values fit)
+  // Whole row-major tiles whose every element is in range (the common case inside a GEMM):
+  // src is element (0, 0), ld the row stride in elements. Return false for a case they do not
+  // handle (the caller then takes the general path); nullptr: none.
+  bool (*loadFull)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
+  bool (*storeFull)(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld);
+  // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
+  // host measured it gives ~0.55x the MACs per cycle of f32 FMA (docs/performance.md); kept
+  // for hosts where it is faster, for the bench, and tested like the others.
+  void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                     float *d);
 };
 
 const Kernels &genericKernels();
 // The AVX-512 table when the host can run it (CPUID + XGETBV), else nullptr. Its bf16 / i8
 // kernels fall back to the generic ones where AVX512_BF16 / AVX512_VNNI are missing.
 const Kernels *avx512Kernels();
-// The table this process uses (TESSERA_MX_PATH applied), chosen on the first call.
+// The table for a TESSERA_MX_PATH value (NULL or "": the detected one). A path this host cannot
+// run, or an unknown name, gives the detected table and a one-line *warning saying so.
+const Kernels &kernelsFor(const char *request, std::string *warning);
+// The table this process uses (kernelsFor(getenv("TESSERA_MX_PATH")), the warning printed on
+// stderr), chosen on the first call.
 const Kernels &activeKernels();
 
 // Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).

@@ -8,30 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 using namespace tessera::cpu_mx;
 
 namespace {
 
 bool validDim(int d) { return d == 8 || d == 16 || d == 32 || d == 64 || d == 128; }
-
-const Kernels &chooseKernels() {
-  const Kernels *avx = avx512Kernels();
-  const char *env = std::getenv("TESSERA_MX_PATH");
-  if (!env || !*env)
-    return avx ? *avx : genericKernels();
-  if (std::strcmp(env, "generic") == 0)
-    return genericKernels();
-  if (std::strcmp(env, "avx512") == 0 && avx)
-    return *avx;
-  const Kernels &detected = avx ? *avx : genericKernels();
-  std::fprintf(stderr,
-               "TESSERA_MX_PATH=%s: %s; using the detected matrix path '%s' (choices: generic, "
-               "avx512)\n",
-               env, std::strcmp(env, "avx512") == 0 ? "this host cannot run AVX-512" : "unknown",
-               detected.name);
-  return detected;
-}
 
 [[noreturn]] void die(const char *what) {
   std::fprintf(stderr, "%s\n", what);
@@ -41,10 +24,36 @@ const Kernels &chooseKernels() {
 } // namespace
 
 namespace tessera::cpu_mx {
+
+const Kernels &kernelsFor(const char *request, std::string *warning) {
+  const Kernels *avx = avx512Kernels();
+  const Kernels &detected = avx ? *avx : genericKernels();
+  if (!request || !*request)
+    return detected;
+  if (std::strcmp(request, "generic") == 0)
+    return genericKernels();
+  bool wantsAvx = std::strcmp(request, "avx512") == 0;
+  if (wantsAvx && avx)
+    return *avx;
+  if (warning)
+    *warning = std::string("TESSERA_MX_PATH=") + request + ": " +
+               (wantsAvx ? "this host cannot run AVX-512" : "unknown path") +
+               "; using the detected matrix path '" + detected.name +
+               "' (choices: generic, avx512)";
+  return detected;
+}
+
 const Kernels &activeKernels() {
-  static const Kernels &k = chooseKernels();
+  static const Kernels &k = []() -> const Kernels & {
+    std::string warning;
+    const Kernels &chosen = kernelsFor(std::getenv("TESSERA_MX_PATH"), &warning);
+    if (!warning.empty())
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    return chosen;
+  }();
   return k;
 }
+
 } // namespace tessera::cpu_mx
 
 extern "C" const char *tsr_mx_shape_error(const tsr_mx_shape *s) {

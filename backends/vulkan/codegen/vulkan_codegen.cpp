@@ -235,6 +235,8 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   ir::Diagnostics diags = ir::verifyModule(m);
   if (!diags.empty())
     return fail(diags.front().str());
+  if (std::string why = ir::unsupportedMatrixOps(m, "vulkan"); !why.empty())
+    return fail(why); // until the matrix lowering lands (issue #13)
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
   // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).

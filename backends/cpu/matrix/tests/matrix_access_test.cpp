@@ -1,11 +1,11 @@
-// The CPU matrix runtime (matrix_abi.h) against naive references written here: every op, element
-// type, use, shape class and layout; bounds, stride 0, negative strides, out-of-range and
-// overflowing indices with the first fault; mad against a long double reference under the
-// docs/ir.md bound (i8 bit-exact, wrapping). ctest runs this binary on the detected path and
-// with TESSERA_MX_PATH=generic; the mad kernels of both paths are also compared in one process.
-// The references share no code with the runtime (f16 conversions use the compiler's _Float16).
+// The CPU matrix runtime's load / store / fill (matrix_abi.h) against naive references written
+// here: every element type, use, shape class and layout; bounds, stride 0, negative strides,
+// out-of-range and overflowing indices with the first fault. ctest runs this binary on the
+// detected path and with TESSERA_MX_PATH=generic (matrix_mad_test.cpp is the other half). The
+// references share no code with the runtime (f16 conversions use the compiler's _Float16).
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/cpu/matrix/matrix_kernels.h"
+#include "backends/cpu/matrix/tests/matrix_test_util.h"
 #include "ir/core/types.h"
 
 #include <gtest/gtest.h>
@@ -19,8 +19,8 @@
 
 namespace {
 
+using namespace tessera::cpu_mx::test;
 using i128 = __int128;
-using tessera::cpu_mx::Kernels;
 
 static_assert(TSR_MX_I8 == int(tessera::ir::Scalar::I8) &&
                   TSR_MX_I32 == int(tessera::ir::Scalar::I32) &&
@@ -32,26 +32,6 @@ static_assert(tsr_mx_tile_bytes(TSR_MX_F16, 8, 8, TSR_MX_USE_A) == 256 &&
                   tsr_mx_tile_bytes(TSR_MX_I8, 8, 8, TSR_MX_USE_B) == 128 &&
                   tsr_mx_tile_bytes(TSR_MX_F32, 128, 64, TSR_MX_USE_ACC) == 32768,
               "tile bytes per spec section 6");
-
-constexpr uint8_t kElems[] = {TSR_MX_I8, TSR_MX_I32, TSR_MX_F16, TSR_MX_BF16, TSR_MX_F32};
-constexpr int kDims[] = {8, 16, 32, 64, 128};
-
-int memBytes(uint8_t e) { return e == TSR_MX_I8 ? 1 : e == TSR_MX_F16 || e == TSR_MX_BF16 ? 2 : 4; }
-
-// Random finite memory elements (no NaN: f16 NaN payloads are not kept bit for bit).
-std::vector<uint8_t> randomMemory(uint8_t elem, int64_t n, std::mt19937 &rng) {
-  std::vector<uint8_t> m(size_t(n * memBytes(elem)));
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits = rng();
-    if (elem == TSR_MX_F16 && ((bits >> 10) & 0x1f) == 0x1f)
-      bits &= ~0x4000u; // exponent 31 -> 15
-    if ((elem == TSR_MX_BF16 || elem == TSR_MX_F32) &&
-        ((elem == TSR_MX_F32 ? bits >> 23 : bits >> 7) & 0xff) == 0xff)
-      bits &= elem == TSR_MX_F32 ? ~0x40000000u : ~0x4000u;
-    std::memcpy(&m[size_t(i * memBytes(elem))], &bits, size_t(memBytes(elem)));
-  }
-  return m;
-}
 
 struct Access {
   int64_t count, off, ld, brows, bcols;
@@ -97,32 +77,6 @@ Expect referenceLoad(const tsr_mx_shape &s, const Access &x, const std::vector<u
   return e;
 }
 
-// Stores a tile densely (row-major, ld = cols, full): how the tests read a packed tile back.
-std::vector<uint8_t> storeDense(const tsr_mx_shape &s, const void *tile) {
-  tsr_mx_shape d = s;
-  d.col_major = 0;
-  std::vector<uint8_t> out(size_t(s.rows) * s.cols * memBytes(s.elem), 0xAB);
-  int64_t bad = 7;
-  EXPECT_EQ(
-      tsr_mx_store(&d, tile, out.data(), int64_t(s.rows) * s.cols, 0, s.cols, s.rows, s.cols, &bad),
-      -1);
-  EXPECT_EQ(bad, 0);
-  return out;
-}
-
-struct Tile {
-  explicit Tile(const tsr_mx_shape &s)
-      : bytes(size_t(tsr_mx_tile_bytes(s.elem, s.rows, s.cols, s.use))),
-        p(static_cast<uint8_t *>(std::aligned_alloc(64, bytes))) {
-    std::memset(p, 0xCD, bytes); // garbage: a load must overwrite every element
-  }
-  ~Tile() { std::free(p); }
-  Tile(const Tile &) = delete;
-  Tile &operator=(const Tile &) = delete;
-  size_t bytes;
-  uint8_t *p;
-};
-
 std::string describe(const tsr_mx_shape &s, const Access &x) {
   return "elem " + std::to_string(s.elem) + " use " + std::to_string(s.use) +
          (s.col_major ? " col" : " row") + " " + std::to_string(s.rows) + "x" +
@@ -156,6 +110,23 @@ TEST(MatrixRuntime, PathName) {
                                                      : "generic");
 }
 
+TEST(MatrixRuntime, PathRequests) {
+  using tessera::cpu_mx::kernelsFor;
+  const tessera::cpu_mx::Kernels *avx = tessera::cpu_mx::avx512Kernels();
+  std::string detected = avx ? avx->name : "generic", warning;
+  EXPECT_STREQ(kernelsFor(nullptr, &warning).name, detected.c_str());
+  EXPECT_STREQ(kernelsFor("", &warning).name, detected.c_str());
+  EXPECT_STREQ(kernelsFor("generic", &warning).name, "generic");
+  EXPECT_EQ(warning, "");
+  EXPECT_STREQ(kernelsFor("avx512", &warning).name, detected.c_str());
+  EXPECT_EQ(warning, avx ? ""
+                         : "TESSERA_MX_PATH=avx512: this host cannot run AVX-512; using the "
+                           "detected matrix path 'generic' (choices: generic, avx512)");
+  EXPECT_STREQ(kernelsFor("amx", &warning).name, detected.c_str());
+  EXPECT_EQ(warning, "TESSERA_MX_PATH=amx: unknown path; using the detected matrix path '" +
+                         detected + "' (choices: generic, avx512)");
+}
+
 TEST(MatrixRuntime, ShapeErrors) {
   tsr_mx_shape ok{TSR_MX_F32, TSR_MX_USE_A, 0, 0, 64, 128};
   EXPECT_EQ(tsr_mx_shape_error(&ok), nullptr);
@@ -171,6 +142,23 @@ TEST(MatrixRuntime, ShapeErrors) {
   bad = ok, bad.use = 3;
   EXPECT_NE(tsr_mx_shape_error(&bad), nullptr);
   EXPECT_NE(tsr_mx_shape_error(nullptr), nullptr);
+}
+
+// The ops take a valid shape as a precondition (the verifier's job); a caller that breaks it
+// gets the op and the reason on stderr and an abort, never a wrong answer or a stray write.
+TEST(MatrixRuntimeDeathTest, InvalidShapesAbortWithTheReason) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  tsr_mx_shape bad{TSR_MX_F32, TSR_MX_USE_ACC, 0, 0, 128, 128};
+  float buf[8] = {};
+  EXPECT_DEATH(tsr_mx_load(&bad, buf, buf, 8, 0, 1, 1, 1, nullptr),
+               "tsr_mx_load: matrix rows \\* cols must be <= 8192");
+  EXPECT_DEATH(tsr_mx_store(&bad, buf, buf, 8, 0, 1, 1, 1, nullptr), "tsr_mx_store: matrix rows");
+  bad.rows = 12;
+  EXPECT_DEATH(tsr_mx_fill(&bad, buf, 0.0), "tsr_mx_fill: matrix rows and cols must each be");
+  EXPECT_DEATH(tsr_mx_mad(TSR_MX_F32, 8, 8, 12, buf, buf, buf, buf),
+               "tsr_mx_mad: M, N, K must each be");
+  EXPECT_DEATH(tsr_mx_mad(TSR_MX_I32, 8, 8, 8, buf, buf, buf, buf),
+               "tsr_mx_mad: in_elem must be f32, f16, bf16 or i8");
 }
 
 // Calls fn for every valid shape: element type, use, rows, cols, row- and col-major.
@@ -265,7 +253,8 @@ void checkStore(const tsr_mx_shape &s, const Access &x, std::mt19937 &rng) {
     std::memcpy(&want[idx * mb], &dense[(size_t(r) * s.cols + c) * mb], size_t(mb));
   });
   int64_t bad = 99;
-  EXPECT_EQ(tsr_mx_store(&s, t.p, mem.data(), x.count, x.off, x.ld, x.brows, x.bcols, &bad), e.first);
+  EXPECT_EQ(tsr_mx_store(&s, t.p, mem.data(), x.count, x.off, x.ld, x.brows, x.bcols, &bad),
+            e.first);
   EXPECT_EQ(bad, e.badIndex);
   EXPECT_TRUE(mem == want) << "stored memory differs from the reference";
 }
@@ -374,267 +363,6 @@ TEST(MatrixRuntime, FillEveryTypeAndUse) {
         ASSERT_EQ(std::memcmp(&out[i], one.data(), size_t(mb)), 0)
             << "elem " << int(k.elem) << " use " << int(use) << " at " << i / size_t(mb);
     }
-}
-
-// ---- matrix_mad
-
-// Random inputs of a mad: memory elements of the input type (a: M x K, b: K x N) and of the acc
-// type (c: M x N), each also as exact values for the reference.
-struct MadCase {
-  uint8_t in;
-  int M, N, K;
-  std::vector<uint8_t> a, b, c; // dense row-major memory
-  std::vector<long double> av, bv, cv;
-};
-
-long double valueOf(uint8_t elem, const uint8_t *p) {
-  switch (elem) {
-  case TSR_MX_I8:
-    return int8_t(*p);
-  case TSR_MX_I32: {
-    int32_t i;
-    std::memcpy(&i, p, 4);
-    return i;
-  }
-  case TSR_MX_F16: {
-    _Float16 h;
-    std::memcpy(&h, p, 2);
-    return float(h);
-  }
-  case TSR_MX_BF16: {
-    uint32_t bits = uint32_t(p[0] | p[1] << 8) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  default: {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  }
-}
-
-// Float values spread over magnitudes 2^-12 .. 2^12 (normal in every input type), either sign.
-std::vector<uint8_t> randomValues(uint8_t elem, int64_t n, std::mt19937 &rng) {
-  if (elem == TSR_MX_I8 || elem == TSR_MX_I32)
-    return randomMemory(elem, n, rng);
-  std::vector<uint8_t> m(size_t(n * memBytes(elem)));
-  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
-  for (int64_t i = 0; i < n; ++i) {
-    float f = std::ldexp(mant(rng), int(rng() % 25) - 12) * (rng() % 2 ? -1.0f : 1.0f);
-    uint8_t *p = &m[size_t(i * memBytes(elem))];
-    if (elem == TSR_MX_F32) {
-      std::memcpy(p, &f, 4);
-    } else if (elem == TSR_MX_F16) {
-      _Float16 h = _Float16(f);
-      std::memcpy(p, &h, 2);
-    } else { // bf16: truncate, the value is whatever the top 16 bits say
-      std::memcpy(p, reinterpret_cast<char *>(&f) + 2, 2);
-    }
-  }
-  return m;
-}
-
-MadCase makeMad(uint8_t in, int M, int N, int K, std::mt19937 &rng) {
-  MadCase m{in, M, N, K, {}, {}, {}, {}, {}, {}};
-  uint8_t accElem = in == TSR_MX_I8 ? TSR_MX_I32 : TSR_MX_F32;
-  m.a = randomValues(in, int64_t(M) * K, rng);
-  m.b = randomValues(in, int64_t(K) * N, rng);
-  m.c = randomValues(accElem, int64_t(M) * N, rng);
-  auto values = [](uint8_t e, const std::vector<uint8_t> &mem, std::vector<long double> &out) {
-    for (size_t i = 0; i < mem.size(); i += size_t(memBytes(e)))
-      out.push_back(valueOf(e, &mem[i]));
-  };
-  values(in, m.a, m.av);
-  values(in, m.b, m.bv);
-  values(accElem, m.c, m.cv);
-  return m;
-}
-
-// Tiles of a case loaded through tsr_mx_load (so a layout mismatch between load and mad fails).
-struct MadTiles {
-  explicit MadTiles(const MadCase &m)
-      : sa{m.in, TSR_MX_USE_A, 0, 0, uint16_t(m.M), uint16_t(m.K)},
-        sb{m.in, TSR_MX_USE_B, 0, 0, uint16_t(m.K), uint16_t(m.N)},
-        sc{uint8_t(m.in == TSR_MX_I8 ? TSR_MX_I32 : TSR_MX_F32),
-           TSR_MX_USE_ACC,
-           0,
-           0,
-           uint16_t(m.M),
-           uint16_t(m.N)},
-        a(sa), b(sb), c(sc), d(sc) {
-    EXPECT_EQ(tsr_mx_load(&sa, a.p, m.a.data(), m.M * m.K, 0, m.K, m.M, m.K, nullptr), -1);
-    EXPECT_EQ(tsr_mx_load(&sb, b.p, m.b.data(), m.K * m.N, 0, m.N, m.K, m.N, nullptr), -1);
-    EXPECT_EQ(tsr_mx_load(&sc, c.p, m.c.data(), m.M * m.N, 0, m.N, m.M, m.N, nullptr), -1);
-  }
-  tsr_mx_shape sa, sb, sc;
-  Tile a, b, c, d;
-};
-
-// d against the long double reference: i8 bit-exact (wrapping), floats within docs/ir.md's
-// bound (K + 1) * 2^-24 * S + (K + 1) * 2^-126, S = |c| + sum |a * b|.
-void checkMad(const MadCase &m, const void *d, const std::string &what) {
-  SCOPED_TRACE(what + " in " + std::to_string(m.in) + " M " + std::to_string(m.M) + " N " +
-               std::to_string(m.N) + " K " + std::to_string(m.K));
-  int failures = 0;
-  for (int i = 0; i < m.M && failures < 5; ++i)
-    for (int j = 0; j < m.N && failures < 5; ++j) {
-      long double ref = m.cv[size_t(i * m.N + j)], mag = std::fabs(ref);
-      for (int k = 0; k < m.K; ++k) {
-        long double p = m.av[size_t(i * m.K + k)] * m.bv[size_t(k * m.N + j)];
-        ref += p, mag += std::fabs(p);
-      }
-      if (m.in == TSR_MX_I8) {
-        int32_t want = int32_t(uint32_t(int64_t(ref))); // exact in long double, then wrapped
-        int32_t got = static_cast<const int32_t *>(d)[i * m.N + j];
-        if (got != want)
-          ++failures, ADD_FAILURE() << "d[" << i << "][" << j << "] = " << got << ", want " << want;
-        continue;
-      }
-      float got = static_cast<const float *>(d)[i * m.N + j];
-      long double bound = (m.K + 1) * (std::ldexp(mag, -24) + std::ldexp(1.0L, -126));
-      if (!(std::fabs(got - ref) <= bound))
-        ++failures, ADD_FAILURE() << "d[" << i << "][" << j << "] = " << got << ", ref "
-                                  << double(ref) << ", bound " << double(bound);
-    }
-}
-
-std::vector<const Kernels *> allPaths() {
-  std::vector<const Kernels *> v{&tessera::cpu_mx::genericKernels()};
-  if (const Kernels *k = tessera::cpu_mx::avx512Kernels())
-    v.push_back(k);
-  return v;
-}
-
-void callKernel(const Kernels &k, const MadCase &m, const MadTiles &t, void *d) {
-  if (m.in == TSR_MX_I8)
-    k.madI8(m.M, m.N, m.K, reinterpret_cast<const int16_t *>(t.a.p),
-            reinterpret_cast<const int16_t *>(t.b.p), reinterpret_cast<const int32_t *>(t.c.p),
-            static_cast<int32_t *>(d));
-  else if (m.in == TSR_MX_BF16)
-    k.madBf16(m.M, m.N, m.K, reinterpret_cast<const uint16_t *>(t.a.p),
-              reinterpret_cast<const uint16_t *>(t.b.p), reinterpret_cast<const float *>(t.c.p),
-              static_cast<float *>(d));
-  else
-    k.madF32(m.M, m.N, m.K, reinterpret_cast<const float *>(t.a.p),
-             reinterpret_cast<const float *>(t.b.p), reinterpret_cast<const float *>(t.c.p),
-             static_cast<float *>(d));
-}
-
-// Every allowed (M, N, K) for every input type: through tsr_mx_mad (the active path), in place
-// (d == c), and through each path's kernel table directly.
-TEST(MatrixRuntime, MadEveryShapeAndType) {
-  std::mt19937 rng(6);
-  for (uint8_t in : {TSR_MX_F32, TSR_MX_F16, TSR_MX_BF16, TSR_MX_I8})
-    for (int M : kDims)
-      for (int N : kDims)
-        for (int K : kDims) {
-          if (M * K > 8192 || K * N > 8192 || M * N > 8192)
-            continue;
-          MadCase m = makeMad(in, M, N, K, rng);
-          MadTiles t(m);
-          tsr_mx_mad(in, M, N, K, t.a.p, t.b.p, t.c.p, t.d.p);
-          checkMad(m, t.d.p, "tsr_mx_mad");
-          for (const Kernels *k : allPaths()) {
-            std::memset(t.d.p, 0xEE, t.d.bytes);
-            callKernel(*k, m, t, t.d.p);
-            checkMad(m, t.d.p, k->name);
-          }
-          tsr_mx_mad(in, M, N, K, t.a.p, t.b.p, t.c.p, t.c.p); // in place, last: c is gone
-          checkMad(m, t.c.p, "tsr_mx_mad in place");
-        }
-}
-
-// i8: the i32 sum wraps modulo 2^32 (c near the limits, all products of one sign).
-TEST(MatrixRuntime, MadI8Wraps) {
-  std::mt19937 rng(7);
-  MadCase m = makeMad(TSR_MX_I8, 16, 32, 128, rng);
-  for (size_t i = 0; i < m.a.size(); ++i)
-    m.a[i] = uint8_t(int8_t(-128)), m.av[i] = -128;
-  for (size_t i = 0; i < m.b.size(); ++i)
-    m.b[i] = uint8_t(int8_t(i % 2 ? -128 : 127)), m.bv[i] = i % 2 ? -128 : 127;
-  for (size_t i = 0; i < m.cv.size(); ++i) {
-    int32_t c = i % 2 ? INT32_MAX - 5 : INT32_MIN + 5;
-    std::memcpy(&m.c[i * 4], &c, 4);
-    m.cv[i] = c;
-  }
-  MadTiles t(m);
-  for (const Kernels *k : allPaths()) {
-    callKernel(*k, m, t, t.d.p);
-    checkMad(m, t.d.p, k->name);
-  }
-}
-
-// NaN and infinity propagate (NaN matches NaN, infinities exactly).
-TEST(MatrixRuntime, MadSpecialValues) {
-  std::mt19937 rng(8);
-  for (uint8_t in : {TSR_MX_F32, TSR_MX_BF16}) {
-    MadCase m = makeMad(in, 8, 16, 8, rng);
-    MadTiles t(m);
-    float inf = std::numeric_limits<float>::infinity();
-    float *c = reinterpret_cast<float *>(t.c.p);
-    c[0] = inf, c[1] = -inf, c[2] = std::nanf("");
-    for (const Kernels *k : allPaths()) {
-      callKernel(*k, m, t, t.d.p);
-      const float *d = reinterpret_cast<const float *>(t.d.p);
-      EXPECT_EQ(d[0], inf) << k->name;
-      EXPECT_EQ(d[1], -inf) << k->name;
-      EXPECT_TRUE(std::isnan(d[2])) << k->name;
-      EXPECT_TRUE(std::isfinite(d[3])) << k->name;
-    }
-  }
-}
-
-// The AVX-512 converters agree with the generic ones on every f16 bit pattern, and on f32
-// values around every f16 rounding boundary.
-TEST(MatrixRuntime, ConvertersAgreeAcrossPaths) {
-  const Kernels &g = tessera::cpu_mx::genericKernels();
-  for (const Kernels *k : allPaths()) {
-    std::vector<uint16_t> h(65536);
-    for (int i = 0; i < 65536; ++i)
-      h[size_t(i)] = uint16_t(i);
-    std::vector<float> f(65536);
-    k->f16ToF32(h.data(), f.data(), 65536);
-    for (int i = 0; i < 65536; ++i) {
-      _Float16 ref;
-      std::memcpy(&ref, &h[size_t(i)], 2);
-      float want = float(ref);
-      if (std::isnan(want))
-        EXPECT_TRUE(std::isnan(f[size_t(i)])) << k->name << " " << i;
-      else
-        ASSERT_EQ(std::memcmp(&f[size_t(i)], &want, 4), 0) << k->name << " " << i;
-    }
-    std::vector<float> probe;
-    for (int i = 0; i < 65536; i += 7)
-      for (float delta : {-1.0f, 0.0f, 1.0f}) {
-        uint32_t bits;
-        std::memcpy(&bits, &f[size_t(i)], 4);
-        bits += uint32_t(int32_t(delta)) + 0x1000; // around the midpoint to the next f16
-        float v;
-        std::memcpy(&v, &bits, 4);
-        probe.push_back(v);
-      }
-    std::vector<uint16_t> out(probe.size());
-    k->f32ToF16(probe.data(), out.data(), int(probe.size()));
-    for (size_t i = 0; i < probe.size(); ++i) {
-      if (std::isnan(probe[i]))
-        continue;
-      _Float16 ref = _Float16(probe[i]);
-      uint16_t want;
-      std::memcpy(&want, &ref, 2);
-      ASSERT_EQ(out[i], want) << k->name << " " << probe[i];
-    }
-    std::vector<int8_t> i8(300);
-    for (size_t i = 0; i < i8.size(); ++i)
-      i8[i] = int8_t(i * 37);
-    std::vector<int16_t> i16(300), i16g(300);
-    k->i8ToI16(i8.data(), i16.data(), 299);
-    g.i8ToI16(i8.data(), i16g.data(), 299);
-    for (size_t i = 0; i < 299; ++i)
-      ASSERT_EQ(i16[i], int16_t(i8[i]));
-    EXPECT_EQ(i16[299], 0) << "wrote past n";
-  }
 }
 
 } // namespace
