@@ -27,12 +27,17 @@ bool Machine::forwardTerm(Frame &f, const CBlock &b, const Op &owner, std::span<
   if (n == 0)
     return true;
   tmp_.resize(n);
+  tmpMats_.resize(f.mats.empty() ? 0 : n);
   for (uint32_t lane : mask) {
     // Read everything first: a loop may yield its iteration values permuted.
     for (size_t k = 0; k < n; ++k)
       tmp_[k] = val(f, t->operands[k], lane);
+    for (size_t k = 0; k < tmpMats_.size(); ++k)
+      tmpMats_[k] = mat(f, t->operands[k], lane);
     for (size_t k = 0; k < n; ++k)
       val(f, dst[k], lane) = tmp_[k];
+    for (size_t k = 0; k < tmpMats_.size(); ++k)
+      mat(f, dst[k], lane) = std::move(tmpMats_[k]);
   }
   return true;
 }
@@ -89,7 +94,7 @@ bool Machine::execFor(Frame &f, const COp &c, const Lanes &mask) {
   for (uint32_t lane : mask) {
     val(f, iv, lane) = val(f, lb, lane);
     for (size_t k = 0; k < nIter; ++k)
-      val(f, iters[k], lane) = val(f, c.operands[3 + k], lane);
+      copyVal(f, iters[k], c.operands[3 + k], lane);
     // A step <= 0 runs no iteration (docs/ir.md, "Faults"); checked mode on a device
     // reports it, the reference just defines the result.
     if (!inRange(lane) || numerics::signExtend(val(f, step, lane).i, it) <= 0)
@@ -111,7 +116,7 @@ bool Machine::execFor(Frame &f, const COp &c, const Lanes &mask) {
   }
   for (uint32_t lane : mask)
     for (size_t k = 0; k < nIter; ++k)
-      val(f, c.results[k], lane) = val(f, iters[k], lane);
+      copyVal(f, c.results[k], iters[k], lane);
   return true;
 }
 
@@ -127,7 +132,7 @@ bool Machine::execWhile(Frame &f, const COp &c, const Lanes &mask) {
     return fail(op, kNoLane, "while: the first region must end with 'condition'");
   for (uint32_t lane : mask)
     for (size_t k = 0; k < n; ++k)
-      val(f, before.args[k], lane) = val(f, c.operands[k], lane);
+      copyVal(f, before.args[k], c.operands[k], lane);
   Lanes active = mask, cont;
   while (!active.empty()) {
     if (!countSteps(op, active.size()) || !execBlock(f, before, active))
@@ -139,13 +144,13 @@ bool Machine::execWhile(Frame &f, const COp &c, const Lanes &mask) {
         continue;
       }
       for (size_t k = 0; k < n; ++k) // exit with the values the first region saw
-        val(f, c.results[k], lane) = val(f, before.args[k], lane);
+        copyVal(f, c.results[k], before.args[k], lane);
     }
     if (cont.empty())
       break;
     for (uint32_t lane : cont)
       for (size_t k = 0; k < n; ++k)
-        val(f, after.args[k], lane) = val(f, before.args[k], lane);
+        copyVal(f, after.args[k], before.args[k], lane);
     if (!execBlock(f, after, cont) || !forwardTerm(f, after, op, before.args, cont))
       return false;
     active.swap(cont);

@@ -1,6 +1,6 @@
 // Internal machinery of the reference interpreter, shared by interpreter.cpp (setup, op
-// dispatch, pure ops), interp_exec.cpp (control flow, calls, memory) and interp_simt.cpp
-// (barrier, subgroups).
+// dispatch, pure ops), interp_exec.cpp (control flow, calls, memory), interp_simt.cpp
+// (barrier, subgroups) and interp_matrix.cpp (subgroup matrix ops).
 //
 // Functions are "compiled" once into a tree that mirrors the IR but names every SSA value by
 // a dense slot; a frame stores slot values per lane (vals[slot * lanes + lane]). A mask is
@@ -34,6 +34,19 @@ struct MemRef {
 
 struct CBlock;
 
+/// One subgroup's matrix value (spec: matrix values are held per subgroup). Immutable once
+/// made: every lane of the subgroup points at the same one, and control flow copies
+/// pointers. Elements are row-major Literals exactly as scalars hold them (floats exact in
+/// the element type, integers as masked bits).
+struct MatrixData {
+  Type type;
+  std::vector<Literal> v; // rows * cols
+  /// Magnitude mode only: how many products of matrix_mad were summed into each element
+  /// (the K of the precision contract's bound), so a store can weight the magnitude.
+  std::vector<uint32_t> terms;
+};
+using MatrixPtr = std::shared_ptr<const MatrixData>;
+
 struct COp {
   const Op *op = nullptr;
   std::vector<uint32_t> operands; // slots
@@ -53,6 +66,7 @@ struct CBlock {
 struct CFunc {
   const Function *fn = nullptr;
   uint32_t numSlots = 0;
+  bool hasMatrix = false; // some value has a matrix type: the frame keeps Frame::mats
   CBlock body;
 };
 
@@ -60,6 +74,7 @@ struct Frame {
   const CFunc *fn = nullptr;
   std::vector<Literal> vals;       // numSlots * lanes
   std::vector<const MemRef *> mem; // per slot; set for buffer / shared values
+  std::vector<MatrixPtr> mats;     // numSlots * lanes when the function has matrix values
   bool active = false;             // on the call stack (recursion guard)
 };
 
@@ -75,6 +90,13 @@ public:
 
   // --- used across the implementation files
   Literal &val(Frame &f, uint32_t slot, uint32_t lane) { return f.vals[slot * lanes_ + lane]; }
+  MatrixPtr &mat(Frame &f, uint32_t slot, uint32_t lane) { return f.mats[slot * lanes_ + lane]; }
+  /// Copies one lane's value of `src` into `dst` (scalar, and matrix when the frame has them).
+  void copyVal(Frame &f, uint32_t dst, uint32_t src, uint32_t lane) {
+    val(f, dst, lane) = val(f, src, lane);
+    if (!f.mats.empty())
+      mat(f, dst, lane) = mat(f, src, lane);
+  }
   bool fail(const Op &op, uint32_t lane, const std::string &msg);
   bool failNoOp(const std::string &msg);
   bool countSteps(const Op &op, uint64_t n);
@@ -102,6 +124,20 @@ public:
   bool memOperand(Frame &f, const COp &c, unsigned idx, const MemRef *&out);
   bool index(Frame &f, const COp &c, unsigned idx, uint32_t lane, const MemRef &m, int64_t &out);
 
+  // interp_matrix.cpp
+  bool execMatrix(Frame &f, const COp &c, const Lanes &mask);
+  /// Runs a matrix op for the subgroup whose first lane is `lane` (`width` lanes); `out` gets
+  /// the result (null for matrix_store).
+  bool execMatrixOnce(Frame &f, const COp &c, uint32_t lane, uint32_t width, MatrixPtr &out);
+  bool execMatrixMemory(Frame &f, const COp &c, uint32_t lane, MatrixPtr &out);
+  bool execMatrixMad(Frame &f, const COp &c, uint32_t lane, MatrixPtr &out);
+  bool execMatrixMap(Frame &f, const COp &c, uint32_t lane, uint32_t width, MatrixPtr &out);
+  /// The memory operand and off, ld[, rows, cols] (into a[0..3]) of a matrix load / store.
+  bool matrixAccess(Frame &f, const COp &c, uint32_t lane, unsigned memIdx, const MemRef *&m,
+                    int64_t (&a)[4]);
+  /// The workgroup-size rule of matrix kernels (ir/verify/matrix_launch.h), at run start.
+  bool checkMatrixLaunch(const Function &kernel);
+
   // interp_simt.cpp
   bool execBarrier(Frame &f, const COp &c, const Lanes &mask);
   bool execSubgroupReduce(Frame &f, const COp &c, const Lanes &mask);
@@ -125,6 +161,7 @@ public:
   std::unordered_map<const Op *, SharedArray> shared_;
   // scratch storage reused by hot paths (no per-lane allocation)
   std::vector<Literal> tmp_;
+  std::vector<MatrixPtr> tmpMats_;
   std::vector<uint8_t> activeFlag_;
   std::vector<double> sumValues_, sumScratch_;
 };

@@ -35,8 +35,9 @@ constexpr uint64_t kMaxLanes = uint64_t{1} << 20;
 using SlotMap = std::unordered_map<const Value *, uint32_t>;
 
 bool compileBlock(const Module &m, const Block &b, CBlock &out, SlotMap &slots, uint32_t &next,
-                  std::string &err, const Op *&errOp) {
+                  std::string &err, const Op *&errOp, bool &hasMatrix) {
   for (const auto &a : b.args) {
+    hasMatrix |= a->type.isMatrix();
     slots[a.get()] = next;
     out.args.push_back(next++);
   }
@@ -55,6 +56,7 @@ bool compileBlock(const Module &m, const Block &b, CBlock &out, SlotMap &slots, 
       c.operands.push_back(it->second);
     }
     for (const auto &r : op->results) {
+      hasMatrix |= r->type.isMatrix();
       slots[r.get()] = next;
       c.results.push_back(next++);
     }
@@ -62,7 +64,7 @@ bool compileBlock(const Module &m, const Block &b, CBlock &out, SlotMap &slots, 
       c.callee = m.lookup(op->callee);
     c.regions.resize(op->regions.size());
     for (size_t i = 0; i < op->regions.size(); ++i)
-      if (!compileBlock(m, *op->regions[i], c.regions[i], slots, next, err, errOp))
+      if (!compileBlock(m, *op->regions[i], c.regions[i], slots, next, err, errOp, hasMatrix))
         return false;
     out.ops.push_back(std::move(c));
   }
@@ -118,7 +120,7 @@ CFunc *Machine::compile(const Function &fn) {
   uint32_t next = 0;
   std::string err;
   const Op *errOp = nullptr;
-  if (!compileBlock(module_, *fn.body, cf->body, slots, next, err, errOp)) {
+  if (!compileBlock(module_, *fn.body, cf->body, slots, next, err, errOp, cf->hasMatrix)) {
     if (errOp)
       fail(*errOp, kNoLane, err);
     else
@@ -138,6 +140,8 @@ Frame *Machine::frameFor(const CFunc &cf) {
     slot->fn = &cf;
     slot->vals.resize(static_cast<size_t>(cf.numSlots) * lanes_);
     slot->mem.assign(cf.numSlots, nullptr);
+    if (cf.hasMatrix)
+      slot->mats.resize(static_cast<size_t>(cf.numSlots) * lanes_);
   }
   return slot.get();
 }
@@ -170,13 +174,12 @@ bool Machine::execOp(Frame &f, const COp &c, const Lanes &mask) {
   case OpForm::If: return execIf(f, c, mask);
   case OpForm::While: return execWhile(f, c, mask);
   case OpForm::Call: return execCall(f, c, mask);
-  case OpForm::Terminator: return fail(op, kNoLane, "terminator in the middle of a block");
   case OpForm::MatrixLoad:
   case OpForm::MatrixStore:
   case OpForm::MatrixFill:
   case OpForm::MatrixMad:
-  case OpForm::MatrixMap:
-    return fail(op, kNoLane, "matrix ops are not supported by the interpreter yet");
+  case OpForm::MatrixMap: return execMatrix(f, c, mask);
+  case OpForm::Terminator: return fail(op, kNoLane, "terminator in the middle of a block");
   default: break; // scalar forms are handled above
   }
   return fail(op, kNoLane, "unsupported op");
@@ -252,10 +255,9 @@ InterpResult Machine::run(const Function &kernel, std::span<KernelArg> args) {
     return result(true); // an empty grid runs nothing
   if (opts_.subgroupSize == 0)
     return result(failNoOp("subgroup size must be positive"));
-  if (usesMatrixOps(kernel))
-    return result(failNoOp("kernel @" + kernel.name +
-                           " uses matrix ops, which the interpreter does not support yet"));
   lanes_ = static_cast<uint32_t>(total);
+  if (!checkMatrixLaunch(kernel))
+    return result(false);
   CFunc *cf = compile(kernel);
   if (!cf)
     return result(false);

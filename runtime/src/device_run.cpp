@@ -57,6 +57,8 @@ bool runOnDevice(tsr_device_t device, const ProgramKernel &kernel, const ir::Lau
       *error = msg;
     return false;
   };
+  if (std::string bad = launchShapeError(kernel, data.dims.workgroup.data()); !bad.empty())
+    return fail(bad);
   Handles h;
   if (tsr_status_t st = tsr_stream_create(device, &h.stream))
     return fail(takeMessage(st));

@@ -39,9 +39,16 @@ bool isFloatSum(const ir::Op &op) {
          ir::isFloatScalar(op.results[0]->type.elem);
 }
 
+/// A matrix_mad with float accumulators: a sum of K + 1 terms in the target's order, judged by
+/// the precision contract of docs/ir.md ("Matrix ops") through the magnitude run.
+bool isFloatMad(const ir::Op &op) {
+  return op.kind == OpKind::MatrixMad && !op.results.empty() &&
+         ir::isFloatScalar(op.results[0]->type.elem);
+}
+
 bool isAdditive(OpKind k) {
   return k == OpKind::Add || k == OpKind::Sub || k == OpKind::Fma || k == OpKind::SubgroupAdd ||
-         k == OpKind::AtomicAdd;
+         k == OpKind::AtomicAdd || k == OpKind::MatrixMad;
 }
 
 class Analysis {
@@ -101,11 +108,11 @@ private:
     for (const auto &r : op.results)
       changed_ |= values_[r.get()].merge(f);
   }
-  static bool isMemory(const ir::Value *v) { return v->type.kind != ir::Type::Kind::Scalar; }
+  static bool isMemory(const ir::Value *v) { return v->type.isMemory(); }
 
   // The op's own contribution: a nonzero budget at its result type, or a reordered sum.
   bool contributes(const ir::Op &op) const {
-    if (isFloatSum(op))
+    if (isFloatSum(op) || isFloatMad(op))
       return true;
     if (op.results.size() != 1 || !op.results[0]->type.isFloat())
       return false;
@@ -158,9 +165,11 @@ private:
       in.cancel = true;
     switch (op.info().form) {
     case ir::OpForm::Load:
+    case ir::OpForm::MatrixLoad:
       in.merge(readMemory(memoryOf(op.operands[0], env)));
       return setResult(op, in);
     case ir::OpForm::Store:
+    case ir::OpForm::MatrixStore:
       return writeMemory(memoryOf(op.operands[1], env), in);
     case ir::OpForm::Atomic:
     case ir::OpForm::AtomicCas: {
@@ -269,7 +278,12 @@ std::vector<OutputBudget> outputBudgets(const ir::Module &m, const ir::Function 
     });
     for (const ir::Op *op : ops) {
       Scalar t = op->results[0]->type.elem;
-      if (isFloatSum(*op)) {
+      if (isFloatMad(*op)) {
+        // The magnitude run stores (K+1) S + (K+1) 2^-102 for such an element (K: every
+        // product summed into it, S = |c| + sum |a b|), so u times it is the contract's
+        // (K+1) u S + (K+1) 2^-126 with u = 2^-24 for f32 accumulators.
+        b.sumFactor = std::max(b.sumFactor, std::ldexp(1.0, -ir::mantissaBits(t)));
+      } else if (isFloatSum(*op)) {
         double n = op->kind == OpKind::SubgroupAdd ? std::max<uint32_t>(subgroupSize, 1)
                                                    : std::max<uint64_t>(workItems, 1);
         double k = op->kind == OpKind::SubgroupAdd ? 1 : 2;

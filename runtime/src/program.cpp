@@ -13,6 +13,7 @@
 #include "backends/gpu_module.h"
 #include "backends/stage_files.h"
 #include "ir/text/printer.h"
+#include "ir/verify/matrix_launch.h"
 #include "ir/verify/verifier.h"
 #include "tessera/hal.hpp"
 
@@ -154,6 +155,11 @@ bool deviceCompilerCaps(tsr_device_t device, std::string *caps, std::string *err
     return false;
   }
   return true;
+}
+
+std::string launchShapeError(const ProgramKernel &kernel, const uint32_t workgroup[3]) {
+  uint64_t items = uint64_t{workgroup[0]} * workgroup[1] * workgroup[2];
+  return ir::matrixLaunchError(kernel.name, kernel.usesMatrix, items, kernel.subgroupSize);
 }
 
 const char *boundsModeName(tsr_bounds_mode mode) {
@@ -313,6 +319,10 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
           p->kernels_ = std::move(kernels);
           return p;
         });
+    if (p) // what the launch rules need, from the IR (the artefact does not carry it)
+      for (ProgramKernel &k : p->kernels_)
+        if (const ir::Function *f = m.lookup(k.name))
+          k.usesMatrix = ir::usesMatrixOps(*f);
     if (p) {
       stats.loadMs = msSince(t1);
       p->stats_ = stats;

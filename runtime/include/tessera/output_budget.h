@@ -45,7 +45,9 @@ struct OutputBudget {
   /// reaching it of k (n - 1) u: u the unit roundoff of the sum's type, n its number of terms
   /// (subgroup_add: the subgroup size; atomic_add: every work-item of the launch), k = 1 for
   /// subgroup_add (the reference rounds the exact sum once) and 2 for atomic_add (the
-  /// reference adds in one order, the device in another).
+  /// reference adds in one order, the device in another). A matrix_mad with f32 accumulators
+  /// reaching it sets at least u = 2^-24: the magnitude run stores (K+1) S + (K+1) 2^-102 for
+  /// its elements, so the allowance is the contract's (K+1) 2^-24 S + (K+1) 2^-126.
   double sumFactor = 0;
   /// Whether an op with a nonzero budget feeds an addition (add, sub, fma, a sum) on its way
   /// here: only then may the error of a small element be measured against the buffer's largest

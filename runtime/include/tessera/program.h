@@ -60,7 +60,15 @@ struct ProgramKernel {
   std::vector<ir::Type> params;
   uint32_t subgroupSize = 0;
   uint64_t sharedBytes = 0;
+  /// The kernel uses matrix ops: every launch needs whole subgroups (launchShapeError).
+  bool usesMatrix = false;
 };
+
+/// The launch rules the IR sets beyond the HAL's own checks, for a launch of `kernel` with
+/// `workgroup` work-items per dimension: empty when allowed, else the message (today one rule:
+/// a kernel with matrix ops needs a workgroup size that is a multiple of its subgroup size,
+/// docs/ir.md "Matrix ops"). Every launch path of the runtime calls it before the HAL.
+std::string launchShapeError(const ProgramKernel &kernel, const uint32_t workgroup[3]);
 
 class Program {
 public:
