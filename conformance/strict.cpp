@@ -121,6 +121,8 @@ std::string orderDependence(const ir::Module &m, const ir::Function &f) {
           why = name + " whose old value is used (the order of the updates is the device's)";
         else if (op.kind == ir::OpKind::SubgroupAdd && floatValue)
           why = "float " + name + " (the device's reduction tree)";
+        else if (op.kind == ir::OpKind::MatrixMad && floatValue) // docs/ir.md, its contract
+          why = "float " + name + " (the summation order is the target's)";
       },
       seen);
   return why;

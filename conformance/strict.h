@@ -21,7 +21,7 @@ namespace tessera::conform {
 /// Why the results of kernel `f` of `m` may depend on the device although each op is exact:
 /// float atomic_add (the order of the additions), atomics whose old value is used or
 /// exchange / compare-and-swap (the winner of a race), float subgroup_add (the device's
-/// reduction tree). Empty when the order is fixed. Ops whose results depend only on the
+/// reduction tree), float matrix_mad (the target's summation order). Empty when the order is fixed. Ops whose results depend only on the
 /// subgroup size (shuffles, broadcast, subgroup ids, subgroup_size) are listed by
 /// subgroupSizeDependence instead: they are fixed when the devices' sizes agree.
 std::string orderDependence(const ir::Module &m, const ir::Function &f);

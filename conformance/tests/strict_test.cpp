@@ -234,6 +234,24 @@ kernel @sg(%x: buffer<f32, readonly>, %y: buffer<f32>) {
   %r = subgroup_add %v : f32
   store %r, %y[%i] : f32
 }
+kernel @fmad(%x: buffer<f32>) {
+  %z = const 0 : i32
+  %ld = const 8 : i32
+  %a = matrix_load %x[%z] stride %ld : matrix<f32, 8, 8, a>
+  %b = matrix_load %x[%z] stride %ld : matrix<f32, 8, 8, b>
+  %c = matrix_load %x[%z] stride %ld : matrix<f32, 8, 8, acc>
+  %d = matrix_mad %a, %b, %c : matrix<f32, 8, 8, a>, matrix<f32, 8, 8, b>, matrix<f32, 8, 8, acc>
+  matrix_store %d, %x[%z] stride %ld : matrix<f32, 8, 8, acc>
+}
+kernel @imad(%x: buffer<i8>, %y: buffer<i32>) {
+  %z = const 0 : i32
+  %ld = const 8 : i32
+  %a = matrix_load %x[%z] stride %ld : matrix<i8, 8, 8, a>
+  %b = matrix_load %x[%z] stride %ld : matrix<i8, 8, 8, b>
+  %c = matrix_load %y[%z] stride %ld : matrix<i32, 8, 8, acc>
+  %d = matrix_mad %a, %b, %c : matrix<i8, 8, 8, a>, matrix<i8, 8, 8, b>, matrix<i32, 8, 8, acc>
+  matrix_store %d, %y[%z] stride %ld : matrix<i32, 8, 8, acc>
+}
 kernel @plain(%x: buffer<f32, readonly>, %y: buffer<f32>) {
   %i = global_id.x : i32
   %v = load %x[%i] : f32
@@ -251,6 +269,9 @@ TEST(StrictOrder, ClassifiesKernels) {
   EXPECT_NE(orderDependence(m, *m.lookup("slot")).find("old value is used"), std::string::npos);
   EXPECT_NE(orderDependence(m, *m.lookup("sg")).find("subgroup_add"), std::string::npos);
   EXPECT_EQ(subgroupSizeDependence(m, *m.lookup("sg")), "subgroup_add");
+  EXPECT_EQ(orderDependence(m, *m.lookup("fmad")),
+            "float matrix_mad (the summation order is the target's)");
+  EXPECT_EQ(orderDependence(m, *m.lookup("imad")), ""); // i8 x i8 -> i32 is exact
   EXPECT_EQ(orderDependence(m, *m.lookup("plain")), "");
   EXPECT_EQ(subgroupSizeDependence(m, *m.lookup("plain")), "");
 }

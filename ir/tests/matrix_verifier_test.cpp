@@ -2,6 +2,7 @@
 // verifier there): one test per rule, each module built with ir::Builder (never the parser),
 // each invalid one checked for exactly its one message, naming op, types and location.
 #include "ir/core/builder.h"
+#include "ir/tests/verifier_test_util.h"
 #include "ir/verify/verifier.h"
 
 #include <gtest/gtest.h>
@@ -15,33 +16,9 @@ namespace {
 using S = Scalar;
 using U = MatrixUse;
 
-std::string dump(const Diagnostics &diags) {
-  std::string out;
-  for (const Diagnostic &d : diags)
-    out += "  " + d.str() + "\n";
-  return out.empty() ? "  (none)\n" : out;
-}
-
-/// Exactly one diagnostic, containing `text`, at `loc` when loc.line != 0.
-::testing::AssertionResult onlyError(const Module &m, const std::string &text, Loc loc = {}) {
-  Diagnostics d = verifyModule(m);
-  if (d.size() != 1 || d[0].message.find(text) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "expected exactly one diagnostic containing '" << text << "', got:\n"
-           << dump(d);
-  if (loc.line && (d[0].loc.line != loc.line || d[0].loc.col != loc.col))
-    return ::testing::AssertionFailure()
-           << "expected location " << loc.line << ":" << loc.col << ", got:\n"
-           << dump(d);
-  return ::testing::AssertionSuccess();
-}
-
-::testing::AssertionResult valid(const Module &m) {
-  Diagnostics d = verifyModule(m);
-  if (d.empty())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "unexpected diagnostics:\n" << dump(d);
-}
+using testutil::dump;
+using testutil::onlyError;
+using testutil::valid;
 
 Type mat(S e, int r, int c, U u) { return Type::matrix(e, r, c, u); }
 

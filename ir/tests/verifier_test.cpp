@@ -2,6 +2,7 @@
 // never depend on the parser, so they pin the verifier alone. Each invalid module must produce
 // the expected message at the expected location, without cascades; valid modules nothing.
 #include "ir/core/builder.h"
+#include "ir/tests/verifier_test_util.h"
 #include "ir/verify/verifier.h"
 
 #include <gtest/gtest.h>
@@ -13,46 +14,10 @@ namespace {
 
 using S = Scalar;
 
-std::string dump(const Diagnostics &diags) {
-  std::string out;
-  for (const Diagnostic &d : diags)
-    out += "  " + d.str() + "\n";
-  return out.empty() ? "  (none)\n" : out;
-}
-
-/// Exactly one diagnostic, containing `text`, at `loc` when loc.line != 0.
-::testing::AssertionResult onlyError(const Module &m, const std::string &text, Loc loc = {}) {
-  Diagnostics d = verifyModule(m);
-  if (d.size() != 1)
-    return ::testing::AssertionFailure()
-           << "expected exactly one diagnostic containing '" << text << "', got:\n"
-           << dump(d);
-  if (d[0].message.find(text) == std::string::npos)
-    return ::testing::AssertionFailure() << "expected '" << text << "', got:\n" << dump(d);
-  if (loc.line && (d[0].loc.line != loc.line || d[0].loc.col != loc.col))
-    return ::testing::AssertionFailure()
-           << "expected location " << loc.line << ":" << loc.col << ", got:\n" << dump(d);
-  if (d[0].file != m.filename)
-    return ::testing::AssertionFailure() << "wrong file name in:\n" << dump(d);
-  return ::testing::AssertionSuccess();
-}
-
-/// At least one diagnostic containing `text`.
-::testing::AssertionResult hasError(const Module &m, const std::string &text) {
-  Diagnostics d = verifyModule(m);
-  for (const Diagnostic &x : d)
-    if (x.message.find(text) != std::string::npos)
-      return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "no diagnostic containing '" << text << "':\n"
-                                       << dump(d);
-}
-
-::testing::AssertionResult valid(const Module &m) {
-  Diagnostics d = verifyModule(m);
-  if (d.empty())
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "unexpected diagnostics:\n" << dump(d);
-}
+using testutil::dump;
+using testutil::hasError;
+using testutil::onlyError;
+using testutil::valid;
 
 /// A module with one kernel @k whose body a test fills through `b`.
 struct KernelFixture {

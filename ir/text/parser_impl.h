@@ -107,6 +107,9 @@ private:
   bool parseMemRef(Op &op, std::vector<const Token *> &toks);
   bool checkAnnotation(const Op &op, const std::vector<const Token *> &toks, size_t first,
                        size_t last, Type t, Loc annLoc, size_t memIndex = SIZE_MAX);
+  /// `(%name = %value, ...)`: declares each name; `what` names one binding in errors.
+  bool parseBindings(std::vector<const Token *> &names, std::vector<Value *> &values,
+                     std::vector<const Token *> &valueToks, std::string_view what);
   bool parseIterList(std::vector<const Token *> &names, std::vector<Value *> &inits);
   bool parseSimpleOp(Op &op, Loc predLoc);
   bool parseFor(Op &op, std::vector<const Token *> &results);

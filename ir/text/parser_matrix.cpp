@@ -114,29 +114,17 @@ bool Parser::parseMatrixOp(Op &op) {
 }
 
 bool Parser::parseMatrixMap(Op &op) {
-  if (!expect(Tok::LParen, "'('"))
+  std::vector<const Token *> names, toks;
+  if (!parseBindings(names, op.operands, toks, "a region argument"))
     return false;
   std::vector<ArgDecl> args;
-  while (!cur().is(Tok::RParen)) {
-    if (!args.empty() && !expect(Tok::Comma, "',' or ')'"))
-      return false;
-    const Token &n = cur();
-    if (!n.is(Tok::LocalName))
-      return expected(args.empty() ? "a region argument or ')'" : "a region argument");
-    if (!declareName(n))
-      return false;
-    take();
-    Value *m = nullptr;
-    const Token *mt = nullptr;
-    if (!expect(Tok::Equal, "'='") || !parseUse(m, &mt))
-      return false;
-    if (!m->type.isMatrix())
-      return errorAt(*mt, "'matrix_map' operand " + std::string(mt->text) +
-                              " is not a matrix (it has type " + toString(m->type) + ")");
-    op.operands.push_back(m);
-    args.emplace_back(&n, Type::scalar(m->type.elem));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Type &t = op.operands[i]->type;
+    if (!t.isMatrix())
+      return errorAt(*toks[i], "'matrix_map' operand " + std::string(toks[i]->text) +
+                                   " is not a matrix (it has type " + toString(t) + ")");
+    args.emplace_back(names[i], Type::scalar(t.elem));
   }
-  take();
   Type t;
   if (!expect(Tok::Arrow, "'->'") || !parseMatrixType(t))
     return false;

@@ -329,8 +329,8 @@ bool Parser::nameResults(Op &op, const std::vector<const Token *> &results) {
   return true;
 }
 
-bool Parser::parseIterList(std::vector<const Token *> &names, std::vector<Value *> &inits) {
-  take(); // iter
+bool Parser::parseBindings(std::vector<const Token *> &names, std::vector<Value *> &values,
+                           std::vector<const Token *> &valueToks, std::string_view what) {
   if (!expect(Tok::LParen, "'('"))
     return false;
   while (!cur().is(Tok::RParen)) {
@@ -338,18 +338,26 @@ bool Parser::parseIterList(std::vector<const Token *> &names, std::vector<Value 
       return false;
     const Token &n = cur();
     if (!n.is(Tok::LocalName))
-      return expected(names.empty() ? "an iteration value or ')'" : "an iteration value");
+      return expected(names.empty() ? std::string(what) + " or ')'" : std::string(what));
     if (!declareName(n))
       return false;
     take();
-    Value *init = nullptr;
-    if (!expect(Tok::Equal, "'='") || !parseUse(init))
+    Value *v = nullptr;
+    const Token *vt = nullptr;
+    if (!expect(Tok::Equal, "'='") || !parseUse(v, &vt))
       return false;
     names.push_back(&n);
-    inits.push_back(init);
+    values.push_back(v);
+    valueToks.push_back(vt);
   }
   take();
   return true;
+}
+
+bool Parser::parseIterList(std::vector<const Token *> &names, std::vector<Value *> &inits) {
+  take(); // iter
+  std::vector<const Token *> toks;
+  return parseBindings(names, inits, toks, "an iteration value");
 }
 
 bool Parser::parseFor(Op &op, std::vector<const Token *> &results) {

@@ -10,7 +10,7 @@
 namespace tessera::ir::verify_detail {
 
 /// Reports every uniformity violation of matrix ops in `kernel`, e.g.
-/// `'matrix_load' operand %off is not subgroup-uniform (it depends on local_id at 5:8)`.
+/// `matrix_load: operand %off is not subgroup-uniform (it depends on local_id at 5:8)`.
 /// Called by verifyModule only for a kernel that uses matrix ops and passed every other
 /// check (so its operands are non-null, visible and well typed).
 void verifyMatrixUniformity(Reporter &r, const Function &kernel);
