@@ -329,8 +329,16 @@ void writeJson(const std::string &path, const std::vector<CaseResult> &cases) {
   f << "\n]}\n";
 }
 
+// The case's name; --quick runs other sizes and says which.
+std::string label(const char *name, bool quick, Gemm g) {
+  if (!quick)
+    return name;
+  return std::string(name) + " (quick: " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" +
+         std::to_string(g.K) + ")";
+}
+
 void print(const CaseResult &r) {
-  std::printf("  %-26s %-8s tessera %8.2f GFLOP/s   %-40s %8.2f GFLOP/s   ratio %.3f\n",
+  std::printf("  %-36s %-8s tessera %8.2f GFLOP/s   %-40s %8.2f GFLOP/s   ratio %.3f\n",
               r.name.c_str(), r.device.c_str(), r.tessera, r.peer.c_str(), r.peerGflops,
               r.tessera / r.peerGflops);
   std::fflush(stdout);
@@ -346,6 +354,7 @@ int main(int argc, char **argv) {
   int reps = 5;
   bool quick = false;
   std::string json, only;
+  std::vector<std::string> devices; // empty: cpu:0 and vulkan:0
   Tiles tiles, vkTiles{16, 16, 16};
   int vkSubgroups = 4;
   for (int i = 1; i < argc; ++i) {
@@ -364,14 +373,20 @@ int main(int argc, char **argv) {
       vkSubgroups = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
+    else if (a == "--device" && i + 1 < argc)
+      devices.push_back(argv[++i]);
     else {
       std::fprintf(stderr, "usage: gemm_bench [--quick] [--reps N] [--json FILE] [--tiles "
-                           "MxNxK] [--vk-tiles MxNxK] [--vk-subgroups N] [--only NAME]\n");
+                           "MxNxK] [--vk-tiles MxNxK] [--vk-subgroups N] [--only NAME] "
+                           "[--device cpu:0|vulkan:0]...\n");
       return 2;
     }
   }
   if (quick)
     reps = 1;
+  auto wanted = [&](const char *dev) {
+    return devices.empty() || std::find(devices.begin(), devices.end(), dev) != devices.end();
+  };
   openblas_set_num_threads(2);
   Device cpu("cpu:0");
   struct Spec {
@@ -391,14 +406,16 @@ int main(int argc, char **argv) {
               tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, reps, openblas_get_num_threads());
   std::vector<CaseResult> results;
   for (const Spec &s : specs) {
-    if (!only.empty() && std::string(s.name).find(only) == std::string::npos)
+    if (!wanted("cpu:0") || (!only.empty() && std::string(s.name).find(only) == std::string::npos))
       continue;
-    results.push_back(cpuCase(cpu, s.name, quick ? s.small : s.full, tiles, s.bf16, s.gelu, reps));
+    results.push_back(cpuCase(cpu, label(s.name, quick, s.small), quick ? s.small : s.full, tiles,
+                              s.bf16, s.gelu, reps));
     print(results.back());
   }
   const std::pair<const char *, Gemm> vk[] = {{"f32 512^3", {512, 512, 512}},
                                               {"f32 1024^3", {1024, 1024, 1024}}};
-  if (!hasDevice("vulkan:0")) {
+  if (!wanted("vulkan:0")) {
+  } else if (!hasDevice("vulkan:0")) {
     std::printf("  vulkan:0 not present: its cases are left out\n");
   } else {
     Device gpu("vulkan:0");
@@ -406,7 +423,8 @@ int main(int argc, char **argv) {
       if (!only.empty() && std::string(name).find(only) == std::string::npos)
         continue;
       Gemm size = quick ? Gemm{96, 80, 72} : g;
-      results.push_back(vulkanCase(gpu, name, size, vkTiles, vkSubgroups, reps));
+      results.push_back(
+          vulkanCase(gpu, label(name, quick, size), size, vkTiles, vkSubgroups, reps));
       print(results.back());
     }
   }
