@@ -219,8 +219,6 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   };
   if (opts.subgroupSize == 0 || opts.subgroupSize > 1024)
     return fail("subgroup size must be in 1..1024, got " + std::to_string(opts.subgroupSize));
-  if (std::string why = ir::unsupportedMatrixOps(m, "cpu"); !why.empty())
-    return fail(why); // until the matrix lowering lands (issue #13)
   std::string err;
   std::unique_ptr<llvm::TargetMachine> tm = createCpuTargetMachine(opts, err);
   if (!tm)
