@@ -10,6 +10,7 @@
 // Run twice by ctest: with the detected runtime path, and with TESSERA_MX_PATH=generic.
 #include "backends/cpu/codegen/tests/codegen_test_util.h"
 #include "backends/cpu/matrix/matrix_abi.h"
+#include "backends/kernel_fault_status.h"
 #include "ir/text/parser.h"
 
 #include <gtest/gtest.h>
@@ -445,6 +446,11 @@ TEST(CodegenMatrix, CheckedOutOfRangeIsRecorded) {
   EXPECT_EQ(r.fault.group_id[0], 0u);
   // Checked mode still reads 0 outside.
   EXPECT_EQ(r.got.buffers[1].get(255).f, 0.0);
+  // What the driver reports (every driver formats the record the same way).
+  EXPECT_EQ(kernelFaultCode(r.fault.kind), TSR_OUT_OF_RANGE);
+  EXPECT_EQ(kernelFaultMessage("oob", r.fault, 0),
+            "kernel @oob: out-of-bounds load at 5:3: index 100 outside [0, 100) of parameter 0, "
+            "work-item local (0, 0, 0) of workgroup (0, 0, 0)");
 
   // A store past the end of a shared array is a shared fault.
   std::string text = R"(kernel @k(%O: buffer<f32>) {
