@@ -8,6 +8,7 @@
 #pragma once
 
 #include "backends/kernel_faults.h"
+#include "backends/llvm/matrix_layout.h"
 #include "ir/core/ir.h"
 #include "ir/transforms/math_decompose.h"
 
@@ -99,12 +100,31 @@ public:
   virtual llvm::SyncScope::ID workgroupScope(llvm::LLVMContext &c) = 0;
   /// Makes `f` a kernel entry point: calling convention, attributes, annotations.
   virtual void finishKernel(llvm::Function &f) = 0;
+  /// The target's matrix multiply-accumulate instructions (mma.sync, MFMA, WMMA), at most
+  /// one per input type, all with the same accumulator tile and layout (matrix_layout.h).
+  /// Empty: matrices take the portable lowering.
+  virtual const std::vector<MatrixInstr> &matrixInstrs() const {
+    static const std::vector<MatrixInstr> none;
+    return none;
+  }
+  /// d = c + a * b on one tile of `instr` (one of matrixInstrs()). The operands are the
+  /// lane's fragment elements in the instruction's order: a and b in memory representation
+  /// (memType: half, i16 bf16 bits, i8), c in register representation; returns d's.
+  virtual std::vector<llvm::Value *> emitMatrixInstr(llvm::IRBuilder<> &b, const MatrixInstr &instr,
+                                                     llvm::ArrayRef<llvm::Value *> a,
+                                                     llvm::ArrayRef<llvm::Value *> bv,
+                                                     llvm::ArrayRef<llvm::Value *> c) {
+    (void)b, (void)instr, (void)a, (void)bv, (void)c;
+    llvm_unreachable("a target with matrix instructions must emit them");
+  }
 };
 
 struct SimtConfig {
   uint32_t subgroupSize = 32; // 32 or 64: the warp / wavefront
   std::string targetName;     // for messages: "cuda", "rocm"
   SimtTargetHooks *hooks = nullptr;
+  /// Matrix ops through the hooks' matrix instructions; false: the portable lowering only.
+  bool matrixInstructions = true;
 };
 
 /// Address spaces of the SIMT lowering (the same on NVPTX and AMDGPU).
