@@ -43,6 +43,16 @@ public:
 inline constexpr unsigned kCtxSharedMemoryOffset = 40, kCtxArgBytesOffset = 48,
                           kCtxFaultOffset = 56, kCtxCancelOffset = 64;
 
+/// Bytes of one subgroup's tile of a `matrix<elem, rows, cols, use>` in the CPU matrix
+/// runtime: tsr_mx_tile_bytes of backends/cpu/matrix/matrix_abi.h, which the CPU codegen
+/// static_asserts this equals (this folder may not include a backend). Elements are held as
+/// f32 (f32, f16), i32, bf16 bits or i16 (i8); `acc` tiles are plain row-major R x C arrays of
+/// them, `a`/`b` tiles are private to the runtime.
+constexpr uint64_t matrixTileBytes(ir::Scalar elem, int rows, int cols, ir::MatrixUse) {
+  uint64_t storage = elem == ir::Scalar::BF16 || elem == ir::Scalar::I8 ? 2 : 4;
+  return (uint64_t(rows) * uint64_t(cols) * storage + 63) / 64 * 64;
+}
+
 struct LoweringConfig {
   uint32_t subgroupSize = 16;
   std::string symbolPrefix = "tsr_wg_";

@@ -77,6 +77,21 @@ void ModuleBuilder::memberDecorate(Id structType, uint32_t member, spv::Decorati
 
 // -------------------------------------------------------------------------- types
 
+Id ModuleBuilder::typeCooperativeMatrix(Id component, Id scope, Id rows, Id cols, Id use) {
+  // The SPIR-V headers of this build predate the extension: its numbers from the registry.
+  constexpr auto kOpTypeCooperativeMatrixKHR = static_cast<spv::Op>(4456);
+  constexpr auto kCapabilityCooperativeMatrixKHR = static_cast<spv::Capability>(6022);
+  capability(kCapabilityCooperativeMatrixKHR);
+  extension("SPV_KHR_cooperative_matrix");
+  return type(kOpTypeCooperativeMatrixKHR, {component, scope, rows, cols, use});
+}
+
+void ModuleBuilder::useVulkanMemoryModel() {
+  vulkanMemoryModel_ = true;
+  capability(spv::CapabilityVulkanMemoryModel);
+  capability(spv::CapabilityVulkanMemoryModelDeviceScope);
+}
+
 Id ModuleBuilder::type(spv::Op opcode, std::vector<uint32_t> operands) {
   std::vector<uint32_t> key = operands;
   key.insert(key.begin(), static_cast<uint32_t>(opcode));
@@ -434,7 +449,9 @@ std::vector<uint32_t> ModuleBuilder::finish() const {
   bool shader = flavour_ == Flavour::Shader;
   emit(out, spv::OpMemoryModel,
        std::vector<uint32_t>{shader ? spv::AddressingModelLogical : spv::AddressingModelPhysical64,
-                             shader ? spv::MemoryModelGLSL450 : spv::MemoryModelOpenCL});
+                             !shader              ? spv::MemoryModelOpenCL
+                             : vulkanMemoryModel_ ? spv::MemoryModelVulkan
+                                                  : spv::MemoryModelGLSL450});
   for (const auto *section :
        {&entryPoints_, &executionModes_, &debugNames_, &annotations_, &globals_})
     out.insert(out.end(), section->begin(), section->end());

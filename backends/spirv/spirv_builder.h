@@ -64,6 +64,10 @@ public:
   bool hasCapability(spv::Capability c) const { return capabilities_.count(c) != 0; }
   const std::set<spv::Capability> &capabilities() const { return capabilities_; }
   void extension(std::string_view name) { extensions_.insert(std::string(name)); }
+  /// Shader flavour: OpMemoryModel Vulkan (with its capability) instead of GLSL450, as
+  /// SPV_KHR_cooperative_matrix requires. Device-scope operations then need
+  /// VulkanMemoryModelDeviceScope, recorded here too.
+  void useVulkanMemoryModel();
   /// OpExtInstImport of `name` ("GLSL.std.450", "OpenCL.std"), imported once.
   Id extInstSet(std::string_view name);
   /// OpName (debug names make the disassembly readable; they change no semantics).
@@ -86,6 +90,9 @@ public:
   Id typeStruct(std::span<const Id> members);
   Id typePointer(spv::StorageClass sc, Id pointee);
   Id typeFunction(Id result, std::span<const Id> params = {});
+  /// OpTypeCooperativeMatrixKHR (SPV_KHR_cooperative_matrix): `scope`, `rows`, `cols` and
+  /// `use` are ids of 32-bit integer constants. Records the extension and its capability.
+  Id typeCooperativeMatrix(Id component, Id scope, Id rows, Id cols, Id use);
   /// Width of an integer or float type made here (0 for others).
   uint32_t widthOf(Id type) const;
 
@@ -197,6 +204,7 @@ private:
   std::map<Id, uint32_t> widths_;                   // int/float type -> width
   std::vector<Function> functions_;
   bool blockOpen_ = false;
+  bool vulkanMemoryModel_ = false;
 };
 
 } // namespace tessera::spirv

@@ -33,12 +33,13 @@ bool Lowering::emitIf(const ir::Op &op) {
   }
   b_.endIf(ib);
   curOp_ = &op;
-  if (thenVals.size() < op.results.size() || elseVals.size() < op.results.size())
+  std::vector<Id> types = resultTypes(op);
+  if (thenVals.size() < types.size() || elseVals.size() < types.size())
     return fail("internal error: 'if' results without yields in both regions");
-  for (size_t k = 0; k < op.results.size(); ++k) {
-    Id t = regType(op.results[k]->type.elem);
-    define(op.result(k), b_.phi(t, {{thenVals[k], ib.thenEnd}, {elseVals[k], ib.elseEnd}}).id);
-  }
+  std::vector<Id> out;
+  for (size_t k = 0; k < types.size(); ++k)
+    out.push_back(b_.phi(types[k], {{thenVals[k], ib.thenEnd}, {elseVals[k], ib.elseEnd}}).id);
+  defineAll(op.results, out);
   return true;
 }
 
@@ -56,13 +57,11 @@ bool Lowering::emitFor(const ir::Op &op) {
   // even llvmpipe, which runs untaken `if` bodies, once per chunk.
   bool cancellable =
       !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
-  std::vector<Id> inits;
-  for (size_t k = 0; k < op.results.size(); ++k) {
-    Id init = val(op.operands[3 + k]);
-    if (!init)
+  // Matrix values are carried as one phi per element the lane holds (flatTypes).
+  std::vector<Id> inits, types = resultTypes(op);
+  for (size_t k = 0; k < op.results.size(); ++k)
+    if (!flatVal(op.operands[3 + k], inits))
       return false;
-    inits.push_back(init);
-  }
   spirv::LoopBlocks outer;
   spirv::PhiRef outerIv;
   std::vector<spirv::PhiRef> outerIters;
@@ -71,8 +70,7 @@ bool Lowering::emitFor(const ir::Op &op) {
     outer = b_.beginLoop();
     outerIv = b_.phi(ivT, {{lb, outer.preheader}});
     for (size_t k = 0; k < inits.size(); ++k) {
-      outerIters.push_back(
-          b_.phi(regType(op.results[k]->type.elem), {{inits[k], outer.preheader}}));
+      outerIters.push_back(b_.phi(types[k], {{inits[k], outer.preheader}}));
       inits[k] = outerIters.back().id;
     }
     outerMore = b_.op(spv::OpSLessThan, boolT(), {outerIv.id, ub});
@@ -85,10 +83,12 @@ bool Lowering::emitFor(const ir::Op &op) {
   spirv::PhiRef iv = b_.phi(ivT, {{lb, l.preheader}});
   define(body.args[0].get(), iv.id);
   std::vector<spirv::PhiRef> iters;
+  std::vector<Id> iterIds;
   for (size_t k = 0; k < inits.size(); ++k) {
-    iters.push_back(b_.phi(regType(op.results[k]->type.elem), {{inits[k], l.preheader}}));
-    define(body.args[k + 1].get(), iters.back().id);
+    iters.push_back(b_.phi(types[k], {{inits[k], l.preheader}}));
+    iterIds.push_back(iters.back().id);
   }
+  defineAll(std::span(body.args).subspan(1), iterIds);
   spirv::PhiRef chunk; // iterations of this chunk so far
   if (cancellable)
     chunk = b_.phi(u32T(), {{constU32(0), l.preheader}});
@@ -121,8 +121,7 @@ bool Lowering::emitFor(const ir::Op &op) {
   curOp_ = &op;
   if (!cancellable) {
     afterLoop(more, false); // the header dominates the merge block
-    for (size_t k = 0; k < iters.size(); ++k)
-      define(op.result(k), iters[k].id);
+    defineAll(op.results, iterIds);
     return true;
   }
   // Between chunks (the inner header's values dominate its merge): a poll, a break when set.
@@ -133,8 +132,10 @@ bool Lowering::emitFor(const ir::Op &op) {
     b_.addIncoming(outerIters[k], iters[k].id, outer.cont);
   b_.endLoop(outer);
   afterLoop(outerMore, true); // the outer header dominates the merge block
-  for (size_t k = 0; k < outerIters.size(); ++k)
-    define(op.result(k), outerIters[k].id);
+  std::vector<Id> outIds;
+  for (const spirv::PhiRef &p : outerIters)
+    outIds.push_back(p.id);
+  defineAll(op.results, outIds);
   return true;
 }
 
@@ -146,21 +147,26 @@ bool Lowering::emitWhile(const ir::Op &op) {
   const ir::Block &before = op.region(0), &after = op.region(1);
   spirv::LoopBlocks outer = b_.beginLoop();
   std::vector<spirv::PhiRef> outerIters;
-  for (size_t k = 0; k < op.operands.size(); ++k) {
-    Id init = val(op.operands[k]);
-    if (!init)
+  std::vector<Id> inits, types;
+  for (const ir::Value *v : op.operands) {
+    if (!flatVal(v, inits))
       return false;
-    outerIters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{init, outer.preheader}}));
+    for (Id t : flatTypes(v->type))
+      types.push_back(t);
   }
+  for (size_t k = 0; k < inits.size(); ++k)
+    outerIters.push_back(b_.phi(types[k], {{inits[k], outer.preheader}}));
   b_.loopHeaderEnd(outer, 0);
   spirv::LoopBlocks l = b_.beginLoop();
   std::vector<spirv::PhiRef> iters;
+  std::vector<Id> iterIds;
   for (size_t k = 0; k < outerIters.size(); ++k) {
-    iters.push_back(b_.phi(regType(op.operands[k]->type.elem), {{outerIters[k].id, l.preheader}}));
-    // Both regions see the iteration values.
-    define(before.args[k].get(), iters.back().id);
-    vals_[after.args[k].get()] = iters.back().id;
+    iters.push_back(b_.phi(types[k], {{outerIters[k].id, l.preheader}}));
+    iterIds.push_back(iters.back().id);
   }
+  // Both regions see the iteration values.
+  defineAll(before.args, iterIds);
+  defineAll(after.args, iterIds, false);
   spirv::PhiRef chunk = b_.phi(u32T(), {{constU32(0), l.preheader}});
   b_.loopHeaderEnd(l, 0);
   std::vector<Id> cond;
@@ -185,9 +191,7 @@ bool Lowering::emitWhile(const ir::Op &op) {
   b_.endLoop(l);
   std::vector<Id> out;
   for (size_t k = 0; k < iters.size(); ++k)
-    out.push_back(
-        b_.phi(regType(op.operands[k]->type.elem), {{iters[k].id, ended}, {next[k], chunkEnded}})
-            .id);
+    out.push_back(b_.phi(types[k], {{iters[k].id, ended}, {next[k], chunkEnded}}).id);
   b_.breakUnless(outer, cond[0]); // the loop ended
   b_.breakUnless(outer, b_.op(spv::OpLogicalNot, boolT(), {loadCancelFlag()}));
   b_.beginContinue(outer);
@@ -196,8 +200,7 @@ bool Lowering::emitWhile(const ir::Op &op) {
   b_.endLoop(outer);
   curOp_ = &op;
   afterLoop(cond[0], true);
-  for (size_t k = 0; k < op.results.size(); ++k)
-    vals_[op.result(k)] = out[k];
+  defineAll(op.results, out, false);
   return true;
 }
 

@@ -141,7 +141,7 @@ void Lowering::recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id ind
     writeFault(fault, constU32(kind), param, index, wide, count);
 }
 
-Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind) {
+Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed) {
   if (bounds_ == TSR_BOUNDS_UNCHECKED)
     return 0;
   Id u32 = u32T();
@@ -150,8 +150,12 @@ Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind ki
   Id ok = wide ? b_.op(spv::OpULessThan, boolT(),
                        {index, b_.op(spv::OpUConvert, b_.typeInt(64), {count})})
                : b_.op(spv::OpULessThan, boolT(), {index, count});
-  recordFault(b_.op(spv::OpLogicalNot, boolT(), {ok}),
-              m.shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
+  Id fault = b_.op(spv::OpLogicalNot, boolT(), {ok});
+  if (accessed) {
+    fault = b_.op(spv::OpLogicalAnd, boolT(), {accessed, fault});
+    ok = b_.op(spv::OpLogicalAnd, boolT(), {accessed, ok});
+  }
+  recordFault(fault, m.shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
               m.shared ? UINT32_MAX : m.param->index, index, wide, count);
   return ok;
 }

@@ -172,6 +172,8 @@ void Lowering::emitEntryIds() {
   workgroupSize();
   Id u32 = u32T();
   Id lin = b_.op(spv::OpLoad, u32, {builtinVar(spv::BuiltInLocalInvocationIndex, false)});
+  if (!coop_ && usesMatrices(module_, *curFn_->body, 0) && caps_.subgroupSize > 0)
+    lane_ = b_.op(spv::OpUMod, u32, {lin, constU32(caps_.subgroupSize)});
   Id q = b_.op(spv::OpUDiv, u32, {lin, wgDims_[0]});
   localIds_[0] = b_.op(spv::OpUMod, u32, {lin, wgDims_[0]});
   localIds_[1] = b_.op(spv::OpUMod, u32, {q, wgDims_[1]});
@@ -298,6 +300,8 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   curOp_ = nullptr;
   vals_.clear();
   mems_.clear();
+  mats_.clear();
+  lane_ = 0;
   interface_.clear();
   sharedBytes_ = 0;
   control_ = 0;
@@ -311,6 +315,12 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
   if (loops)
     declareLoopState();
+  coop_ = false;
+  coopVars_.clear();
+  if (chooseCooperative(f)) {
+    b_.useVulkanMemoryModel();
+    declareCoopVariables(f); // function variables lead the first block
+  }
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
   if (!declareParams(f, info))
     return false;
@@ -386,12 +396,9 @@ bool Lowering::emitBlock(const ir::Block &blk, std::vector<Id> *terminatorValues
     }
     if (!terminatorValues)
       continue;
-    for (const ir::Value *v : op.operands) {
-      Id id = val(v);
-      if (!id)
+    for (const ir::Value *v : op.operands)
+      if (!flatVal(v, *terminatorValues))
         return false;
-      terminatorValues->push_back(id);
-    }
   }
   return true;
 }
@@ -433,6 +440,12 @@ bool Lowering::emitOp(const ir::Op &op) {
     return emitWhile(op);
   case OpForm::Call:
     return emitCall(op);
+  case OpForm::MatrixLoad:
+  case OpForm::MatrixStore:
+  case OpForm::MatrixFill:
+  case OpForm::MatrixMad:
+  case OpForm::MatrixMap:
+    return emitMatrix(op);
   case OpForm::Terminator:
     return true;
   default:

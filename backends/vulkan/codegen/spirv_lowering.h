@@ -77,7 +77,7 @@ public:
   /// (held in f32): TwoSum, then rounded to odd in f64 and in f32 before the last rounding,
   /// so no intermediate rounding lands on a midpoint. Needs int64 (spirv_convert.cpp).
   Id narrowSumF64(Id xy, Id c, ir::Scalar d);
-  Id emitMath(const ir::Op &op, std::span<const Id> v);   // spirv_math.cpp
+  Id emitMath(const ir::Op &op, std::span<const Id> v); // spirv_math.cpp
   /// Correctly rounded f32 a / b and sqrt(x) through f64 (strict profile, float64 devices
   /// only; spirv_strict.cpp).
   Id strictDivF32(Id a, Id b);
@@ -129,6 +129,54 @@ private:
   bool emitSubgroupReduce(const ir::Op &op);
   bool emitShuffle(const ir::Op &op);
 
+  // --- matrix ops: the portable "lanes own columns" lowering (spirv_matrix.cpp) ------------
+public:
+  /// Registers a lane holds per row of a matrix of type `t`: C for `a` (replicated),
+  /// ceil(C / subgroupSize) for `b` and `acc`.
+  uint32_t matrixPerLane(const ir::Type &t) const;
+  /// Register types of a value as control flow carries it: one for a scalar, one per
+  /// element the lane holds for a matrix.
+  std::vector<Id> flatTypes(const ir::Type &t);
+  /// Appends the ids of `v` (flattened as flatTypes); false with error() set if it has none.
+  bool flatVal(const ir::Value *v, std::vector<Id> &out);
+  /// Defines `v` from the front of `ids`; returns how many it took.
+  size_t defineFlat(const ir::Value *v, std::span<const Id> ids, bool named = true);
+  /// Defines each of `values` in turn from the flattened `ids`.
+  void defineAll(std::span<const std::unique_ptr<ir::Value>> values, std::span<const Id> ids,
+                 bool named = true);
+  /// The flattened register types of an op's results.
+  std::vector<Id> resultTypes(const ir::Op &op);
+
+private:
+  bool emitMatrix(const ir::Op &op);
+  bool emitMatrixAccess(const ir::Op &op);
+  bool emitMatrixFill(const ir::Op &op);
+  bool emitMatrixMad(const ir::Op &op);
+  bool emitMatrixMap(const ir::Op &op);
+  /// Subgroup size usable by the lowering and a per-lane size within its limits.
+  bool checkMatrix(const ir::Type &t);
+  /// This invocation's lane within its subgroup: LocalInvocationIndex mod sg (subgroups are
+  /// runs of sg consecutive invocations of the 1-D dispatch).
+  Id matrixLane();
+  /// An `a` matrix from the columns each lane loaded as if it were a `b` matrix (lane l:
+  /// columns l, l + sg, ...), replicated into every lane by subgroup shuffles.
+  std::vector<Id> replicateColumns(const std::vector<Id> &owned, const ir::Type &t);
+
+  // --- matrix ops as KHR cooperative matrices (spirv_coop_matrix.cpp) ----------------------
+  /// Whether kernel `f` takes the cooperative-matrix path (sets coop_).
+  bool chooseCooperative(const ir::Function &f);
+  Id coopType(const ir::Type &t);
+  /// The function variables of every matrix_map (at the top of the kernel's first block).
+  void declareCoopVariables(const ir::Function &f);
+  bool emitCoop(const ir::Op &op);
+  bool emitCoopMap(const ir::Op &op);
+
+public:
+  /// May matrix ops take SPV_KHR_cooperative_matrix where the caps allow (false when the
+  /// validator in use does not know the extension: see lowerModule).
+  bool allowCooperative_ = true;
+
+private:
   // --- work-item ids (spirv_kernel.cpp) ---------------------------------------------------
   /// Loads the ids every kernel derives at its entry: the workgroup is dispatched 1-D (so
   /// subgroups are consecutive by linear local id, as docs/ir.md promises) and the 3-D
@@ -152,7 +200,9 @@ private:
   Id runtimeArrayBlock(Id memT, uint32_t stride);
   /// Robust / checked: whether `index` (a u32 or i64 register) lies in `m`; records the
   /// fault in checked mode. 0 in unchecked mode.
-  Id boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind);
+  /// `accessed` (0: always): a predicate that must also hold for the access to happen (and
+  /// for a fault to be recorded); the result includes it.
+  Id boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed = 0);
   /// Checked mode: records division by zero / MIN / -1 of an integer div or rem.
   void checkDivision(const ir::Op &op, Id x, Id y);
   /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs
@@ -184,6 +234,10 @@ private:
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
   std::unordered_map<const ir::Value *, MemRef> mems_;
+  std::unordered_map<const ir::Value *, std::vector<Id>> mats_; // matrix -> its lane's elements
+  Id lane_ = 0;       // matrixLane(), computed at entry in kernels with matrix ops
+  bool coop_ = false; // this kernel's matrices are KHR cooperative matrices
+  std::unordered_map<const ir::Op *, std::vector<Id>> coopVars_; // matrix_map -> variables
   std::set<Id> interface_;          // this kernel's global variables (sorted ids)
   std::map<uint32_t, Id> builtins_; // BuiltIn -> Input variable (module-wide)
   std::map<Id, Id> blockStructs_;   // element memory type -> Block struct
@@ -209,6 +263,9 @@ bool constPositive(const ir::Value *v);
 /// Whether `b` (or a function it calls) holds a loop: a `while` or any `for`, or with
 /// `dynamicOnly` a `while` or a `for` without constant bounds.
 bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth);
+
+/// Whether `b` (or a function it calls) holds a matrix op (spirv_matrix.cpp).
+bool usesMatrices(const ir::Module &m, const ir::Block &b, int depth);
 
 /// a * b + c rounded once, without a fused instruction (for devices whose Fma splits):
 /// spirv_fma_f64.cpp.

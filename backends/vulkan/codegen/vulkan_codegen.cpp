@@ -65,6 +65,67 @@ constexpr CapsField kCapsFields[] = {
 
 } // namespace
 
+std::string CooperativeMatrixShape::str() const {
+  std::string s = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  for (ir::Scalar t : {a, b, c, result})
+    s += ":" + std::string(ir::scalarName(t));
+  return s;
+}
+
+namespace {
+
+/// `MxNxK:a:b:c:result` (CooperativeMatrixShape::str); false for anything else.
+bool parseShape(std::string_view text, CooperativeMatrixShape *out) {
+  uint32_t dims[3] = {0, 0, 0};
+  size_t pos = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && pos - start < 4)
+      dims[d] = dims[d] * 10 + uint32_t(text[pos++] - '0');
+    char want = d < 2 ? 'x' : ':';
+    if (pos == start || dims[d] == 0 || pos >= text.size() || text[pos] != want)
+      return false;
+    ++pos;
+  }
+  ir::Scalar types[4];
+  for (int k = 0; k < 4; ++k) {
+    size_t end = text.find(':', pos);
+    if ((end == std::string_view::npos) != (k == 3))
+      return false;
+    auto t = ir::parseScalarName(text.substr(pos, end == std::string_view::npos ? end : end - pos));
+    if (!t)
+      return false;
+    types[k] = *t;
+    pos = end + 1;
+  }
+  *out = {dims[0], dims[1], dims[2], types[0], types[1], types[2], types[3]};
+  return true;
+}
+
+bool setCooperativeMatrix(std::vector<CooperativeMatrixShape> &list, std::string_view value,
+                          std::string *error) {
+  list.clear();
+  if (value == "none")
+    return true;
+  while (true) {
+    size_t comma = value.find(',');
+    CooperativeMatrixShape s;
+    if (!parseShape(value.substr(0, comma), &s) || list.size() >= 256) {
+      *error = "vulkan capability cooperativeMatrix has the value '" +
+               std::string(value.substr(0, 64)) +
+               "' (expected none or a comma-separated list of MxNxK:a:b:c:result, e.g. "
+               "16x16x16:f16:f16:f32:f32)";
+      return false;
+    }
+    list.push_back(s);
+    if (comma == std::string_view::npos)
+      return true;
+    value = value.substr(comma + 1);
+  }
+}
+
+} // namespace
+
 std::string VulkanTargetCaps::describe() const {
   std::string s;
   for (const CapsField &f : kCapsFields) {
@@ -72,10 +133,17 @@ std::string VulkanTargetCaps::describe() const {
     s += std::string(f.name) + "=" +
          (f.flag ? std::string(this->*f.flag ? "1" : "0") : std::to_string(this->*f.number));
   }
+  s += " cooperativeMatrix=";
+  for (size_t k = 0; k < cooperativeMatrix.size(); ++k)
+    s += (k ? "," : "") + cooperativeMatrix[k].str();
+  if (cooperativeMatrix.empty())
+    s += "none";
   return s;
 }
 
 bool VulkanTargetCaps::set(std::string_view name, std::string_view value, std::string *error) {
+  if (name == "cooperativeMatrix")
+    return setCooperativeMatrix(cooperativeMatrix, value, error);
   for (const CapsField &f : kCapsFields) {
     if (name != f.name)
       continue;
@@ -225,8 +293,33 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts) {
   return s;
 }
 
-std::unique_ptr<VulkanCompiledModule>
-compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
+bool validatorKnowsCooperativeMatrix() {
+  using spirv::Id;
+  // Asked once: a minimal module declaring a cooperative matrix type, validated in-process.
+  static const bool knows = [] {
+    spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
+    b.useVulkanMemoryModel();
+    Id f32 = b.typeFloat(32);
+    Id mt = b.typeCooperativeMatrix(f32, b.constU32(spv::ScopeSubgroup), b.constU32(16),
+                                    b.constU32(16), b.constU32(2));
+    Id voidT = b.typeVoid();
+    Id fn = b.beginFunction(voidT, b.typeFunction(voidT));
+    b.op(spv::OpCompositeConstruct, mt, {b.constant(f32, 0)});
+    b.returnVoid();
+    b.endFunction();
+    b.entryPoint(spv::ExecutionModelGLCompute, fn, "probe", {});
+    b.executionMode(fn, spv::ExecutionModeLocalSize, {32, 1, 1});
+    return validateSpirv(b.finish(), nullptr);
+  }();
+  return knows;
+}
+
+namespace {
+
+std::unique_ptr<VulkanCompiledModule> compileModule(const ir::Module &m,
+                                                    const VulkanCompileOptions &opts,
+                                                    std::string *error, bool validate,
+                                                    bool allowCooperative) {
   auto fail = [&](std::string msg) -> std::unique_ptr<VulkanCompiledModule> {
     if (error)
       *error = std::move(msg);
@@ -235,8 +328,6 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   ir::Diagnostics diags = ir::verifyModule(m);
   if (!diags.empty())
     return fail(diags.front().str());
-  if (std::string why = ir::unsupportedMatrixOps(m, "vulkan"); !why.empty())
-    return fail(why); // until the matrix lowering lands (issue #13)
   auto impl = std::make_unique<VulkanCompiledModule::Impl>();
   impl->dumps["kir"] = ir::printModule(m);
   // What GLSL.std.450 lacks becomes basic ops (on a copy: `m` is the caller's).
@@ -247,6 +338,7 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   spirv::ModuleBuilder b(spirv::Flavour::Shader, kSpirvVersion);
   detail::Lowering lowering(b, lm, opts.caps, opts.bounds);
   lowering.strict_ = opts.strict;
+  lowering.allowCooperative_ = allowCooperative;
   for (const auto &f : lm.functions) {
     if (!f->isKernel)
       continue;
@@ -263,10 +355,23 @@ compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::
   if (!bad.empty())
     return fail("internal error: the SPIR-V declares " + bad + ", which the target lacks");
   std::string verr;
-  if (!validateSpirv(impl->words, &verr))
+  if (validate && !validateSpirv(impl->words, &verr))
     return fail("internal error: the Vulkan lowering produced invalid SPIR-V:\n" + verr);
   impl->dumps["spirv.dis"] = disassemble(impl->words);
   return std::make_unique<VulkanCompiledModule>(std::move(impl));
+}
+
+} // namespace
+
+std::unique_ptr<VulkanCompiledModule>
+compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error) {
+  return compileModule(m, opts, error, true, validatorKnowsCooperativeMatrix());
+}
+
+std::unique_ptr<VulkanCompiledModule>
+compileKernelModuleUnvalidated(const ir::Module &m, const VulkanCompileOptions &opts,
+                               std::string *error) {
+  return compileModule(m, opts, error, false, true);
 }
 
 } // namespace tessera::vulkan

@@ -20,6 +20,18 @@
 
 namespace tessera::vulkan {
 
+/// One matrix multiply-add shape a device runs natively (VK_KHR_cooperative_matrix: a
+/// VkCooperativeMatrixPropertiesKHR of subgroup scope): A is M x K of `a`, B is K x N of `b`,
+/// C and the result are M x N of `c` and `result`. Text: `MxNxK:a:b:c:result`, e.g.
+/// `16x16x16:f16:f16:f32:f32` (element types as the IR names them).
+struct CooperativeMatrixShape {
+  uint32_t M = 0, N = 0, K = 0;
+  ir::Scalar a = ir::Scalar::F16, b = ir::Scalar::F16, c = ir::Scalar::F32,
+             result = ir::Scalar::F32;
+  std::string str() const;
+  friend bool operator==(const CooperativeMatrixShape &, const CooperativeMatrixShape &) = default;
+};
+
 /// What the device supports (VkPhysicalDevice*Features / Properties). The defaults are
 /// what lavapipe (Mesa 22.3, llvmpipe) reports.
 struct VulkanTargetCaps {
@@ -55,6 +67,10 @@ struct VulkanTargetCaps {
   bool denormPreserve = false;
   uint32_t maxPushConstantsSize = 128;
   uint32_t maxComputeSharedMemorySize = 32768;
+  /// VK_KHR_cooperative_matrix (cooperativeMatrix feature and the Vulkan memory model): the
+  /// subgroup-scope shapes of vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR. Empty (text
+  /// `none`): the device lacks the extension and matrix ops take the portable lowering.
+  std::vector<CooperativeMatrixShape> cooperativeMatrix;
 
   /// One line naming every field and its value (for `tessera devices` and the cache key).
   std::string describe() const;
@@ -134,6 +150,18 @@ ir::NativeMathSet nativeMath(const VulkanCompileOptions &opts);
 /// uses something `opts.caps` lacks or that Vulkan cannot express.
 std::unique_ptr<VulkanCompiledModule>
 compileKernelModule(const ir::Module &m, const VulkanCompileOptions &opts, std::string *error);
+
+/// Whether the SPIRV-Tools linked here validates SPV_KHR_cooperative_matrix (v2023.1, this
+/// build's, does not). When it does not, compileKernelModule never takes the cooperative-
+/// matrix path, whatever the caps say: every module it returns is validated in-process.
+bool validatorKnowsCooperativeMatrix();
+
+/// compileKernelModule without the in-process validation, the cooperative-matrix path allowed
+/// where the caps list the shapes: for tests that check that path with a newer, external
+/// spirv-val. Never hand its result to a driver.
+std::unique_ptr<VulkanCompiledModule>
+compileKernelModuleUnvalidated(const ir::Module &m, const VulkanCompileOptions &opts,
+                               std::string *error);
 
 /// Validates `words` for Vulkan 1.2 (SPIR-V 1.5) with SPIRV-Tools; false with the
 /// validator's message in `*error`.

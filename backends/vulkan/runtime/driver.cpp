@@ -258,6 +258,11 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
     feat |= TSR_FEATURE_UNIFIED_MEMORY;
   info.features = feat;
   pd.compilerCaps = compilerCaps(info, f12, f11, want, sub, p12, props.limits, pd.atomicFloat);
+  pd.compilerCaps += "vulkan.cooperativeMatrix=" + probeCooperativeMatrix(d, pd, exts) + "\n";
+  if (pd.cooperativeMatrix) { // its SPIR-V declares the Vulkan memory model
+    pd.features12.vulkanMemoryModel = VK_TRUE;
+    pd.features12.vulkanMemoryModelDeviceScope = VK_TRUE;
+  }
   return {};
 }
 
@@ -396,7 +401,9 @@ tsr_status_t driverOpen(tsr_drv_driver_t *out) {
                                  : "no usable Vulkan device: " + reasons);
   // The structs' pNext chains point into each PhysicalDevice: fix them after the copies.
   for (auto &pd : d->devices) {
-    pd.features12.pNext = pd.atomicFloat ? &pd.atomicFloatFeatures : nullptr;
+    void *tail = pd.atomicFloat ? &pd.atomicFloatFeatures : nullptr;
+    pd.cooperativeMatrixFeatures.pNext = tail;
+    pd.features12.pNext = pd.cooperativeMatrix ? &pd.cooperativeMatrixFeatures : tail;
     pd.features11.pNext = &pd.features12;
     pd.features.pNext = &pd.features11;
   }
@@ -450,6 +457,8 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   std::vector<const char *> exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   if (pd.atomicFloat)
     exts.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (pd.cooperativeMatrix)
+    exts.push_back("VK_KHR_cooperative_matrix");
   VkDeviceCreateInfo ci = {};
   ci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   ci.pNext = &pd.features;

@@ -61,6 +61,16 @@ struct PhysicalDevice {
   VkPhysicalDeviceVulkan11Features features11 = {};
   VkPhysicalDeviceVulkan12Features features12 = {};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloatFeatures = {};
+  /// VK_KHR_cooperative_matrix (cooperative_matrix.cpp): enabled when the device lists at
+  /// least one subgroup-scope shape the codegen can name. The headers here predate the
+  /// extension: its features struct is declared by layout.
+  bool cooperativeMatrix = false;
+  struct {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+  } cooperativeMatrixFeatures = {};
   /// The capability record (tsr_device_compiler_caps): exactly what the device is created
   /// with, one `vulkan.<name>=<value>` line per capability the SPIR-V codegen reads.
   std::string compilerCaps;
@@ -74,6 +84,12 @@ struct VkDriver {
   InstanceFns fn;
   std::vector<PhysicalDevice> devices;
 };
+
+/// The `vulkan.cooperativeMatrix=` value of the capability record ("none", or the device's
+/// subgroup-scope shapes as MxNxK:a:b:c:result,...); sets pd.cooperativeMatrix and its
+/// features struct when the device is to be created with the extension.
+std::string probeCooperativeMatrix(VkDriver &d, PhysicalDevice &pd,
+                                   const std::vector<VkExtensionProperties> &exts);
 
 // --- memory --------------------------------------------------------------------------------
 
