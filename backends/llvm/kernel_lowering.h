@@ -32,6 +32,10 @@ struct TermSink {
   std::vector<ir::Scalar> types;
 };
 
+/// The value whose tiles receive matrix operand k of the terminator `term` (null where the
+/// operand is not a matrix): a `for`'s iteration value, an `if`'s result, a `while`'s value.
+std::vector<const ir::Value *> matrixYieldDests(const ir::Op &term);
+
 class KernelLowering {
 public:
   KernelLowering(const ir::Module &m, llvm::Module &out, const LoweringConfig &cfg)
@@ -64,6 +68,38 @@ private:
   llvm::Error emitSubgroupReduce(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitShuffle(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitUniformOp(const ir::Op &op);
+
+  // --- matrix ops, once per subgroup on per-subgroup tiles (lower_matrix.cpp)
+  /// Where a matrix value's tiles are: subgroup s's at arena + offset * nsub + s * bytes.
+  struct MatrixSlot {
+    uint64_t offset = 0, bytes = 0;
+  };
+  /// Tile offsets of every matrix value of kernel `k` (aliases for loop-carried values and
+  /// in-place mads), and the yields that need a temporary copy.
+  void planMatrixStorage(const ir::Function &k);
+  void planMatrixBlock(const ir::Block &b);
+  /// At the entry: nsub and the arena (when the kernel has matrices); freeMatrixArena before
+  /// every return.
+  void setUpMatrixArena();
+  void freeMatrixArena();
+  llvm::Error emitMatrixOp(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitMatrixLoadStore(const ir::Op &op, llvm::Value *mask);
+  llvm::Error emitMatrixMap(const ir::Op &op, llvm::Value *mask);
+  void emitMatrixFill(const ir::Op &op, llvm::Value *mask);
+  void emitMatrixMad(const ir::Op &op, llvm::Value *mask);
+  /// Copies the tiles of srcs[k] into those of dests[k] (null dest: skip) for each active
+  /// subgroup; through `temps` (when not empty) when a source is also a destination.
+  void copyMatrices(const std::vector<const ir::Value *> &dests,
+                    const std::vector<ir::Value *> &srcs, llvm::Value *mask,
+                    const std::vector<MatrixSlot> &temps = {});
+  /// body(s, lane0) once per subgroup s (i64) whose first work-item lane0 is active.
+  void forActiveSubgroups(llvm::Value *mask,
+                          const std::function<void(llvm::Value *, llvm::Value *)> &body);
+  /// Subgroup s's tile of matrix value `v` / of a slot.
+  llvm::Value *tileOf(const ir::Value *v, llvm::Value *s);
+  llvm::Value *slotTile(const MatrixSlot &slot, llvm::Value *s);
+  /// A constant tsr_mx_shape for `t`.
+  llvm::Value *matrixShape(const ir::Type &t, bool colMajor);
 
   // --- per-lane emission inside a run (lower_control.cpp, lower_memory.cpp)
   llvm::Error emitLaneOp(const ir::Op &op);
@@ -158,6 +194,13 @@ private:
   llvm::Value *lid_ = nullptr, *localId_[3] = {};
   llvm::BasicBlock *loadBlock_ = nullptr;
   bool inRunTop_ = false;
+
+  // matrices (lower_matrix.cpp)
+  std::unordered_map<const ir::Value *, MatrixSlot> matrixSlot_;
+  std::unordered_map<const ir::Value *, unsigned> matrixUses_;
+  std::unordered_map<const ir::Op *, std::vector<MatrixSlot>> yieldTemps_; // swapping yields
+  uint64_t arenaBytesPerSubgroup_ = 0;
+  llvm::Value *arena_ = nullptr, *numSubgroups_ = nullptr, *badIndex_ = nullptr;
 };
 
 } // namespace tessera::llvmgen

@@ -35,14 +35,17 @@ llvm::Error KernelLowering::emitConvergent(const ir::Op &op, llvm::Value *mask) 
   case OpForm::For: return emitLockstepFor(op, mask);
   case OpForm::While: return emitLockstepWhile(op, mask);
   case OpForm::Call: return emitLockstepCall(op, mask);
-  default: return err(op, "unexpected convergent op '" + std::string(op.info().name) + "'");
+  default:
+    if (ir::isMatrixForm(op.info().form))
+      return emitMatrixOp(op, mask);
+    return err(op, "unexpected convergent op '" + std::string(op.info().name) + "'");
   }
 }
 
 llvm::Error KernelLowering::emitLockstepIf(const ir::Op &op, llvm::Value *mask) {
   std::vector<llvm::Value *> dests;
-  for (auto &r : op.results)
-    dests.push_back(arrayOf(r.get()));
+  for (auto &r : op.results) // matrices: their tiles, copied by emitLockstepBlock
+    dests.push_back(r->type.isMatrix() ? nullptr : arrayOf(r.get()));
   TermSink sink = sinkFor(dests, op.results);
   const ir::Value *cond = op.operands[0];
   bool hasElse = op.regions.size() > 1;
@@ -85,19 +88,27 @@ llvm::Error KernelLowering::emitLockstepFor(const ir::Op &op, llvm::Value *mask)
   const ir::Block &body = *op.regions[0];
   size_t n = op.results.size();
   std::vector<llvm::Value *> iters;
+  std::vector<const ir::Value *> matrices(n, nullptr); // iteration values that are matrices
+  std::vector<ir::Value *> inits(op.operands.begin() + 3, op.operands.end());
   for (size_t k = 0; k < n; ++k) {
+    if (body.args[k + 1]->type.isMatrix()) { // results share its tiles (planMatrixBlock)
+      iters.push_back(nullptr);
+      matrices[k] = body.args[k + 1].get();
+      continue;
+    }
     iters.push_back(arrayOf(body.args[k + 1].get()));
     arrays_[op.results[k].get()] = iters.back(); // results = the last iteration values
   }
-  std::vector<llvm::Value *> dests = iters;
   TermSink sink;
-  sink.dests = dests;
+  sink.dests = iters;
   for (size_t k = 0; k < n; ++k)
     sink.types.push_back(op.results[k]->type.elem);
   forActiveLanes(mask, [&](llvm::Value *lid) {
     for (size_t k = 0; k < n; ++k)
-      laneStore(iters[k], sink.types[k], lid, laneLoad(op.operands[3 + k], lid));
+      if (iters[k])
+        laneStore(iters[k], sink.types[k], lid, laneLoad(op.operands[3 + k], lid));
   });
+  copyMatrices(matrices, inits, mask);
   const ir::Value *ivv = body.args[0].get();
   Scalar it = ivv->type.elem;
   llvm::BasicBlock *pre = b_.GetInsertBlock();
@@ -243,17 +254,25 @@ llvm::Error KernelLowering::emitLockstepWhile(const ir::Op &op, llvm::Value *mas
   const ir::Block &before = *op.regions[0], &after = *op.regions[1];
   size_t n = op.results.size();
   TermSink sink;
+  std::vector<const ir::Value *> matrices(n, nullptr); // share tiles (planMatrixBlock)
   for (size_t k = 0; k < n; ++k) {
+    sink.types.push_back(op.results[k]->type.elem);
+    if (before.args[k]->type.isMatrix()) {
+      matrices[k] = before.args[k].get();
+      sink.dests.push_back(nullptr);
+      continue;
+    }
     llvm::Value *a = arrayOf(before.args[k].get());
     arrays_[after.args[k].get()] = a;
     arrays_[op.results[k].get()] = a; // exit values = what the first region saw
     sink.dests.push_back(a);
-    sink.types.push_back(op.results[k]->type.elem);
   }
   forActiveLanes(mask, [&](llvm::Value *lid) {
     for (size_t k = 0; k < n; ++k)
-      laneStore(sink.dests[k], sink.types[k], lid, laneLoad(op.operands[k], lid));
+      if (sink.dests[k])
+        laneStore(sink.dests[k], sink.types[k], lid, laneLoad(op.operands[k], lid));
   });
+  copyMatrices(matrices, op.operands, mask);
   llvm::Value *act = newArray(b_.getInt8Ty());
   llvm::Value *condArr = newArray(b_.getInt8Ty());
   llvm::Value *any = b_.CreateAlloca(b_.getInt8Ty());

@@ -226,6 +226,7 @@ void KernelLowering::emitCancelCheck() {
     b_.CreateAtomicCmpXchg(faultRec_, b_.getInt32(TSR_FAULT_NONE), b_.getInt32(TSR_FAULT_DEADLINE),
                            llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
                            llvm::AtomicOrdering::Monotonic);
+    freeMatrixArena();
     b_.CreateRetVoid();
   }
   llvm::LoadInst *flag = b_.CreateLoad(b_.getInt32Ty(), cancel_);

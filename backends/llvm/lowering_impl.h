@@ -8,6 +8,7 @@
 #pragma once
 
 #include "backends/kernel_faults.h"
+#include "backends/llvm/matrix_layout.h"
 #include "ir/core/ir.h"
 #include "ir/transforms/math_decompose.h"
 
@@ -41,6 +42,16 @@ public:
 /// the CPU codegen static_asserts that they match (this folder may not include a backend).
 inline constexpr unsigned kCtxSharedMemoryOffset = 40, kCtxArgBytesOffset = 48,
                           kCtxFaultOffset = 56, kCtxCancelOffset = 64;
+
+/// Bytes of one subgroup's tile of a `matrix<elem, rows, cols, use>` in the CPU matrix
+/// runtime: tsr_mx_tile_bytes of backends/cpu/matrix/matrix_abi.h, which the CPU codegen
+/// static_asserts this equals (this folder may not include a backend). Elements are held as
+/// f32 (f32, f16), i32, bf16 bits or i16 (i8); `acc` tiles are plain row-major R x C arrays of
+/// them, `a`/`b` tiles are private to the runtime.
+constexpr uint64_t matrixTileBytes(ir::Scalar elem, int rows, int cols, ir::MatrixUse) {
+  uint64_t storage = elem == ir::Scalar::BF16 || elem == ir::Scalar::I8 ? 2 : 4;
+  return (uint64_t(rows) * uint64_t(cols) * storage + 63) / 64 * 64;
+}
 
 struct LoweringConfig {
   uint32_t subgroupSize = 16;
@@ -89,12 +100,31 @@ public:
   virtual llvm::SyncScope::ID workgroupScope(llvm::LLVMContext &c) = 0;
   /// Makes `f` a kernel entry point: calling convention, attributes, annotations.
   virtual void finishKernel(llvm::Function &f) = 0;
+  /// The target's matrix multiply-accumulate instructions (mma.sync, MFMA, WMMA), at most
+  /// one per input type, all with the same accumulator tile and layout (matrix_layout.h).
+  /// Empty: matrices take the portable lowering.
+  virtual const std::vector<MatrixInstr> &matrixInstrs() const {
+    static const std::vector<MatrixInstr> none;
+    return none;
+  }
+  /// d = c + a * b on one tile of `instr` (one of matrixInstrs()). The operands are the
+  /// lane's fragment elements in the instruction's order: a and b in memory representation
+  /// (memType: half, i16 bf16 bits, i8), c in register representation; returns d's.
+  virtual std::vector<llvm::Value *> emitMatrixInstr(llvm::IRBuilder<> &b, const MatrixInstr &instr,
+                                                     llvm::ArrayRef<llvm::Value *> a,
+                                                     llvm::ArrayRef<llvm::Value *> bv,
+                                                     llvm::ArrayRef<llvm::Value *> c) {
+    (void)b, (void)instr, (void)a, (void)bv, (void)c;
+    llvm_unreachable("a target with matrix instructions must emit them");
+  }
 };
 
 struct SimtConfig {
   uint32_t subgroupSize = 32; // 32 or 64: the warp / wavefront
   std::string targetName;     // for messages: "cuda", "rocm"
   SimtTargetHooks *hooks = nullptr;
+  /// Matrix ops through the hooks' matrix instructions; false: the portable lowering only.
+  bool matrixInstructions = true;
 };
 
 /// Address spaces of the SIMT lowering (the same on NVPTX and AMDGPU).

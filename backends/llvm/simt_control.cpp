@@ -3,6 +3,10 @@
 // are computed with a ballot before the branch (or in the loop header), so a shuffle inside
 // names exactly the lanes that execute it.
 //
+// Matrix values are private arrays (simt_matrix.cpp), not SSA registers: a matrix result of
+// an `if` or a loop's matrix iteration value is storage of its own, copied into where the
+// value is yielded (SROA turns fragment copies into phis again).
+//
 // Must never emit a ballot where only some lanes of the current mask can reach it: a ballot
 // is only placed at a point all lanes of mask_ execute (before the branch, in the header).
 #include "backends/llvm/simt_lowering.h"
@@ -33,6 +37,17 @@ bool SimtLowering::hasSubgroupOp(const ir::Block &b) {
   return false;
 }
 
+std::vector<llvm::Value *> SimtLowering::enterMatrices(const std::vector<const ir::Value *> &init) {
+  std::vector<llvm::Value *> storage;
+  for (const ir::Value *v : init) {
+    llvm::Value *s = v->type.isMatrix() ? newMatrix(v->type) : nullptr;
+    if (s)
+      copyMatrix(v->type, s, get(v));
+    storage.push_back(s);
+  }
+  return storage;
+}
+
 llvm::Error SimtLowering::emitIf(const ir::Op &op) {
   llvm::Value *cond = get(op.operands[0]);
   llvm::Value *outer = mask_, *thenMask = mask_, *elseMask = mask_;
@@ -43,11 +58,21 @@ llvm::Error SimtLowering::emitIf(const ir::Op &op) {
   llvm::BasicBlock *thenBB = newBlock("if.then"), *elseBB = newBlock("if.else"),
                    *merge = newBlock("if.end");
   b_.CreateCondBr(cond, thenBB, elseBB);
+  // A matrix result is storage that each branch copies its yielded matrix into.
+  std::vector<llvm::Value *> storage;
+  for (auto &r : op.results)
+    storage.push_back(r->type.isMatrix() ? newMatrix(r->type) : nullptr);
+  auto copyOut = [&](const std::vector<llvm::Value *> &vals) {
+    for (size_t k = 0; k < storage.size(); ++k)
+      if (storage[k])
+        copyMatrix(op.results[k]->type, storage[k], vals.at(k));
+  };
   std::vector<llvm::Value *> tv, ev;
   b_.SetInsertPoint(thenBB);
   mask_ = thenMask;
   if (llvm::Error e = emitBlock(*op.regions[0], tv))
     return e;
+  copyOut(tv);
   llvm::BasicBlock *thenEnd = b_.GetInsertBlock();
   b_.CreateBr(merge);
   b_.SetInsertPoint(elseBB);
@@ -55,11 +80,17 @@ llvm::Error SimtLowering::emitIf(const ir::Op &op) {
   if (op.regions.size() > 1)
     if (llvm::Error e = emitBlock(*op.regions[1], ev))
       return e;
+  if (op.regions.size() > 1)
+    copyOut(ev);
   llvm::BasicBlock *elseEnd = b_.GetInsertBlock();
   b_.CreateBr(merge);
   b_.SetInsertPoint(merge);
   mask_ = outer;
   for (size_t k = 0; k < op.results.size(); ++k) {
+    if (storage[k]) {
+      set(op.results[k].get(), storage[k]);
+      continue;
+    }
     llvm::PHINode *phi = b_.CreatePHI(regType(ctx_, op.results[k]->type.elem), 2);
     phi->addIncoming(tv.at(k), thenEnd);
     phi->addIncoming(ev.at(k), elseEnd);
@@ -75,6 +106,10 @@ llvm::Error SimtLowering::emitFor(const ir::Op &op) {
   lb = emitForStart(b_, lb, ub, step); // docs/ir.md, "Faults": step <= 0 runs no iteration
   llvm::Value *outer = mask_;
   bool track = outer && hasSubgroupOp(op);
+  std::vector<const ir::Value *> iter;
+  for (size_t k = 0; k < n; ++k)
+    iter.push_back(op.operands[3 + k]);
+  std::vector<llvm::Value *> storage = enterMatrices(iter);
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *header = newBlock("for.h"), *bodyBB = newBlock("for.b"),
                    *exit = newBlock("for.x");
@@ -82,11 +117,16 @@ llvm::Error SimtLowering::emitFor(const ir::Op &op) {
   b_.SetInsertPoint(header);
   llvm::PHINode *iv = b_.CreatePHI(lb->getType(), 2);
   iv->addIncoming(lb, pre);
-  std::vector<llvm::PHINode *> phis;
+  std::vector<llvm::Value *> phis;
   for (size_t k = 0; k < n; ++k) {
+    if (storage[k]) { // a matrix: its storage, the same in every iteration
+      phis.push_back(storage[k]);
+      continue;
+    }
     llvm::Value *init = get(op.operands[3 + k]);
-    phis.push_back(b_.CreatePHI(init->getType(), 2));
-    phis.back()->addIncoming(init, pre);
+    llvm::PHINode *phi = b_.CreatePHI(init->getType(), 2);
+    phi->addIncoming(init, pre);
+    phis.push_back(phi);
   }
   llvm::PHINode *loopMask = nullptr;
   if (track) {
@@ -104,10 +144,12 @@ llvm::Error SimtLowering::emitFor(const ir::Op &op) {
   std::vector<llvm::Value *> next;
   if (llvm::Error e = emitBlock(body, next))
     return e;
+  yieldMatrices(iter, storage, next);
   llvm::BasicBlock *latch = b_.GetInsertBlock();
   iv->addIncoming(emitForNext(b_, iv, ub, step), latch);
   for (size_t k = 0; k < n; ++k)
-    phis[k]->addIncoming(next.at(k), latch);
+    if (!storage[k])
+      llvm::cast<llvm::PHINode>(phis[k])->addIncoming(next.at(k), latch);
   if (loopMask)
     loopMask->addIncoming(bodyMask, latch);
   b_.CreateBr(header);
@@ -123,16 +165,23 @@ llvm::Error SimtLowering::emitWhile(const ir::Op &op) {
   size_t n = op.results.size();
   llvm::Value *outer = mask_;
   bool track = outer && hasSubgroupOp(op);
+  std::vector<const ir::Value *> iter(op.operands.begin(), op.operands.end());
+  std::vector<llvm::Value *> storage = enterMatrices(iter);
   llvm::BasicBlock *pre = b_.GetInsertBlock();
   llvm::BasicBlock *header = newBlock("while.h"), *bodyBB = newBlock("while.do"),
                    *exit = newBlock("while.x");
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
-  std::vector<llvm::PHINode *> phis;
+  std::vector<llvm::Value *> phis;
   for (size_t k = 0; k < n; ++k) {
-    llvm::Value *init = get(op.operands[k]);
-    phis.push_back(b_.CreatePHI(init->getType(), 2));
-    phis.back()->addIncoming(init, pre);
+    if (storage[k]) {
+      phis.push_back(storage[k]);
+    } else {
+      llvm::Value *init = get(op.operands[k]);
+      llvm::PHINode *phi = b_.CreatePHI(init->getType(), 2);
+      phi->addIncoming(init, pre);
+      phis.push_back(phi);
+    }
     set(before.args[k].get(), phis.back());
   }
   llvm::PHINode *loopMask = nullptr;
@@ -153,9 +202,11 @@ llvm::Error SimtLowering::emitWhile(const ir::Op &op) {
   std::vector<llvm::Value *> next;
   if (llvm::Error e = emitBlock(after, next))
     return e;
+  yieldMatrices(iter, storage, next);
   llvm::BasicBlock *latch = b_.GetInsertBlock();
   for (size_t k = 0; k < n; ++k)
-    phis[k]->addIncoming(next.at(k), latch);
+    if (!storage[k])
+      llvm::cast<llvm::PHINode>(phis[k])->addIncoming(next.at(k), latch);
   if (loopMask)
     loopMask->addIncoming(bodyMask, latch);
   b_.CreateBr(header);

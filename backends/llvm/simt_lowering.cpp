@@ -135,7 +135,8 @@ llvm::Error SimtLowering::lowerKernel(const ir::Function &k, LoweredKernel &info
   fn_ = createFunction(k, info);
   if (fn_->getName() != k.name)
     return kernelError(m_, k, "kernel '@" + k.name + "' clashes with another symbol");
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry_);
   bindParams(k);
   info.sharedBytes = allocShared(k);
   emitWorkItemPrologue(hasSubgroupOp(*k.body));
@@ -199,6 +200,12 @@ llvm::Error SimtLowering::emitOp(const ir::Op &op) {
     set(op.results[0].get(), it->second);
     return llvm::Error::success();
   }
+  case OpForm::MatrixLoad:
+  case OpForm::MatrixStore:
+  case OpForm::MatrixFill:
+  case OpForm::MatrixMad:
+  case OpForm::MatrixMap:
+    return emitMatrixOp(op);
   case OpForm::Terminator:
     return err(op, "unexpected terminator");
   default:

@@ -12,6 +12,7 @@
 
 #include "backends/llvm/lowering_impl.h"
 
+#include <functional>
 #include <unordered_map>
 
 namespace tessera::llvmgen {
@@ -45,6 +46,48 @@ private:
   bool hasSubgroupOp(const ir::Op &op);
   bool hasSubgroupOp(const ir::Block &b);
 
+  // --- matrix ops (simt_matrix.cpp, simt_matrix_mad.cpp): a matrix value is a private
+  // array (an alloca of the entry block) holding the lane's registers of its layout.
+  llvm::Error emitMatrixOp(const ir::Op &op);
+  llvm::Error emitMatrixLoad(const ir::Op &op);
+  llvm::Error emitMatrixStore(const ir::Op &op);
+  llvm::Error emitMatrixFill(const ir::Op &op);
+  llvm::Error emitMatrixMap(const ir::Op &op);
+  llvm::Error emitMatrixMad(const ir::Op &op);
+  void emitInstrMad(const MatrixInstr &instr, const ir::Type &ta, const ir::Type &tb,
+                    const ir::Type &tc, llvm::Value *a, llvm::Value *b, llvm::Value *c,
+                    llvm::Value *d);
+  void emitLoopMad(const ir::Type &ta, const ir::Type &tb, const ir::Type &tc, llvm::Value *a,
+                   llvm::Value *b, llvm::Value *c, llvm::Value *d);
+  MatrixLayout layoutOf(const ir::Type &t) const;
+  /// The element type of a matrix's private array: memType for Fragment a/b (what the
+  /// instructions take), regType otherwise.
+  llvm::Type *storageType(const ir::Type &t) const;
+  /// Fresh private storage for a value of matrix type `t`, allocated in the entry block.
+  llvm::Value *newMatrix(const ir::Type &t);
+  llvm::Value *slot(const ir::Type &t, llvm::Value *m, llvm::Value *e);
+  void copyMatrix(const ir::Type &t, llvm::Value *dst, llvm::Value *src);
+  /// Before a loop: storage for each matrix among its initial iteration values (null for
+  /// scalars), holding a copy of it.
+  std::vector<llvm::Value *> enterMatrices(const std::vector<const ir::Value *> &init);
+  /// At a loop's latch: the yielded values into the loop's iteration storage (null entries
+  /// are scalars), through temporaries where one yields another's storage.
+  void yieldMatrices(const std::vector<const ir::Value *> &vals,
+                     const std::vector<llvm::Value *> &storage,
+                     const std::vector<llvm::Value *> &next);
+  /// Calls `body(e, row, col, valid)` for every register e of layout `l` (row/col i64,
+  /// valid i1, possibly constant): unrolled for fragments (constant e, so the array stays
+  /// in registers), loops otherwise.
+  void forEachElement(
+      const MatrixLayout &l,
+      const std::function<void(llvm::Value *, llvm::Value *, llvm::Value *, llvm::Value *)> &body);
+  /// A counted loop [0, n) at the current insertion point; `body` gets the index (i32).
+  void forCount(uint32_t n, const std::function<void(llvm::Value *)> &body);
+  /// `then()` only where `cond` (i1, maybe constant) holds; returns then()'s value or
+  /// `otherwise` (both may be null for no value).
+  llvm::Value *emitGuarded(llvm::Value *cond, const std::function<llvm::Value *()> &then,
+                           llvm::Value *otherwise);
+
   // --- subgroup ops (simt_subgroup.cpp)
   llvm::Error emitSubgroupReduce(const ir::Op &op);
   llvm::Error emitShuffleOp(const ir::Op &op);
@@ -68,6 +111,7 @@ private:
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
   llvm::Function *fn_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr; // where matrix storage is allocated
 
   std::unordered_map<const ir::Value *, llvm::Value *> vals_;
   std::unordered_map<const ir::Op *, bool> hasSubgroup_;

@@ -152,8 +152,6 @@ std::string findSimtTool(const SimtTarget &t) { return findTool(candidates(t.too
 llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob &job,
                         SimtOutput &out) {
   const SimtArch &arch = *job.arch;
-  if (std::string why = ir::unsupportedMatrixOps(m, t.vendor); !why.empty())
-    return fail(why); // until the matrix lowerings land (issue #13)
   std::string tool;
   if (job.runTool)
     tool = job.toolPath.empty() ? findSimtTool(t) : job.toolPath;
@@ -173,7 +171,7 @@ llvm::Error compileSimt(const SimtTarget &t, const ir::Module &m, const SimtJob 
   for (const SimtModuleFlag &f : t.moduleFlags)
     mod->addModuleFlag(llvm::Module::Error, f.key, f.value);
   std::unique_ptr<SimtTargetHooks> hooks = t.makeHooks(*mod, arch);
-  SimtConfig cfg{arch.subgroupSize, t.loweringName, hooks.get()};
+  SimtConfig cfg{arch.subgroupSize, t.loweringName, hooks.get(), job.matrixInstructions};
   // What the device library lacks becomes basic ops (on a copy: `m` is the caller's).
   ir::Module lm = ir::cloneModule(m);
   ir::decomposeMath(lm, job.math);

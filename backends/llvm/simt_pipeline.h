@@ -110,6 +110,8 @@ struct SimtJob {
   /// The strict profile (docs/ir.md): no fused mul-add, subnormals kept, and no math op left
   /// for the device library (math must arrive decomposed: nativeMath is empty under strict).
   bool strict = false;
+  /// Matrix ops through the target's matrix instructions (SimtConfig::matrixInstructions).
+  bool matrixInstructions = true;
 };
 
 /// The stages of one compile, in order, and its kernels.

@@ -34,7 +34,14 @@ bool KernelLowering::isConvergent(const ir::Op &op) {
   switch (op.info().form) {
   case OpForm::Barrier:
   case OpForm::SubgroupReduce:
-  case OpForm::Shuffle: c = true; break;
+  case OpForm::Shuffle:
+  case OpForm::MatrixLoad: // once per subgroup, in lock-step (lower_matrix.cpp)
+  case OpForm::MatrixStore:
+  case OpForm::MatrixFill:
+  case OpForm::MatrixMad:
+  case OpForm::MatrixMap:
+    c = true;
+    break;
   case OpForm::Call:
     if (const ir::Function *f = m_.lookup(op.callee))
       c = isConvergentFunction(*f);
@@ -43,6 +50,11 @@ bool KernelLowering::isConvergent(const ir::Op &op) {
     for (auto &r : op.regions)
       for (auto &inner : r->ops)
         c = c || isConvergent(*inner);
+    // Control flow carrying matrices (a `for` that only swaps two) copies tiles per subgroup.
+    auto isMatrix = [](const ir::Value *v) { return v->type.isMatrix(); };
+    c = c || std::any_of(op.operands.begin(), op.operands.end(), isMatrix);
+    for (auto &r : op.results)
+      c = c || isMatrix(r.get());
   }
   convergentOp_[&op] = c;
   return c;
@@ -51,7 +63,8 @@ bool KernelLowering::isConvergent(const ir::Op &op) {
 bool KernelLowering::isUniformCandidate(const ir::Op &op) const {
   if (op.kind == OpKind::SharedAlloc)
     return true;
-  if (!op.info().pure || !op.regions.empty() || op.results.size() != 1)
+  if (!op.info().pure || !op.regions.empty() || op.results.size() != 1 ||
+      !op.results[0]->type.isScalar()) // a matrix op is pure but runs per subgroup
     return false;
   switch (op.kind) {
   case OpKind::GlobalId:
@@ -113,8 +126,9 @@ void KernelLowering::planLockstepBlock(const ir::Block &b) {
       if (op.kind == OpKind::For && uniform_.count(op.operands[0]) &&
           uniform_.count(op.operands[1]) && uniform_.count(op.operands[2]))
         uniform_.insert(op.regions[0]->args[0].get());
-      for (auto &r : op.regions)
-        planLockstepBlock(*r);
+      if (op.kind != OpKind::MatrixMap) // its region is per-element scalar code
+        for (auto &r : op.regions)
+          planLockstepBlock(*r);
       if (op.kind == OpKind::Call)
         if (const ir::Function *f = m_.lookup(op.callee))
           planFunction(*f);
@@ -295,6 +309,15 @@ llvm::Error KernelLowering::emitLockstepBlock(const ir::Block &b, llvm::Value *m
     if (e)
       return e;
   }
+  // Matrices yielded out of the block: their tiles are copied per subgroup (scalars were
+  // stored by the run holding the terminator).
+  const ir::Op *term = b.terminator();
+  if (!term || std::none_of(term->operands.begin(), term->operands.end(),
+                            [](const ir::Value *v) { return v->type.isMatrix(); }))
+    return llvm::Error::success();
+  auto temps = yieldTemps_.find(term);
+  copyMatrices(matrixYieldDests(*term), term->operands, mask,
+               temps == yieldTemps_.end() ? std::vector<MatrixSlot>{} : temps->second);
   return llvm::Error::success();
 }
 
@@ -427,6 +450,8 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   sharedBase_ =
       b_.CreateLoad(ptr, b_.CreateConstGEP1_64(b_.getInt8Ty(), ctxArg_, kCtxSharedMemoryOffset));
   numLanes_ = b_.CreateMul(b_.CreateMul(groupSize_[0], groupSize_[1]), groupSize_[2]);
+  planMatrixStorage(k);
+  setUpMatrixArena();
   std::vector<ir::Value *> params = k.params();
   for (size_t i = 0; i < params.size(); ++i) {
     const ir::Value *p = params[i];
@@ -457,6 +482,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   b_.SetInsertPoint(start);
   if (llvm::Error e = emitLockstepBlock(*k.body, nullptr, TermSink{}))
     return e;
+  freeMatrixArena();
   b_.CreateRetVoid();
   return llvm::Error::success();
 }

@@ -4,7 +4,10 @@
 //      to 1 (target >= 0.9: a fused kernel should stream at copy speed);
 //   3. row softmax (ir/examples/row_softmax.tir): time and effective GB/s;
 //   4. tiled f32 matmul (ir/examples/matmul_tiled.tir) in TFLOP/s, against cuBLAS sgemm
-//      (libcublas loaded with dlopen; the ratio is skipped with the reason when it is absent).
+//      (libcublas loaded with dlopen; the ratio is skipped with the reason when it is absent);
+//   5. GEMM with the IR's matrix ops (bench/gpu/gemm_mx.tir: mma.sync for bf16, FMA for
+//      f32) at 2048^3 and 4096^3 against cuBLAS (cublasSgemm; cublasGemmEx bf16 x bf16 ->
+//      f32 with f32 compute), ratio target >= 0.8.
 // Every figure is the median of --reps samples after a warm-up; a sample times several
 // back-to-back operations between two synchronizes. Results are checked against the host
 // before they are reported. Output: a table, and with --json FILE the same as JSON.
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <fstream>
 #include <functional>
@@ -136,9 +140,10 @@ std::vector<float> inputs(size_t n, unsigned seed, float lo, float hi) {
   return v;
 }
 
-/// Compiles an ir/examples file for the device through Program.
-std::unique_ptr<Program> compileExample(hal::Device &device, const std::string &file) {
-  std::string text = readFile(std::string(TESSERA_SOURCE_DIR) + "/ir/examples/" + file);
+/// Compiles a file of the source tree (e.g. "ir/examples/saxpy.tir") for the device through
+/// Program.
+std::unique_ptr<Program> compileFile(hal::Device &device, const std::string &file) {
+  std::string text = readFile(std::string(TESSERA_SOURCE_DIR) + "/" + file);
   auto parsed = ir::parseModule(text, file);
   if (!parsed.ok())
     throw BenchFailure{file + ": " +
@@ -152,6 +157,10 @@ std::unique_ptr<Program> compileExample(hal::Device &device, const std::string &
   if (!program)
     throw BenchFailure{"Program::create(" + file + "): " + error};
   return program;
+}
+
+std::unique_ptr<Program> compileExample(hal::Device &device, const std::string &file) {
+  return compileFile(device, "ir/examples/" + file);
 }
 
 tsr_kernel_t kernelOf(const Program &program, const char *name) {
@@ -277,6 +286,11 @@ struct Cublas {
   int (*setStream)(Handle, cuda::CUstream) = nullptr;
   int (*sgemm)(Handle, int, int, int, int, int, const float *, const float *, int, const float *,
                int, const float *, float *, int) = nullptr;
+  // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta,
+  //              C, Ctype, ldc, computeType, algo); absent in very old cuBLAS.
+  int (*gemmEx)(Handle, int, int, int, int, int, const void *, const void *, int, int, const void *,
+                int, int, const void *, void *, int, int, int, int) = nullptr;
+  static constexpr int kR32F = 0, kR16BF = 14, kCompute32F = 68, kGemmDefault = -1;
 
   /// Empty on success, else why cuBLAS cannot be used.
   std::string load() {
@@ -298,6 +312,7 @@ struct Cublas {
     destroy = reinterpret_cast<decltype(destroy)>(dlsym(library, "cublasDestroy_v2"));
     setStream = reinterpret_cast<decltype(setStream)>(dlsym(library, "cublasSetStream_v2"));
     sgemm = reinterpret_cast<decltype(sgemm)>(dlsym(library, "cublasSgemm_v2"));
+    gemmEx = reinterpret_cast<decltype(gemmEx)>(dlsym(library, "cublasGemmEx"));
     return create && destroy && setStream && sgemm ? "" : "cuBLAS lacks cublasSgemm_v2";
   }
 };
@@ -335,13 +350,19 @@ struct CublasRun {
 
 cuda::CUdeviceptr hostAddress(const void *p) { return reinterpret_cast<cuda::CUdeviceptr>(p); }
 
-/// cuBLAS sgemm on C = A x B (row-major M x K times K x N) in its own CUDA memory: the median
-/// ms, or a negative value with *why set when cuBLAS cannot run here.
-double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::vector<float> &B,
-                     int M, int N, int K, std::vector<float> *C, std::string *why) {
+/// cuBLAS on C = A x B (row-major M x K times K x N; f32, or bf16 bits with `bf16`) in its own
+/// CUDA memory, C in f32: the median ms, or a negative value with *why set when cuBLAS cannot
+/// run here. f32: cublasSgemm; bf16: cublasGemmEx with f32 compute.
+double cublasGemmMs(const Options &o, const void *A, const void *B, size_t elemBytes, bool bf16,
+                    int M, int N, int K, std::vector<float> *C, std::string *why) {
   CublasRun r;
   if ((*why = r.blas.load()) != "" || !cuda::loadCudaApi(&r.api, why))
     return -1;
+  if (bf16 && !r.blas.gemmEx) {
+    *why = "cuBLAS lacks cublasGemmEx";
+    return -1;
+  }
+  size_t aBytes = size_t(M) * K * elemBytes, bBytes = size_t(K) * N * elemBytes;
   r.cu(r.api.cuDeviceGet(&r.device, 0), "cuDeviceGet");
   r.cu(r.api.cuDevicePrimaryCtxRetain(&r.context, r.device), "cuDevicePrimaryCtxRetain");
   if (r.api.cuCtxPushCurrent_v2(r.context) != cuda::CUDA_SUCCESS) {
@@ -350,11 +371,11 @@ double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::v
     throw BenchFailure{"cuBLAS set-up: cuCtxPushCurrent_v2 failed"};
   }
   r.cu(r.api.streamCreate(&r.stream, simt::kStreamNonBlocking), "cuStreamCreate");
-  r.cu(r.api.memAlloc(&r.dA, A.size() * 4), "cuMemAlloc_v2");
-  r.cu(r.api.memAlloc(&r.dB, B.size() * 4), "cuMemAlloc_v2");
+  r.cu(r.api.memAlloc(&r.dA, aBytes), "cuMemAlloc_v2");
+  r.cu(r.api.memAlloc(&r.dB, bBytes), "cuMemAlloc_v2");
   r.cu(r.api.memAlloc(&r.dC, C->size() * 4), "cuMemAlloc_v2");
-  r.cu(r.api.cuMemcpyAsync(r.dA, hostAddress(A.data()), A.size() * 4, r.stream), "cuMemcpyAsync");
-  r.cu(r.api.cuMemcpyAsync(r.dB, hostAddress(B.data()), B.size() * 4, r.stream), "cuMemcpyAsync");
+  r.cu(r.api.cuMemcpyAsync(r.dA, hostAddress(A), aBytes, r.stream), "cuMemcpyAsync");
+  r.cu(r.api.cuMemcpyAsync(r.dB, hostAddress(B), bBytes, r.stream), "cuMemcpyAsync");
   if (int status = r.blas.create(&r.handle)) {
     r.handle = nullptr;
     *why = "cublasCreate_v2 failed with status " + std::to_string(status) +
@@ -363,12 +384,18 @@ double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::v
   }
   r.blas.setStream(r.handle, r.stream);
   const float one = 1, zero = 0;
+  auto *dA = reinterpret_cast<void *>(r.dA), *dB = reinterpret_cast<void *>(r.dB);
+  auto *dC = reinterpret_cast<float *>(r.dC);
   // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, no transposes.
   auto run = [&] {
-    if (int status = r.blas.sgemm(r.handle, 0, 0, N, M, K, &one, reinterpret_cast<float *>(r.dB), N,
-                                  reinterpret_cast<float *>(r.dA), K, &zero,
-                                  reinterpret_cast<float *>(r.dC), N))
-      throw BenchFailure{"cublasSgemm_v2 failed with status " + std::to_string(status)};
+    int status = bf16 ? r.blas.gemmEx(r.handle, 0, 0, N, M, K, &one, dB, Cublas::kR16BF, N, dA,
+                                      Cublas::kR16BF, K, &zero, dC, Cublas::kR32F, N,
+                                      Cublas::kCompute32F, Cublas::kGemmDefault)
+                      : r.blas.sgemm(r.handle, 0, 0, N, M, K, &one, static_cast<float *>(dB), N,
+                                     static_cast<float *>(dA), K, &zero, dC, N);
+    if (status)
+      throw BenchFailure{std::string(bf16 ? "cublasGemmEx" : "cublasSgemm_v2") +
+                         " failed with status " + std::to_string(status)};
   };
   run();
   r.cu(r.api.streamSynchronize(r.stream), "cuStreamSynchronize");
@@ -383,6 +410,11 @@ double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::v
   r.cu(r.api.cuMemcpyAsync(hostAddress(C->data()), r.dC, C->size() * 4, r.stream), "cuMemcpyAsync");
   r.cu(r.api.streamSynchronize(r.stream), "cuStreamSynchronize");
   return median(samples);
+}
+
+double cublasSgemmMs(const Options &o, const std::vector<float> &A, const std::vector<float> &B,
+                     int M, int N, int K, std::vector<float> *C, std::string *why) {
+  return cublasGemmMs(o, A.data(), B.data(), 4, false, M, N, K, C, why);
 }
 
 /// Checks sampled entries of C against a double dot product, within K * 2^-23 * sum|a b|.
@@ -402,6 +434,17 @@ void checkMatmul(const char *who, const std::vector<float> &A, const std::vector
   }
 }
 
+/// The arguments of matmul_tiled and gemm_mx's kernels: (A, B, C, M, N, K).
+std::vector<tsr_arg_t> matmulArgs(const hal::Buffer &a, const hal::Buffer &b, const hal::Buffer &c,
+                                  int M, int N, int K) {
+  return {tsr_arg_buffer(a.get(), 0),
+          tsr_arg_buffer(b.get(), 0),
+          tsr_arg_buffer(c.get(), 0),
+          tsr_arg_i32(M),
+          tsr_arg_i32(N),
+          tsr_arg_i32(K)};
+}
+
 void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &report) {
   const int M = o.quick ? 256 : 4096, N = M, K = M;
   std::vector<float> A = inputs(size_t(M) * K, 4, -1, 1), B = inputs(size_t(K) * N, 5, -1, 1);
@@ -410,12 +453,7 @@ void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &
   tsr_kernel_t mm = kernelOf(*program, "matmul_tiled");
   hal::Buffer bA = upload(device, stream, A), bB = upload(device, stream, B);
   hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
-  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0),
-                                 tsr_arg_buffer(bB.get(), 0),
-                                 tsr_arg_buffer(bC.get(), 0),
-                                 tsr_arg_i32(M),
-                                 tsr_arg_i32(N),
-                                 tsr_arg_i32(K)};
+  std::vector<tsr_arg_t> args = matmulArgs(bA, bB, bC, M, N, K);
   hal::Dim3 grid = {uint32_t(N + 15) / 16, uint32_t(M + 15) / 16};
   double ms = timeMs(o.reps, 3, stream, [&] { launch(stream, mm, grid, {16, 16}, args); });
   checkMatmul("matmul_tiled", A, B, download(stream, bC, size_t(M) * N), M, N, K);
@@ -434,6 +472,69 @@ void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &
   char note[96];
   std::snprintf(note, sizeof note, "%s; tiled / cuBLAS = %.3f", size.c_str(), tflops / blasTflops);
   report.add({"cuBLAS sgemm (peer)", {{"ms", blasMs}, {"TFLOP/s", blasTflops}}, note});
+}
+
+// ---- 5: GEMM with the matrix ops against cuBLAS -----------------------------------------
+
+/// f32 -> bf16 bits, round to nearest even (the inputs are finite).
+std::vector<uint16_t> toBF16(std::vector<float> &v) {
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &v[i], 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    bits[i] = uint16_t(u >> 16);
+    u = uint32_t(bits[i]) << 16;
+    std::memcpy(&v[i], &u, 4); // v now holds the bf16 value: the reference's input
+  }
+  return bits;
+}
+
+void matrixGemm(const Options &o, hal::Device &device, hal::Stream &stream, bool bf16, int size,
+                Report &report) {
+  const int M = size, N = size, K = size;
+  std::vector<float> A = inputs(size_t(M) * K, 6, -1, 1), B = inputs(size_t(K) * N, 7, -1, 1);
+  std::vector<uint16_t> A16, B16;
+  if (bf16) {
+    A16 = toBF16(A);
+    B16 = toBF16(B);
+  }
+  size_t elemBytes = bf16 ? 2 : 4;
+  const void *hostA = bf16 ? static_cast<const void *>(A16.data()) : A.data();
+  const void *hostB = bf16 ? static_cast<const void *>(B16.data()) : B.data();
+  auto program = compileFile(device, "bench/gpu/gemm_mx.tir");
+  const char *kernelName = bf16 ? "gemm_bf16" : "gemm_f32";
+  tsr_kernel_t gemm = kernelOf(*program, kernelName);
+  hal::Buffer bA = take(device.allocate(A.size() * elemBytes), "allocate");
+  hal::Buffer bB = take(device.allocate(B.size() * elemBytes), "allocate");
+  ok(stream.copyToDevice(hostA, bA, 0, A.size() * elemBytes), "copy to device");
+  ok(stream.copyToDevice(hostB, bB, 0, B.size() * elemBytes), "copy to device");
+  hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
+  std::vector<tsr_arg_t> args = matmulArgs(bA, bB, bC, M, N, K);
+  // 64 x 64 of C per workgroup of 4 warps (gemm_mx.tir).
+  hal::Dim3 grid = {uint32_t(N + 63) / 64, uint32_t(M + 63) / 64};
+  // At most 3 samples of one launch: the f32 kernel (an FMA loop) may be slow at 4096^3.
+  double ms =
+      timeMs(std::min(o.reps, 3), 1, stream, [&] { launch(stream, gemm, grid, {128}, args); });
+  checkMatmul(kernelName, A, B, download(stream, bC, size_t(M) * N), M, N, K);
+  double flop = 2.0 * M * N * K, tflops = flop / ms / 1e9;
+  std::string name = std::string(kernelName) + " " + std::to_string(size) + "^3";
+  report.add({name + " (gemm_mx.tir)",
+              {{"ms", ms}, {"TFLOP/s", tflops}},
+              bf16 ? "bf16 in, f32 out" : "f32"});
+  std::string why;
+  std::vector<float> C(size_t(M) * N);
+  double blasMs = cublasGemmMs(o, hostA, hostB, elemBytes, bf16, M, N, K, &C, &why);
+  std::string peer = bf16 ? "cuBLAS GemmEx bf16 " : "cuBLAS sgemm ";
+  if (blasMs < 0) {
+    report.add({peer + std::to_string(size) + "^3 (peer)", {}, "skipped: " + why});
+    return;
+  }
+  checkMatmul(peer.c_str(), A, B, C, M, N, K);
+  double blasTflops = flop / blasMs / 1e9;
+  report.add({peer + std::to_string(size) + "^3 (peer)",
+              {{"ms", blasMs}, {"TFLOP/s", blasTflops}, {"ratio", tflops / blasTflops}},
+              ratioNote(tflops / blasTflops, 0.8)});
 }
 
 /// Runs one section; a failure is recorded and the next section still runs.
@@ -507,6 +608,9 @@ int main(int argc, char **argv) {
     section(report, [&] { fusedElementwise(o, device, stream, copyGbps, report); });
     section(report, [&] { rowSoftmax(o, device, stream, copyGbps, report); });
     section(report, [&] { matmul(o, device, stream, report); });
+    for (int size : o.quick ? std::vector<int>{256} : std::vector<int>{2048, 4096})
+      for (bool bf16 : {false, true})
+        section(report, [&] { matrixGemm(o, device, stream, bf16, size, report); });
   });
   std::printf("\n%s\n", report.failures.empty() ? "all checks passed" : "SOME CHECKS FAILED");
   return finish();

@@ -5,7 +5,9 @@
 #      cuda_bench, and the `tessera` CLI (with tessera-cts when that target exists);
 #   2. ctest -R 'cuda|Cuda': the driver tests against the system's libcuda (and the fake), the
 #      codegen tests, and the bench smoke run;
-#   3. cuda_bench --json $OUT/bench.json;
+#   3. cuda_bench --json $OUT/bench.json (copy, fused elementwise, softmax, tiled matmul vs
+#      cuBLAS sgemm, and the matrix-op GEMM (bench/gpu/gemm_mx.tir) f32 and bf16 at 2048^3
+#      and 4096^3 vs cuBLAS sgemm / GemmEx, each with its ratio and the 0.8 target);
 #   4. tessera cts --device cuda:0 (skipped with a note when the subcommand is absent);
 #   5. tessera conform --device cuda:0 --json $OUT/conform.json.
 # Each check runs as soon as what it needs is built (the CLI, the slowest build, comes last),

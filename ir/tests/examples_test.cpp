@@ -2,9 +2,7 @@
 // independent plain C++ computation written here (double precision, or float arithmetic
 // step by step where the kernel's own rounding must be reproduced). Tolerances are derived
 // from the arithmetic, never from the interpreter's earlier output.
-#include "ir/interp/interpreter.h"
-#include "ir/interp/launch.h"
-#include "ir/text/parser.h"
+#include "ir/tests/example_run.h"
 
 #include <gtest/gtest.h>
 
@@ -19,71 +17,6 @@
 
 namespace tessera::ir {
 namespace {
-
-struct ExampleRun {
-  std::unique_ptr<Module> module;
-  const Function *kernel = nullptr;
-  LaunchData data;
-  std::map<std::string, size_t> bufferIndex; // param name -> index in data.buffers
-  std::map<std::string, Literal> scalars;
-
-  const HostBuffer &out(const std::string &name) const { return data.buffers.at(bufferIndex.at(name)); }
-  template <typename T> std::vector<T> values(const std::string &name) const {
-    const HostBuffer &b = out(name);
-    std::vector<T> v(b.bytes.size() / sizeof(T));
-    std::memcpy(v.data(), b.bytes.data(), v.size() * sizeof(T));
-    return v;
-  }
-  int64_t intScalar(const std::string &name) const {
-    return static_cast<int32_t>(static_cast<uint32_t>(scalars.at(name).i));
-  }
-  double floatScalar(const std::string &name) const { return scalars.at(name).f; }
-};
-
-std::string examplePath(const std::string &name) {
-  return std::string(TESSERA_SOURCE_DIR) + "/ir/examples/" + name + ".tir";
-}
-
-// Parses and runs one example; inputs are the launch spec's (the kernel never writes its
-// readonly inputs, so reading them back after the run gives the inputs).
-void runExample(const std::string &name, ExampleRun &run, uint32_t subgroupSize = 32) {
-  ParseResult r = parseFile(examplePath(name));
-  ASSERT_TRUE(r.ok()) << (r.diags.empty() ? "no module" : r.diags[0].str());
-  run.module = std::move(r.module);
-  for (auto &f : run.module->functions)
-    if (f->isKernel && f->launch)
-      run.kernel = f.get();
-  ASSERT_NE(run.kernel, nullptr) << name << " has no kernel with a launch spec";
-  std::string err;
-  ASSERT_TRUE(makeLaunchData(*run.kernel, run.data, err)) << err;
-  size_t bi = 0, ai = 0;
-  for (const Value *p : run.kernel->params()) {
-    if (p->type.kind == Type::Kind::Buffer)
-      run.bufferIndex[p->name] = bi++;
-    else
-      run.scalars[p->name] = run.data.args[ai].scalar;
-    ++ai;
-  }
-  InterpOptions opts;
-  opts.subgroupSize = subgroupSize;
-  InterpResult res = interpret(*run.module, *run.kernel, run.data.dims, run.data.args, opts);
-  ASSERT_TRUE(res.ok) << res.error;
-}
-
-// Distance in representable f32 values (0 = identical, NaN==NaN).
-int64_t ulpDistance(float a, float b) {
-  if (std::isnan(a) && std::isnan(b))
-    return 0;
-  if (std::isnan(a) || std::isnan(b))
-    return std::numeric_limits<int64_t>::max();
-  auto key = [](float f) {
-    int32_t i = std::bit_cast<int32_t>(f);
-    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
-  };
-  return std::llabs(key(a) - key(b));
-}
-
-constexpr double kEpsF32 = 0x1p-24; // unit roundoff of f32
 
 // f32 -> bf16 round-to-nearest-even on the bit pattern (the classic formula used by
 // PyTorch's c10::BFloat16 for non-NaN inputs).

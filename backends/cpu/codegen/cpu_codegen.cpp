@@ -5,6 +5,7 @@
 // strings here, at the edge. Must never depend on the CPU runtime or the HAL, and must stay
 // deterministic (no pointer-keyed iteration into output, no timestamps).
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
+#include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/stage_files.h"
 #include "ir/core/hash.h"
 #include "ir/text/printer.h"
@@ -35,6 +36,25 @@ static_assert(offsetof(TsrCpuWgCtx, shared_memory) == llvmgen::kCtxSharedMemoryO
 static_assert(offsetof(TsrCpuWgCtx, arg_bytes) == llvmgen::kCtxArgBytesOffset);
 static_assert(offsetof(TsrCpuWgCtx, fault) == llvmgen::kCtxFaultOffset);
 static_assert(offsetof(TsrCpuWgCtx, cancel) == llvmgen::kCtxCancelOffset);
+
+// Likewise the matrix tiles the lowering allocates and the codes it passes in tsr_mx_shape.
+constexpr bool tileBytesAgree() {
+  for (ir::Scalar e :
+       {ir::Scalar::I8, ir::Scalar::I32, ir::Scalar::F16, ir::Scalar::BF16, ir::Scalar::F32})
+    for (int rows : {8, 16, 32, 64, 128})
+      for (int cols : {8, 16, 32, 64, 128})
+        for (ir::MatrixUse u : {ir::MatrixUse::A, ir::MatrixUse::B, ir::MatrixUse::Acc})
+          if (int64_t(llvmgen::matrixTileBytes(e, rows, cols, u)) !=
+              tsr_mx_tile_bytes(uint8_t(e), rows, cols, uint8_t(u)))
+            return false;
+  return true;
+}
+static_assert(tileBytesAgree(), "llvmgen::matrixTileBytes must equal tsr_mx_tile_bytes");
+static_assert(TSR_MX_I8 == int(ir::Scalar::I8) && TSR_MX_I32 == int(ir::Scalar::I32) &&
+              TSR_MX_F16 == int(ir::Scalar::F16) && TSR_MX_BF16 == int(ir::Scalar::BF16) &&
+              TSR_MX_F32 == int(ir::Scalar::F32));
+static_assert(TSR_MX_USE_A == int(ir::MatrixUse::A) && TSR_MX_USE_B == int(ir::MatrixUse::B) &&
+              TSR_MX_USE_ACC == int(ir::MatrixUse::Acc));
 
 uint64_t CpuCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
@@ -199,8 +219,6 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   };
   if (opts.subgroupSize == 0 || opts.subgroupSize > 1024)
     return fail("subgroup size must be in 1..1024, got " + std::to_string(opts.subgroupSize));
-  if (std::string why = ir::unsupportedMatrixOps(m, "cpu"); !why.empty())
-    return fail(why); // until the matrix lowering lands (issue #13)
   std::string err;
   std::unique_ptr<llvm::TargetMachine> tm = createCpuTargetMachine(opts, err);
   if (!tm)

@@ -1,14 +1,33 @@
 // JIT-loading of the CPU object: ORC LLJIT, with symbols resolved from this process (libm,
-// libgcc's f16 helpers) and from libmvec.so.1, loaded explicitly.
+// libgcc's f16 helpers, aligned_alloc/free for matrix tiles) and from libmvec.so.1, loaded
+// explicitly; the matrix runtime's tsr_mx_* functions are defined as absolute symbols (they
+// live in tessera_cpu_matrix, linked into this library, so they need not be exported).
 //
 // Must never compile anything (the object is final) and never leak LLVM errors: they become
 // our error strings here.
 #include "backends/cpu/codegen/cpu_codegen_impl.h"
+#include "backends/cpu/matrix/matrix_abi.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 namespace tessera::cpu {
+
+namespace {
+
+/// The matrix runtime's entry points (backends/cpu/matrix/matrix_abi.h), by their C names.
+llvm::orc::SymbolMap matrixRuntimeSymbols(llvm::orc::LLJIT &jit) {
+  auto sym = [](auto *fn) {
+    return llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn),
+                                        llvm::JITSymbolFlags::Exported);
+  };
+  return {{jit.mangleAndIntern("tsr_mx_load"), sym(&tsr_mx_load)},
+          {jit.mangleAndIntern("tsr_mx_store"), sym(&tsr_mx_store)},
+          {jit.mangleAndIntern("tsr_mx_fill"), sym(&tsr_mx_fill)},
+          {jit.mangleAndIntern("tsr_mx_mad"), sym(&tsr_mx_mad)}};
+}
+
+} // namespace
 
 bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error) {
   auto jit = llvm::orc::LLJITBuilder().create();
@@ -24,6 +43,10 @@ bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error) {
     return false;
   }
   jd.addGenerator(std::move(*process));
+  if (llvm::Error e = jd.define(llvm::orc::absoluteSymbols(matrixRuntimeSymbols(**jit)))) {
+    error = "cannot define the matrix runtime's symbols: " + llvm::toString(std::move(e));
+    return false;
+  }
   for (const char *lib : {"libmvec.so.1", "libm.so.6", "libgcc_s.so.1"}) {
     auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
     if (!g) { // libmvec is only needed when a vector variant was used; report at lookup

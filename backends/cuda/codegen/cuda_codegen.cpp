@@ -97,13 +97,14 @@ std::string libdeviceFile(const CudaCompileOptions &opts) {
 uint64_t CudaCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
   return Fnv1a()
-      .num(1)
+      .num(2)
       .str(arch)
       .num(optLevel)
       .num(emitCubin)
       .str(ptxasPath)
       .str(libdevicePath)
       .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
+      .num(matrixInstructions)
       .value();
 }
 
@@ -153,7 +154,8 @@ compileKernelModule(const ir::Module &m, const CudaCompileOptions &opts, std::st
                        .toolPath = opts.ptxasPath,
                        .runTool = opts.emitCubin,
                        .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/!opts.strict},
-                       .strict = opts.strict};
+                       .strict = opts.strict,
+                       .matrixInstructions = opts.matrixInstructions};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

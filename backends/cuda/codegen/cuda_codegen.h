@@ -32,6 +32,9 @@ struct CudaCompileOptions {
   /// The strict profile (docs/ir.md): shared IR decompositions instead of libdevice math, no
   /// FP-op fusion, IEEE div.rn / sqrt.rn (no approximate forms), no .ftz.
   bool strict = false;
+  /// matrix_mad through mma.sync where the types allow (docs/backends.md); false: the
+  /// portable lowering for every matrix op (tests, comparisons).
+  bool matrixInstructions = true;
 
   uint64_t hash() const;
   friend bool operator==(const CudaCompileOptions &, const CudaCompileOptions &) = default;

@@ -23,6 +23,13 @@ public:
   llvm::SyncScope::ID deviceScope(llvm::LLVMContext &c) override;
   llvm::SyncScope::ID workgroupScope(llvm::LLVMContext &c) override;
   void finishKernel(llvm::Function &f) override;
+  /// mma.sync (nvptx_matrix.cpp).
+  const std::vector<llvmgen::MatrixInstr> &matrixInstrs() const override;
+  std::vector<llvm::Value *> emitMatrixInstr(llvm::IRBuilder<> &b,
+                                             const llvmgen::MatrixInstr &instr,
+                                             llvm::ArrayRef<llvm::Value *> a,
+                                             llvm::ArrayRef<llvm::Value *> bv,
+                                             llvm::ArrayRef<llvm::Value *> c) override;
 
 private:
   llvm::Value *callLibdevice(llvm::IRBuilder<> &b, const std::string &base,

@@ -39,7 +39,7 @@ void initAmdgpu() {
 
 std::unique_ptr<llvmgen::SimtTargetHooks> makeHooks(llvm::Module &m,
                                                     const llvmgen::SimtArch &arch) {
-  return std::make_unique<AmdgpuHooks>(m, arch.subgroupSize);
+  return std::make_unique<AmdgpuHooks>(m, arch.subgroupSize, arch.name);
 }
 
 /// Defines __oclc_ISA_version when the installed libraries have no file for the arch
@@ -148,12 +148,13 @@ void layOutArgs(RocmKernelInfo &k) {
 uint64_t RocmCompileOptions::hash() const {
   // The fields in declaration order, after the layout version of this struct.
   return Fnv1a()
-      .num(1)
+      .num(2)
       .str(arch)
       .num(optLevel)
       .str(deviceLibDir)
       .str(lldPath)
       .num(strict ? 0x5354524943540001ull : 0) // "STRICT" 1
+      .num(matrixInstructions)
       .value();
 }
 
@@ -202,7 +203,8 @@ compileKernelModule(const ir::Module &m, const RocmCompileOptions &opts, std::st
                        .toolPath = opts.lldPath,
                        .runTool = true,
                        .math = {nativeMath(opts), /*int64=*/true, /*fusedFma=*/!opts.strict},
-                       .strict = opts.strict};
+                       .strict = opts.strict,
+                       .matrixInstructions = opts.matrixInstructions};
   llvm::Error e = arch ? llvmgen::compileSimt(target(), m, job, impl->out) : arch.takeError();
   if (e) {
     std::string msg = llvm::toString(std::move(e));

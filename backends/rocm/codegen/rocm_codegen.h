@@ -35,6 +35,9 @@ struct RocmCompileOptions {
   /// The strict profile (docs/ir.md): shared IR decompositions instead of ocml math, no
   /// FP-op fusion, no afn/arcp, correctly rounded div and sqrt, subnormals kept.
   bool strict = false;
+  /// matrix_mad through MFMA (gfx90a, gfx942) or WMMA (gfx1100) where the types allow
+  /// (docs/backends.md); false: the portable lowering for every matrix op.
+  bool matrixInstructions = true;
 
   uint64_t hash() const;
   friend bool operator==(const RocmCompileOptions &, const RocmCompileOptions &) = default;

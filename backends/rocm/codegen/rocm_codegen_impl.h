@@ -12,7 +12,8 @@ namespace tessera::rocm {
 /// wavefront lanes, and ocml (__ocml_*) for math.
 class AmdgpuHooks final : public llvmgen::SimtTargetHooks {
 public:
-  AmdgpuHooks(llvm::Module &m, unsigned waveSize) : m_(m), waveSize_(waveSize) {}
+  AmdgpuHooks(llvm::Module &m, unsigned waveSize, std::string arch)
+      : m_(m), waveSize_(waveSize), arch_(std::move(arch)) {}
   llvm::Value *emitMath(llvm::IRBuilder<> &b, ir::OpKind k, llvm::ArrayRef<llvm::Value *> args,
                         std::string &error) override;
   llvm::Value *emitFRem(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) override;
@@ -24,6 +25,13 @@ public:
   llvm::SyncScope::ID deviceScope(llvm::LLVMContext &c) override;
   llvm::SyncScope::ID workgroupScope(llvm::LLVMContext &c) override;
   void finishKernel(llvm::Function &f) override;
+  /// MFMA / WMMA (amdgpu_matrix.cpp).
+  const std::vector<llvmgen::MatrixInstr> &matrixInstrs() const override;
+  std::vector<llvm::Value *> emitMatrixInstr(llvm::IRBuilder<> &b,
+                                             const llvmgen::MatrixInstr &instr,
+                                             llvm::ArrayRef<llvm::Value *> a,
+                                             llvm::ArrayRef<llvm::Value *> bv,
+                                             llvm::ArrayRef<llvm::Value *> c) override;
 
 private:
   llvm::Value *callOcml(llvm::IRBuilder<> &b, const std::string &base,
@@ -31,6 +39,7 @@ private:
   llvm::Value *loadDispatch(llvm::IRBuilder<> &b, llvm::Type *t, unsigned offset);
   llvm::Module &m_;
   unsigned waveSize_;
+  std::string arch_;
 };
 
 } // namespace tessera::rocm
