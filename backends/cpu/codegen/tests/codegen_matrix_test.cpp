@@ -481,5 +481,34 @@ TEST(CodegenMatrix, UncheckedPassesNoBufferSize) {
   EXPECT_EQ(r.llvm.find("tsr.fault.record"), std::string::npos);
 }
 
+TEST(CodegenMatrix, MapIsAVectorisedLoop) {
+  // matrix_map's element loop is plain scalar code over a row-major acc tile: LLVM's loop
+  // vectoriser must turn it into vector code (here tanh through libmvec's vector variant).
+  std::string text = R"(kernel @k(%X: buffer<f32, readonly>, %O: buffer<f32>) {
+  %zero = const 0 : i32
+  %ld = const 64 : i32
+  %x = matrix_load %X[%zero] stride %ld : matrix<f32, 64, 64, acc>
+  %two = const 2.0 : f32
+  %y = matrix_map(%v = %x) -> matrix<f32, 64, 64, acc> {
+    %w = mul %v, %two : f32
+    %t = tanh %w : f32
+    yield %t
+  }
+  matrix_store %y, %O[%zero] stride %ld : matrix<f32, 64, 64, acc>
+}
+launch @k grid(1) workgroup(16) seed(2) {
+  %X[4096] = uniform(-2.0, 2.0)
+  %O[4096] = fill(0)
+}
+)";
+  ir::ParseResult pr = ir::parseModule(text, "map.tir");
+  ASSERT_TRUE(pr.ok());
+  std::string err;
+  auto cm = testing::compileAndLoad(*pr.module, CpuCompileOptions{}, err);
+  ASSERT_NE(cm, nullptr) << err;
+  const std::string &opt = cm->dump("llvm.opt");
+  EXPECT_NE(opt.find("x float> @_ZGV"), std::string::npos) << "no vector tanh call:\n" << opt;
+}
+
 } // namespace
 } // namespace tessera::cpu
