@@ -255,6 +255,31 @@ llvm::Value *KernelLowering::matrixShape(const ir::Type &t, bool colMajor) {
 // ------------------------------------------------------------------------------ ops
 
 llvm::Error KernelLowering::emitMatrixOp(const ir::Op &op, llvm::Value *mask) {
+  // The verifier rules these out; IR built in C++ and never verified must still get an error
+  // here rather than an abort in the runtime or a tile that was never allocated.
+  std::vector<const ir::Value *> mats;
+  for (const ir::Value *v : op.operands)
+    if (v->type.isMatrix())
+      mats.push_back(v);
+  for (auto &r : op.results)
+    mats.push_back(r.get());
+  for (const ir::Value *v : mats) {
+    if (std::string why = ir::matrixTypeError(v->type); !why.empty())
+      return err(op,
+                 "'" + std::string(op.info().name) + "' on " + ir::toString(v->type) + ": " + why);
+    if (!matrixSlot_.count(v))
+      return err(op, "'" + std::string(op.info().name) +
+                         "': matrix ops are allowed only in kernels (not in a func)");
+  }
+  if (op.kind == OpKind::MatrixMad) {
+    const ir::Type &a = op.operands[0]->type, &b = op.operands[1]->type, &c = op.operands[2]->type;
+    bool pair = (a.elem == Scalar::I8 && c.elem == Scalar::I32) ||
+                (a.elem != Scalar::I8 && c.elem == Scalar::F32);
+    if (!pair || b.elem != a.elem || a.use != ir::MatrixUse::A || b.use != ir::MatrixUse::B ||
+        c.use != ir::MatrixUse::Acc || a.cols != b.rows || a.rows != c.rows || b.cols != c.cols)
+      return err(op, "'matrix_mad' cannot multiply " + ir::toString(a) + " by " + ir::toString(b) +
+                         " into " + ir::toString(c));
+  }
   switch (op.info().form) {
   case OpForm::MatrixLoad:
   case OpForm::MatrixStore:

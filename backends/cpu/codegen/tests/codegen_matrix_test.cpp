@@ -510,5 +510,38 @@ launch @k grid(1) workgroup(16) seed(2) {
   EXPECT_NE(opt.find("x float> @_ZGV"), std::string::npos) << "no vector tanh call:\n" << opt;
 }
 
+TEST(CodegenMatrix, UnverifiedBadMatrixIRIsACompileError) {
+  // Parsed without the verifier: the lowering still refuses, naming op, types and location.
+  auto compileError = [](const std::string &text) {
+    ir::ParseResult pr = ir::parseModule(text, "bad.tir", /*verify=*/false);
+    EXPECT_TRUE(pr.ok()) << (pr.diags.empty() ? "" : pr.diags[0].str());
+    std::string err;
+    if (pr.ok())
+      EXPECT_EQ(compileKernelModule(*pr.module, CpuCompileOptions{}, &err), nullptr);
+    return err;
+  };
+  EXPECT_EQ(compileError(R"(kernel @k() {
+  %h = const 1.0 : f16
+  %i = const 0 : i32
+  %a = matrix_fill %h : matrix<f16, 16, 16, a>
+  %b = matrix_fill %h : matrix<f16, 16, 16, b>
+  %c = matrix_fill %i : matrix<i32, 16, 16, acc>
+  %d = matrix_mad %a, %b, %c : matrix<f16, 16, 16, a>, matrix<f16, 16, 16, b>, matrix<i32, 16, 16, acc>
+})"),
+            "bad.tir:7:3: error: 'matrix_mad' cannot multiply matrix<f16, 16, 16, a> by "
+            "matrix<f16, 16, 16, b> into matrix<i32, 16, 16, acc>");
+  std::string inFunc = compileError(R"(func @f() {
+  %h = const 1.0 : f32
+  %a = matrix_fill %h : matrix<f32, 16, 16, acc>
+}
+kernel @k() {
+  call @f()
+})");
+  EXPECT_NE(
+      inFunc.find("bad.tir:3:3: error: 'matrix_fill': matrix ops are allowed only in kernels"),
+      std::string::npos)
+      << inFunc;
+}
+
 } // namespace
 } // namespace tessera::cpu
