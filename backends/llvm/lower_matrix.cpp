@@ -15,6 +15,8 @@
 // static_asserted by the CPU codegen) and never touch a tile of an inactive subgroup.
 #include "backends/llvm/kernel_lowering.h"
 
+#include <algorithm>
+
 namespace tessera::llvmgen {
 
 using ir::OpForm;

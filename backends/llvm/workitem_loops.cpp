@@ -6,6 +6,8 @@
 // side effects or traps (loads, integer division) outside the run that owns it.
 #include "backends/llvm/kernel_lowering.h"
 
+#include <algorithm>
+
 namespace tessera::llvmgen {
 
 using ir::OpForm;
