@@ -166,10 +166,30 @@ void KernelLowering::setUpMatrixArena() {
     return;
   badIndex_ = b_.CreateAlloca(i64);
   // Every slot is a multiple of 64 bytes, so nsub * total is too (aligned_alloc's rule).
-  // TODO(matrix): a failed allocation (tens of MiB at most) has no fault kind to report it.
   llvm::FunctionCallee alloc = runtimeFunction(out_, "aligned_alloc", ptr, {i64, i64});
-  arena_ = b_.CreateCall(
-      alloc, {b_.getInt64(64), b_.CreateMul(numSubgroups_, b_.getInt64(arenaBytesPerSubgroup_))});
+  arenaBytes_ = b_.CreateMul(numSubgroups_, b_.getInt64(arenaBytesPerSubgroup_));
+  arena_ = b_.CreateCall(alloc, {b_.getInt64(64), arenaBytes_});
+}
+
+void KernelLowering::checkMatrixArena() {
+  if (!arena_)
+    return;
+  llvm::BasicBlock *noMemory = llvm::BasicBlock::Create(ctx_, "mx.nomem", fn_);
+  llvm::BasicBlock *ok = llvm::BasicBlock::Create(ctx_, "mx.arena", fn_);
+  b_.CreateCondBr(b_.CreateIsNull(arena_), noMemory, ok);
+  b_.SetInsertPoint(noMemory);
+  // No op to blame: line 0; the record's count says how much was asked for.
+  std::vector<llvm::Value *> args = {faultRec_,      b_.getInt32(TSR_FAULT_OUT_OF_MEMORY),
+                                     b_.getInt32(0), b_.getInt32(0),
+                                     b_.getInt32(0), b_.getInt64(0),
+                                     arenaBytes_};
+  for (unsigned d = 0; d < 3; ++d)
+    args.push_back(b_.getInt32(0));
+  for (unsigned d = 0; d < 3; ++d)
+    args.push_back(b_.CreateTrunc(groupId_[d], b_.getInt32Ty()));
+  b_.CreateCall(faultFunction(), args);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(ok);
 }
 
 void KernelLowering::freeMatrixArena() {

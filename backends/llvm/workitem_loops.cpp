@@ -482,6 +482,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   planFunction(k);
   computeArrays(*k.body);
   b_.SetInsertPoint(start);
+  checkMatrixArena();
   if (llvm::Error e = emitLockstepBlock(*k.body, nullptr, TermSink{}))
     return e;
   freeMatrixArena();

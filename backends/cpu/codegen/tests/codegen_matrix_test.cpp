@@ -21,6 +21,9 @@
 #include <sstream>
 #include <string>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace tessera::cpu {
 namespace {
 
@@ -500,7 +503,7 @@ TEST(CodegenMatrix, UncheckedPassesNoBufferSize) {
   Ran r;
   ASSERT_NO_FATAL_FAILURE(run(kOutOfRange, r, TSR_BOUNDS_UNCHECKED, /*noInterp=*/true));
   EXPECT_NE(r.llvm.find("i64 9223372036854775807"), std::string::npos) << r.llvm;
-  EXPECT_EQ(r.llvm.find("tsr.fault.record"), std::string::npos);
+  EXPECT_EQ(r.llvm.find("mx.fault"), std::string::npos) << "no checked-mode fault block";
 }
 
 TEST(CodegenMatrix, MapIsAVectorisedLoop) {
@@ -563,6 +566,48 @@ kernel @k() {
       inFunc.find("bad.tir:3:3: error: 'matrix_fill': matrix ops are allowed only in kernels"),
       std::string::npos)
       << inFunc;
+}
+
+TEST(CodegenMatrix, TileMemoryExhaustedIsAFault) {
+  // 64 subgroups x two 128 x 64 f32 tiles = 4 MiB of tiles per workgroup call; in a child
+  // whose address space is capped just above what it already maps, aligned_alloc fails and
+  // the kernel must claim the record (RESOURCE_EXHAUSTED for the driver) instead of crashing.
+  std::string text = R"(kernel @k(%O: buffer<f32>) {
+  %zero = const 0 : i32
+  %ld = const 64 : i32
+  %v = const 1.0 : f32
+  %a = matrix_fill %v : matrix<f32, 128, 64, acc>
+  %b = matrix_map(%x = %a) -> matrix<f32, 128, 64, acc> {
+    %y = add %x, %v : f32
+    yield %y
+  }
+  matrix_store %b, %O[%zero] stride %ld : matrix<f32, 128, 64, acc>
+}
+launch @k grid(1) workgroup(1024) seed(1) {
+  %O[8192] = fill(0)
+}
+)";
+  Ran r;
+  ASSERT_NO_FATAL_FAILURE(run(text, r, TSR_BOUNDS_ROBUST, /*noInterp=*/true));
+  ASSERT_EQ(r.fault.kind, uint32_t(TSR_FAULT_NONE));
+  ASSERT_EQ(r.got.buffers[0].get(8191).f, 2.0);
+  ir::ParseResult pr = ir::parseModule(text, "oom.tir");
+  std::string err;
+  auto cm = testing::compileAndLoad(*pr.module, CpuCompileOptions{}, err);
+  ASSERT_NE(cm, nullptr) << err;
+  EXPECT_EXIT(
+      {
+        std::ifstream statm("/proc/self/statm");
+        uint64_t pages = 0;
+        statm >> pages;
+        struct rlimit lim = {};
+        lim.rlim_cur = lim.rlim_max = pages * uint64_t(sysconf(_SC_PAGESIZE)) + (1u << 20);
+        setrlimit(RLIMIT_AS, &lim);
+        tsr_kernel_fault f =
+            testing::runGrid(cm->lookup("k"), cm->kernels()[0], r.got.dims, r.got.args);
+        std::exit(f.kind == TSR_FAULT_OUT_OF_MEMORY && f.count_lo == 64u * 2 * 32768 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace
