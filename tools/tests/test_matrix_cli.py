@@ -254,7 +254,7 @@ def test_cpu_matrix_runtime_paths_agree_with_the_interpreter(tmp_path, path):
 NUMPY_CASES = ["matrix_i8:mx_i8_t16x16x16_rr", "matrix_i8:mx_i8_t32x32x16_cc",
                "matrix_i8:mx_i8_wrap_k4096", "matrix_i8:mx_i8_special_a",
                "matrix_f32:mx_f32_t64x64x16_rc", "matrix_f32:mx_f32_t16x16x32_k4096_rr",
-               "matrix_bf16:mx_bf16_t128x64x8_cr", "matrix_f16:mx_f16_t8x32x128_rc"]
+               "matrix_large:mx_bf16_t128x64x8_cr", "matrix_f16:mx_f16_t8x32x128_rc"]
 
 
 @pytest.mark.parametrize("case", NUMPY_CASES)
@@ -268,7 +268,7 @@ def test_interpreter_matrix_mad_matches_numpy(tmp_path, case):
     assert r.returncode == 0, r.stderr
     launch = text.split(f"launch @{kernel} ", 1)[1].split("}", 1)[0]
     M, N, K = (int(re.search(rf"%{v} = (\d+)", launch).group(1)) for v in "MNK")
-    elem = stem.split("_")[1]
+    elem = kernel.split("_")[1]
 
     def load(name, dtype):
         return np.fromfile(tmp_path / f"{kernel}.{name}.bin", dtype=dtype)
