@@ -355,8 +355,9 @@ int main(int argc, char **argv) {
   bool quick = false;
   std::string json, only;
   std::vector<std::string> devices; // empty: cpu:0 and vulkan:0
-  Tiles tiles, vkTiles{16, 16, 16};
-  int vkSubgroups = 4;
+  Tiles tiles;
+  Tiles vkTiles{32, 128, 8}; // the best shape measured on lavapipe (docs/performance.md)
+  int vkSubgroups = 2;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick")

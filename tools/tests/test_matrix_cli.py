@@ -78,6 +78,21 @@ def device(request):
     return request.param
 
 
+# Known wrong answers, each a bug to fix (strict: a fix makes the test fail until this goes).
+KNOWN_BAD = {
+    ("vulkan:0", "mx_stride_overflow"):
+        "vulkan: a 64-bit stride of 2^62 drops the whole tile -- robust mode loads 0 and stores "
+        "nothing even for row 0 (indices 0..7, in range), and checked mode reports no fault "
+        "(found 2026-12-01 by this test)",
+}
+
+
+def known_bad(request, device, kernel):
+    reason = KNOWN_BAD.get((device, kernel))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
 ROBUST = [
     ("mx_oob_load", "out", list(range(1, 61)) + [0] * 4),
     ("mx_oob_store", "out", list(range(1, 61))),
@@ -91,7 +106,8 @@ ROBUST = [
 
 @pytest.mark.parametrize("kernel,param,values", ROBUST,
                          ids=[f"{c[0]}-{c[1]}" for c in ROBUST])
-def test_robust_mode_gives_the_defined_results(device, kernel, param, values):
+def test_robust_mode_gives_the_defined_results(request, device, kernel, param, values):
+    known_bad(request, device, kernel)
     r = run(kernel, device)  # robust is the default
     assert r.returncode == 0, f"stdout:{r.stdout}\nstderr:{r.stderr}"
     assert digest(r.stdout, kernel, device, param) == fnv1a(values), r.stdout
@@ -112,7 +128,8 @@ CHECKED = [
 
 
 @pytest.mark.parametrize("kernel,kind,mnemonic,index", CHECKED, ids=[c[0] for c in CHECKED])
-def test_checked_mode_reports_the_matrix_op(device, kernel, kind, mnemonic, index):
+def test_checked_mode_reports_the_matrix_op(request, device, kernel, kind, mnemonic, index):
+    known_bad(request, device, kernel)
     r = run(kernel, device, "--bounds", "checked")
     assert r.returncode == 1, f"stdout:{r.stdout}\nstderr:{r.stderr}"
     where = op_location(kernel, mnemonic)
@@ -237,7 +254,7 @@ def test_cpu_matrix_runtime_paths_agree_with_the_interpreter(tmp_path, path):
 NUMPY_CASES = ["matrix_i8:mx_i8_t16x16x16_rr", "matrix_i8:mx_i8_t32x32x16_cc",
                "matrix_i8:mx_i8_wrap_k4096", "matrix_i8:mx_i8_special_a",
                "matrix_f32:mx_f32_t64x64x16_rc", "matrix_f32:mx_f32_t16x16x32_k4096_rr",
-               "matrix_bf16:mx_bf16_t128x64x8_cr", "matrix_f16:mx_f16_t8x32x128_rc"]
+               "matrix_large:mx_bf16_t128x64x8_cr", "matrix_f16:mx_f16_t8x32x128_rc"]
 
 
 @pytest.mark.parametrize("case", NUMPY_CASES)
@@ -251,7 +268,7 @@ def test_interpreter_matrix_mad_matches_numpy(tmp_path, case):
     assert r.returncode == 0, r.stderr
     launch = text.split(f"launch @{kernel} ", 1)[1].split("}", 1)[0]
     M, N, K = (int(re.search(rf"%{v} = (\d+)", launch).group(1)) for v in "MNK")
-    elem = stem.split("_")[1]
+    elem = kernel.split("_")[1]
 
     def load(name, dtype):
         return np.fromfile(tmp_path / f"{kernel}.{name}.bin", dtype=dtype)
