@@ -14,9 +14,9 @@
 // "device", "tessera_gflops", "peer", "peer_gflops", "ratio"}]}.
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "bench/bench_util.h"
+#include "bench/openblas_peer.h"
 #include "bench/vulkan_gemm.h"
 
-#include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
 
@@ -162,10 +162,15 @@ std::vector<float> randomMatrix(size_t n, uint32_t seed) {
   return v;
 }
 
+// The peer, loaded once (before any use: its kernels are chosen when it is loaded).
+const tessera::bench::OpenBlas &peer() {
+  static const tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
+  return blas;
+}
+
 void sgemm(const std::vector<float> &A, const std::vector<float> &B, std::vector<float> &C, int M,
            int N, int K, bool bColMajor) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, bColMajor ? CblasTrans : CblasNoTrans, M, N, K, 1.f,
-              A.data(), K, B.data(), bColMajor ? K : N, 0.f, C.data(), N);
+  peer().run(M, N, K, A.data(), K, B.data(), bColMajor ? K : N, bColMajor, C.data(), N);
 }
 
 // S = |A| x |B| (the contract's magnitude), by OpenBLAS: its own error is a relative K 2^-24,
@@ -388,7 +393,12 @@ int main(int argc, char **argv) {
   auto wanted = [&](const char *dev) {
     return devices.empty() || std::find(devices.begin(), devices.end(), dev) != devices.end();
   };
-  openblas_set_num_threads(2);
+  if (!peer()) {
+    std::fprintf(stderr, "gemm_bench: libopenblas.so.0 not found (scripts/setup-deps.sh installs "
+                         "libopenblas-dev)\n");
+    return 1;
+  }
+  peer().setThreads(2);
   Device cpu("cpu:0");
   struct Spec {
     const char *name;
@@ -403,8 +413,9 @@ int main(int argc, char **argv) {
       {"f32 2048^3 + bias + gelu", {2048, 2048, 2048}, {256, 256, 256}, false, true},
   };
   std::printf("gemm_bench: cpu matrix path %s, tiles %dx%dx%d, median of %d, OpenBLAS %d "
-              "threads\n",
-              tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, reps, openblas_get_num_threads());
+              "threads (%s kernels)\n",
+              tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, reps, peer().getThreads(),
+              peer().coreName());
   std::vector<CaseResult> results;
   for (const Spec &s : specs) {
     if (!wanted("cpu:0") || (!only.empty() && std::string(s.name).find(only) == std::string::npos))

@@ -7,6 +7,7 @@
 // reported. `--quick` (ctest smoke run) uses small sizes and asserts no timing.
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/cpu/matrix/matrix_kernels.h" // the vdpbf16ps kernel, measured beside
+#include "bench/openblas_peer.h"
 
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -76,33 +77,6 @@ float fromBf16(uint16_t h) {
   std::memcpy(&f, &x, 4);
   return f;
 }
-
-// OpenBLAS through dlopen: cblas_sgemm(RowMajor, NoTrans, NoTrans, ...).
-struct OpenBlas {
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int, const float *,
-                         int, float, float *, int);
-  Sgemm sgemm = nullptr;
-  void (*setThreads)(int) = nullptr;
-  const char *(*coreName)() = nullptr;
-  OpenBlas() {
-    // Debian's OpenBLAS 0.3.21 does not know Emerald/Sapphire Rapids and falls back to its
-    // Prescott (SSE) kernels: 17 GFLOP/s on one core here. The peer at its best is the AVX-512
-    // SkylakeX kernel, so it is named unless the caller chose one.
-    if (tsr_mx_path_name()[0] == 'a')
-      setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-      return;
-    sgemm = reinterpret_cast<Sgemm>(dlsym(h, "cblas_sgemm"));
-    setThreads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
-    coreName = reinterpret_cast<const char *(*)()>(dlsym(h, "openblas_get_corename"));
-    if (!sgemm || !setThreads || !coreName)
-      sgemm = nullptr;
-  }
-  void run(int n, int ld, const float *a, const float *b, float *c) const {
-    sgemm(101 /*RowMajor*/, 111 /*NoTrans*/, 111, n, n, n, 1.0f, a, ld, b, ld, 0.0f, c, ld);
-  }
-};
 
 // ---- tsr_mx_mad on L1-resident tiles (dot: the vdpbf16ps kernel instead of tsr_mx_mad)
 double madGflops(uint8_t in, int M, int N, int K, int reps, bool dot = false) {
@@ -284,11 +258,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < A.size(); ++i)
     Ab[i] = toBf16(A[i]), Bb[i] = toBf16(B[i]);
   double flop = 2.0 * n * n * n;
-  OpenBlas blas;
+  tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
   double blasGf = 0;
   if (blas.sgemm) {
     blas.setThreads(1);
-    Timing t = timeIt(reps, [&] { blas.run(n, ld, A.data(), B.data(), C.data()); });
+    Timing t =
+        timeIt(reps, [&] { blas.run(n, n, n, A.data(), ld, B.data(), ld, false, C.data(), ld); });
     checkGemm("OpenBLAS sgemm", n, ld, A, B, C.data());
     blasGf = flop / t.best / 1e9;
     std::printf(
