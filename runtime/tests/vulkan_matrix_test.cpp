@@ -3,9 +3,10 @@
 // input/accumulator type pair the device has (f32, f16, bf16 through 16-bit integers, i8 ->
 // i32), row- and column-major loads and stores, odd sizes with `bounds`, stride 0 (a bias
 // row), shared memory, a matrix_map epilogue with erf stored as bf16, matrices carried through
-// for / if / while, several subgroups per workgroup, and the three bounds modes (checked: an
-// out-of-range element is a fault naming the op's location). Every output is judged by
-// checkKernel: matrix_mad under the docs/ir.md contract, the rest under their own budgets.
+// for / if / while, several subgroups per workgroup, 64-bit strides near 2^62 whose other rows
+// overflow i64, and the three bounds modes (checked: an out-of-range element is a fault naming
+// the op's location). Every output is judged by checkKernel: matrix_mad under the docs/ir.md
+// contract, the rest under their own budgets.
 // Skips itself where no Vulkan device is present.
 #include "runtime/tests/device_session.h"
 
@@ -56,6 +57,27 @@ protected:
     for (const OutputCheck &c : k.outputs)
       EXPECT_TRUE(c.passed) << c.detail << "\n" << text;
     return "";
+  }
+
+  /// Runs `name` on the device in robust mode without judging it, for outputs the interpreter
+  /// cannot give (it stops at the first out-of-range element); `data` gets the launch inputs.
+  std::vector<ir::HostBuffer> robustOutputs(const std::string &text, const std::string &name,
+                                            ir::LaunchData &data) {
+    std::vector<ir::HostBuffer> outputs;
+    ir::ParseResult r = ir::parseModule(text, "matrix.tir");
+    EXPECT_TRUE(r.ok());
+    if (!r.ok())
+      return outputs;
+    ProgramOptions opts;
+    opts.bounds = TSR_BOUNDS_ROBUST;
+    std::string err;
+    auto program = Program::create(s_.device, *r.module, nullptr, opts, &err);
+    EXPECT_TRUE(program) << err;
+    double ms = 0;
+    if (program && ir::makeLaunchData(*r.module->lookup(name), data, err))
+      EXPECT_TRUE(runOnDevice(s_.device, *program->kernel(name), data, outputs, &ms, &err)) << err;
+    EXPECT_EQ(err, "");
+    return outputs;
   }
 
   DeviceSession s_;
@@ -375,18 +397,8 @@ launch @oob grid(1) workgroup(8) seed(2) {
 // Robust mode: the elements past the buffer read 0 (the interpreter stops there, so the
 // expected values are written out: C = A where A exists, 0 past it).
 TEST_F(VulkanMatrix, RobustModeReadsZeroPastTheBuffer) {
-  ir::ParseResult r = ir::parseModule(kOutOfRange, "oob.tir");
-  ASSERT_TRUE(r.ok());
-  ProgramOptions opts;
-  opts.bounds = TSR_BOUNDS_ROBUST;
-  std::string err;
-  auto program = Program::create(s_.device, *r.module, nullptr, opts, &err);
-  ASSERT_TRUE(program) << err;
   ir::LaunchData data;
-  ASSERT_TRUE(ir::makeLaunchData(*r.module->lookup("oob"), data, err)) << err;
-  std::vector<ir::HostBuffer> outputs;
-  double ms = 0;
-  ASSERT_TRUE(runOnDevice(s_.device, *program->kernel("oob"), data, outputs, &ms, &err)) << err;
+  std::vector<ir::HostBuffer> outputs = robustOutputs(kOutOfRange, "oob", data);
   ASSERT_EQ(outputs.size(), 2u);
   for (int64_t i = 0; i < 64; ++i)
     EXPECT_EQ(outputs[1].get(i).f, i < 60 ? data.buffers[0].get(i).f : 0.0) << i;
@@ -397,6 +409,80 @@ TEST_F(VulkanMatrix, CheckedModeReportsOutOfRangeElement) {
   EXPECT_NE(err, "");
   // The matrix_load's location and the first element past the 60-element buffer.
   EXPECT_TRUE(std::regex_search(err, std::regex("out-of-bounds load at 4:3: index 60 outside")))
+      << err;
+}
+
+// Huge 64-bit strides (docs/ir.md: an index is exact; only one that overflows i64 or lies
+// outside the buffer is out of range). ld = 2^62: row 0 (column 0 for .col) is x[0 .. 7], the
+// other rows are past the buffer or overflow, and row 4 at 2^64 would wrap back to index 0. The
+// store's ld2 = 2^62 + 2 would wrap row 4 onto out3[16 .. 23]. @wrap: off = -2^63, so only row
+// 2 (-2^63 + 2^63, where r ld alone overflows) is in range, and row 6 would wrap onto index 0.
+constexpr const char *kHugeStride =
+    R"(kernel @huge(%x: buffer<i32, readonly>, %out: buffer<i32>, %out2: buffer<i32>, %out3: buffer<i32>, %ld: i64, %ld2: i64, %n: i32) {
+  %z = const 0 : i32
+  %eight = const 8 : i32
+  %m = matrix_load %x[%z] stride %ld bounds %n, %eight : matrix<i32, 8, 8, acc>
+  matrix_store %m, %out[%z] stride %eight : matrix<i32, 8, 8, acc>
+  %c = matrix_load.col %x[%z] stride %ld bounds %eight, %n : matrix<i32, 8, 8, acc>
+  matrix_store %c, %out2[%z] stride %eight : matrix<i32, 8, 8, acc>
+  %v = matrix_load %x[%z] stride %eight : matrix<i32, 8, 8, acc>
+  matrix_store %v, %out3[%eight] stride %ld2 bounds %n, %eight : matrix<i32, 8, 8, acc>
+}
+
+launch @huge grid(1) workgroup(8) {
+  %x[64] = iota(1, 1)
+  %out[64] = fill(-1)
+  %out2[64] = fill(-1)
+  %out3[64] = fill(-1)
+  %ld = 4611686018427387904
+  %ld2 = 4611686018427387906
+  %n = 1
+}
+
+kernel @wrap(%x: buffer<i32, readonly>, %out: buffer<i32>, %ld: i64) {
+  %z = const 0 : i32
+  %eight = const 8 : i32
+  %mtwo = const -2 : i64
+  %off = mul %ld, %mtwo : i64
+  %w = matrix_load %x[%off] stride %ld : matrix<i32, 8, 8, acc>
+  matrix_store %w, %out[%z] stride %eight : matrix<i32, 8, 8, acc>
+}
+
+launch @wrap grid(1) workgroup(8) {
+  %x[64] = iota(1, 1)
+  %out[64] = fill(-1)
+  %ld = 4611686018427387904
+}
+)";
+
+// Bounds %n = 1: only the in-range row / column is accessed, so the interpreter runs it; every
+// mode must match it (the old lowering dropped the whole tile for |ld| >= 2^55).
+TEST_F(VulkanMatrix, HugeStrideFirstRowMatchesInterpreter) {
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED, TSR_BOUNDS_UNCHECKED})
+    EXPECT_EQ(run(kHugeStride, "huge", mode), "") << mode;
+}
+
+// Every row accessed (the interpreter stops at the first out-of-range one, so robust mode's
+// values are written out) and checked mode's fault at the first load.
+TEST_F(VulkanMatrix, HugeStrideOverflowingRowsAreOutOfRange) {
+  std::string text = std::regex_replace(kHugeStride, std::regex("%n = 1"), "%n = 8");
+  ir::LaunchData data;
+  auto at = [](const ir::HostBuffer &b, int64_t i) { return int32_t(b.get(i).i); };
+  std::vector<ir::HostBuffer> huge = robustOutputs(text, "huge", data);
+  ASSERT_EQ(huge.size(), 4u);
+  for (int64_t i = 0; i < 64; ++i) {
+    EXPECT_EQ(at(huge[1], i), i < 8 ? i + 1 : 0) << "row-major load, index " << i;
+    EXPECT_EQ(at(huge[2], i), i % 8 == 0 ? i / 8 + 1 : 0) << "column-major load, index " << i;
+    EXPECT_EQ(at(huge[3], i), i >= 8 && i < 16 ? i - 7 : -1) << "store, index " << i;
+  }
+  std::vector<ir::HostBuffer> wrap = robustOutputs(text, "wrap", data);
+  ASSERT_EQ(wrap.size(), 2u);
+  for (int64_t i = 0; i < 64; ++i)
+    EXPECT_EQ(at(wrap[1], i), i >= 16 && i < 24 ? i - 15 : 0) << "off -2^63, index " << i;
+
+  std::string err = run(text, "huge", TSR_BOUNDS_CHECKED);
+  EXPECT_TRUE(
+      std::regex_search(err, std::regex("out-of-bounds load at 4:3: index -?[0-9]+ outside")))
       << err;
 }
 

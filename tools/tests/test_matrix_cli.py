@@ -79,12 +79,7 @@ def device(request):
 
 
 # Known wrong answers, each a bug to fix (strict: a fix makes the test fail until this goes).
-KNOWN_BAD = {
-    ("vulkan:0", "mx_stride_overflow"):
-        "vulkan: a 64-bit stride of 2^62 drops the whole tile -- robust mode loads 0 and stores "
-        "nothing even for row 0 (indices 0..7, in range), and checked mode reports no fault "
-        "(found 2026-12-01 by this test)",
-}
+KNOWN_BAD = {}
 
 
 def known_bad(request, device, kernel):

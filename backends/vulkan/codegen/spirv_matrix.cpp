@@ -19,6 +19,8 @@
 
 #include <spirv/unified1/GLSL.std.450.h>
 
+#include <array>
+
 namespace tessera::vulkan::detail {
 
 using ir::MatrixUse;
@@ -170,18 +172,6 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
     return false;
   Id i64 = b_.typeInt(64), u32 = u32T(), boolTy = boolT();
   Id off = ops[0], ld = ops[1];
-  // Exactness: with 32-bit off and ld, |off + r ld + c| < 2^31 (1 + 128) + 128 never wraps
-  // in i64. A 64-bit off or ld is exact while |ld| < 2^55 and |off| < 2^62 (128 * 2^55 +
-  // 2^62 + 128 < 2^63); past that the op's elements are treated as out of range (documented).
-  Id exact = 0;
-  if (anyWide) {
-    auto absLess = [&](Id x, uint64_t limit) {
-      Id biased = b_.op(spv::OpIAdd, i64, {x, constInt(i64, limit)});
-      return b_.op(spv::OpULessThan, boolTy, {biased, constInt(i64, 2 * limit)});
-    };
-    exact = b_.op(spv::OpLogicalAnd, boolTy,
-                  {absLess(ld, uint64_t(1) << 55), absLess(off, uint64_t(1) << 62)});
-  }
   bool colMajor = op.mods.colMajor;
   bool replicated = t.use == MatrixUse::A;
   uint32_t sg = caps_.subgroupSize;
@@ -230,13 +220,47 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   if (hasBounds)
     for (uint32_t k = 0; k < per; ++k)
       colOk[k] = both(colOk[k], signedLess(colB[k], ops[3]));
-  // Row-major: index = (off + r ld) + j; column-major: (off + j ld) + r.
-  std::vector<Id> base(colMajor ? per : t.rows);
+  // Row-major: index = (off + r ld) + j; column-major: (off + j ld) + r; exact (docs/ir.md:
+  // an index that overflows i64 is out of range). With 32-bit off and ld, |off + r ld + c| <
+  // 2^31 (1 + 128) + 128 never wraps in i64. With a 64-bit one, wrapping i64 arithmetic still
+  // gives the exact index whenever that is representable, so only representability is
+  // checked, once per row (column for .col): the base off + r ld is formed at 128 bits
+  // (OpSMulExtended, OpIAddCarry) and must equal the sign extension of its low half; if not,
+  // the base becomes INT64_MIN, which + (r or j < 128) stays negative: out of range for the
+  // bounds check's unsigned compare (robust: skipped; checked: a fault), as is a representable
+  // base + j that wraps past 2^63 - 1. Only equality and unsigned compares (see signedLess).
+  // Unchecked mode skips such a row instead (undefined there; no wild access).
+  std::vector<Id> base(colMajor ? per : t.rows), baseOk(base.size(), 0);
+  Id pairT = anyWide ? b_.typeStruct(std::array<Id, 2>{i64, i64}) : 0;
+  Id c63 = anyWide ? constInt(i64, 63) : 0;
+  Id offHigh = anyWide ? b_.op(spv::OpShiftRightArithmetic, i64, {off, c63}) : 0;
   for (size_t k = 0; k < base.size(); ++k) {
     Id outer = colMajor ? col[k] : constInt(i64, k);
-    base[k] =
-        colMajor || k ? b_.op(spv::OpIAdd, i64, {off, b_.op(spv::OpIMul, i64, {outer, ld})}) : off;
+    if (!colMajor && k == 0) {
+      base[k] = off;
+      continue;
+    }
+    if (!anyWide) {
+      base[k] = b_.op(spv::OpIAdd, i64, {off, b_.op(spv::OpIMul, i64, {outer, ld})});
+      continue;
+    }
+    Id prod = b_.op(spv::OpSMulExtended, pairT, {outer, ld});
+    Id sum = b_.op(spv::OpIAddCarry, pairT, {b_.op(spv::OpCompositeExtract, i64, {prod, 0}), off});
+    Id low = b_.op(spv::OpCompositeExtract, i64, {sum, 0});
+    Id high =
+        b_.op(spv::OpIAdd, i64,
+              {b_.op(spv::OpIAdd, i64, {b_.op(spv::OpCompositeExtract, i64, {prod, 1}), offHigh}),
+               b_.op(spv::OpCompositeExtract, i64, {sum, 1})});
+    baseOk[k] =
+        b_.op(spv::OpIEqual, boolTy, {high, b_.op(spv::OpShiftRightArithmetic, i64, {low, c63})});
+    if (bounds_ == TSR_BOUNDS_UNCHECKED)
+      base[k] = low;
+    else
+      base[k] = b_.op(spv::OpSelect, i64, {baseOk[k], low, constInt(i64, uint64_t(1) << 63)});
   }
+  if (bounds_ == TSR_BOUNDS_UNCHECKED && colMajor)
+    for (uint32_t k = 0; k < per; ++k)
+      colOk[k] = both(colOk[k], baseOk[k]);
   Id memT = memType(m->elem);
   tsr_fault_kind kind = isStore ? TSR_FAULT_STORE_OUT_OF_BOUNDS : TSR_FAULT_LOAD_OUT_OF_BOUNDS;
   Id ptrT =
@@ -257,7 +281,8 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
         false);
   for (uint32_t r = 0; r < uint32_t(t.rows); ++r) {
     Id rowOk = hasBounds ? signedLess(constInt(boundT, r), ops[2]) : 0;
-    rowOk = both(rowOk, exact);
+    if (bounds_ == TSR_BOUNDS_UNCHECKED && !colMajor)
+      rowOk = both(rowOk, baseOk[r]);
     for (uint32_t k = 0; k < per; ++k) {
       Id index = colMajor ? b_.op(spv::OpIAdd, i64, {base[k], constInt(i64, r)})
                           : b_.op(spv::OpIAdd, i64, {base[r], col[k]});
