@@ -79,6 +79,12 @@ TEST(VulkanConformance, EveryKernelCaseCompiles) {
     ASSERT_TRUE(pr.ok()) << file;
     std::string err;
     auto cm = testing::compile(*pr.module, err);
+    if (!cm && err.find("registers per lane") != std::string::npos) {
+      // The one documented refusal (conformance/xfail/vulkan.txt: kernel/matrix_large/*): a
+      // matrix too large for the portable lowering, a located compile error.
+      EXPECT_NE(err.find(".tir:"), std::string::npos) << err;
+      continue;
+    }
     ASSERT_NE(cm, nullptr) << file << ": " << err;
     for (const auto &f : pr.module->functions)
       if (f->isKernel)
