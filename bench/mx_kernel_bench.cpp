@@ -132,9 +132,11 @@ struct GemmTiles {
   int mt, nt, kt;
 };
 
-void mxGemm(uint8_t in, int n, int ld, GemmTiles g, const void *A, const void *B, float *C) {
+// colB: B is passed as its transpose (a linear layer's weight [N, K]) and read with `.col`.
+void mxGemm(uint8_t in, int n, int ld, GemmTiles g, const void *A, const void *B, float *C,
+            bool colB) {
   tsr_mx_shape sa{in, TSR_MX_USE_A, 0, 0, uint16_t(g.mt), uint16_t(g.kt)};
-  tsr_mx_shape sb{in, TSR_MX_USE_B, 0, 0, uint16_t(g.kt), uint16_t(g.nt)};
+  tsr_mx_shape sb{in, TSR_MX_USE_B, uint8_t(colB), 0, uint16_t(g.kt), uint16_t(g.nt)};
   tsr_mx_shape sc{TSR_MX_F32, TSR_MX_USE_ACC, 0, 0, uint16_t(g.mt), uint16_t(g.nt)};
   AlignedBuf a(size_t(tsr_mx_tile_bytes(in, g.mt, g.kt, TSR_MX_USE_A)));
   AlignedBuf b(size_t(tsr_mx_tile_bytes(in, g.kt, g.nt, TSR_MX_USE_B)));
@@ -145,7 +147,8 @@ void mxGemm(uint8_t in, int n, int ld, GemmTiles g, const void *A, const void *B
       tsr_mx_fill(&sc, c.p, 0.0);
       for (int k0 = 0; k0 < n; k0 += g.kt) {
         tsr_mx_load(&sa, a.p, A, nn, int64_t(i0) * ld + k0, ld, g.mt, g.kt, nullptr);
-        tsr_mx_load(&sb, b.p, B, nn, int64_t(k0) * ld + j0, ld, g.kt, g.nt, nullptr);
+        tsr_mx_load(&sb, b.p, B, nn, colB ? int64_t(j0) * ld + k0 : int64_t(k0) * ld + j0, ld, g.kt,
+                    g.nt, nullptr);
         tsr_mx_mad(in, g.mt, g.nt, g.kt, a.p, b.p, c.p, c.p);
       }
       tsr_mx_store(&sc, c.p, C, nn, int64_t(i0) * ld + j0, ld, g.mt, g.nt, nullptr);
@@ -170,6 +173,23 @@ void checkGemm(const char *what, int n, int ld, const std::vector<float> &A,
   }
 }
 
+// Nanoseconds per tsr_mx_load of one whole in-range tile from L1-resident memory (ld = the
+// line length), the cost the GEMM pays per k step besides the mad. The buffer holds three
+// tiles so the row-major path's prefetch of the next tile hits mapped memory, as in a GEMM.
+double loadNs(uint8_t elem, uint8_t use, bool col, int rows, int cols, long iters, int reps) {
+  tsr_mx_shape s{elem, use, uint8_t(col), 0, uint16_t(rows), uint16_t(cols)};
+  int64_t n = int64_t(rows) * cols;
+  AlignedBuf mem(size_t(n) * 4 * 3), tile(size_t(tsr_mx_tile_bytes(elem, rows, cols, use)));
+  int64_t ld = col ? rows : cols;
+  Timing t = timeIt(reps, [&] {
+    for (long i = 0; i < iters; ++i) {
+      tsr_mx_load(&s, tile.p, mem.p, n, 0, ld, rows, cols, nullptr);
+      __asm__ volatile("" ::"r"(tile.p) : "memory");
+    }
+  });
+  return t.best / double(iters) * 1e9;
+}
+
 bool parseTiles(const char *s, GemmTiles &g) {
   return std::sscanf(s, "%dx%dx%d", &g.mt, &g.nt, &g.kt) == 3;
 }
@@ -177,7 +197,7 @@ bool parseTiles(const char *s, GemmTiles &g) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = false;
+  bool quick = false, colB = false;
   int n = 2048, reps = 3, ld = 0;
   std::vector<GemmTiles> tiles;
   for (int i = 1; i < argc; ++i) {
@@ -190,6 +210,8 @@ int main(int argc, char **argv) {
       ld = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (arg == "--col-b") {
+      colB = true;
     } else if (arg == "--tile" && i + 1 < argc) {
       GemmTiles g;
       if (!parseTiles(argv[++i], g))
@@ -197,10 +219,12 @@ int main(int argc, char **argv) {
       tiles.push_back(g);
     } else {
       std::printf(
-          "usage: mx_kernel_bench [--quick] [--size N] [--ld LD] [--reps R] [--tile MTxNTxKT]...\n"
+          "usage: mx_kernel_bench [--quick] [--size N] [--ld LD] [--reps R] [--col-b]\n"
+          "                       [--tile MTxNTxKT]...\n"
           "  tile mad GFLOP/s in L1, then an N^3 GEMM of load/mad/store calls on one\n"
           "  thread (default tiles 64x64x{64,128}, 32x128x64, 128x64x{32,64}, 64x128x64) vs\n"
-          "  OpenBLAS sgemm on one thread.\n");
+          "  OpenBLAS sgemm on one thread. --col-b: the GEMM reads B from its transpose\n"
+          "  (a weight [N, K]) with .col loads.\n");
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
   }
@@ -246,6 +270,26 @@ int main(int argc, char **argv) {
                 instrRate<false>(iters), instrRate<true>(iters));
   }
 
+  // Tile load cost.
+  {
+    long iters = quick ? 1000 : 100000;
+    std::printf("\ntsr_mx_load ns per whole in-range tile (L1, 1 thread):\n");
+    struct L {
+      const char *name;
+      uint8_t elem, use;
+      int rows, cols;
+    };
+    for (L l : {L{"f32 b 64x64", TSR_MX_F32, TSR_MX_USE_B, 64, 64},
+                L{"bf16 b 64x64", TSR_MX_BF16, TSR_MX_USE_B, 64, 64},
+                L{"f16 b 64x64", TSR_MX_F16, TSR_MX_USE_B, 64, 64},
+                L{"i8 b 64x64", TSR_MX_I8, TSR_MX_USE_B, 64, 64},
+                L{"bf16 a 64x64", TSR_MX_BF16, TSR_MX_USE_A, 64, 64},
+                L{"f32 b 128x8", TSR_MX_F32, TSR_MX_USE_B, 128, 8}})
+      std::printf("  %-14s row-major %8.1f   col-major (.col) %8.1f\n", l.name,
+                  loadNs(l.elem, l.use, false, l.rows, l.cols, iters, reps),
+                  loadNs(l.elem, l.use, true, l.rows, l.cols, iters, reps));
+  }
+
   // The GEMM.
   std::vector<float> A(size_t(n) * ld), B(size_t(n) * ld), C(size_t(n) * ld);
   std::mt19937 rng(1);
@@ -257,6 +301,14 @@ int main(int argc, char **argv) {
   std::vector<uint16_t> Ab(A.size()), Bb(B.size());
   for (size_t i = 0; i < A.size(); ++i)
     Ab[i] = toBf16(A[i]), Bb[i] = toBf16(B[i]);
+  // --col-b: the runtime GEMM reads Bt[j][k] = B[k][j] with .col loads.
+  std::vector<float> Bt = B;
+  std::vector<uint16_t> Bbt = Bb;
+  if (colB)
+    for (int k = 0; k < n; ++k)
+      for (int j = 0; j < n; ++j)
+        Bt[size_t(j) * ld + k] = B[size_t(k) * ld + j],
+                            Bbt[size_t(j) * ld + k] = Bb[size_t(k) * ld + j];
   double flop = 2.0 * n * n * n;
   tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
   double blasGf = 0;
@@ -273,15 +325,17 @@ int main(int argc, char **argv) {
   } else {
     std::printf("\n%d^3 GEMM, 1 thread: libopenblas.so.0 not found, no peer\n", n);
   }
-  std::printf("%-12s %12s %8s %12s %8s  (load + mad + store calls; ratio vs OpenBLAS f32)\n",
-              "Mt x Nt x Kt", "f32 GF/s", "ratio", "bf16 GF/s", "ratio");
+  std::printf("%-12s %12s %8s %12s %8s  (load + mad + store calls; ratio vs OpenBLAS f32%s)\n",
+              "Mt x Nt x Kt", "f32 GF/s", "ratio", "bf16 GF/s", "ratio",
+              colB ? "; B read .col from its transpose" : "");
   for (GemmTiles g : tiles) {
     std::fill(C.begin(), C.end(), 0.0f);
-    Timing tf = timeIt(reps, [&] { mxGemm(TSR_MX_F32, n, ld, g, A.data(), B.data(), C.data()); });
+    Timing tf =
+        timeIt(reps, [&] { mxGemm(TSR_MX_F32, n, ld, g, A.data(), Bt.data(), C.data(), colB); });
     checkGemm("f32 matrix-runtime GEMM", n, ld, A, B, C.data());
     std::fill(C.begin(), C.end(), 0.0f);
     Timing tb =
-        timeIt(reps, [&] { mxGemm(TSR_MX_BF16, n, ld, g, Ab.data(), Bb.data(), C.data()); });
+        timeIt(reps, [&] { mxGemm(TSR_MX_BF16, n, ld, g, Ab.data(), Bbt.data(), C.data(), colB); });
     checkGemm("bf16 matrix-runtime GEMM", n, ld, A, B, C.data());
     double gf = flop / tf.best / 1e9, gb = flop / tb.best / 1e9;
     std::printf("%3dx%3dx%3d  %12.1f %7.2fx %12.1f %7.2fx\n", g.mt, g.nt, g.kt, gf,

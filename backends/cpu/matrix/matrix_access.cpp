@@ -195,7 +195,8 @@ bool wholeTileInRange(const tsr_mx_shape *s, int64_t count, int64_t off, int64_t
 }
 
 // A col-major tile, all in range, transposed into row-major storage by plain loops (no
-// per-element bounds or dispatch): column c of memory is contiguous over r.
+// per-element bounds or dispatch): column c of memory is contiguous over r. The path's
+// loadFullCol (AVX-512: in-register transposes) comes first; this serves the rest.
 template <typename Mem, typename Store, typename Cvt>
 void loadColumns(const Mem *mem, int64_t ld, Store *dst, int rows, int cols, Cvt cvt) {
   for (int c = 0; c < cols; ++c) {
@@ -230,6 +231,13 @@ extern "C" int64_t tsr_mx_load(const tsr_mx_shape *s, void *tile, const void *ba
   const Kernels &k = activeKernels();
   if (!s->col_major && k.loadFull && wholeTileInRange(s, count, off, ld, brows, bcols) &&
       k.loadFull(s, tile, static_cast<const char *>(base) + off * elemIo(s->elem).memBytes, ld)) {
+    if (bad_index)
+      *bad_index = 0;
+    return -1;
+  }
+  if (s->col_major && k.loadFullCol && wholeTileInRange(s, count, off, ld, brows, bcols) &&
+      k.loadFullCol(s, tile, static_cast<const char *>(base) + off * elemIo(s->elem).memBytes,
+                    ld)) {
     if (bad_index)
       *bad_index = 0;
     return -1;

@@ -333,6 +333,107 @@ TSR_AVX512 bool storeFull(const tsr_mx_shape *s, const void *tile, void *dst, in
   return true;
 }
 
+// ---- whole in-range col-major tiles (matrix_kernels.h, loadFullCol)
+
+// In-register transpose of 16 vectors of 16 32-bit lanes: v[i][j] -> v[j][i].
+TSR_AVX512_INLINE void transpose16x16(__m512i v[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) { // 2x2 blocks of 32-bit elements
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) { // 4x4 blocks inside each 128-bit lane
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Now v[4b + q] lane l holds element 4l + q of rows 4b .. 4b + 3: gather the 128-bit lanes.
+  for (int q = 0; q < 4; ++q) {
+    __m512i a0 = _mm512_shuffle_i32x4(v[q], v[4 + q], 0x88); // lanes 0, 2 | 0, 2
+    __m512i a1 = _mm512_shuffle_i32x4(v[q], v[4 + q], 0xdd); // lanes 1, 3 | 1, 3
+    __m512i b0 = _mm512_shuffle_i32x4(v[8 + q], v[12 + q], 0x88);
+    __m512i b1 = _mm512_shuffle_i32x4(v[8 + q], v[12 + q], 0xdd);
+    t[q] = _mm512_shuffle_i32x4(a0, b0, 0x88);      // lane 0 of each: out row q
+    t[8 + q] = _mm512_shuffle_i32x4(a0, b0, 0xdd);  // lane 2: out row 8 + q
+    t[4 + q] = _mm512_shuffle_i32x4(a1, b1, 0x88);  // lane 1: out row 4 + q
+    t[12 + q] = _mm512_shuffle_i32x4(a1, b1, 0xdd); // lane 3: out row 12 + q
+  }
+  for (int i = 0; i < 16; ++i)
+    v[i] = t[i];
+}
+
+// dst (R x C 32-bit words, row-major) = the transpose of the C x R word matrix in memory, word
+// (c, r) at src + c * stride + r * elemBytes bytes, read by Load(ptr, mask) as 16 words of one
+// memory row (f32 / i32 as they are, f16 converted, bf16 / i8 pairs). 16 x 16 blocks; an edge
+// block of fewer rows / columns (8, or 4 pair rows of an 8-row b tile) loads and stores under
+// masks, its unused lanes zero and never stored. No prefetch of the next tile (unlike loadFull).
+template <int elemBytes, class Load>
+TSR_AVX512_INLINE void transposeIn(const char *src, int64_t stride, uint32_t *dst, int R, int C,
+                                   Load load) {
+  for (int c0 = 0; c0 < C; c0 += 16) {
+    int nc = C - c0 < 16 ? C - c0 : 16;
+    __mmask16 mc = __mmask16((1u << nc) - 1);
+    for (int r0 = 0; r0 < R; r0 += 16) {
+      int nr = R - r0 < 16 ? R - r0 : 16;
+      __mmask16 mr = __mmask16((1u << nr) - 1);
+      __m512i v[16];
+      const char *p = src + c0 * stride + int64_t(r0) * elemBytes;
+      for (int i = 0; i < 16; ++i)
+        v[i] = i < nc ? load(p + i * stride, mr) : _mm512_setzero_si512();
+      transpose16x16(v);
+      for (int j = 0; j < nr; ++j)
+        _mm512_mask_storeu_epi32(dst + (r0 + j) * C + c0, mc, v[j]);
+    }
+  }
+}
+
+// Loaders of one memory row of 16 words for transposeIn.
+struct LoadWords { // f32 / i32, bf16 pairs
+  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+    return _mm512_maskz_loadu_epi32(m, p);
+  }
+};
+struct LoadF16 { // f16 -> f32
+  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+    return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)));
+  }
+};
+struct LoadI8Pairs { // i8 pairs -> i16 pairs, sign-extended
+  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+    return _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+
+TSR_AVX512 bool loadFullCol(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
+  int R = s->rows, C = s->cols;
+  const char *in = static_cast<const char *>(src);
+  auto *out = static_cast<uint32_t *>(tile);
+  switch (s->elem) {
+  case TSR_MX_F32:
+  case TSR_MX_I32:
+    transposeIn<4>(in, ld * 4, out, R, C, LoadWords());
+    return true;
+  case TSR_MX_F16: // held as f32
+    transposeIn<2>(in, ld * 2, out, R, C, LoadF16());
+    return true;
+  case TSR_MX_BF16:
+  case TSR_MX_I8:
+    if (s->use != TSR_MX_USE_B)
+      return false; // a tiles: 16-bit row-major storage, the general path
+    // The pair layout (matrix_kernels.h) as 32-bit words: word (p, j) = b[2p][j] | b[2p + 1][j]
+    // << 16, and in col-major memory b[2p][j], b[2p + 1][j] are adjacent: the word at element
+    // j * ld + 2p. So the tile is the transpose of memory viewed as an N x K/2 word matrix.
+    if (s->elem == TSR_MX_BF16)
+      transposeIn<4>(in, ld * 2, out, R / 2, C, LoadWords());
+    else // i8: each byte pair sign-extended to an i16 pair
+      transposeIn<2>(in, ld, out, R / 2, C, LoadI8Pairs());
+    return true;
+  default:
+    return false;
+  }
+}
+
 struct Features {
   bool avx512 = false, vnni = false, bf16 = false;
 };
@@ -373,6 +474,7 @@ Kernels makeTable(const Features &f) {
             i16ToI8,
             loadFull,
             storeFull,
+            loadFullCol,
             f.bf16 ? madBf16Dot : nullptr};
   return k;
 }

@@ -37,6 +37,9 @@ struct Kernels {
   // handle (the caller then takes the general path); nullptr: none.
   bool (*loadFull)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
   bool (*storeFull)(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld);
+  // The same for whole col-major (`.col`) tiles: src is element (0, 0), column c starts at
+  // src + c * ld elements. Same contract: false -> the general path; nullptr: none.
+  bool (*loadFullCol)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
   // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
   // host measured it gives ~0.55x the MACs per cycle of f32 FMA (docs/performance.md); kept
   // for hosts where it is faster, for the bench, and tested like the others.

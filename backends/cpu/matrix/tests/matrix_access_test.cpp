@@ -187,6 +187,22 @@ TEST(MatrixRuntime, LoadEveryShapeInRange) {
   });
 }
 
+// Whole in-range col-major tiles (the loadFullCol fast path: 16 x 16 transposes, 8-wide edges)
+// at padded, odd and negative leading dimensions, the tile placed mid-buffer.
+TEST(MatrixRuntime, LoadColMajorWholeTiles) {
+  std::mt19937 rng(3);
+  forEachShape([&](tsr_mx_shape s) {
+    if (!s.col_major)
+      return;
+    int64_t rows = s.rows, cols = s.cols;
+    for (int64_t ld : {rows + 16, rows + 1, 2 * rows + 5, -(rows + 7)}) {
+      int64_t span = (cols - 1) * (ld < 0 ? -ld : ld) + rows;
+      int64_t off = ld < 0 ? 11 + (cols - 1) * -ld : 11;
+      checkLoad(s, {span + 22, off, ld, rows, cols}, rng);
+    }
+  });
+}
+
 TEST(MatrixRuntime, LoadBoundsAndFaults) {
   std::mt19937 rng(2);
   for (uint8_t elem : kElems)
