@@ -30,6 +30,8 @@ inline tsr_status_code_t kernelFaultCode(uint32_t kind) {
     return TSR_DEADLINE_EXCEEDED;
   case TSR_FAULT_LOOP_LIMIT: // the device cannot run the kernel to its end
     return TSR_UNIMPLEMENTED;
+  case TSR_FAULT_OUT_OF_MEMORY:
+    return TSR_RESOURCE_EXHAUSTED;
   default:
     return TSR_INVALID_ARGUMENT;
   }
@@ -81,6 +83,9 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
     what = "loop ended early by the device (an implementation limit on loop iterations; "
            "llvmpipe allows 65535 per work-item)";
     break;
+  case TSR_FAULT_OUT_OF_MEMORY:
+    what = "out of host memory for the workgroup's matrix tiles";
+    break;
   default:
     break;
   }
@@ -107,6 +112,10 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
     break;
   case TSR_FAULT_LOOP_STEP:
     std::snprintf(buf, sizeof(buf), ": step %" PRId64, index);
+    out += buf;
+    break;
+  case TSR_FAULT_OUT_OF_MEMORY:
+    std::snprintf(buf, sizeof(buf), " (%" PRId64 " bytes)", i64(f.count_lo, f.count_hi));
     out += buf;
     break;
   default:

@@ -40,8 +40,10 @@ typedef enum tsr_fault_kind {
   TSR_FAULT_DIVISION_OVERFLOW = 6,    /* signed integer MIN / -1 or MIN rem -1 */
   TSR_FAULT_LOOP_STEP = 7,            /* a `for` whose step is <= 0 at run time */
   TSR_FAULT_DEADLINE = 8,             /* the launch ran past its deadline and was cancelled */
-  TSR_FAULT_LOOP_LIMIT = 9            /* the device ended a loop early: an implementation limit
+  TSR_FAULT_LOOP_LIMIT = 9,           /* the device ended a loop early: an implementation limit
                                          (llvmpipe: 65535 loop iterations per work-item) */
+  TSR_FAULT_OUT_OF_MEMORY = 10        /* a workgroup could not allocate its working memory (the
+                                         CPU's matrix tiles); count = the bytes asked for */
 } tsr_fault_kind;
 
 /* 14 words (56 bytes). */

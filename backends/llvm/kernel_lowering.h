@@ -82,6 +82,9 @@ private:
   /// every return.
   void setUpMatrixArena();
   void freeMatrixArena();
+  /// At the start (after setUpFaults): a failed allocation claims the fault record with
+  /// TSR_FAULT_OUT_OF_MEMORY and returns.
+  void checkMatrixArena();
   llvm::Error emitMatrixOp(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitMatrixLoadStore(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitMatrixMap(const ir::Op &op, llvm::Value *mask);
@@ -200,7 +203,8 @@ private:
   std::unordered_map<const ir::Value *, unsigned> matrixUses_;
   std::unordered_map<const ir::Op *, std::vector<MatrixSlot>> yieldTemps_; // swapping yields
   uint64_t arenaBytesPerSubgroup_ = 0;
-  llvm::Value *arena_ = nullptr, *numSubgroups_ = nullptr, *badIndex_ = nullptr;
+  llvm::Value *arena_ = nullptr, *arenaBytes_ = nullptr, *numSubgroups_ = nullptr,
+              *badIndex_ = nullptr;
 };
 
 } // namespace tessera::llvmgen

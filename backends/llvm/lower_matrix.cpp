@@ -15,6 +15,8 @@
 // static_asserted by the CPU codegen) and never touch a tile of an inactive subgroup.
 #include "backends/llvm/kernel_lowering.h"
 
+#include <algorithm>
+
 namespace tessera::llvmgen {
 
 using ir::OpForm;
@@ -164,10 +166,30 @@ void KernelLowering::setUpMatrixArena() {
     return;
   badIndex_ = b_.CreateAlloca(i64);
   // Every slot is a multiple of 64 bytes, so nsub * total is too (aligned_alloc's rule).
-  // TODO(matrix): a failed allocation (tens of MiB at most) has no fault kind to report it.
   llvm::FunctionCallee alloc = runtimeFunction(out_, "aligned_alloc", ptr, {i64, i64});
-  arena_ = b_.CreateCall(
-      alloc, {b_.getInt64(64), b_.CreateMul(numSubgroups_, b_.getInt64(arenaBytesPerSubgroup_))});
+  arenaBytes_ = b_.CreateMul(numSubgroups_, b_.getInt64(arenaBytesPerSubgroup_));
+  arena_ = b_.CreateCall(alloc, {b_.getInt64(64), arenaBytes_});
+}
+
+void KernelLowering::checkMatrixArena() {
+  if (!arena_)
+    return;
+  llvm::BasicBlock *noMemory = llvm::BasicBlock::Create(ctx_, "mx.nomem", fn_);
+  llvm::BasicBlock *ok = llvm::BasicBlock::Create(ctx_, "mx.arena", fn_);
+  b_.CreateCondBr(b_.CreateIsNull(arena_), noMemory, ok);
+  b_.SetInsertPoint(noMemory);
+  // No op to blame: line 0; the record's count says how much was asked for.
+  std::vector<llvm::Value *> args = {faultRec_,      b_.getInt32(TSR_FAULT_OUT_OF_MEMORY),
+                                     b_.getInt32(0), b_.getInt32(0),
+                                     b_.getInt32(0), b_.getInt64(0),
+                                     arenaBytes_};
+  for (unsigned d = 0; d < 3; ++d)
+    args.push_back(b_.getInt32(0));
+  for (unsigned d = 0; d < 3; ++d)
+    args.push_back(b_.CreateTrunc(groupId_[d], b_.getInt32Ty()));
+  b_.CreateCall(faultFunction(), args);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(ok);
 }
 
 void KernelLowering::freeMatrixArena() {
@@ -255,6 +277,31 @@ llvm::Value *KernelLowering::matrixShape(const ir::Type &t, bool colMajor) {
 // ------------------------------------------------------------------------------ ops
 
 llvm::Error KernelLowering::emitMatrixOp(const ir::Op &op, llvm::Value *mask) {
+  // The verifier rules these out; IR built in C++ and never verified must still get an error
+  // here rather than an abort in the runtime or a tile that was never allocated.
+  std::vector<const ir::Value *> mats;
+  for (const ir::Value *v : op.operands)
+    if (v->type.isMatrix())
+      mats.push_back(v);
+  for (auto &r : op.results)
+    mats.push_back(r.get());
+  for (const ir::Value *v : mats) {
+    if (std::string why = ir::matrixTypeError(v->type); !why.empty())
+      return err(op,
+                 "'" + std::string(op.info().name) + "' on " + ir::toString(v->type) + ": " + why);
+    if (!matrixSlot_.count(v))
+      return err(op, "'" + std::string(op.info().name) +
+                         "': matrix ops are allowed only in kernels (not in a func)");
+  }
+  if (op.kind == OpKind::MatrixMad) {
+    const ir::Type &a = op.operands[0]->type, &b = op.operands[1]->type, &c = op.operands[2]->type;
+    bool pair = (a.elem == Scalar::I8 && c.elem == Scalar::I32) ||
+                (a.elem != Scalar::I8 && c.elem == Scalar::F32);
+    if (!pair || b.elem != a.elem || a.use != ir::MatrixUse::A || b.use != ir::MatrixUse::B ||
+        c.use != ir::MatrixUse::Acc || a.cols != b.rows || a.rows != c.rows || b.cols != c.cols)
+      return err(op, "'matrix_mad' cannot multiply " + ir::toString(a) + " by " + ir::toString(b) +
+                         " into " + ir::toString(c));
+  }
   switch (op.info().form) {
   case OpForm::MatrixLoad:
   case OpForm::MatrixStore:

@@ -6,6 +6,8 @@
 // side effects or traps (loads, integer division) outside the run that owns it.
 #include "backends/llvm/kernel_lowering.h"
 
+#include <algorithm>
+
 namespace tessera::llvmgen {
 
 using ir::OpForm;
@@ -480,6 +482,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   planFunction(k);
   computeArrays(*k.body);
   b_.SetInsertPoint(start);
+  checkMatrixArena();
   if (llvm::Error e = emitLockstepBlock(*k.body, nullptr, TermSink{}))
     return e;
   freeMatrixArena();

@@ -434,6 +434,17 @@ void checkMatmul(const char *who, const std::vector<float> &A, const std::vector
   }
 }
 
+/// The arguments of matmul_tiled and gemm_mx's kernels: (A, B, C, M, N, K).
+std::vector<tsr_arg_t> matmulArgs(const hal::Buffer &a, const hal::Buffer &b, const hal::Buffer &c,
+                                  int M, int N, int K) {
+  return {tsr_arg_buffer(a.get(), 0),
+          tsr_arg_buffer(b.get(), 0),
+          tsr_arg_buffer(c.get(), 0),
+          tsr_arg_i32(M),
+          tsr_arg_i32(N),
+          tsr_arg_i32(K)};
+}
+
 void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &report) {
   const int M = o.quick ? 256 : 4096, N = M, K = M;
   std::vector<float> A = inputs(size_t(M) * K, 4, -1, 1), B = inputs(size_t(K) * N, 5, -1, 1);
@@ -442,12 +453,7 @@ void matmul(const Options &o, hal::Device &device, hal::Stream &stream, Report &
   tsr_kernel_t mm = kernelOf(*program, "matmul_tiled");
   hal::Buffer bA = upload(device, stream, A), bB = upload(device, stream, B);
   hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
-  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0),
-                                 tsr_arg_buffer(bB.get(), 0),
-                                 tsr_arg_buffer(bC.get(), 0),
-                                 tsr_arg_i32(M),
-                                 tsr_arg_i32(N),
-                                 tsr_arg_i32(K)};
+  std::vector<tsr_arg_t> args = matmulArgs(bA, bB, bC, M, N, K);
   hal::Dim3 grid = {uint32_t(N + 15) / 16, uint32_t(M + 15) / 16};
   double ms = timeMs(o.reps, 3, stream, [&] { launch(stream, mm, grid, {16, 16}, args); });
   checkMatmul("matmul_tiled", A, B, download(stream, bC, size_t(M) * N), M, N, K);
@@ -504,14 +510,9 @@ void matrixGemm(const Options &o, hal::Device &device, hal::Stream &stream, bool
   ok(stream.copyToDevice(hostA, bA, 0, A.size() * elemBytes), "copy to device");
   ok(stream.copyToDevice(hostB, bB, 0, B.size() * elemBytes), "copy to device");
   hal::Buffer bC = take(device.allocate(size_t(M) * N * 4), "allocate");
-  std::vector<tsr_arg_t> args = {tsr_arg_buffer(bA.get(), 0),
-                                 tsr_arg_buffer(bB.get(), 0),
-                                 tsr_arg_buffer(bC.get(), 0),
-                                 tsr_arg_i32(M),
-                                 tsr_arg_i32(N),
-                                 tsr_arg_i32(K)};
-  // 128 x 128 of C per workgroup of 4 warps (gemm_mx.tir).
-  hal::Dim3 grid = {uint32_t(N + 127) / 128, uint32_t(M + 127) / 128};
+  std::vector<tsr_arg_t> args = matmulArgs(bA, bB, bC, M, N, K);
+  // 64 x 64 of C per workgroup of 4 warps (gemm_mx.tir).
+  hal::Dim3 grid = {uint32_t(N + 63) / 64, uint32_t(M + 63) / 64};
   // At most 3 samples of one launch: the f32 kernel (an FMA loop) may be slow at 4096^3.
   double ms =
       timeMs(std::min(o.reps, 3), 1, stream, [&] { launch(stream, gemm, grid, {128}, args); });

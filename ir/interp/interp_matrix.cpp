@@ -9,12 +9,14 @@
 // order, one rounding to the accumulator type; i8 x i8 -> i32 exact and wrapping. matrix_map
 // runs its region with the interpreter's own scalar semantics, up to one element per lane.
 // This file must never share code with a backend.
+#include "ir/core/diagnostic.h"
 #include "ir/interp/interp_internal.h"
 #include "ir/interp/numerics.h"
 #include "ir/verify/matrix_launch.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
@@ -49,7 +51,12 @@ std::string operandName(const Op &op, size_t k) {
 
 bool Machine::checkMatrixLaunch(const Function &kernel) {
   std::string err = matrixLaunchError(kernel, lanes_, opts_.subgroupSize);
-  return err.empty() || failNoOp(err);
+  if (err.empty())
+    return true;
+  // At the kernel: the launch dimensions may come from its launch spec or from the caller.
+  error_ =
+      Diagnostic{module_.filename.empty() ? "<input>" : module_.filename, kernel.loc, err}.str();
+  return false;
 }
 
 /// Matrix ops need every lane of each subgroup that reaches them, and the same operand values

@@ -2,6 +2,7 @@
 // hand-written canonical text, the structure the parser builds (operand order, modifiers,
 // region arguments), and malformed matrix syntax with the exact line:col of the one
 // diagnostic (positions counted by hand from the input, never copied from the parser).
+#include "ir/core/builder.h"
 #include "ir/text/parser.h"
 #include "ir/text/printer.h"
 
@@ -146,6 +147,48 @@ TEST(MatrixText, MapRegionArgsGetTheOperandsElementTypes) {
   EXPECT_EQ(map.region(0).args[0]->type, Type::scalar(Scalar::I32));
   EXPECT_EQ(map.region(0).args[1]->type, Type::scalar(Scalar::F32));
   EXPECT_EQ(printModule(*r.module), text);
+}
+
+TEST(MatrixText, BuilderKernelPrintsWhatTheParserReads) {
+  Module m;
+  m.filename = "built.tir";
+  Function *k = m.addFunction(true, "k");
+  Value *A = k->body->addArg(Type::buffer(Scalar::I8), "A");
+  Value *O = k->body->addArg(Type::buffer(Scalar::I32), "O");
+  Value *n = k->body->addArg(Type::scalar(Scalar::I64), "n");
+  Builder b(*k->body);
+  Value *a = b.matrixLoad({A, n, n, n, n, true}, Type::matrix(Scalar::I8, 32, 16, MatrixUse::A));
+  Value *bm = b.matrixLoad({A, n, n}, Type::matrix(Scalar::I8, 16, 8, MatrixUse::B));
+  Value *c =
+      b.matrixFill(b.constInt(0, Scalar::I32), Type::matrix(Scalar::I32, 32, 8, MatrixUse::Acc));
+  Value *d = b.matrixMad(a, bm, c);
+  Value *ops[] = {d};
+  Value *r = b.matrixMap(ops, d->type, [&](Builder &in, std::span<Value *const> args) {
+    Value *y[] = {in.binary(OpKind::Max, args[0], in.constInt(0, Scalar::I32))};
+    in.yield(y);
+  });
+  b.matrixStore(r, {O, n, n});
+  b.ret();
+  std::string printed = printModule(m);
+  // Hand-written: the printer names unnamed values by number, in text order.
+  EXPECT_EQ(printed,
+            "kernel @k(%A: buffer<i8>, %O: buffer<i32>, %n: i64) {\n"
+            "  %0 = matrix_load.col %A[%n] stride %n bounds %n, %n : matrix<i8, 32, 16, a>\n"
+            "  %1 = matrix_load %A[%n] stride %n : matrix<i8, 16, 8, b>\n"
+            "  %2 = const 0 : i32\n"
+            "  %3 = matrix_fill %2 : matrix<i32, 32, 8, acc>\n"
+            "  %4 = matrix_mad %0, %1, %3 : matrix<i8, 32, 16, a>, matrix<i8, 16, 8, b>, "
+            "matrix<i32, 32, 8, acc>\n"
+            "  %5 = matrix_map(%6 = %4) -> matrix<i32, 32, 8, acc> {\n"
+            "    %7 = const 0 : i32\n"
+            "    %8 = max %6, %7 : i32\n"
+            "    yield %8\n"
+            "  }\n"
+            "  matrix_store %5, %O[%n] stride %n : matrix<i32, 32, 8, acc>\n"
+            "}\n");
+  ParseResult r2 = parseModule(printed, "printed", /*verify=*/true);
+  ASSERT_TRUE(r2.ok()) << diagText(r2);
+  EXPECT_EQ(printModule(*r2.module), printed);
 }
 
 struct MatrixErrorCase {

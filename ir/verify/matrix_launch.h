@@ -2,9 +2,10 @@
 // subgroup takes part in each matrix op, so the workgroup must hold whole subgroups.
 //
 // One function, called by every place that knows both the launch shape and the subgroup size:
-// the interpreter (its subgroupSize option), the runtime's launch path (the kernel metadata's
-// subgroup size) and the verifier's launch-spec check when the target's size is given. It
-// must stay free of anything but the IR core: the runtime and tools include it.
+// the interpreter (its subgroupSize option) and the runtime's launch path (the kernel
+// metadata's subgroup size, tessera::launchShapeError). The verifier cannot: a module has no
+// subgroup size until a target is chosen. It must stay free of anything but the IR core: the
+// runtime and tools include it.
 #pragma once
 
 #include "ir/core/ir.h"

@@ -104,6 +104,48 @@ TEST(MatrixJudge, TheAbsoluteTermCoversTinyResults) {
   EXPECT_FALSE(judge(c, 1, 18 * std::ldexp(1.0, -126)).passed());
 }
 
+TEST(MatrixJudge, BudgetsFlowThroughMatrixValuesLoopsAndMaps) {
+  // A K loop of mads, then an erf epilogue stored as bf16: the output gets the mad's
+  // summation factor, erf's 16 f32 ULPs scaled to bf16, and both contributors; a buffer only
+  // written from a matrix_load (a copy) gets neither.
+  ir::ParseResult r = ir::parseModule(R"(
+kernel @k(%A: buffer<bf16, readonly>, %B: buffer<bf16, readonly>, %D: buffer<bf16, writeonly>, %E: buffer<f32>, %K: i32) {
+  %z = const 0 : i32
+  %s16 = const 16 : i32
+  %zf = const 0.0 : f32
+  %acc0 = matrix_fill %zf : matrix<f32, 16, 16, acc>
+  %acc = for %k0 = %z to %K step %s16 iter(%c = %acc0) : i32 {
+    %a = matrix_load %A[%k0] stride %K : matrix<bf16, 16, 16, a>
+    %b = matrix_load %B[%k0] stride %s16 : matrix<bf16, 16, 16, b>
+    %d = matrix_mad %a, %b, %c : matrix<bf16, 16, 16, a>, matrix<bf16, 16, 16, b>, matrix<f32, 16, 16, acc>
+    yield %d
+  }
+  %g = matrix_map(%x = %acc) -> matrix<bf16, 16, 16, acc> {
+    %e = erf %x : f32
+    %h = convert %e : f32 -> bf16
+    yield %h
+  }
+  matrix_store %g, %D[%z] stride %s16 : matrix<bf16, 16, 16, acc>
+  %m = matrix_load %E[%s16] stride %s16 : matrix<f32, 16, 16, acc>
+  matrix_store %m, %E[%z] stride %s16 : matrix<f32, 16, 16, acc>
+}
+)",
+                                      "flow.tir");
+  ASSERT_TRUE(r.ok()) << (r.diags.empty() ? "" : r.diags[0].str());
+  std::vector<OutputBudget> bs =
+      outputBudgets(*r.module, *r.module->lookup("k"), 32, 32, PrecisionProfile::Full);
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].param, "D");
+  EXPECT_DOUBLE_EQ(bs[0].sumFactor, std::ldexp(1.0, -24));
+  EXPECT_DOUBLE_EQ(bs[0].ulp, 1 + 16 * std::ldexp(1.0, 8 - 24));
+  EXPECT_EQ(bs[0].contributors,
+            (std::vector<std::string>{"matrix_mad.f32 (line 10)", "erf.f32 (line 14)"}));
+  EXPECT_EQ(bs[1].param, "E");
+  EXPECT_EQ(bs[1].sumFactor, 0);
+  EXPECT_EQ(bs[1].ulp, 1);
+  EXPECT_TRUE(bs[1].contributors.empty());
+}
+
 TEST(MatrixLaunch, TheRuntimeRefusesPartialSubgroupsForMatrixKernels) {
   ProgramKernel k;
   k.name = "gemm";

@@ -372,6 +372,26 @@ launch @oob grid(1) workgroup(8) seed(2) {
 }
 )";
 
+// Robust mode: the elements past the buffer read 0 (the interpreter stops there, so the
+// expected values are written out: C = A where A exists, 0 past it).
+TEST_F(VulkanMatrix, RobustModeReadsZeroPastTheBuffer) {
+  ir::ParseResult r = ir::parseModule(kOutOfRange, "oob.tir");
+  ASSERT_TRUE(r.ok());
+  ProgramOptions opts;
+  opts.bounds = TSR_BOUNDS_ROBUST;
+  std::string err;
+  auto program = Program::create(s_.device, *r.module, nullptr, opts, &err);
+  ASSERT_TRUE(program) << err;
+  ir::LaunchData data;
+  ASSERT_TRUE(ir::makeLaunchData(*r.module->lookup("oob"), data, err)) << err;
+  std::vector<ir::HostBuffer> outputs;
+  double ms = 0;
+  ASSERT_TRUE(runOnDevice(s_.device, *program->kernel("oob"), data, outputs, &ms, &err)) << err;
+  ASSERT_EQ(outputs.size(), 2u);
+  for (int64_t i = 0; i < 64; ++i)
+    EXPECT_EQ(outputs[1].get(i).f, i < 60 ? data.buffers[0].get(i).f : 0.0) << i;
+}
+
 TEST_F(VulkanMatrix, CheckedModeReportsOutOfRangeElement) {
   std::string err = run(kOutOfRange, "oob", TSR_BOUNDS_CHECKED);
   EXPECT_NE(err, "");

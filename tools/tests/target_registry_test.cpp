@@ -390,7 +390,9 @@ TEST(TargetRegistry, VulkanDriverRecordAgreesWithTheDeviceInfo) {
   vulkan::VulkanTargetCaps parsed;
   for (const auto &[k, v] : e)
     ASSERT_TRUE(parsed.set(k.substr(7), v, &err)) << err;
-  EXPECT_EQ(e.size(), 23u) << "one line per VulkanTargetCaps field:\n" << caps;
+  EXPECT_EQ(e.size(), 24u) << "one line per VulkanTargetCaps field:\n" << caps;
+  if (std::string(info.architecture).find("llvmpipe") != std::string::npos)
+    EXPECT_TRUE(parsed.cooperativeMatrix.empty()) << "lavapipe lacks VK_KHR_cooperative_matrix";
   EXPECT_EQ(parsed.subgroupSize, info.subgroup_size);
   EXPECT_EQ(parsed.maxComputeSharedMemorySize, info.max_shared_memory);
   EXPECT_EQ(parsed.float64, (info.features & TSR_FEATURE_FP64) != 0);

@@ -103,7 +103,11 @@ std::vector<llvm::Value *> NvptxHooks::emitMatrixInstr(llvm::IRBuilder<> &b,
   std::vector<llvm::Value *> bregs = pack(b, bv, per, asI32);
   args.insert(args.end(), bregs.begin(), bregs.end());
   args.insert(args.end(), c.begin(), c.end());
-  llvm::Value *r = b.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id), args);
+  llvm::CallInst *r = b.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id), args);
+  // LLVM 19 declares the mma intrinsics IntrNoMem only: without `convergent` a pass could
+  // sink one into a branch that only some lanes take (e.g. a guarded store of d), and
+  // mma.sync.aligned needs the whole warp.
+  r->addFnAttr(llvm::Attribute::Convergent);
   std::vector<llvm::Value *> d;
   for (unsigned i = 0; i < c.size(); ++i)
     d.push_back(b.CreateExtractValue(r, i));

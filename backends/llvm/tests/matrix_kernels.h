@@ -25,7 +25,7 @@ inline std::vector<MatrixCase> matrixCases() {
   std::vector<MatrixCase> cases;
   for (const char *t : {"bf16", "f16", "f32", "i8"}) {
     std::string in = t, acc = in == "i8" ? "i32" : "f32", out = in == "i8" ? "i32" : "bf16";
-    for (auto [m, n, k] : {std::tuple{16, 8, 16}, {8, 8, 8}, {64, 64, 32}, {32, 16, 64}})
+    for (auto [m, n, k] : {std::tuple{16, 8, 16}, {8, 8, 8}, {32, 32, 32}, {32, 16, 64}})
       cases.push_back({in, acc, out, m, n, k});
   }
   return cases;

@@ -141,7 +141,8 @@ void Lowering::recordFault(Id fault, tsr_fault_kind kind, uint32_t param, Id ind
     writeFault(fault, constU32(kind), param, index, wide, count);
 }
 
-Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed) {
+Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed,
+                         Id *faultOut) {
   if (bounds_ == TSR_BOUNDS_UNCHECKED)
     return 0;
   Id u32 = u32T();
@@ -155,8 +156,11 @@ Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind ki
     fault = b_.op(spv::OpLogicalAnd, boolT(), {accessed, fault});
     ok = b_.op(spv::OpLogicalAnd, boolT(), {accessed, ok});
   }
-  recordFault(fault, m.shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
-              m.shared ? UINT32_MAX : m.param->index, index, wide, count);
+  if (faultOut)
+    *faultOut = fault;
+  else
+    recordFault(fault, m.shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
+                m.shared ? UINT32_MAX : m.param->index, index, wide, count);
   return ok;
 }
 

@@ -201,8 +201,10 @@ private:
   /// Robust / checked: whether `index` (a u32 or i64 register) lies in `m`; records the
   /// fault in checked mode. 0 in unchecked mode.
   /// `accessed` (0: always): a predicate that must also hold for the access to happen (and
-  /// for a fault to be recorded); the result includes it.
-  Id boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed = 0);
+  /// for a fault to be recorded); the result includes it. With `faultOut` the fault is not
+  /// recorded but returned there (0 in unchecked mode), for a caller that records one per op.
+  Id boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind kind, Id accessed = 0,
+                 Id *faultOut = nullptr);
   /// Checked mode: records division by zero / MIN / -1 of an integer div or rem.
   void checkDivision(const ir::Op &op, Id x, Id y);
   /// A `for` step that is not a constant > 0: false while the step is <= 0 (the loop runs

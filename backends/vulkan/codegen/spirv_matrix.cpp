@@ -242,6 +242,19 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   Id ptrT =
       b_.typePointer(m->shared ? spv::StorageClassWorkgroup : spv::StorageClassStorageBuffer, memT);
   std::vector<Id> out(size_t(t.rows) * per);
+  // Checked mode records one fault per op, not per element: a record write is an `if` with
+  // an atomic, which made kernels with 32 x 32 tiles take minutes to compile on llvmpipe.
+  Id anyFault = 0, firstBad = 0;
+  // Loads outside checked mode are branchless: a skipped element reads index 0 and selects 0
+  // (llvmpipe runs an `if` per element under a mask anyway: robust GEMM tiles ran ~1.5x
+  // faster so). Index 0 exists unless the buffer is empty: one uniform `if` around them all.
+  bool branchless = !isStore && bounds_ != TSR_BOUNDS_CHECKED;
+  spirv::IfBlocks nonEmpty;
+  bool outerIf = branchless && !m->shared;
+  if (outerIf)
+    nonEmpty = b_.beginIf(
+        b_.op(spv::OpINotEqual, boolTy, {b_.op(spv::OpArrayLength, u32, {m->var, 0}), constU32(0)}),
+        false);
   for (uint32_t r = 0; r < uint32_t(t.rows); ++r) {
     Id rowOk = hasBounds ? signedLess(constInt(boundT, r), ops[2]) : 0;
     rowOk = both(rowOk, exact);
@@ -249,17 +262,29 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       Id index = colMajor ? b_.op(spv::OpIAdd, i64, {base[k], constInt(i64, r)})
                           : b_.op(spv::OpIAdd, i64, {base[r], col[k]});
       Id accessed = both(rowOk, colOk[k]);
-      Id guard = boundsGuard(*m, index, true, kind, accessed);
+      Id fault = 0;
+      Id guard = boundsGuard(*m, index, true, kind, accessed, &fault);
+      if (fault) { // checked: the op's first faulting element (in this lane's order), kept
+        firstBad = firstBad ? b_.op(spv::OpSelect, i64, {anyFault, firstBad, index}) : index;
+        anyFault = anyFault ? b_.op(spv::OpLogicalOr, boolTy, {anyFault, fault}) : fault;
+      }
       if (!guard)
         guard = accessed; // unchecked: only the op's own bounds skip elements
       if (guard)
         index = b_.op(spv::OpSelect, i64, {guard, index, constInt(i64, 0)});
       Id ptr = m->shared ? b_.op(spv::OpAccessChain, ptrT, {m->var, index})
                          : b_.op(spv::OpAccessChain, ptrT, {m->var, constU32(0), index});
+      size_t e = size_t(r) * per + k;
+      if (branchless) {
+        Id loaded = b_.op(spv::OpLoad, memT, {ptr});
+        if (guard)
+          loaded = b_.op(spv::OpSelect, memT, {guard, loaded, constInt(memT, 0)});
+        out[e] = fromMem(loaded, t.elem);
+        continue;
+      }
       spirv::IfBlocks ib;
       if (guard)
         ib = b_.beginIf(guard, false);
-      size_t e = size_t(r) * per + k;
       if (isStore) {
         b_.opVoid(spv::OpStore, {ptr, toMem(elems[e], t.elem)});
         if (guard)
@@ -273,6 +298,18 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       }
       out[e] = fromMem(loaded, t.elem);
     }
+  }
+  if (outerIf) {
+    b_.endIf(nonEmpty);
+    Id T = regType(t.elem);
+    Id zero = ir::isFloatScalar(t.elem) ? constFloat(T, 0.0) : constInt(T, 0);
+    for (Id &v : out)
+      v = b_.phi(T, {{v, nonEmpty.thenEnd}, {zero, nonEmpty.elseEnd}}).id;
+  }
+  if (anyFault) {
+    Id count = m->shared ? constU32(m->count) : b_.op(spv::OpArrayLength, u32, {m->var, 0});
+    recordFault(anyFault, m->shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
+                m->shared ? UINT32_MAX : m->param->index, firstBad, true, count);
   }
   if (spread)
     out = replicateColumns(out, t);

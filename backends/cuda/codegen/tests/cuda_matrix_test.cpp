@@ -82,12 +82,14 @@ TEST(CudaMatrix, EveryMatrixKernelCompilesForEveryArchWithMmaSyncAndPtxasAccepts
       EXPECT_EQ(cm->kernels().size(), cases->functions.size());
       checkMmaForms(cm->ptx(), arch);
     }
+    if (arch != "sm_80" && arch != "sm_90a") // the corpus covers every arch; the GEMM two
+      continue;
     auto g = compile(*gemm, arch, true);
     if (!g)
       continue;
-    // 64 x 64 x 32 per K step: 4 x 8 tiles of d, 2 K tiles; f32 inputs: the FMA loop.
+    // 32 x 32 x 16 per K step: 2 x 4 tiles of d, 1 K tile; f32 inputs: the FMA loop.
     EXPECT_GE(count(entry(g->ptx(), "gemm_bf16"), "mma.sync.aligned.m16n8k16.row.col.f32.bf16"),
-              64u);
+              8u);
     EXPECT_EQ(count(entry(g->ptx(), "gemm_f32"), "mma.sync"), 0u);
   }
 }
