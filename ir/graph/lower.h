@@ -1,0 +1,81 @@
+// Lowering a graph to kernels: fusion, then kernel IR text scheduled from the device's
+// capabilities, plus a launch plan with concrete sizes.
+//
+// The kernel IR text depends only on the graph's structure (ops, dtypes, ranks, which dims
+// broadcast, which inputs are contiguous) and the schedule, never on sizes: sizes, strides and
+// grid extents are kernel arguments, so the same graph at another batch size lowers to the same
+// module text and the compile cache serves it. docs/graph_ir.md, "Lowering".
+#pragma once
+
+#include "ir/graph/graph.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::graph {
+
+/// What lowering may assume about the device (the runtime fills it from tsr_device_info and
+/// the target's capabilities).
+struct ScheduleCaps {
+  std::string backend = "cpu";       // "cpu", "vulkan", "cuda", "rocm", ...
+  uint32_t maxWorkgroupSize = 256;
+  uint32_t subgroupSize = 16;        // the size kernels are compiled for
+  uint64_t sharedBytes = 32768;      // workgroup-shared memory per workgroup
+  bool f16 = true, bf16 = true, f64 = true, i64 = true;
+  bool matrixOps = true;             // matrix_* ops may be used (GEMMs); else a plain tiled GEMM
+};
+
+/// One device buffer the plan needs.
+struct PlanBuffer {
+  enum class Role : uint8_t { Input, Temp, Output };
+  Role role = Role::Temp;
+  DType dtype = DType::F32;
+  int64_t elements = 0;   // may be 0
+  int param = -1;         // Input: the graph parameter it holds (its storageElements())
+};
+
+/// One kernel argument, in the kernel's parameter order.
+struct PlanArg {
+  enum class Kind : uint8_t { Buffer, I32, I64, F32, F64 };
+  Kind kind = Kind::I64;
+  int buffer = -1;        // Buffer: index into Plan::buffers
+  int64_t i = 0;          // I32, I64
+  double f = 0;           // F32, F64
+};
+
+struct PlanLaunch {
+  std::string kernel;     // a kernel of Plan::module
+  uint32_t grid[3] = {1, 1, 1};       // workgroups per dimension
+  uint32_t workgroup[3] = {1, 1, 1};  // work-items per workgroup
+  std::vector<PlanArg> args;
+};
+
+/// A graph output: a view of a plan buffer.
+struct PlanOutput {
+  int buffer = -1;
+  int64_t offset = 0;                 // elements
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape, strides;
+};
+
+/// What `explain` shows for one kernel.
+struct PlanKernelInfo {
+  std::string kernel;
+  std::string kind;                   // "pointwise" "row" "reduce" "matmul" "cat" "embedding" ...
+  std::vector<std::string> ops;       // the graph ops fused into it, in graph order ("add", ...)
+};
+
+struct Plan {
+  std::string module;                 // kernel IR text holding every kernel (may be empty)
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanLaunch> launches;   // in order; each reads buffers written by earlier ones
+  std::vector<PlanOutput> outputs;    // one per Graph::outputs entry
+  std::vector<PlanKernelInfo> kernels;
+};
+
+/// Fuses and lowers `g` (verified) for `caps`. False with *error when an op cannot be lowered
+/// (the error names the op, its line and why); the caller then falls back.
+bool lower(const Graph &g, const ScheduleCaps &caps, Plan *plan, std::string *error);
+
+} // namespace tessera::graph
