@@ -349,7 +349,7 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
     return it->second;
   KernelText &k = kb.body;
   std::string r;
-  bool own = !g.isParam(v) && fusion.kernelOf[static_cast<size_t>(v)] == curKernel;
+  bool own = curKernel >= 0 && !g.isParam(v) && fusion.kernelOf[static_cast<size_t>(v)] == curKernel;
   bool inlinable =
       !g.isParam(v) && (isPointwise(g.node(v).op) || opFamily(g.node(v).op) == OpFamily::Source);
   const std::optional<Operand> &lay = layout_[static_cast<size_t>(v)];

@@ -420,7 +420,7 @@ bool Lowerer::emitPointwise(const char *kind, int v, const Operand &out,
   k.close();
   launch1D(kb.launch, n);
   addKernel(kb, kind, ops);
-  return true;
+  return error_.empty();
 }
 
 } // namespace tessera::graph::detail

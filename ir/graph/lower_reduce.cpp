@@ -276,9 +276,11 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       std::string b = argBetter(k, r, acc, acci, x, j);
       std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
       std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.close("yield " + nv + ", " + ni);
+      k.line("yield " + nv + ", " + ni);
+      k.close();
     } else {
-      k.close("yield " + combine(k, r, acc, x));
+      k.line("yield " + combine(k, r, acc, x));
+      k.close();
     }
     std::string sh = sharedOf(r.ty);
     bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
@@ -324,10 +326,12 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       std::string b = argBetter(k, r, a, ai, v, vi);
       std::string nv = ln(k, "select " + b + ", " + v + ", " + a + " : " + r.ty);
       std::string ni = ln(k, "select " + b + ", " + vi + ", " + ai + " : i64");
-      k.close("yield " + nv + ", " + ni);
+      k.line("yield " + nv + ", " + ni);
+      k.close();
       *argIdx = toti;
     } else {
-      k.close("yield " + combine(k, r, a, v));
+      k.line("yield " + combine(k, r, a, v));
+      k.close();
     }
     k.line("barrier");
     return tot;
@@ -453,10 +457,12 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
       std::string b = argBetter(k, r, acc, acci, x, j);
       std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
       std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.close("yield " + nv + ", " + ni);
+      k.line("yield " + nv + ", " + ni);
+      k.close();
       *idxOut = resi;
     } else {
-      k.close("yield " + combine(k, r, acc, x));
+      k.line("yield " + combine(k, r, acc, x));
+      k.close();
     }
     return res;
   };
