@@ -26,7 +26,7 @@ namespace tessera::graph::testing {
 
 struct CheckOptions {
   ScheduleCaps caps;
-  uint32_t subgroupSize = 32;     // the interpreter's
+  uint32_t subgroupSize = 0;      // the interpreter's; 0 = caps.subgroupSize
   int64_t reduceLength = 0;       // longest reduction, for the f32 tolerance
   std::vector<HostTensor> inputs; // default: randomTensor per parameter
   uint64_t seed = 1;
@@ -77,7 +77,7 @@ lowerAndCompare(const std::string &text, const CheckOptions &o = {}, Plan *planO
   if (!evaluate(g, in, &want, &err))
     return ::testing::AssertionFailure() << "evaluate: " << err;
   PlanInterpOptions io;
-  io.subgroupSize = o.subgroupSize;
+  io.subgroupSize = o.subgroupSize ? o.subgroupSize : o.caps.subgroupSize;
   if (!runPlanOnInterpreter(plan, g, in, &got, &err, io))
     return ::testing::AssertionFailure() << "interpreter: " << err << "\n" << plan.module;
   if (got.size() != want.size())
