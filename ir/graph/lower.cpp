@@ -201,6 +201,42 @@ void Lowerer::launch1D(PlanLaunch &launch, int64_t n) const {
   launch.workgroup[0] = w;
 }
 
+// One work-item per item over a 2-D grid of 1-D workgroups: grid dims are u32 and many
+// devices allow only 65535 workgroups per dimension, so x is capped there and y counts the
+// rest. No loop around the body: on the CPU backend a loop-free body is one loop over the
+// workgroup's work-items that LLVM vectorises (a per-work-item loop would be the innermost
+// loop instead, and scalar).
+std::string Lowerer::openLinear(KernelBuilder &kb, const std::string &total) {
+  KernelText &k = kb.body;
+  std::string gx = k.fresh("g"), gy = k.fresh("g"), nx = k.fresh("g"), ls = k.fresh("g"),
+              lid = k.fresh("g"), grp = k.fresh("g"), grp2 = k.fresh("g"), base = k.fresh("g"),
+              i = k.fresh("i"), in = k.fresh("g");
+  k.line(gx + " = group_id.x : i64");
+  k.line(gy + " = group_id.y : i64");
+  k.line(nx + " = num_groups.x : i64");
+  k.line(ls + " = local_size.x : i64");
+  k.line(lid + " = local_id.x : i64");
+  k.line(grp + " = mul " + gy + ", " + nx + " : i64");
+  k.line(grp2 + " = add " + grp + ", " + gx + " : i64");
+  k.line(base + " = mul " + grp2 + ", " + ls + " : i64");
+  k.line(i + " = add " + base + ", " + lid + " : i64");
+  k.line(in + " = cmp.slt " + i + ", " + total + " : i64");
+  k.open("if " + in + " {");
+  return i;
+}
+
+bool Lowerer::launchLinear(PlanLaunch &launch, int64_t n) const {
+  int64_t w = workgroupSize();
+  int64_t groups = std::max<int64_t>(1, (n + w - 1) / w);
+  int64_t x = std::min<int64_t>(groups, 65535), y = (groups + x - 1) / x;
+  if (y > 65535)
+    return false;
+  launch.grid[0] = static_cast<uint32_t>(x);
+  launch.grid[1] = static_cast<uint32_t>(y);
+  launch.workgroup[0] = static_cast<uint32_t>(w);
+  return true;
+}
+
 std::string Lowerer::nextName(const char *kind) const {
   return "k" + std::to_string(plan->launches.size()) + "_" + kind;
 }
