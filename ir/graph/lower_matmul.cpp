@@ -8,6 +8,7 @@
 #include "ir/graph/lower_matmul.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -136,9 +137,25 @@ bool buildForm(const Graph &g, const MatmulGroup &mm, GemmForm *f, std::string *
       !alignOperand(mm.b, "operand b", f->batch, f->K, f->N, false, f->where, &f->b, error) ||
       !alignOperand(mm.out, "the output", f->batch, f->M, f->N, false, f->where, &f->out, error))
     return false;
+  // The output is written contiguously (its strides are derived in the kernel).
+  bool contiguous = f->out.colStride == (f->N == 1 ? 0 : 1);
+  int64_t expectStride = f->N;
+  contiguous = contiguous && f->out.rowStride == (f->M == 1 ? 0 : expectStride);
+  expectStride *= f->M;
+  for (size_t d = f->batch.size(); d-- > 0;) {
+    contiguous = contiguous && f->out.batchStrides[d] == (f->batch[d] == 1 ? 0 : expectStride);
+    expectStride *= f->batch[d];
+  }
+  int64_t outElems = f->M * f->N;
+  for (int64_t d : f->batch)
+    outElems *= d;
+  if (!contiguous && outElems != 0) {
+    *error = f->where + ": the output buffer must be contiguous " + shapeString(mm.out.shape);
+    return false;
+  }
   if (mm.out.dtype != valueType(g, mm.result).dtype) {
-    *error = f->where + ": the output buffer is " + dtypeName(mm.out.dtype) + " but the result is " +
-             dtypeName(valueType(g, mm.result).dtype);
+    *error = f->where + ": the output buffer is " + dtypeName(mm.out.dtype) +
+             " but the result is " + dtypeName(valueType(g, mm.result).dtype);
     return false;
   }
   for (size_t i = 0; i < mm.extras.size(); ++i) {
@@ -191,21 +208,25 @@ GemmTiles pickTiles(const ScheduleCaps &caps) {
   return t;
 }
 
-void addOperandArgs(const GemmOperand &o, PlanLaunch *launch) {
-  auto i64 = [&](int64_t v) {
-    PlanArg a;
-    a.kind = PlanArg::Kind::I64;
-    a.i = v;
-    launch->args.push_back(a);
+// The scalar arguments' values in gemmScalarNames order.
+std::vector<int64_t> scalarArgs(const GemmForm &f) {
+  std::vector<int64_t> v = {f.M, f.N, f.K};
+  v.insert(v.end(), f.batch.begin(), f.batch.end());
+  auto operand = [&](const GemmOperand &o) {
+    v.push_back(o.offset);
+    v.push_back(o.rowStride);
+    v.push_back(o.colStride);
+    v.insert(v.end(), o.batchStrides.begin(), o.batchStrides.end());
   };
-  i64(o.offset);
-  i64(o.rowStride);
-  i64(o.colStride);
-  for (int64_t s : o.batchStrides)
-    i64(s);
+  operand(f.a);
+  operand(f.b);
+  for (const GemmOperand &e : f.extras)
+    operand(e);
+  v.push_back(f.out.offset);
+  return v;
 }
 
-// Arguments in gemmParams order.
+// Arguments in gemmParams order: buffers, then the scalars.
 void bindArgs(const GemmForm &f, PlanLaunch *launch) {
   auto buf = [&](int b) {
     PlanArg a;
@@ -218,28 +239,17 @@ void bindArgs(const GemmForm &f, PlanLaunch *launch) {
   for (const GemmOperand &e : f.extras)
     buf(e.buffer);
   buf(f.out.buffer);
-  for (int64_t v : {f.M, f.N, f.K}) {
+  for (int64_t v : scalarArgs(f)) {
     PlanArg a;
+    a.kind = f.narrowArgs ? PlanArg::Kind::I32 : PlanArg::Kind::I64;
     a.i = v;
     launch->args.push_back(a);
   }
-  for (int64_t v : f.batch) {
-    PlanArg a;
-    a.i = v;
-    launch->args.push_back(a);
-  }
-  addOperandArgs(f.a, launch);
-  addOperandArgs(f.b, launch);
-  for (const GemmOperand &e : f.extras)
-    addOperandArgs(e, launch);
-  addOperandArgs(f.out, launch);
 }
 
 // Grid extents stay within 65535 per dimension (the smallest limit of the targets); the
 // kernels' grid-stride loops over tiles and batch entries cover the rest.
-uint32_t gridExtent(int64_t n) {
-  return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 65535));
-}
+uint32_t gridExtent(int64_t n) { return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 65535)); }
 
 int64_t batchCount(const GemmForm &f) {
   int64_t n = 1;
@@ -252,6 +262,40 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 } // namespace
 
+std::vector<std::string> gemmScalarNames(const GemmForm &f) {
+  std::vector<std::string> n = {"M", "N", "K"};
+  for (size_t d = 0; d < f.batch.size(); ++d)
+    n.push_back("D" + std::to_string(d));
+  auto operand = [&](const std::string &p) {
+    for (const char *s : {"_off", "_rs", "_cs"})
+      n.push_back(p + s);
+    for (size_t d = 0; d < f.batch.size(); ++d)
+      n.push_back(p + "_bs" + std::to_string(d));
+  };
+  operand("a");
+  operand("b");
+  for (size_t i = 0; i < f.extras.size(); ++i)
+    operand("e" + std::to_string(i));
+  n.push_back("c_off");
+  return n;
+}
+
+void gemmPrologue(KernelText &k, const GemmForm &f) {
+  if (f.narrowArgs)
+    for (const std::string &n : gemmScalarNames(f))
+      k.line("%" + n + " = convert %" + n + "_32 : i32 -> i64");
+  k.line("%c_cs = const 1 : i64");
+  k.line("%g_czero = const 0 : i64");
+  k.line("%c_rs = add %N, %g_czero : i64");
+  if (f.batch.empty())
+    return;
+  // %c_bs<d>: the elements of one step of batch dim d, innermost first.
+  k.line("%c_bs" + std::to_string(f.batch.size() - 1) + " = mul %M, %N : i64");
+  for (size_t d = f.batch.size() - 1; d-- > 0;)
+    k.line("%c_bs" + std::to_string(d) + " = mul %c_bs" + std::to_string(d + 1) + ", %D" +
+           std::to_string(d + 1) + " : i64");
+}
+
 std::string gemmParams(const GemmForm &f) {
   auto buffer = [](const std::string &name, DType t, const char *access) {
     return "%" + name + ": buffer<" + storageType(t) + ", " + access + ">";
@@ -259,19 +303,9 @@ std::string gemmParams(const GemmForm &f) {
   std::string p = buffer("A", f.a.dtype, "readonly") + ", " + buffer("B", f.b.dtype, "readonly");
   for (size_t i = 0; i < f.extras.size(); ++i)
     p += ", " + buffer("E" + std::to_string(i), f.extras[i].dtype, "readonly");
-  p += ", " + buffer("C", f.out.dtype, "writeonly") + ", %M: i64, %N: i64, %K: i64";
-  for (size_t d = 0; d < f.batch.size(); ++d)
-    p += ", %D" + std::to_string(d) + ": i64";
-  auto operand = [&](const std::string &n) {
-    p += ", %" + n + "_off: i64, %" + n + "_rs: i64, %" + n + "_cs: i64";
-    for (size_t d = 0; d < f.batch.size(); ++d)
-      p += ", %" + n + "_bs" + std::to_string(d) + ": i64";
-  };
-  operand("a");
-  operand("b");
-  for (size_t i = 0; i < f.extras.size(); ++i)
-    operand("e" + std::to_string(i));
-  operand("c");
+  p += ", " + buffer("C", f.out.dtype, "writeonly");
+  for (const std::string &n : gemmScalarNames(f))
+    p += ", %" + n + (f.narrowArgs ? "_32: i32" : ": i64");
   return p;
 }
 
@@ -362,6 +396,9 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
     *error = f.where + ": the device has no " + dtypeName(f.inType) + " support";
     return false;
   }
+  f.narrowArgs = true;
+  for (int64_t v : scalarArgs(f))
+    f.narrowArgs = f.narrowArgs && v >= INT32_MIN && v <= INT32_MAX;
   launch->kernel = name;
   launch->args.clear();
   const int64_t batch = batchCount(f);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 
 namespace tessera::graph {
 namespace {
@@ -111,6 +112,7 @@ struct CapsCase {
   const char *name;
   ScheduleCaps (*caps)();
 };
+std::ostream &operator<<(std::ostream &os, const CapsCase &c) { return os << c.name; }
 const CapsCase kAllCaps[] = {{"cpu", cpuCaps}, {"vulkan", vulkanCaps}, {"simt", simtCaps}};
 
 class LowerMatmul : public ::testing::TestWithParam<CapsCase> {};
@@ -250,8 +252,7 @@ TEST(LowerMatmulText, IndependentOfSizes) {
     BuiltCase c = testing::buildCase(g);
     detail::KernelText text;
     std::string err;
-    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err))
-        << err;
+    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err)) << err;
     return text.str();
   };
   PlanLaunch l1, l2;
