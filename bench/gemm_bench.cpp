@@ -258,7 +258,9 @@ double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_b
     t.shape = std::move(shape);
     return gr.addParam(t, name);
   };
+  // Every parameter before the first node: a node's value id counts the parameters.
   const int pa = param({g.M, g.K}, "a"), pb = param({g.K, g.N}, "b");
+  const int pbias = bBias ? param({g.N}, "bias") : -1;
   std::string err;
   detail::MatmulGroup mm;
   mm.matmul = mm.result = gr.add(OpKind::Matmul, {pa, pb}, {}, &err);
@@ -272,7 +274,6 @@ double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_b
   mm.a = operand(0, {g.M, g.K}, {g.K, 1});
   mm.b = operand(1, {g.K, g.N}, bCol ? std::vector<int64_t>{1, g.K} : std::vector<int64_t>{g.N, 1});
   if (bBias) {
-    const int pbias = param({g.N}, "bias");
     const int add = gr.add(OpKind::Add, {mm.matmul, pbias}, {}, &err);
     mm.result = gr.add(OpKind::Gelu, {add}, {}, &err);
     mm.epilogue = {add, mm.result};
