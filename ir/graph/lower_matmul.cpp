@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
-#include <cstdio>
 
 namespace tessera::graph::detail {
 
@@ -313,16 +311,9 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
                   const std::string &product, const std::vector<std::string> &extras,
                   std::string *result, std::string *error) {
   std::map<int, std::string> env;
-  std::string p = product;
-  // The product is rounded to the matmul's dtype first, as the reference evaluator and eager
-  // torch do (an f16/bf16 mm returns f16/bf16); the later epilogue nodes compute in f32 like
-  // every fused pointwise chain.
-  if (f.productType == DType::F16 || f.productType == DType::BF16) {
-    std::string r = k.fresh("r");
-    k.line(r + " = convert " + product + " : f32 -> " + storageType(f.productType));
-    p = k.fresh("r");
-    k.line(p + " = convert " + r + " : " + storageType(f.productType) + " -> f32");
-  }
+  // Every node's result is rounded to its dtype, as in the other fused kernels, the reference
+  // evaluator and eager torch (an f16/bf16 mm returns f16/bf16; f32 and f64 pass through).
+  const std::string p = emitRound(k, f.productType, product);
   env[mm.matmul] = p;
   for (const auto &[value, index] : mm.extraOf) {
     if (index < 0 || static_cast<size_t>(index) >= extras.size()) {
@@ -338,24 +329,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
     }
     const Node &n = g.node(v);
     if (n.op == OpKind::Constant) {
-      const double c = n.attrs.getFloat("value", 0);
-      const char *ct = computeType(n.type.dtype);
-      std::string lit;
-      if (n.type.dtype == DType::Bool)
-        lit = c != 0 ? "true" : "false";
-      else if (std::isnan(c))
-        lit = "nan";
-      else if (std::isinf(c))
-        lit = c > 0 ? "inf" : "-inf";
-      else {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, isFloat(n.type.dtype) ? "%.17g" : "%.0f", c);
-        lit = buf;
-        if (isFloat(n.type.dtype) && lit.find_first_of(".en") == std::string::npos)
-          lit += ".0";
-      }
-      env[v] = k.fresh("c");
-      k.line(env[v] + " = const " + lit + " : " + ct);
+      env[v] = emitConst(k, n.attrs.getFloat("value", 0), n.type.dtype);
       continue;
     }
     const OpFamily fam = opFamily(n.op);
@@ -374,7 +348,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
       }
       ins.push_back(it->second);
     }
-    env[v] = emitScalarOp(k, g, n, ins);
+    env[v] = emitRound(k, n.type.dtype, emitScalarOp(k, g, n, ins));
   }
   auto it = env.find(mm.result);
   if (it == env.end()) {

@@ -3,7 +3,7 @@
 // generator re-derives shapes, strides or argument order. Never used outside ir/graph/.
 #pragma once
 
-#include "ir/graph/lower_internal.h"
+#include "ir/graph/lower_kernel.h"
 
 #include <cstdint>
 #include <string>

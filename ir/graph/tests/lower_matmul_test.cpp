@@ -221,6 +221,29 @@ TEST_P(LowerMatmul, CastEpilogueToBf16) {
   runCase(c, GetParam().caps());
 }
 
+TEST_P(LowerMatmul, ConstantInEpilogue) {
+  // y = relu(x @ w) * 0.125 - 1: constants fused as epilogue nodes.
+  GemmCase g = plain(10, 14, 8);
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &) {
+    std::string err;
+    auto constant = [&](double v) {
+      Attrs a;
+      a.set("value", Attr::real(v));
+      a.set("dtype", Attr::str("f32"));
+      return gr.add(OpKind::Constant, {}, a, &err);
+    };
+    int v = gr.add(OpKind::Relu, {p}, {}, &err);
+    v = gr.add(OpKind::Mul, {v, constant(0.125)}, {}, &err);
+    return gr.add(OpKind::Sub, {v, constant(1.0)}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &) {
+    return (p > 0 ? p : 0.0) * 0.125 - 1;
+  };
+  BuiltCase c = testing::buildCase(g);
+  ASSERT_GE(c.mm.epilogue.size(), 4u);
+  runCase(c, GetParam().caps());
+}
+
 TEST_P(LowerMatmul, EmptyDims) {
   // K = 0: every output is the epilogue of 0 (bias alone); M = 0 and a batch of 0: nothing
   // to write, the kernel must still run cleanly.
