@@ -140,6 +140,11 @@ def test_bad_graphs_and_inputs_are_clear_errors():
     with pytest.raises(tessera.TesseraError) as e:
         tessera.compile_graph(BLOCK.format(n=2), "nosuch:0")
     assert e.value.code == "NOT_FOUND"
+    for junk in ["", "graph", "graph @g(", "\x00\xff garbage", "graph @g() {\n}\n",
+                 BLOCK.format(n=2)[:-5]]:
+        with pytest.raises(tessera.TesseraError) as e:
+            tessera.compile_graph(junk, "cpu:0")
+        assert e.value.code == "INVALID_ARGUMENT" and "<string>:" in e.value.message, junk
     g = tessera.compile_graph(BLOCK.format(n=2), "cpu:0")
     x, b = np.zeros((2, 16), np.float32), np.zeros(16, np.float32)
     cases = [
