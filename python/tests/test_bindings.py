@@ -6,6 +6,7 @@ import gc
 import numpy as np
 import pytest
 import torch
+import torch.utils.dlpack
 
 import tessera
 from conftest import device_param
@@ -89,6 +90,8 @@ def test_zero_copy_on_cpu_and_capsule_keeps_storage_alive():
     assert np.all(a == 2.5)             # written through torch, read through numpy
     a[1, 2] = -7.0
     assert t[1, 2].item() == -7.0       # and back
+    cap = b.__dlpack__(None)            # the protocol's positional stream works too
+    assert torch.utils.dlpack.from_dlpack(cap)[1, 2].item() == -7.0
     del b, a
     gc.collect()
     t += 1                              # the storage lives as long as the tensor
