@@ -39,6 +39,9 @@ struct BoundView {
   std::string buf;
   DType dtype = DType::F32;
   std::string off;
+  /// One per dim of the space: a parameter name, "0" for a broadcast dim (stride 0) or "1"
+  /// for a unit stride. Which dims broadcast or are contiguous is part of a graph's structure,
+  /// so specialising on them keeps the text size-independent and saves a multiply per dim.
   std::vector<std::string> strides;
   bool flat = false; // contiguous over the space: index = off + flat index
 };
