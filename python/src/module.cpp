@@ -5,8 +5,6 @@
 #include "backends/builtin_drivers.h"
 #include "tessera/graph_exec.h"
 
-#include <cstdlib>
-
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -50,10 +48,6 @@ DevicePtr Runtime::device(const std::string &name) {
   d->device = take(reg.openDevice(name.c_str()));
   d->info = take(d->device.info());
   d->memoryKind = preferredMemoryKind(d->device.get());
-  // For tests on machines whose devices all share host memory: the paths that discrete GPUs
-  // take (staged copies, DLPack export as a copy).
-  if (const char *e = std::getenv("TESSERA_PYTHON_DEVICE_LOCAL"); e && std::string(e) == "1")
-    d->memoryKind = TSR_MEMORY_DEVICE_LOCAL;
   d->stream = take(d->device.createStream());
   devices_[name] = d;
   return d;

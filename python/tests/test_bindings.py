@@ -207,12 +207,12 @@ print("ok")
 
 def test_device_local_memory_paths():
     """Discrete GPUs have no host-visible device memory: staged copies both ways and DLPack
-    export as a copy. TESSERA_PYTHON_DEVICE_LOCAL=1 makes every device take those paths."""
+    export as a copy. TESSERA_DEVICE_LOCAL_ONLY=1 makes every device take those paths."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, TESSERA_PYTHON_DEVICE_LOCAL="1")
+    env = dict(os.environ, TESSERA_DEVICE_LOCAL_ONLY="1")
     r = subprocess.run([sys.executable, "-c", DEVICE_LOCAL_SCRIPT], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
