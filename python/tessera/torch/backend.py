@@ -174,8 +174,10 @@ class CompiledFx:
                    for s in plan.steps]
         return plan, program
 
-    def __call__(self, args):
-        args = list(args)
+    def __call__(self, *args):
+        # boxed (one list) from the forward; unboxed from the backward, whose Dynamo-disable
+        # wrapper hides _boxed_call. A placeholder is never a list, so this is unambiguous.
+        args = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
         key = self.key(args)
         entry = self.plans.get(key)
         if entry is None:

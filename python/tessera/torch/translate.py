@@ -218,7 +218,10 @@ class Translator:
         for a in node.all_input_nodes:
             self.request_outside(a)
         self.where[node] = "torch"
-        self.plan.steps.append(TorchStep(node))
+        # its inputs are all available before the open segment runs, and that segment may
+        # read it: it goes in front of the segment
+        at = self.plan.steps.index(self.cur) if self.cur is not None else len(self.plan.steps)
+        self.plan.steps.insert(at, TorchStep(node))
 
     def visit(self, node):
         if node.op in ("placeholder", "get_attr"):
