@@ -139,4 +139,14 @@ bool inferType(const Graph &g, OpKind op, const std::vector<int> &inputs, const 
 bool broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
                      std::vector<int64_t> *out);
 
+/// "[2, 3]" (as the text format writes a shape).
+std::string shapeToString(const std::vector<int64_t> &shape);
+
+/// The product of `shape` in *out; false when a dim is negative or the product overflows i64.
+bool checkedNumel(const std::vector<int64_t> &shape, int64_t *out);
+
+/// The extent of a Python slice [start:end:step] (step >= 1; negative start/end count from
+/// the end; both clamped to [0, dim]); *normStart receives the normalised start.
+int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *normStart);
+
 } // namespace tessera::graph
