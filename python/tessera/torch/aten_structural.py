@@ -161,11 +161,16 @@ def _scaled(ctx, v, s, dtype):
 @handles(aten.addmm, aten.baddbmm)
 def _addmm(ctx, node, bias, a, b, beta=1, alpha=1):
     out = ctx.out_dtype(node)
-    r = _scaled(ctx, _matmul(ctx, a, b, out), alpha, out)
-    if beta == 0:
-        return r
-    bias = _scaled(ctx, ctx.cast(bias, out), beta, out)
-    return ctx.emit("add", [r, bias], None, out, _bcast(r.shape, bias.shape))
+    # f16/bf16: eager adds the bias to the f32 accumulator and rounds once; a bf16 matmul
+    # followed by a bf16 add would round twice (and lose everything where the bias cancels
+    # the product). So the GEMM runs on f32 copies (products of f16/bf16 values are exact in
+    # f32: the same sums eager forms) and the sum is rounded once at the end.
+    cdt = torch.float32 if out in (torch.float16, torch.bfloat16) else out
+    r = _scaled(ctx, _matmul(ctx, ctx.cast(a, cdt), ctx.cast(b, cdt), cdt), alpha, cdt)
+    if beta != 0:
+        bias = _scaled(ctx, ctx.cast(bias, cdt), beta, cdt)
+        r = ctx.emit("add", [r, bias], None, cdt, _bcast(r.shape, bias.shape))
+    return ctx.cast(r, out)
 
 
 @handles(aten.linear)
