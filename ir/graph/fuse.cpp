@@ -1,1 +1,321 @@
-// Placeholder: filled in by the issue #14 work (see ir/graph/CMakeLists.txt).
+// Fusion decisions (fuse.h): groups of nodes per kernel, materialised values, kernel order.
+//
+// Why these rules:
+// - Recomputing a pointwise chain in each consumer is cheaper than a round trip through
+//   memory on every device we target (memory bound), as in Inductor; a value is written only
+//   where some kernel needs it from memory (outputs, views, GEMM operands, gather tables).
+// - Row groups: one workgroup per row makes a pass over the row per reduction, so a whole
+//   normalisation (max, sum of exp, divide) costs a few reads of the row and one write.
+//   A row member that some other kernel reads is written by the row kernel.
+// - Order: every kernel reads only values produced by kernels with a smaller anchor, so a
+//   group only takes nodes whose external inputs come from kernels anchored before it.
+#include "ir/graph/fuse.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace tessera::graph::detail {
+
+bool isPointwise(OpKind op) {
+  OpFamily f = opFamily(op);
+  return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Ternary;
+}
+
+bool isRowReduction(const Graph &g, const Node &n) {
+  if (opFamily(n.op) != OpFamily::Reduction)
+    return false;
+  int r = g.typeOf(n.inputs[0]).rank();
+  std::vector<int64_t> axes = n.attrs.getInts("axes");
+  if (axes.empty())
+    return false;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != r - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+int viewRoot(const Graph &g, int v) {
+  while (!g.isParam(v) && opFamily(g.node(v).op) == OpFamily::View)
+    v = g.node(v).inputs[0];
+  return v;
+}
+
+const char *kernelKindName(FusedKernel::Kind k) {
+  switch (k) {
+  case FusedKernel::Kind::Pointwise:
+    return "pointwise";
+  case FusedKernel::Kind::Row:
+    return "row";
+  case FusedKernel::Kind::Column:
+    return "reduce";
+  case FusedKernel::Kind::Matmul:
+    return "matmul";
+  case FusedKernel::Kind::Cat:
+    return "cat";
+  case FusedKernel::Kind::Embedding:
+    return "embedding";
+  case FusedKernel::Kind::Copy:
+    return "copy";
+  }
+  return "?";
+}
+
+namespace {
+
+class Fuser {
+public:
+  explicit Fuser(const Graph &g) : g_(g) {
+    size_t n = static_cast<size_t>(g.numValues());
+    f_.kernelOf.assign(n, -1);
+    f_.materialise.assign(n, false);
+    f_.users.assign(n, {});
+    f_.isOutput.assign(n, false);
+    for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v)
+      for (int in : g.node(v).inputs)
+        f_.users[static_cast<size_t>(in)].push_back(v);
+    for (int o : g.outputs)
+      f_.isOutput[static_cast<size_t>(o)] = true;
+  }
+
+  Fusion run() {
+    int first = static_cast<int>(g_.params.size());
+    for (int v = first; v < g_.numValues(); ++v) {
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+        continue;
+      const Node &n = g_.node(v);
+      OpFamily fam = opFamily(n.op);
+      if (fam == OpFamily::Reduction) {
+        if (isRowReduction(g_, n))
+          growRow(v);
+        else
+          add(FusedKernel::Kind::Column, v, {v});
+      } else if (fam == OpFamily::Matmul) {
+        growMatmul(v);
+      } else if (n.op == OpKind::Cat) {
+        add(FusedKernel::Kind::Cat, v, {v});
+      } else if (n.op == OpKind::Embedding) {
+        add(FusedKernel::Kind::Embedding, v, {v});
+        needMemory(n.inputs[0]);
+      } else if (n.op == OpKind::Copy) {
+        add(FusedKernel::Kind::Copy, v, {v});
+      } else if (fam == OpFamily::View) {
+        needMemory(viewRoot(g_, v));
+      }
+    }
+    for (int o : g_.outputs)
+      if (!g_.isParam(o) && opFamily(g_.node(o).op) != OpFamily::View)
+        needMemory(o);
+    // A kernel that reads a member of another row group reads it from memory.
+    for (size_t k = 0; k < f_.kernels.size(); ++k)
+      markLeaves(static_cast<int>(k));
+    // Materialised pointwise/source nodes that no group computes get a kernel of their own.
+    for (int v = first; v < g_.numValues(); ++v) {
+      if (!f_.materialise[static_cast<size_t>(v)] || f_.kernelOf[static_cast<size_t>(v)] >= 0)
+        continue;
+      add(FusedKernel::Kind::Pointwise, v, {v});
+      markLeaves(static_cast<int>(f_.kernels.size()) - 1);
+    }
+    order();
+    return std::move(f_);
+  }
+
+private:
+  bool inlinable(int v) const {
+    if (g_.isParam(v) || f_.kernelOf[static_cast<size_t>(v)] >= 0)
+      return false;
+    OpKind op = g_.node(v).op;
+    return isPointwise(op) || opFamily(op) == OpFamily::Source;
+  }
+
+  void needMemory(int v) {
+    if (g_.isParam(v))
+      return;
+    f_.materialise[static_cast<size_t>(v)] = true;
+  }
+
+  int add(FusedKernel::Kind kind, int anchor, std::vector<int> members) {
+    FusedKernel k;
+    k.kind = kind;
+    k.anchor = anchor;
+    k.members = std::move(members);
+    int id = static_cast<int>(f_.kernels.size());
+    for (int m : k.members)
+      f_.kernelOf[static_cast<size_t>(m)] = id;
+    f_.kernels.push_back(std::move(k));
+    return id;
+  }
+
+  /// The anchor of the kernel producing `v` as a leaf read from memory (-1 for params).
+  int producerAnchor(int v) const {
+    v = viewRoot(g_, v);
+    if (g_.isParam(v))
+      return -1;
+    int k = f_.kernelOf[static_cast<size_t>(v)];
+    return k >= 0 ? f_.kernels[static_cast<size_t>(k)].anchor : v; // ungrouped: its own kernel
+  }
+
+  void growRow(int r0) {
+    const Node &red = g_.node(r0);
+    FusedKernel k;
+    k.kind = FusedKernel::Kind::Row;
+    k.anchor = r0;
+    k.space = g_.typeOf(red.inputs[0]).shape;
+    k.q = static_cast<int>(red.attrs.getInts("axes").size());
+    std::vector<int64_t> rowShape = k.space;
+    for (int i = 0; i < k.q; ++i)
+      rowShape[rowShape.size() - 1 - static_cast<size_t>(i)] = 1;
+    int id = static_cast<int>(f_.kernels.size());
+    f_.kernels.push_back(k);
+    std::vector<int> &members = f_.kernels.back().members;
+    auto join = [&](int v) {
+      members.push_back(v);
+      f_.kernelOf[static_cast<size_t>(v)] = id;
+    };
+    join(r0);
+    // depends: -1 unknown, 0 no, 1 yes (memo over values for this group).
+    std::vector<int8_t> dep(static_cast<size_t>(g_.numValues()), -1);
+    std::function<bool(int)> dependsOnGroup = [&](int v) -> bool {
+      int8_t &d = dep[static_cast<size_t>(v)];
+      if (d >= 0)
+        return d == 1;
+      bool r = f_.kernelOf[static_cast<size_t>(v)] == id;
+      if (!r && inlinable(v))
+        for (int in : g_.node(v).inputs)
+          r = r || dependsOnGroup(in);
+      d = r ? 1 : 0;
+      return r;
+    };
+    // Whether the group can compute (or load) `v` for a member.
+    std::function<bool(int)> computable = [&](int v) -> bool {
+      if (f_.kernelOf[static_cast<size_t>(v)] == id) {
+        const std::vector<int64_t> &s = g_.typeOf(v).shape;
+        return s == k.space || s == rowShape; // a keepdim=false result is read from memory
+      }
+      if (inlinable(v)) {
+        if (dependsOnGroup(v))
+          return false; // depends on the group through a shape the row space cannot index
+        for (int in : g_.node(v).inputs)
+          if (!computable(in))
+            return false;
+        return true;
+      }
+      int root = viewRoot(g_, v);
+      if (!g_.isParam(root) && f_.kernelOf[static_cast<size_t>(root)] == id)
+        return false; // a view of a member: the member would be written and read in one kernel
+      return producerAnchor(v) < r0;
+    };
+    for (int v = r0 + 1; v < g_.numValues(); ++v) {
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+        continue;
+      const Node &n = g_.node(v);
+      bool ok = false;
+      if (opFamily(n.op) == OpFamily::Reduction) {
+        ok = isRowReduction(g_, n) && g_.typeOf(n.inputs[0]).shape == k.space &&
+             static_cast<int>(n.attrs.getInts("axes").size()) == k.q && computable(n.inputs[0]);
+      } else if (isPointwise(n.op) && (n.type.shape == k.space || n.type.shape == rowShape)) {
+        bool touches = false, all = true;
+        for (int in : n.inputs) {
+          touches = touches || dependsOnGroup(in);
+          all = all && computable(in);
+        }
+        ok = touches && all;
+      }
+      if (ok) {
+        join(v);
+        std::fill(dep.begin(), dep.end(), int8_t(-1));
+      }
+    }
+  }
+
+  void growMatmul(int m) {
+    int id = add(FusedKernel::Kind::Matmul, m, {m});
+    for (int in : g_.node(m).inputs)
+      needMemory(viewRoot(g_, in));
+    int cur = m;
+    const std::vector<int64_t> &shape = g_.node(m).type.shape;
+    while (!f_.isOutput[static_cast<size_t>(cur)] &&
+           f_.users[static_cast<size_t>(cur)].size() == 1) {
+      int u = f_.users[static_cast<size_t>(cur)][0];
+      const Node &n = g_.node(u);
+      if (!isPointwise(n.op) || n.type.shape != shape || f_.kernelOf[static_cast<size_t>(u)] >= 0)
+        break;
+      // Extras are read from memory and must exist before the GEMM runs.
+      bool ok = true;
+      for (int in : n.inputs)
+        if (in != cur && (in == m || producerAnchor(in) >= m))
+          ok = false;
+      if (!ok)
+        break;
+      for (int in : n.inputs)
+        if (in != cur)
+          needMemory(viewRoot(g_, in));
+      f_.kernels[static_cast<size_t>(id)].members.push_back(u);
+      f_.kernels[static_cast<size_t>(id)].epilogue.push_back(u);
+      f_.kernelOf[static_cast<size_t>(u)] = id;
+      cur = u;
+    }
+    f_.kernels[static_cast<size_t>(id)].result = cur;
+    needMemory(cur);
+  }
+
+  /// Walks the inline trees a kernel reads and marks members of other groups it reaches as
+  /// materialised (they become loads).
+  void markLeaves(int kid) {
+    const FusedKernel &k = f_.kernels[static_cast<size_t>(kid)];
+    std::vector<bool> seen(static_cast<size_t>(g_.numValues()), false);
+    std::function<void(int)> walk = [&](int v) {
+      if (seen[static_cast<size_t>(v)])
+        return;
+      seen[static_cast<size_t>(v)] = true;
+      if (g_.isParam(v))
+        return;
+      int owner = f_.kernelOf[static_cast<size_t>(v)];
+      if (owner == kid || inlinable(v)) {
+        if (owner == kid || opFamily(g_.node(v).op) != OpFamily::View)
+          for (int in : g_.node(v).inputs)
+            walk(in);
+        return;
+      }
+      if (opFamily(g_.node(v).op) == OpFamily::View)
+        return; // its root is materialised already
+      needMemory(v);
+    };
+    if (k.kind == FusedKernel::Kind::Matmul) {
+      for (int e : k.epilogue)
+        for (int in : g_.node(e).inputs)
+          if (f_.kernelOf[static_cast<size_t>(in)] != kid)
+            needMemory(viewRoot(g_, in));
+      return;
+    }
+    for (int m : k.members)
+      walk(m);
+  }
+
+  void order() {
+    std::vector<size_t> idx(f_.kernels.size());
+    for (size_t i = 0; i < idx.size(); ++i)
+      idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { // anchors are distinct node ids
+      return f_.kernels[a].anchor < f_.kernels[b].anchor;
+    });
+    std::vector<FusedKernel> sorted;
+    std::vector<int> newId(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) {
+      newId[idx[i]] = static_cast<int>(i);
+      sorted.push_back(std::move(f_.kernels[idx[i]]));
+    }
+    for (int &k : f_.kernelOf)
+      if (k >= 0)
+        k = newId[static_cast<size_t>(k)];
+    f_.kernels = std::move(sorted);
+  }
+
+  const Graph &g_;
+  Fusion f_;
+};
+
+} // namespace
+
+Fusion fuse(const Graph &g) { return Fuser(g).run(); }
+
+} // namespace tessera::graph::detail

@@ -1,1 +1,388 @@
-// Placeholder: filled in by the issue #14 work (see ir/graph/CMakeLists.txt).
+// GEMM lowering (lowerMatmul, lower_internal.h): checks a MatmulGroup, brings it into the
+// normal form of lower_matmul.h (operands aligned to the output's batch dims, broadcasts as
+// stride 0, each 2-D operand classified by how a tile of it can be loaded), picks the matrix-op
+// kernel or the SIMT kernel and the tile shape from the device's capabilities and the dtype
+// only, and binds the launch: buffers, then sizes and strides as i64 arguments. The kernel
+// text itself is lower_matmul_kernels.cpp. Must never let a size or stride value reach the
+// text (docs/graph_ir.md, "Lowering": one module per graph structure).
+#include "ir/graph/lower_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tessera::graph::detail {
+
+namespace {
+
+const TensorType &valueType(const Graph &g, int v) {
+  return g.isParam(v) ? g.params[static_cast<size_t>(v)].type : g.node(v).type;
+}
+
+std::string describe(const Graph &g, int v) {
+  if (v < 0 || v >= g.numValues())
+    return "matmul (value " + std::to_string(v) + ")";
+  if (g.isParam(v))
+    return "matmul %" + g.params[static_cast<size_t>(v)].name;
+  const Node &n = g.node(v);
+  std::string s = "matmul %" + (n.name.empty() ? std::to_string(v) : n.name);
+  if (n.line > 0)
+    s += " (line " + std::to_string(n.line) + ":" + std::to_string(n.col) + ")";
+  return s;
+}
+
+std::string shapeString(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// Aligns `op` (logical [batch'..., R, C], right-aligned against the output's batch dims) to
+// `batch` x rows x cols: a dim the operand lacks, or of extent 1 against a larger one, reads
+// with stride 0. `broadcastMat` allows that for the 2-D part too (extras only).
+bool alignOperand(const Operand &op, const char *what, const std::vector<int64_t> &batch,
+                  int64_t rows, int64_t cols, bool broadcastMat, const std::string &where,
+                  GemmOperand *out, std::string *error) {
+  const size_t rank = op.shape.size();
+  if (op.strides.size() != rank || rank < (broadcastMat ? 0u : 2u) || rank > batch.size() + 2) {
+    *error = where + ": " + what + " has shape " + shapeString(op.shape) + " with " +
+             std::to_string(op.strides.size()) + " strides; it cannot be read as [batch..., " +
+             std::to_string(rows) + ", " + std::to_string(cols) + "]";
+    return false;
+  }
+  if (op.buffer < 0) {
+    *error = where + ": " + what + " has no buffer";
+    return false;
+  }
+  std::vector<int64_t> want = batch;
+  want.push_back(rows);
+  want.push_back(cols);
+  std::vector<int64_t> strides(want.size(), 0);
+  const size_t lead = want.size() - rank;
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t d = lead + i;
+    const bool mat = d >= batch.size();
+    if (op.shape[i] == want[d]) {
+      strides[d] = want[d] == 1 ? 0 : op.strides[i];
+      continue;
+    }
+    if (op.shape[i] == 1 && (!mat || broadcastMat))
+      continue; // broadcast: stride 0
+    *error = where + ": " + what + " of shape " + shapeString(op.shape) +
+             " does not broadcast to " + shapeString(want);
+    return false;
+  }
+  for (int64_t s : op.strides)
+    if (s < 0) {
+      *error = where + ": " + what + " has a negative stride";
+      return false;
+    }
+  out->buffer = op.buffer;
+  out->dtype = op.dtype;
+  out->offset = op.offset;
+  out->batchStrides.assign(strides.begin(), strides.begin() + static_cast<long>(batch.size()));
+  out->rowStride = strides[batch.size()];
+  out->colStride = strides[batch.size() + 1];
+  // A tile loads as rows when its columns are unit-stride, as columns when its rows are; a
+  // dim of extent 1 (stride 0 here) reads one element whatever its stride, so it counts as
+  // unit. Both strides 0 (an extra broadcast over the whole tile): one scalar.
+  if (broadcastMat && out->rowStride == 0 && out->colStride == 0)
+    out->layout = TileLayout::Scalar;
+  else if (out->colStride == 1 || cols == 1)
+    out->layout = TileLayout::Row;
+  else if (out->rowStride == 1 || rows == 1)
+    out->layout = TileLayout::Col;
+  else
+    out->layout = TileLayout::Strided;
+  return true;
+}
+
+bool buildForm(const Graph &g, const MatmulGroup &mm, GemmForm *f, std::string *error) {
+  f->where = describe(g, mm.matmul);
+  if (mm.matmul < static_cast<int>(g.params.size()) || mm.matmul >= g.numValues() ||
+      g.node(mm.matmul).op != OpKind::Matmul) {
+    *error = f->where + ": the group's matmul value is not a matmul node";
+    return false;
+  }
+  if (mm.result < 0 || mm.result >= g.numValues()) {
+    *error = f->where + ": the group has no result value";
+    return false;
+  }
+  const std::vector<int64_t> &os = mm.out.shape;
+  if (os.size() < 2 || mm.a.shape.size() < 2 || mm.b.shape.size() < 2) {
+    *error = f->where + ": operands and output need rank >= 2 (a " + shapeString(mm.a.shape) +
+             ", b " + shapeString(mm.b.shape) + ", out " + shapeString(os) + ")";
+    return false;
+  }
+  f->M = os[os.size() - 2];
+  f->N = os.back();
+  f->K = mm.a.shape.back();
+  f->batch.assign(os.begin(), os.end() - 2);
+  if (mm.a.shape[mm.a.shape.size() - 2] != f->M || mm.b.shape.back() != f->N ||
+      mm.b.shape[mm.b.shape.size() - 2] != f->K) {
+    *error = f->where + ": shapes do not multiply: " + shapeString(mm.a.shape) + " x " +
+             shapeString(mm.b.shape) + " -> " + shapeString(os);
+    return false;
+  }
+  f->inType = mm.a.dtype;
+  f->productType = g.node(mm.matmul).type.dtype;
+  if (mm.b.dtype != mm.a.dtype || !isFloat(mm.a.dtype)) {
+    *error = f->where + ": operands must be float of one dtype, got " + dtypeName(mm.a.dtype) +
+             " and " + dtypeName(mm.b.dtype);
+    return false;
+  }
+  if (!alignOperand(mm.a, "operand a", f->batch, f->M, f->K, false, f->where, &f->a, error) ||
+      !alignOperand(mm.b, "operand b", f->batch, f->K, f->N, false, f->where, &f->b, error) ||
+      !alignOperand(mm.out, "the output", f->batch, f->M, f->N, false, f->where, &f->out, error))
+    return false;
+  if (mm.out.dtype != valueType(g, mm.result).dtype) {
+    *error = f->where + ": the output buffer is " + dtypeName(mm.out.dtype) + " but the result is " +
+             dtypeName(valueType(g, mm.result).dtype);
+    return false;
+  }
+  for (size_t i = 0; i < mm.extras.size(); ++i) {
+    GemmOperand e;
+    std::string what = "epilogue operand " + std::to_string(i);
+    if (!alignOperand(mm.extras[i], what.c_str(), f->batch, f->M, f->N, true, f->where, &e, error))
+      return false;
+    f->extras.push_back(e);
+  }
+  return true;
+}
+
+// Whether the matrix kernel can take the GEMM: matrix element types exist for every tile
+// (docs/ir.md, "Matrix ops": a/b f16 bf16 f32; acc also f16 bf16 i8 (bool) and i32), and every
+// tile loads as rows, columns or one broadcast scalar.
+bool matrixCapable(const GemmForm &f, const MatmulGroup &mm, const Graph &g) {
+  auto accType = [](DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::I32 ||
+           t == DType::Bool;
+  };
+  if (f.inType != DType::F32 && f.inType != DType::F16 && f.inType != DType::BF16)
+    return false;
+  if (f.a.layout == TileLayout::Strided || f.b.layout == TileLayout::Strided ||
+      f.out.layout != TileLayout::Row || !accType(f.out.dtype))
+    return false;
+  for (const GemmOperand &e : f.extras) {
+    if (e.layout == TileLayout::Strided)
+      return false;
+    // A scalar is broadcast over the subgroup as an f32 value; a tile needs an acc type.
+    if (e.layout == TileLayout::Scalar ? !isFloat(e.dtype) || e.dtype == DType::F64
+                                       : !accType(e.dtype))
+      return false;
+  }
+  for (int v : mm.epilogue)
+    if (g.node(v).op == OpKind::Iota) // needs the element's index, which a matrix_map lacks
+      return false;
+  return true;
+}
+
+// Tile shapes measured per backend (docs/performance.md): the CPU's AVX-512 microkernels are
+// fastest at 64 x 64 x 64 with one subgroup per workgroup (bench/gemm_bench); lavapipe at
+// 32 x 128 x 8 with two (bench/vulkan_gemm); elsewhere 32 x 32 x 16, the shape the CUDA and
+// ROCm matrix lowering keeps in registers. Only caps pick it, never the sizes.
+GemmTiles pickTiles(const ScheduleCaps &caps) {
+  if (caps.backend == "cpu")
+    return {64, 64, 64, 1};
+  GemmTiles t = caps.backend == "vulkan" ? GemmTiles{32, 128, 8, 2} : GemmTiles{32, 32, 16, 2};
+  while (t.subgroups > 1 && uint64_t(t.subgroups) * caps.subgroupSize > caps.maxWorkgroupSize)
+    --t.subgroups;
+  return t;
+}
+
+void addOperandArgs(const GemmOperand &o, PlanLaunch *launch) {
+  auto i64 = [&](int64_t v) {
+    PlanArg a;
+    a.kind = PlanArg::Kind::I64;
+    a.i = v;
+    launch->args.push_back(a);
+  };
+  i64(o.offset);
+  i64(o.rowStride);
+  i64(o.colStride);
+  for (int64_t s : o.batchStrides)
+    i64(s);
+}
+
+// Arguments in gemmParams order.
+void bindArgs(const GemmForm &f, PlanLaunch *launch) {
+  auto buf = [&](int b) {
+    PlanArg a;
+    a.kind = PlanArg::Kind::Buffer;
+    a.buffer = b;
+    launch->args.push_back(a);
+  };
+  buf(f.a.buffer);
+  buf(f.b.buffer);
+  for (const GemmOperand &e : f.extras)
+    buf(e.buffer);
+  buf(f.out.buffer);
+  for (int64_t v : {f.M, f.N, f.K}) {
+    PlanArg a;
+    a.i = v;
+    launch->args.push_back(a);
+  }
+  for (int64_t v : f.batch) {
+    PlanArg a;
+    a.i = v;
+    launch->args.push_back(a);
+  }
+  addOperandArgs(f.a, launch);
+  addOperandArgs(f.b, launch);
+  for (const GemmOperand &e : f.extras)
+    addOperandArgs(e, launch);
+  addOperandArgs(f.out, launch);
+}
+
+// Grid extents stay within 65535 per dimension (the smallest limit of the targets); the
+// kernels' grid-stride loops over tiles and batch entries cover the rest.
+uint32_t gridExtent(int64_t n) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 65535));
+}
+
+int64_t batchCount(const GemmForm &f) {
+  int64_t n = 1;
+  for (int64_t d : f.batch)
+    n *= d;
+  return n;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+std::string gemmParams(const GemmForm &f) {
+  auto buffer = [](const std::string &name, DType t, const char *access) {
+    return "%" + name + ": buffer<" + storageType(t) + ", " + access + ">";
+  };
+  std::string p = buffer("A", f.a.dtype, "readonly") + ", " + buffer("B", f.b.dtype, "readonly");
+  for (size_t i = 0; i < f.extras.size(); ++i)
+    p += ", " + buffer("E" + std::to_string(i), f.extras[i].dtype, "readonly");
+  p += ", " + buffer("C", f.out.dtype, "writeonly") + ", %M: i64, %N: i64, %K: i64";
+  for (size_t d = 0; d < f.batch.size(); ++d)
+    p += ", %D" + std::to_string(d) + ": i64";
+  auto operand = [&](const std::string &n) {
+    p += ", %" + n + "_off: i64, %" + n + "_rs: i64, %" + n + "_cs: i64";
+    for (size_t d = 0; d < f.batch.size(); ++d)
+      p += ", %" + n + "_bs" + std::to_string(d) + ": i64";
+  };
+  operand("a");
+  operand("b");
+  for (size_t i = 0; i < f.extras.size(); ++i)
+    operand("e" + std::to_string(i));
+  operand("c");
+  return p;
+}
+
+bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                  const std::string &product, const std::vector<std::string> &extras,
+                  std::string *result, std::string *error) {
+  std::map<int, std::string> env;
+  std::string p = product;
+  // The product is rounded to the matmul's dtype first, as the reference evaluator and eager
+  // torch do (an f16/bf16 mm returns f16/bf16); the later epilogue nodes compute in f32 like
+  // every fused pointwise chain.
+  if (f.productType == DType::F16 || f.productType == DType::BF16) {
+    std::string r = k.fresh("r");
+    k.line(r + " = convert " + product + " : f32 -> " + storageType(f.productType));
+    p = k.fresh("r");
+    k.line(p + " = convert " + r + " : " + storageType(f.productType) + " -> f32");
+  }
+  env[mm.matmul] = p;
+  for (const auto &[value, index] : mm.extraOf) {
+    if (index < 0 || static_cast<size_t>(index) >= extras.size()) {
+      *error = f.where + ": epilogue operand index " + std::to_string(index) + " out of range";
+      return false;
+    }
+    env[value] = extras[static_cast<size_t>(index)];
+  }
+  for (int v : mm.epilogue) {
+    if (v < static_cast<int>(g.params.size()) || v >= g.numValues()) {
+      *error = f.where + ": epilogue value " + std::to_string(v) + " is not a node";
+      return false;
+    }
+    const Node &n = g.node(v);
+    if (n.op == OpKind::Constant) {
+      const double c = n.attrs.getFloat("value", 0);
+      const char *ct = computeType(n.type.dtype);
+      std::string lit;
+      if (n.type.dtype == DType::Bool)
+        lit = c != 0 ? "true" : "false";
+      else if (std::isnan(c))
+        lit = "nan";
+      else if (std::isinf(c))
+        lit = c > 0 ? "inf" : "-inf";
+      else {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, isFloat(n.type.dtype) ? "%.17g" : "%.0f", c);
+        lit = buf;
+        if (isFloat(n.type.dtype) && lit.find_first_of(".en") == std::string::npos)
+          lit += ".0";
+      }
+      env[v] = k.fresh("c");
+      k.line(env[v] + " = const " + lit + " : " + ct);
+      continue;
+    }
+    const OpFamily fam = opFamily(n.op);
+    if (fam != OpFamily::Unary && fam != OpFamily::Binary && fam != OpFamily::Ternary) {
+      *error = f.where + ": " + opName(n.op) + " cannot be fused into a GEMM epilogue";
+      return false;
+    }
+    std::vector<std::string> ins;
+    for (int in : n.inputs) {
+      auto it = env.find(in);
+      if (it == env.end()) {
+        *error = f.where + ": epilogue node " + opName(n.op) + " reads value " +
+                 std::to_string(in) + ", which is neither the product, an earlier epilogue " +
+                 "node nor an epilogue operand";
+        return false;
+      }
+      ins.push_back(it->second);
+    }
+    env[v] = emitScalarOp(k, g, n, ins);
+  }
+  auto it = env.find(mm.result);
+  if (it == env.end()) {
+    *error = f.where + ": the group's result is not computed by its epilogue";
+    return false;
+  }
+  *result = it->second;
+  return true;
+}
+
+bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps,
+                 const std::string &name, KernelText &module, PlanLaunch *launch,
+                 std::string *error) {
+  GemmForm f;
+  if (!buildForm(g, mm, &f, error))
+    return false;
+  if ((f.inType == DType::F64 && !caps.f64) || (f.inType == DType::F16 && !caps.f16) ||
+      (f.inType == DType::BF16 && !caps.bf16)) {
+    *error = f.where + ": the device has no " + dtypeName(f.inType) + " support";
+    return false;
+  }
+  launch->kernel = name;
+  launch->args.clear();
+  const int64_t batch = batchCount(f);
+  if (caps.matrixOps && matrixCapable(f, mm, g)) {
+    GemmTiles t = pickTiles(caps);
+    if (!emitMatrixGemm(module, g, mm, f, t, name, error))
+      return false;
+    const int64_t tiles = ceilDiv(f.M, t.m) * ceilDiv(f.N, t.n);
+    launch->grid[0] = gridExtent(ceilDiv(tiles, t.subgroups));
+    launch->workgroup[0] = static_cast<uint32_t>(t.subgroups) * caps.subgroupSize;
+  } else {
+    // 16 x 16 work-items when the device allows 256 per workgroup, else 8 x 8.
+    const int tile = caps.maxWorkgroupSize >= 256 ? 16 : 8;
+    if (!emitSimtGemm(module, g, mm, f, tile, name, error))
+      return false;
+    launch->grid[0] = gridExtent(ceilDiv(f.M, tile) * ceilDiv(f.N, tile));
+    launch->workgroup[0] = launch->workgroup[1] = static_cast<uint32_t>(tile);
+  }
+  launch->grid[2] = gridExtent(batch);
+  bindArgs(f, launch);
+  return true;
+}
+
+} // namespace tessera::graph::detail

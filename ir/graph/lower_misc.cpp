@@ -1,1 +1,147 @@
-// Placeholder: filled in by the issue #14 work (see ir/graph/CMakeLists.txt).
+// Kernels for the data-movement ops and the hand-off to the GEMM generator:
+// - cat: one pointwise kernel per operand writing its slice of the output (the operand's
+//   pointwise producers are inlined, so `cat(a + b, c)` reads a, b and c once);
+// - embedding: a gather, one work-item per output element; an index outside [0, V) gives a
+//   row of zeros (documented in docs/graph_ir.md; torch raises instead);
+// - matmul: builds the MatmulGroup (operands as strided views broadcast over the batch,
+//   epilogue extras broadcast to the output) for lowerMatmul (lower_matmul.cpp).
+#include "ir/graph/lower_kernel.h"
+
+namespace tessera::graph::detail {
+
+bool Lowerer::emitCat(const FusedKernel &fk) {
+  int v = fk.members[0];
+  const Node &n = g.node(v);
+  size_t axis = static_cast<size_t>(n.attrs.getInt("axis", 0));
+  const Operand &out = *layoutOf(v);
+  int64_t start = 0;
+  for (int in : n.inputs) {
+    const TensorType &t = g.typeOf(in);
+    Operand part = out;
+    part.shape = t.shape;
+    part.offset = out.offset + start * out.strides[axis];
+    start += t.shape[axis];
+    if (!emitPointwise("cat", in, part, {v}))
+      return false;
+  }
+  return error_.empty();
+}
+
+bool Lowerer::emitEmbedding(const FusedKernel &fk) {
+  int v = fk.members[0];
+  const Node &n = g.node(v);
+  const std::optional<Operand> &wl = layoutOf(n.inputs[0]);
+  if (!wl)
+    return fail(v, "the weight has no memory layout (internal error)");
+  const TensorType &it = g.typeOf(n.inputs[1]);
+  int64_t total = n.type.numel(), D = wl->shape[1], V = wl->shape[0];
+  if (total == 0)
+    return true;
+  KernelBuilder kb(nextName("embedding"));
+  KernelText &k = kb.body;
+  std::string nArg = kb.i64(total), dArg = kb.i64(D), vArg = kb.i64(V);
+  BoundView w = bindView(kb, *wl, false, false);
+  std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
+  k.line(gid + " = global_id.x : i64");
+  k.line(ls + " = local_size.x : i64");
+  k.line(ng + " = num_groups.x : i64");
+  k.line(st + " = mul " + ls + ", " + ng + " : i64");
+  std::string i = k.fresh("i");
+  k.open("for " + i + " = " + gid + " to " + nArg + " step " + st + " : i64 {");
+  std::string q = k.fresh("q"), d = k.fresh("d");
+  k.line(q + " = div " + i + ", " + dArg + " : i64");
+  k.line(d + " = rem " + i + ", " + dArg + " : i64");
+  EmitCtx ictx;
+  ictx.tag = "idx";
+  ictx.space = it.shape;
+  ictx.flat = q;
+  ictx.coords.assign(it.shape.size(), "");
+  ictx.makeCoords = [&kb](EmitCtx &c) {
+    std::vector<std::string> sizes;
+    for (int64_t s : c.space)
+      sizes.push_back(kb.i64(s));
+    c.coords = emitUnravel(kb.body, c.flat, sizes);
+  };
+  std::string idx = value(kb, ictx, n.inputs[1]);
+  if (it.dtype != DType::I64) {
+    std::string w64 = k.fresh("ix");
+    k.line(w64 + " = convert " + idx + " : " + computeType(it.dtype) + " -> i64");
+    idx = w64;
+  }
+  std::string zero = emitIntConst(k, 0, "i64");
+  std::string ge = k.fresh("ok"), lt = k.fresh("ok"), ok = k.fresh("ok");
+  k.line(ge + " = cmp.sge " + idx + ", " + zero + " : i64");
+  k.line(lt + " = cmp.slt " + idx + ", " + vArg + " : i64");
+  k.line(ok + " = and " + ge + ", " + lt + " : i1");
+  std::string ct = computeType(n.type.dtype);
+  std::string z = emitConst(k, 0, n.type.dtype);
+  std::string r = k.fresh("e");
+  k.open(r + " = if " + ok + " -> (" + ct + ") {");
+  std::string a = k.fresh("ix"), b = k.fresh("ix"), c = k.fresh("ix"), e = k.fresh("ix");
+  k.line(a + " = mul " + idx + ", " + w.strides[0] + " : i64");
+  k.line(b + " = mul " + d + ", " + w.strides[1] + " : i64");
+  k.line(c + " = add " + a + ", " + b + " : i64");
+  k.line(e + " = add " + c + ", " + w.off + " : i64");
+  k.line("yield " + emitLoad(k, w.buf, wl->dtype, e));
+  k.close("} else {");
+  k.line("  yield " + z);
+  k.line("}");
+  const Operand &out = *layoutOf(v);
+  BoundView o = bindView(kb, out, true, true);
+  EmitCtx octx;
+  octx.flat = i;
+  emitStore(k, o.buf, out.dtype, emitIndex(k, octx, o), r);
+  k.close();
+  launch1D(kb.launch, total);
+  addKernel(kb, "embedding", fk.members);
+  return error_.empty();
+}
+
+bool Lowerer::emitMatmul(const FusedKernel &fk) {
+  int m = fk.members[0];
+  const Node &n = g.node(m);
+  MatmulGroup mm;
+  mm.matmul = m;
+  mm.epilogue = fk.epilogue;
+  mm.result = fk.result;
+  const std::vector<int64_t> &outShape = n.type.shape;
+  std::vector<int64_t> batch(outShape.begin(), outShape.end() - 2);
+  for (int side = 0; side < 2; ++side) {
+    const std::optional<Operand> &l = layoutOf(n.inputs[static_cast<size_t>(side)]);
+    if (!l)
+      return fail(m, "an operand has no memory layout (internal error)");
+    std::vector<int64_t> s = batch;
+    s.insert(s.end(), l->shape.end() - 2, l->shape.end());
+    // Broadcast only the batch dims (the matrix dims are the operand's own).
+    Operand o = broadcastTo(*l, s);
+    (side == 0 ? mm.a : mm.b) = o;
+  }
+  for (int e : fk.epilogue)
+    for (int in : g.node(e).inputs) {
+      if (fusion.kernelOf[static_cast<size_t>(in)] == curKernel || mm.extraOf.count(in))
+        continue;
+      const std::optional<Operand> &l = layoutOf(in);
+      if (!l)
+        return fail(e, "an epilogue operand has no memory layout (internal error)");
+      mm.extraOf[in] = static_cast<int>(mm.extras.size());
+      mm.extras.push_back(broadcastTo(*l, outShape));
+    }
+  mm.out = *layoutOf(fk.result);
+  KernelText text;
+  std::string name = nextName("matmul"), err;
+  PlanLaunch launch;
+  launch.kernel = name;
+  if (!lowerMatmul(g, mm, caps, name, text, &launch, &err))
+    return fail(m, err);
+  plan->module += (plan->module.empty() ? "" : "\n") + text.str();
+  plan->launches.push_back(launch);
+  PlanKernelInfo info;
+  info.kernel = name;
+  info.kind = "matmul";
+  for (int v : fk.members)
+    info.ops.push_back(opName(g.node(v).op));
+  plan->kernels.push_back(std::move(info));
+  return true;
+}
+
+} // namespace tessera::graph::detail

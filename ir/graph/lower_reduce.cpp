@@ -1,1 +1,492 @@
-// Placeholder: filled in by the issue #14 work (see ir/graph/CMakeLists.txt).
+// Reduction kernels.
+//
+// Row kernel (a row group of fuse.h): the row space [outer..., R...] is covered one workgroup
+// per row (grid-stride over rows). Per reduction, the work-items stride over the row
+// accumulating a partial in registers (the reduction's input recomputed inline from its
+// loads), then combine: subgroup_add / subgroup_max / subgroup_min and one shared slot per
+// subgroup, which every work-item then folds in the same order (so the total is uniform);
+// prod and argmax, which have no subgroup op, fold one shared slot per work-item. Pointwise
+// members over the per-row shape are computed once per row after the reductions they read;
+// members over the whole row space are recomputed in each later pass and written in a final
+// pass when some other kernel (or the caller) reads them.
+//
+// Column kernel: one work-item per output element looping over the reduced extent
+// (adjacent work-items read adjacent addresses when the innermost dim is kept).
+//
+// Accumulation: f32 for f16/bf16/f32, f64 for f64, i64 for integers (docs/graph_ir.md).
+// var is two passes (mean, then the sum of squared deviations): no cancellation.
+#include "ir/graph/lower_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace tessera::graph::detail {
+namespace {
+
+/// How one reduction accumulates.
+struct Red {
+  OpKind op;
+  DType in;       // the input's dtype
+  DType acc;      // accumulator dtype (F32, F64 or I64; the input's for amax/amin/argmax)
+  std::string ty; // computeType(acc)
+};
+
+Red redOf(const Graph &g, const Node &n) {
+  Red r;
+  r.op = n.op;
+  r.in = g.typeOf(n.inputs[0]).dtype;
+  if (n.op == OpKind::Amax || n.op == OpKind::Amin || n.op == OpKind::Argmax)
+    r.acc = r.in;
+  else if (r.in == DType::F64)
+    r.acc = DType::F64;
+  else if (isFloat(r.in))
+    r.acc = DType::F32;
+  else
+    r.acc = DType::I64;
+  r.ty = computeType(r.acc);
+  return r;
+}
+
+std::string initValue(KernelText &k, const Red &r) {
+  bool f = isFloat(r.acc);
+  switch (r.op) {
+  case OpKind::Prod:
+    return emitConst(k, 1, r.acc);
+  case OpKind::Amax:
+  case OpKind::Argmax:
+    if (f)
+      return emitConst(k, -INFINITY, r.acc);
+    return emitIntConst(k, r.acc == DType::I32 ? INT32_MIN : INT64_MIN, r.ty);
+  case OpKind::Amin:
+    if (f)
+      return emitConst(k, INFINITY, r.acc);
+    return emitIntConst(k, r.acc == DType::I32 ? INT32_MAX : INT64_MAX, r.ty);
+  default:
+    return emitConst(k, 0, r.acc);
+  }
+}
+
+/// The input element converted to the accumulator type.
+std::string toAcc(KernelText &k, const Red &r, const std::string &x) {
+  std::string from = computeType(r.in);
+  if (from == r.ty)
+    return x;
+  std::string c = k.fresh("ac");
+  k.line(c + " = convert " + x + " : " + from + " -> " + r.ty);
+  return c;
+}
+
+std::string combine(KernelText &k, const Red &r, const std::string &a, const std::string &b) {
+  std::string c = k.fresh("cb");
+  switch (r.op) {
+  case OpKind::Prod:
+    k.line(c + " = mul " + a + ", " + b + " : " + r.ty);
+    return c;
+  case OpKind::Amax:
+  case OpKind::Amin:
+    return emitMaxMin(k, r.op == OpKind::Amax, a, b, r.acc);
+  default:
+    k.line(c + " = add " + a + ", " + b + " : " + r.ty);
+    return c;
+  }
+}
+
+/// argmax: is (bv, bi) better than (av, ai)? NaN is the maximum, the first index wins ties,
+/// index -1 marks an empty partial.
+std::string argBetter(KernelText &k, const Red &r, const std::string &av, const std::string &ai,
+                      const std::string &bv, const std::string &bi) {
+  auto ln = [&](const std::string &s) {
+    std::string v = k.fresh("am");
+    k.line(v + " = " + s);
+    return v;
+  };
+  bool f = isFloat(r.acc);
+  std::string zero = emitIntConst(k, 0, "i64");
+  std::string bValid = ln("cmp.sge " + bi + ", " + zero + " : i64");
+  std::string aEmpty = ln("cmp.slt " + ai + ", " + zero + " : i64");
+  std::string gt = ln(std::string(f ? "cmp.ogt " : "cmp.sgt ") + bv + ", " + av + " : " + r.ty);
+  std::string eq = ln(std::string(f ? "cmp.oeq " : "cmp.eq ") + bv + ", " + av + " : " + r.ty);
+  if (f) {
+    std::string bn = ln("isnan " + bv + " : " + r.ty), an = ln("isnan " + av + " : " + r.ty);
+    std::string notAn = ln("not " + an + " : i1");
+    std::string nanWins = ln("and " + bn + ", " + notAn + " : i1");
+    gt = ln("or " + gt + ", " + nanWins + " : i1");
+    std::string both = ln("and " + bn + ", " + an + " : i1");
+    eq = ln("or " + eq + ", " + both + " : i1");
+  }
+  std::string earlier = ln("cmp.slt " + bi + ", " + ai + " : i64");
+  std::string tie = ln("and " + eq + ", " + earlier + " : i1");
+  std::string better = ln("or " + gt + ", " + tie + " : i1");
+  better = ln("or " + aEmpty + ", " + better + " : i1");
+  return ln("and " + bValid + ", " + better + " : i1");
+}
+
+std::string ln(KernelText &k, const std::string &s, const char *hint = "r") {
+  std::string v = k.fresh(hint);
+  k.line(v + " = " + s);
+  return v;
+}
+
+/// The reduction's value from its accumulated total(s), in the result's compute type and
+/// rounded to its dtype. `count` is the i64 number of elements reduced; `m2` the sum of squared
+/// deviations for var.
+std::string finalValue(KernelText &k, const Graph &g, const Node &n, const Red &r,
+                       const std::string &total, const std::string &count) {
+  DType rt = n.type.dtype;
+  std::string v = total;
+  if (n.op == OpKind::Mean || n.op == OpKind::Var) {
+    std::string cnt = ln(k, "convert " + count + " : i64 -> " + r.ty);
+    if (n.op == OpKind::Var) { // divide by max(count - correction, 0): 0 gives inf or NaN
+      std::string corr = emitConst(k, n.attrs.getFloat("correction", 1), r.acc);
+      std::string d = ln(k, "sub " + cnt + ", " + corr + " : " + r.ty);
+      std::string z = emitConst(k, 0, r.acc);
+      std::string neg = ln(k, "cmp.olt " + d + ", " + z + " : " + r.ty);
+      cnt = ln(k, "select " + neg + ", " + z + ", " + d + " : " + r.ty);
+    }
+    v = ln(k, "div " + total + ", " + cnt + " : " + r.ty);
+  }
+  std::string rc = computeType(rt);
+  if (rc != r.ty && n.op != OpKind::Argmax)
+    v = ln(k, "convert " + v + " : " + r.ty + " -> " + rc);
+  (void)g;
+  return emitRound(k, rt, v);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- row kernels
+
+bool Lowerer::emitRow(const FusedKernel &fk) {
+  const std::vector<int64_t> &S = fk.space;
+  size_t p = S.size() - static_cast<size_t>(fk.q);
+  int64_t nrows = 1, R = 1;
+  for (size_t d = 0; d < S.size(); ++d)
+    (d < p ? nrows : R) *= S[d];
+  std::vector<int64_t> rowShape = S;
+  for (size_t d = p; d < S.size(); ++d)
+    rowShape[d] = 1;
+  if (nrows == 0)
+    return true; // no rows: every member is empty
+  uint32_t wmax = workgroupSize(), sg = std::max<uint32_t>(1, caps.subgroupSize);
+  // Short rows get a smaller workgroup (a multiple of the subgroup size) so that fewer
+  // work-items idle; the text does not depend on it.
+  uint32_t w = sg;
+  while (w < wmax && static_cast<int64_t>(w) < R)
+    w *= 2;
+  w = std::min(wmax, std::max(sg, w / sg * sg));
+
+  KernelBuilder kb(nextName("row"));
+  KernelText &k = kb.body;
+  std::string nrowsArg = kb.i64(nrows), rArg = kb.i64(R);
+  std::vector<std::string> outerSizes, innerSizes;
+  for (size_t d = 0; d < S.size(); ++d)
+    (d < p ? outerSizes : innerSizes).push_back(kb.i64(S[d]));
+
+  // Shared arrays, one per accumulator type (reused by every reduction: each combine ends
+  // with a barrier).
+  std::map<std::string, std::string> shared;
+  auto sharedOf = [&](const std::string &ty) {
+    auto it = shared.find(ty);
+    if (it != shared.end())
+      return it->second;
+    std::string s = k.fresh("sh");
+    k.line(s + " = shared_alloc : shared<" + ty + ", " + std::to_string(wmax) + ">");
+    return shared[ty] = s;
+  };
+  std::vector<Red> reds;
+  uint64_t bytes = 0;
+  for (int m : fk.members) {
+    if (opFamily(g.node(m).op) != OpFamily::Reduction)
+      continue;
+    Red r = redOf(g, g.node(m));
+    if (!shared.count(r.ty))
+      bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
+    sharedOf(r.ty);
+    if (r.op == OpKind::Argmax)
+      sharedOf("i64");
+    if (r.op == OpKind::Var)
+      sharedOf(r.ty);
+  }
+  if (bytes + wmax * 8 > caps.sharedBytes)
+    return fail(fk.anchor, "the row kernel needs " + std::to_string(bytes) +
+                               " bytes of shared memory, more than the device's " +
+                               std::to_string(caps.sharedBytes));
+
+  std::string lid = k.fresh("t"), wg = k.fresh("t"), grp = k.fresh("t"), ngrp = k.fresh("t");
+  std::string sgl = k.fresh("t"), sgid = k.fresh("t"), sgs = k.fresh("t");
+  k.line(lid + " = local_id.x : i64");
+  k.line(wg + " = local_size.x : i64");
+  k.line(grp + " = group_id.x : i64");
+  k.line(ngrp + " = num_groups.x : i64");
+  k.line(sgl + " = subgroup_local_id : i64");
+  k.line(sgid + " = subgroup_id : i64");
+  k.line(sgs + " = subgroup_size : i64");
+  std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
+  std::string row = k.fresh("row");
+  k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
+  std::string rowBase = ln(k, "mul " + row + ", " + rArg + " : i64", "rb");
+  std::vector<std::string> outer;
+  if (p > 0)
+    outer = emitUnravel(k, row, outerSizes);
+
+  EmitCtx rowCtx;
+  rowCtx.tag = "row";
+  rowCtx.space = rowShape;
+  rowCtx.flat = row;
+  rowCtx.coords = outer;
+  for (size_t d = p; d < S.size(); ++d)
+    rowCtx.coords.push_back(zero);
+
+  // A fresh element context inside a pass loop over %j.
+  auto elementCtx = [&](const std::string &j) {
+    EmitCtx c;
+    c.tag = "elem";
+    c.space = S;
+    c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
+    c.coords = outer;
+    if (fk.q == 1) {
+      c.coords.push_back(j);
+    } else {
+      std::vector<std::string> inner = emitUnravel(k, j, innerSizes);
+      c.coords.insert(c.coords.end(), inner.begin(), inner.end());
+    }
+    c.memo = rowCtx.memo; // per-row values are in scope and equal at every element
+    return c;
+  };
+
+  // One pass over the row: returns the workgroup total (uniform). For argmax also the index.
+  auto pass = [&](const Red &r, int input, const std::string &mean,
+                  std::string *argIdx) -> std::string {
+    std::string init = initValue(k, r);
+    std::string minus1 = emitIntConst(k, -1, "i64");
+    std::string acc = k.fresh("acc"), acci = k.fresh("acc"), res = k.fresh("p"),
+                resi = k.fresh("p"), j = k.fresh("j");
+    bool arg = r.op == OpKind::Argmax;
+    std::string head = "for " + j + " = " + lid + " to " + rArg + " step " + wg + " iter(" + acc +
+                       " = " + init + (arg ? ", " + acci + " = " + minus1 : "") + ") : i64 {";
+    k.open((arg ? res + ", " + resi : res) + " = " + head);
+    EmitCtx c = elementCtx(j);
+    std::string x = toAcc(k, r, value(kb, c, input));
+    if (!mean.empty()) { // var's second pass: squared deviation from the mean
+      std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
+      x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
+    }
+    if (arg) {
+      std::string b = argBetter(k, r, acc, acci, x, j);
+      std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
+      std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
+      k.line("yield " + nv + ", " + ni);
+      k.close();
+    } else {
+      k.line("yield " + combine(k, r, acc, x));
+      k.close();
+    }
+    std::string sh = sharedOf(r.ty);
+    bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
+                      r.op == OpKind::Amax || r.op == OpKind::Amin;
+    std::string part = res, count = wg, slot = lid;
+    if (bySubgroup) {
+      bool sum = r.op != OpKind::Amax && r.op != OpKind::Amin;
+      std::string op = sum                    ? "subgroup_add"
+                       : r.op == OpKind::Amax ? "subgroup_max"
+                                              : "subgroup_min";
+      part = ln(k, op + " " + res + " : " + r.ty);
+      if (!sum && isFloat(r.acc)) { // the subgroup max ignores NaN; torch's propagates it
+        std::string isn = ln(k, "isnan " + res + " : " + r.ty);
+        std::string n32 = ln(k, "convert " + isn + " : i1 -> i32");
+        std::string any = ln(k, "subgroup_max " + n32 + " : i32");
+        std::string z32 = emitIntConst(k, 0, "i32");
+        std::string has = ln(k, "cmp.ne " + any + ", " + z32 + " : i32");
+        part =
+            ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + part + " : " + r.ty);
+      }
+      std::string lead = ln(k, "cmp.eq " + sgl + ", " + zero + " : i64");
+      k.open("if " + lead + " {");
+      k.line("store " + part + ", " + sh + "[" + sgid + "] : " + r.ty);
+      k.close();
+      std::string t = ln(k, "add " + wg + ", " + sgs + " : i64");
+      t = ln(k, "sub " + t + ", " + one + " : i64");
+      count = ln(k, "div " + t + ", " + sgs + " : i64");
+    } else {
+      k.line("store " + res + ", " + sh + "[" + lid + "] : " + r.ty);
+      if (arg)
+        k.line("store " + resi + ", " + sharedOf("i64") + "[" + lid + "] : i64");
+    }
+    k.line("barrier");
+    std::string tot = k.fresh("tot"), toti = k.fresh("tot"), q = k.fresh("q"), a = k.fresh("fa"),
+                ai = k.fresh("fa");
+    std::string init2 = initValue(k, r);
+    std::string fhead = "for " + q + " = " + zero + " to " + count + " step " + one + " iter(" + a +
+                        " = " + init2 + (arg ? ", " + ai + " = " + minus1 : "") + ") : i64 {";
+    k.open((arg ? tot + ", " + toti : tot) + " = " + fhead);
+    std::string v = ln(k, "load " + sh + "[" + q + "] : " + r.ty);
+    if (arg) {
+      std::string vi = ln(k, "load " + sharedOf("i64") + "[" + q + "] : i64");
+      std::string b = argBetter(k, r, a, ai, v, vi);
+      std::string nv = ln(k, "select " + b + ", " + v + ", " + a + " : " + r.ty);
+      std::string ni = ln(k, "select " + b + ", " + vi + ", " + ai + " : i64");
+      k.line("yield " + nv + ", " + ni);
+      k.close();
+      *argIdx = toti;
+    } else {
+      k.line("yield " + combine(k, r, a, v));
+      k.close();
+    }
+    k.line("barrier");
+    return tot;
+  };
+
+  for (int m : fk.members) {
+    const Node &n = g.node(m);
+    if (opFamily(n.op) == OpFamily::Reduction) {
+      Red r = redOf(g, n);
+      std::string idx;
+      std::string tot = pass(r, n.inputs[0], "", &idx);
+      std::string v;
+      if (n.op == OpKind::Argmax) {
+        v = idx;
+      } else if (n.op == OpKind::Var) {
+        std::string cnt = ln(k, "convert " + rArg + " : i64 -> " + r.ty);
+        std::string mean = ln(k, "div " + tot + ", " + cnt + " : " + r.ty);
+        std::string m2 = pass(r, n.inputs[0], mean, &idx);
+        v = finalValue(k, g, n, r, m2, rArg);
+      } else {
+        v = finalValue(k, g, n, r, tot, rArg);
+      }
+      rowCtx.memo[m] = v;
+      continue;
+    }
+    if (n.type.shape == rowShape)
+      value(kb, rowCtx, m); // once per row, after the reductions it reads
+  }
+  if (!error_.empty())
+    return false;
+
+  // Final pass: members over the whole row that someone reads from memory.
+  std::vector<int> full, perRow;
+  for (int m : fk.members) {
+    if (!fusion.materialise[static_cast<size_t>(m)])
+      continue;
+    const Node &n = g.node(m);
+    bool isRow = opFamily(n.op) == OpFamily::Reduction || n.type.shape == rowShape;
+    (isRow ? perRow : full).push_back(m);
+  }
+  if (!full.empty()) {
+    std::string j = k.fresh("j");
+    k.open("for " + j + " = " + lid + " to " + rArg + " step " + wg + " : i64 {");
+    EmitCtx c = elementCtx(j);
+    for (int m : full) {
+      const Operand &lay = *layoutOf(m);
+      BoundView bv = bindView(kb, lay, true, true);
+      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), value(kb, c, m));
+    }
+    k.close();
+  }
+  if (!perRow.empty()) {
+    std::string lead = ln(k, "cmp.eq " + lid + ", " + zero + " : i64");
+    k.open("if " + lead + " {");
+    for (int m : perRow) {
+      const Operand &lay = *layoutOf(m);
+      BoundView bv = bindView(kb, lay, true, true);
+      EmitCtx c;
+      c.flat = row;
+      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), rowCtx.memo.at(m));
+    }
+    k.close();
+  }
+  k.close();
+  kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(nrows, 65535));
+  kb.launch.workgroup[0] = w;
+  addKernel(kb, "row", fk.members);
+  return error_.empty();
+}
+
+// ---------------------------------------------------------------- column kernels
+
+bool Lowerer::emitColumn(const FusedKernel &fk) {
+  int v = fk.members[0];
+  const Node &n = g.node(v);
+  const TensorType &it = g.typeOf(n.inputs[0]);
+  std::vector<int64_t> axes = n.attrs.getInts("axes");
+  std::vector<bool> reduced(it.shape.size(), false);
+  for (int64_t a : axes)
+    reduced[static_cast<size_t>(a)] = true;
+  int64_t nOut = 1, nRed = 1;
+  for (size_t d = 0; d < it.shape.size(); ++d)
+    (reduced[d] ? nRed : nOut) *= it.shape[d];
+  if (nOut == 0)
+    return true;
+  KernelBuilder kb(nextName("reduce"));
+  KernelText &k = kb.body;
+  std::string outArg = kb.i64(nOut), redArg = kb.i64(nRed);
+  std::vector<std::string> keptSizes, redSizes;
+  for (size_t d = 0; d < it.shape.size(); ++d)
+    (reduced[d] ? redSizes : keptSizes).push_back(kb.i64(it.shape[d]));
+  std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
+  k.line(gid + " = global_id.x : i64");
+  k.line(ls + " = local_size.x : i64");
+  k.line(ng + " = num_groups.x : i64");
+  k.line(st + " = mul " + ls + ", " + ng + " : i64");
+  std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
+  std::string o = k.fresh("o");
+  k.open("for " + o + " = " + gid + " to " + outArg + " step " + st + " : i64 {");
+  std::vector<std::string> kept = emitUnravel(k, o, keptSizes);
+  Red r = redOf(g, n);
+  bool arg = n.op == OpKind::Argmax;
+  auto loop = [&](const std::string &mean, std::string *idxOut) {
+    std::string acc = k.fresh("acc"), acci = k.fresh("acc"), res = k.fresh("p"),
+                resi = k.fresh("p"), j = k.fresh("j");
+    std::string init = initValue(k, r), minus1 = emitIntConst(k, -1, "i64");
+    std::string head = "for " + j + " = " + zero + " to " + redArg + " step " + one + " iter(" +
+                       acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "") + ") : i64 {";
+    k.open((arg ? res + ", " + resi : res) + " = " + head);
+    std::vector<std::string> red = emitUnravel(k, j, redSizes);
+    EmitCtx c;
+    c.tag = "col";
+    c.space = it.shape;
+    size_t ki = 0, ri = 0;
+    for (size_t d = 0; d < it.shape.size(); ++d)
+      c.coords.push_back(reduced[d] ? red[ri++] : kept[ki++]);
+    std::string x = toAcc(k, r, value(kb, c, n.inputs[0]));
+    if (!mean.empty()) {
+      std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
+      x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
+    }
+    if (arg) {
+      std::string b = argBetter(k, r, acc, acci, x, j);
+      std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
+      std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
+      k.line("yield " + nv + ", " + ni);
+      k.close();
+      *idxOut = resi;
+    } else {
+      k.line("yield " + combine(k, r, acc, x));
+      k.close();
+    }
+    return res;
+  };
+  std::string idx;
+  std::string tot = loop("", &idx);
+  std::string val;
+  if (arg) {
+    val = idx;
+  } else if (n.op == OpKind::Var) {
+    std::string cnt = ln(k, "convert " + redArg + " : i64 -> " + r.ty);
+    std::string mean = ln(k, "div " + tot + ", " + cnt + " : " + r.ty);
+    val = finalValue(k, g, n, r, loop(mean, &idx), redArg);
+  } else {
+    val = finalValue(k, g, n, r, tot, redArg);
+  }
+  const Operand &lay = *layoutOf(v);
+  BoundView bv = bindView(kb, lay, true, true);
+  EmitCtx c;
+  c.flat = o;
+  emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), val);
+  k.close();
+  launch1D(kb.launch, nOut);
+  addKernel(kb, "reduce", fk.members);
+  return error_.empty();
+}
+
+} // namespace tessera::graph::detail

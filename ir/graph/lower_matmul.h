@@ -1,0 +1,74 @@
+// Internal to the GEMM lowering (lower_matmul.cpp, lower_matmul_kernels.cpp): a MatmulGroup
+// checked and brought into one normal form that both kernel generators read, so that neither
+// generator re-derives shapes, strides or argument order. Never used outside ir/graph/.
+#pragma once
+
+#include "ir/graph/lower_internal.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::graph::detail {
+
+/// How a 2-D operand tile is read by matrix_load: rows of unit-stride elements (row-major,
+/// `ld` = the row stride), columns of unit-stride elements (`.col`, `ld` = the column stride),
+/// one element for the whole tile (a broadcast scalar, loaded once and broadcast over the
+/// subgroup), or none of these (only the SIMT kernel can read it).
+enum class TileLayout : uint8_t { Row, Col, Scalar, Strided };
+
+/// One operand of the GEMM kernel (A, B, an epilogue extra or the output), aligned to the
+/// output's batch dims: `batchStrides` has one entry per output batch dim (0 where the operand
+/// broadcasts), `rowStride` / `colStride` address its 2-D part (A: M x K, B: K x N, extras and
+/// the output: M x N; 0 where an extra broadcasts).
+struct GemmOperand {
+  int buffer = -1;
+  DType dtype = DType::F32;
+  int64_t offset = 0;
+  int64_t rowStride = 0, colStride = 0;
+  std::vector<int64_t> batchStrides;
+  TileLayout layout = TileLayout::Strided;
+};
+
+/// The GEMM in normal form. The kernel text depends on: the dtypes, the number of batch dims,
+/// each operand's TileLayout (matrix path only), the epilogue and the tile shape; never on
+/// M, N, K, the batch extents, offsets or stride values (kernel arguments, in argument order:
+/// M, N, K, batch extents, then per operand offset, rowStride, colStride, batchStrides).
+struct GemmForm {
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> batch;       // the output's batch extents (may be empty)
+  GemmOperand a, b, out;
+  std::vector<GemmOperand> extras;  // in MatmulGroup::extras order
+  DType inType = DType::F32;        // A's and B's dtype
+  DType productType = DType::F32;   // the matmul node's dtype (the product is rounded to it)
+  std::string where;                // "matmul %name (line L)" for errors
+};
+
+/// Tile shape of the matrix kernel: tm x tn accumulator per subgroup, tk deep K steps,
+/// `subgroups` subgroups per workgroup.
+struct GemmTiles {
+  int m = 64, n = 64, k = 64, subgroups = 1;
+};
+
+/// The kernel's parameter list ("%A: buffer<f32, readonly>, ..., %M: i64, ...") and the names
+/// every generator uses for the scalar arguments of operand `p` ("a", "b", "e0", ..., "c"):
+/// %p_off, %p_rs, %p_cs, %p_bs<d>; buffers %A, %B, %E<i>, %C; sizes %M %N %K %D<d>.
+std::string gemmParams(const GemmForm &f);
+
+/// Emits the epilogue of the group on scalars already in compute type: `product` is the
+/// accumulator value (f32, or f64 for f64 GEMMs), `extras[i]` extra i in its compute type.
+/// Returns the result value in the result's compute type; false with *error for a node that
+/// cannot be part of an epilogue.
+bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                  const std::string &product, const std::vector<std::string> &extras,
+                  std::string *result, std::string *error);
+
+/// The matrix-op kernel (caps.matrixOps, f16/bf16/f32 inputs, every operand Row/Col/Scalar).
+bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                    const GemmTiles &t, const std::string &name, std::string *error);
+/// The SIMT kernel: `tile` x `tile` work-items per workgroup, shared-memory staged tiles, any
+/// strides, any dtype (f64 included).
+bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                  int tile, const std::string &name, std::string *error);
+
+} // namespace tessera::graph::detail

@@ -1,0 +1,303 @@
+// lowerMatmul on the kernel-IR reference interpreter: GEMM groups built by hand (matmul_case.h)
+// are lowered for a CPU-like device (matrix ops, 64 x 64 x 64 tiles), a Vulkan-like one
+// (32 x 128 x 8 tiles, two subgroups of 8: several K steps, several subgroups per workgroup)
+// and without matrix ops (the SIMT kernel); every generated module must parse and verify, and
+// every output element must be within its allowance of a naive long double loop. Also: the
+// module text does not depend on sizes, and bad groups give errors, never bad kernels.
+#include "ir/graph/tests/matmul_case.h"
+
+#include "ir/text/parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tessera::graph {
+namespace {
+
+using testing::BuiltCase;
+using testing::Epilogue;
+using testing::GemmCase;
+using testing::View;
+
+ScheduleCaps cpuCaps() {
+  ScheduleCaps c;
+  c.backend = "cpu";
+  c.subgroupSize = 16;
+  return c;
+}
+
+ScheduleCaps vulkanCaps() {
+  ScheduleCaps c;
+  c.backend = "vulkan";
+  c.subgroupSize = 8;
+  return c;
+}
+
+ScheduleCaps simtCaps() {
+  ScheduleCaps c = cpuCaps();
+  c.matrixOps = false;
+  return c;
+}
+
+struct Lowered {
+  std::string module;
+  PlanLaunch launch;
+};
+
+// Lowers `c`, checks that the module parses and verifies, runs it on the interpreter and
+// compares the output with the reference. Returns the lowering for further checks.
+Lowered runCase(BuiltCase &c, const ScheduleCaps &caps) {
+  Lowered out;
+  detail::KernelText text;
+  std::string err;
+  EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, caps, "k0_matmul", text, &out.launch, &err)) << err;
+  out.module = text.str();
+  ir::ParseResult parsed = ir::parseModule(out.module, "<lowered>");
+  if (!parsed.ok()) {
+    ADD_FAILURE() << (parsed.diags.empty() ? "parse failed" : parsed.diags[0].str()) << "\n"
+                  << out.module;
+    return out;
+  }
+  const ir::Function *kernel = parsed.module->lookup("k0_matmul");
+  EXPECT_NE(kernel, nullptr);
+  if (!kernel)
+    return out;
+  std::vector<ir::KernelArg> args = testing::bindArgs(out.launch, c.buffers);
+  ir::LaunchDims dims;
+  for (int d = 0; d < 3; ++d) {
+    dims.grid[d] = out.launch.grid[d];
+    dims.workgroup[d] = out.launch.workgroup[d];
+  }
+  ir::InterpOptions opts;
+  opts.subgroupSize = caps.subgroupSize;
+  ir::InterpResult r = ir::interpret(*parsed.module, *kernel, dims, args, opts);
+  EXPECT_TRUE(r.ok) << r.error << "\n" << out.module;
+  if (r.ok)
+    EXPECT_EQ(testing::compareOutput(c, c.buffers.back()), "") << out.module;
+  return out;
+}
+
+GemmCase plain(int64_t M, int64_t N, int64_t K, DType t = DType::F32) {
+  GemmCase c;
+  c.dtype = t;
+  c.a.shape = {M, K};
+  c.b.shape = {K, N};
+  return c;
+}
+
+// y = gelu(x @ w + bias) + residual, in the graph and in double.
+Epilogue biasGeluResidual() {
+  Epilogue e;
+  e.build = [](Graph &g, int p, const std::vector<int> &x) {
+    std::string err;
+    int v = g.add(OpKind::Add, {p, x[0]}, {}, &err);
+    v = g.add(OpKind::Gelu, {v}, {}, &err);
+    return g.add(OpKind::Add, {v, x[1]}, {}, &err);
+  };
+  e.ref = [](double p, const std::vector<double> &x) {
+    const double z = p + x[0];
+    return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
+  };
+  // gelu' <= 1.13; erf's budget (16 ULP) and five roundings, relative to |z| (1 + erf cancels
+  // near -1, so the error is absolute in |z|): generous 64 ULP of max(|res|, |p|) + |bias|
+  // bounded below by the inputs' range (|bias|, |residual| <= 1).
+  e.lipschitz = 1.13;
+  e.ownUlps = 64;
+  return e;
+}
+
+struct CapsCase {
+  const char *name;
+  ScheduleCaps (*caps)();
+};
+const CapsCase kAllCaps[] = {{"cpu", cpuCaps}, {"vulkan", vulkanCaps}, {"simt", simtCaps}};
+
+class LowerMatmul : public ::testing::TestWithParam<CapsCase> {};
+
+TEST_P(LowerMatmul, Square) {
+  BuiltCase c = testing::buildCase(plain(64, 64, 64));
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, PrimeSizes) {
+  BuiltCase c = testing::buildCase(plain(17, 13, 29));
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, KSmallerThanTileAndOneRow) {
+  BuiltCase c = testing::buildCase(plain(5, 7, 3));
+  runCase(c, GetParam().caps());
+  BuiltCase row = testing::buildCase(plain(1, 37, 19));
+  runCase(row, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, TransposedOperands) {
+  // A stored [K, M] (a transposed view: strides [1, M]), B stored [N, K] (a linear layer's
+  // weight: strides [1, K]), each alone and both, with offsets into their buffers.
+  for (int which = 1; which <= 3; ++which) {
+    GemmCase g = plain(19, 23, 11);
+    if (which & 1)
+      g.a = View{{19, 11}, {1, 19}, 3};
+    if (which & 2)
+      g.b = View{{11, 23}, {1, 11}, 5};
+    BuiltCase c = testing::buildCase(g);
+    SCOPED_TRACE(which);
+    runCase(c, GetParam().caps());
+  }
+}
+
+TEST_P(LowerMatmul, BroadcastBatch) {
+  // [2, 3, M, K] x [K, N]: b broadcast over both batch dims; then a [3, M, K] against b
+  // [2, 1, K, N] (a broadcast in dim 0, b in dim 1).
+  GemmCase g;
+  g.a.shape = {2, 3, 9, 6};
+  g.b.shape = {6, 10};
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, GetParam().caps());
+  GemmCase h;
+  h.a.shape = {3, 9, 6};
+  h.b.shape = {2, 1, 6, 10};
+  BuiltCase d = testing::buildCase(h);
+  runCase(d, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, BiasGeluResidualEpilogue) {
+  GemmCase g = plain(21, 18, 15);
+  g.b = View{{15, 18}, {1, 15}, 0}; // weight [N, K]
+  g.extras = {View{{18}, {}, 0}, View{{21, 18}, {}, 0}};
+  g.epilogue = biasGeluResidual();
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, ScalarAndColumnExtras) {
+  // (x @ w) * s + col: s a 0-d tensor (broadcast over the tile: a subgroup-uniform scalar in
+  // the matrix kernel), col [M, 1] (a stride-0 column-major tile).
+  GemmCase g = plain(11, 20, 9);
+  g.extras = {View{{}, {}, 2}, View{{11, 1}, {}, 0}};
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+    std::string err;
+    int v = gr.add(OpKind::Mul, {p, x[0]}, {}, &err);
+    return gr.add(OpKind::Add, {v, x[1]}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &x) { return p * x[0] + x[1]; };
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, HalfPrecisionInputs) {
+  // f16 and bf16 inputs, f32 accumulation, the product rounded to the matmul's dtype, then a
+  // bias in that dtype: the allowance adds the two roundings (matmul_case.h).
+  for (DType t : {DType::F16, DType::BF16}) {
+    GemmCase g = plain(13, 17, 40, t);
+    g.extras = {View{{17}, {}, 0}};
+    g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+      std::string err;
+      return gr.add(OpKind::Add, {p, x[0]}, {}, &err);
+    };
+    g.epilogue.ref = [](double p, const std::vector<double> &x) { return p + x[0]; };
+    // The product's rounding to f16/bf16 (already in the allowance) is carried through 1:1.
+    BuiltCase c = testing::buildCase(g);
+    SCOPED_TRACE(dtypeName(t));
+    runCase(c, GetParam().caps());
+  }
+}
+
+TEST_P(LowerMatmul, CastEpilogueToBf16) {
+  GemmCase g = plain(9, 33, 12);
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &) {
+    std::string err;
+    Attrs a;
+    a.set("dtype", Attr::str("bf16"));
+    int v = gr.add(OpKind::Relu, {p}, {}, &err);
+    return gr.add(OpKind::Cast, {v}, a, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &) { return p > 0 ? p : 0.0; };
+  BuiltCase c = testing::buildCase(g);
+  ASSERT_EQ(c.outType, DType::BF16);
+  runCase(c, GetParam().caps());
+}
+
+INSTANTIATE_TEST_SUITE_P(Caps, LowerMatmul, ::testing::ValuesIn(kAllCaps),
+                         [](const ::testing::TestParamInfo<CapsCase> &i) {
+                           return std::string(i.param.name);
+                         });
+
+TEST(LowerMatmulSimt, F64AndStridedOperands) {
+  // f64 takes the SIMT kernel even with matrix ops; so does an operand with no unit stride
+  // (every other column of a wider buffer, both strides > 1).
+  BuiltCase c = testing::buildCase(plain(10, 12, 14, DType::F64));
+  Lowered l = runCase(c, cpuCaps());
+  EXPECT_EQ(l.module.find("matrix_"), std::string::npos);
+  GemmCase g = plain(10, 12, 14);
+  g.a = View{{10, 14}, {30, 2}, 1};
+  BuiltCase s = testing::buildCase(g);
+  l = runCase(s, cpuCaps());
+  EXPECT_EQ(l.module.find("matrix_"), std::string::npos);
+}
+
+TEST(LowerMatmulText, IndependentOfSizes) {
+  // The same structure at other M, N, K and batch sizes: byte-identical kernel text, and
+  // the sizes appear only among the launch's arguments.
+  auto lower = [](int64_t batch, int64_t M, int64_t N, int64_t K, PlanLaunch *launch) {
+    GemmCase g;
+    g.a.shape = {batch, M, K};
+    g.b = View{{K, N}, {1, K}, 0};
+    g.extras = {View{{N}, {}, 0}};
+    g.epilogue = biasGeluResidual();
+    g.extras.push_back(View{{batch, M, N}, {}, 0});
+    BuiltCase c = testing::buildCase(g);
+    detail::KernelText text;
+    std::string err;
+    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err))
+        << err;
+    return text.str();
+  };
+  PlanLaunch l1, l2;
+  const std::string t1 = lower(2, 17, 13, 29, &l1), t2 = lower(7, 64, 40, 3, &l2);
+  EXPECT_EQ(t1, t2);
+  EXPECT_NE(l1.args.size(), 0u);
+  EXPECT_EQ(l1.args.size(), l2.args.size());
+  EXPECT_NE(l1.grid[2], l2.grid[2]);
+}
+
+TEST(LowerMatmulErrors, BadGroupsAreRefused) {
+  BuiltCase c = testing::buildCase(plain(4, 5, 6));
+  detail::KernelText text;
+  PlanLaunch launch;
+  std::string err;
+  detail::MatmulGroup bad = c.mm;
+  bad.b.shape = {7, 5}; // K mismatch
+  bad.b.strides = {5, 1};
+  EXPECT_FALSE(detail::lowerMatmul(c.g, bad, cpuCaps(), "k", text, &launch, &err));
+  EXPECT_NE(err.find("matmul %mm"), std::string::npos) << err;
+  EXPECT_NE(err.find("do not multiply"), std::string::npos) << err;
+  bad = c.mm;
+  bad.matmul = 0; // a parameter, not a matmul node
+  EXPECT_FALSE(detail::lowerMatmul(c.g, bad, cpuCaps(), "k", text, &launch, &err));
+  EXPECT_NE(err.find("not a matmul node"), std::string::npos) << err;
+  bad = c.mm;
+  bad.extras.push_back(c.mm.a); // [4, 6] does not broadcast to [4, 5]
+  EXPECT_FALSE(detail::lowerMatmul(c.g, bad, cpuCaps(), "k", text, &launch, &err));
+  EXPECT_NE(err.find("does not broadcast"), std::string::npos) << err;
+  // An epilogue node reading a value the group does not provide.
+  GemmCase g = plain(4, 5, 6);
+  g.extras = {View{{5}, {}, 0}};
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+    std::string err2;
+    return gr.add(OpKind::Add, {p, x[0]}, {}, &err2);
+  };
+  BuiltCase e = testing::buildCase(g);
+  e.mm.extraOf.clear();
+  EXPECT_FALSE(detail::lowerMatmul(e.g, e.mm, cpuCaps(), "k", text, &launch, &err));
+  EXPECT_NE(err.find("neither the product"), std::string::npos) << err;
+  ScheduleCaps noBf16 = cpuCaps();
+  noBf16.bf16 = false;
+  BuiltCase h = testing::buildCase(plain(4, 5, 6, DType::BF16));
+  EXPECT_FALSE(detail::lowerMatmul(h.g, h.mm, noBf16, "k", text, &launch, &err));
+  EXPECT_NE(err.find("no bf16 support"), std::string::npos) << err;
+}
+
+} // namespace
+} // namespace tessera::graph
