@@ -302,63 +302,6 @@ def _embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=Fa
                     indices.shape + (weight.shape[1],))
 
 
-# ---------------------------------------------------------------- gather / scatter as one-hot
-# (cross-entropy's forward gathers the target's log-probability, its backward scatters the
-# gradient). Exact: a where() selects the one element, the other terms are zeros. Index out of
-# range: torch raises, here the row reads (gather) or writes (scatter) nothing.
-
-
-def _iota_along(ctx, n, axis, rank, dtype):
-    shape = [1] * rank
-    shape[axis] = n
-    iota = ctx.emit("iota", [], {"shape": [n], "axis": 0, "dtype": _name(torch.int64)},
-                    torch.int64, (n,))
-    return ctx.reshape(ctx.cast(iota, dtype), shape)
-
-
-@handles(aten.gather)
-def _gather(ctx, node, x, dim, idx, sparse_grad=False):
-    if x.rank != idx.rank or x.rank == 0 or x.dtype == torch.bool:
-        raise Unsupported(f"gather of {x.dtype} rank {x.rank} with index rank {idx.rank}")
-    d = norm_dim(dim, x.rank)
-    for i in range(x.rank):
-        if i != d and idx.shape[i] < x.shape[i]:
-            x = ctx.slice(x, i, 0, idx.shape[i], 1)
-    r = x.rank
-    perm = [i for i in range(r) if i != d] + [d]           # the gathered axis moved last
-    xp, ip = ctx.permute(x, perm), ctx.permute(idx, perm)  # [.., n], [.., k]
-    xe = ctx.reshape(xp, xp.shape[:-1] + (1, xp.shape[-1]))  # [.., 1, n]
-    ie = ctx.reshape(ip, ip.shape + (1,))                    # [.., k, 1]
-    iota = _iota_along(ctx, xp.shape[-1], r, r + 1, idx.dtype)  # [1, .., 1, n]
-    hit = ctx.emit("eq", [ie, iota], None, torch.bool, _bcast(ie.shape, iota.shape))
-    shape = _bcast(hit.shape, xe.shape)
-    sel = ctx.emit("where", [hit, xe, ctx.const(0, x.dtype)], None, x.dtype, shape)
-    g = ctx.emit("sum", [sel], {"axes": [r], "keepdim": False}, x.dtype, shape[:r])  # [.., k]
-    inv = [perm.index(i) for i in range(r)]
-    return ctx.permute(g, inv)
-
-
-@handles(aten.scatter)
-def _scatter(ctx, node, x, dim, idx, src=None, value=None, reduce=None):
-    if reduce is not None:
-        raise Unsupported(f"scatter reduce={reduce!r}")
-    d = norm_dim(dim, x.rank)
-    if idx.rank != x.rank or idx.shape[d] != 1 or any(
-            idx.shape[i] != x.shape[i] for i in range(x.rank) if i != d):
-        raise Unsupported("scatter with an index other than one element per row along dim")
-    v = src if src is not None else value
-    if isinstance(v, Value):
-        if v.shape != idx.shape:
-            v = ctx.slice(v, d, 0, 1, 1)
-            for i in range(x.rank):
-                if i != d and v.shape[i] != idx.shape[i]:
-                    raise Unsupported("scatter src larger than its index")
-    v = ctx.operand(v, x.dtype)
-    iota = _iota_along(ctx, x.shape[d], d, x.rank, idx.dtype)
-    hit = ctx.emit("eq", [idx, iota], None, torch.bool, _bcast(idx.shape, iota.shape))
-    return ctx.emit("where", [hit, v, x], None, x.dtype, _bcast(hit.shape, v.shape, x.shape))
-
-
 @handles(aten.full_like, aten.zeros_like, aten.ones_like)
 def _full_like(ctx, node, x, value=None, **kwargs):
     name = node.target.__name__.split(".")[0]

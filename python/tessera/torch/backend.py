@@ -49,7 +49,10 @@ def decompositions():
     # var_mean stays whole (the core table sends it to prims.var / broadcast_in_dim, which
     # the graph IR has no use for: its var and mean ops are the row reductions themselves);
     # gelu itself stays whole: the graph IR has gelu and gelu_tanh (one op, exact formula)
-    for op in (aten.gelu.default, aten.var_mean.correction, aten.var_mean.default):
+    # embedding_dense_backward too (its decomposition is an index_put; aten_scatter.py writes it
+    # as a one-hot matmul)
+    for op in (aten.gelu.default, aten.var_mean.correction, aten.var_mean.default,
+               aten.embedding_dense_backward.default):
         table.pop(op, None)
     return table
 

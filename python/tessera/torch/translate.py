@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from . import aten_structural  # noqa: F401  (registers the structural handlers)
+from . import aten_scatter, aten_structural  # noqa: F401  (they register their handlers)
 from .aten_ops import Emitter, packet_handler
 from .graph_text import DTYPE_NAMES, SegmentText, Unsupported, Value, contiguous_strides
 
