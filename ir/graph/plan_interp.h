@@ -14,7 +14,7 @@
 namespace tessera::graph {
 
 struct PlanInterpOptions {
-  uint32_t subgroupSize = 32;   // the interpreter's subgroup size (kernels must not assume one)
+  uint32_t subgroupSize = 32; // the interpreter's subgroup size (kernels must not assume one)
 };
 
 /// `inputs`: one per graph parameter, contiguous values in row-major order of its shape

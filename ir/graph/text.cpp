@@ -351,8 +351,14 @@ private:
     if (tok_.kind != Tok::Value)
       return fail("expected a parameter (%name: type), found " + describe(tok_));
     TensorType t;
-    if (!next() || !expect(':', "after the parameter name") || !type(&t))
+    if (!next() || !expect(':', "after the parameter name"))
       return false;
+    Token typeTok = tok_;
+    std::string msg;
+    if (!type(&t))
+      return false;
+    if (!checkParamType(t, &msg))
+      return failAt(typeTok.line, typeTok.col, "parameter %" + name.text + ": " + msg);
     if (!define(name, static_cast<int>(g_.params.size())))
       return false;
     g_.params.push_back(Param{std::move(t), name.text});

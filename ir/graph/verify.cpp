@@ -26,40 +26,16 @@ struct Verifier {
     return false;
   }
 
-  bool checkShape(const TensorType &t, const std::string &what) const {
-    if (static_cast<size_t>(t.dtype) > static_cast<size_t>(DType::F64))
-      return fail(0, 0, what + " has an unknown dtype");
-    int64_t n;
-    for (int64_t d : t.shape)
-      if (d < 0)
-        return fail(0, 0, what + " has a negative extent: " + typeToString(t));
-    if (!checkedNumel(t.shape, &n))
-      return fail(0, 0, what + " has more elements than fit in i64: " + typeToString(t));
-    return true;
-  }
-
   bool params(std::set<std::string> *names) const {
     for (size_t i = 0; i < g.params.size(); ++i) {
       const Param &p = g.params[i];
-      std::string what = "parameter %" + (p.name.empty() ? std::to_string(i) : p.name);
+      std::string what = "parameter %" + (p.name.empty() ? std::to_string(i) : p.name), msg;
       if (!p.name.empty() && !isValidName(p.name))
         return fail(0, 0, "parameter name '" + p.name + "' is not [A-Za-z0-9_.]+");
       if (!p.name.empty() && !names->insert(p.name).second)
         return fail(0, 0, "value name %" + p.name + " is used twice");
-      if (!checkShape(p.type, what))
-        return false;
-      const TensorType &t = p.type;
-      if (t.strides.empty())
-        continue;
-      if (t.strides.size() != t.shape.size())
-        return fail(0, 0,
-                    what + " has " + std::to_string(t.strides.size()) + " strides for rank " +
-                        std::to_string(t.rank()));
-      for (int64_t s : t.strides)
-        if (s < 0)
-          return fail(0, 0, what + " has a negative stride: " + typeToString(t));
-      if (t.storageElements() == std::numeric_limits<int64_t>::max())
-        return fail(0, 0, what + " spans more elements than fit in i64: " + typeToString(t));
+      if (!checkParamType(p.type, &msg))
+        return fail(0, 0, what + ": " + msg);
     }
     return true;
   }
@@ -111,6 +87,32 @@ struct Verifier {
 };
 
 } // namespace
+
+bool checkParamType(const TensorType &t, std::string *message) {
+  auto fail = [&](const std::string &m) {
+    if (message)
+      *message = m + ": " + typeToString(t);
+    return false;
+  };
+  int64_t n;
+  if (static_cast<size_t>(t.dtype) > static_cast<size_t>(DType::F64))
+    return fail("unknown dtype");
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return fail("negative extent");
+  if (!checkedNumel(t.shape, &n))
+    return fail("more elements than fit in i64");
+  if (t.strides.empty())
+    return true;
+  if (t.strides.size() != t.shape.size())
+    return fail(std::to_string(t.strides.size()) + " strides for rank " + std::to_string(t.rank()));
+  for (int64_t s : t.strides)
+    if (s < 0)
+      return fail("negative stride");
+  if (t.storageElements() == std::numeric_limits<int64_t>::max())
+    return fail("its strides span more elements than fit in i64");
+  return true;
+}
 
 bool isValidName(std::string_view name) {
   if (name.empty())

@@ -18,6 +18,10 @@ namespace tessera::graph {
 /// "FILE: error: MESSAGE" otherwise (FILE = `file`, "<graph>" when empty).
 bool verifyGraph(const Graph &g, std::string *error, std::string_view file = "");
 
+/// Checks a graph parameter's type: extents non-negative, strides absent or one per dim and
+/// non-negative, element count and storage span within i64. False with *message (no location).
+bool checkParamType(const TensorType &t, std::string *message);
+
 /// True when `name` can be written as a value or graph name: [A-Za-z0-9_.]+.
 bool isValidName(std::string_view name);
 

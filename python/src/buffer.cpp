@@ -150,6 +150,14 @@ bool Buffer::contiguous() const {
 
 HostView hostView(nb::handle obj) {
   HostView v;
+  // Torch tensors that require grad refuse DLPack export; only their values are read here
+  // (the ndarray keeps the detached tensor's memory alive).
+  nb::object detached;
+  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") &&
+      nb::cast<bool>(obj.attr("requires_grad"))) {
+    detached = obj.attr("detach")();
+    obj = detached;
+  }
   if (!nb::try_cast<nb::ndarray<>>(obj, v.array))
     raise(TSR_INVALID_ARGUMENT, std::string("expected a DLPack-capable host tensor (torch, "
                                             "numpy) or a tessera.Buffer, got ") +

@@ -50,16 +50,6 @@ CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg) {
   return cg;
 }
 
-/// Torch tensors that require grad refuse DLPack export; the executor only reads them.
-nb::handle plainTensor(nb::handle obj, nb::object *keep) {
-  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") &&
-      nb::cast<bool>(obj.attr("requires_grad"))) {
-    *keep = obj.attr("detach")();
-    return *keep;
-  }
-  return obj;
-}
-
 std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle stream) {
   size_t n = nb::len(inputs);
   std::vector<GraphInput> in(n);
@@ -79,7 +69,7 @@ std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle strea
       in[i].offset = b->offset;
       continue;
     }
-    views[i] = hostView(plainTensor(obj, &detached[i]));
+    views[i] = hostView(obj);
     in[i].host = views[i].data;
     in[i].dtype = views[i].dtype;
     in[i].shape = views[i].shape;

@@ -69,6 +69,11 @@ def test_dlpack_round_trip_with_numpy(np_dtype, name):
     assert np.array_equal(np.from_dlpack(b), a)
 
 
+def test_import_of_a_tensor_that_requires_grad_reads_its_values():
+    t = torch.randn(3, 4, requires_grad=True)
+    assert torch.equal(torch.from_dlpack(tessera.from_dlpack(t)), t.detach())
+
+
 def test_non_contiguous_import_keeps_values():
     t = torch.arange(35, dtype=torch.float32).reshape(5, 7)
     for view in (t.T, t[:, 1::3], t[1:4, 2:5].T):

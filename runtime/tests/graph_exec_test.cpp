@@ -5,6 +5,8 @@
 #include "tessera/graph_exec.h"
 
 #include "device_session.h"
+#include "ir/graph/eval.h"
+#include "ir/graph/text.h"
 
 #include <gtest/gtest.h>
 
@@ -241,6 +243,53 @@ TEST_P(GraphExecTest, BadInputsAreClearErrors) {
   auto r = GraphExecutable::fromPlan(session.device, makeGraph(8), bad, nullptr, programs);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("@nope"), std::string::npos);
+}
+
+// A softmax as the front end decomposes it, lowered for the device: at two batch sizes the
+// second executable re-uses the first one's Program, and both match the reference evaluator.
+TEST_P(GraphExecTest, LoweredSoftmaxAtTwoBatchSizesSharesTheProgramAndMatchesEvaluate) {
+  ProgramCache programs;
+  std::vector<std::unique_ptr<GraphExecutable>> alive; // the cache holds programs weakly
+  for (int64_t rows : {int64_t(4), int64_t(9)}) {
+    std::string text = "graph @softmax(%x: tensor<f32, [" + std::to_string(rows) +
+                       ", 37]>) {\n"
+                       "  %m = amax %x {axes = [1], keepdim = true}\n"
+                       "  %d = sub %x, %m\n"
+                       "  %e = exp %d\n"
+                       "  %s = sum %e {axes = [1], keepdim = true}\n"
+                       "  %y = div %e, %s\n"
+                       "  return %y\n"
+                       "}\n";
+    graph::Graph g;
+    std::string err;
+    ASSERT_TRUE(graph::parseGraph(text, "<test>", &g, &err)) << err;
+    auto x = GraphExecutable::create(session.device, g, nullptr, programs);
+    ASSERT_TRUE(x.ok()) << x.status().toString();
+    EXPECT_EQ(x.value()->stats().programReused, rows == 9) << rows;
+    std::vector<float> in(static_cast<size_t>(rows * 37));
+    graph::HostTensor ref{g.params[0].type, {}};
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = float(int(i * 7919 % 61) - 30) * 0.25f;
+      ref.data.push_back(in[i]);
+    }
+    std::vector<graph::HostTensor> want;
+    ASSERT_TRUE(graph::evaluate(g, {ref}, &want, &err)) << err;
+    GraphInput gi;
+    gi.host = in.data();
+    gi.shape = {rows, 37};
+    std::vector<GraphOutput> out;
+    ASSERT_TRUE(x.value()->run({gi}, stream.get(), &out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].offset, 0);
+    ASSERT_EQ(out[0].strides, (std::vector<int64_t>{37, 1}));
+    std::vector<float> got(in.size());
+    ASSERT_TRUE(stream.copyToHost(out[0].buffer, 0, got.data(), got.size() * 4).ok());
+    ASSERT_TRUE(stream.synchronize().ok());
+    // f32 exp (a few ulp) and a 37-term sum: 1e-5 relative is well above both.
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[0].data[i], 1e-5 * std::abs(want[0].data[i]) + 1e-7) << i;
+    alive.push_back(std::move(x).value());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, GraphExecTest, ::testing::Values("cpu:0", "vulkan:0"),

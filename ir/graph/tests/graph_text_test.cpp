@@ -161,6 +161,10 @@ TEST(GraphText, Errors) {
       {"graph @g(%x: tensor<f32, [2]>) {\n  %a = sum %x {axes = [0], keepdim = 3}\n"
        "  return %a\n}",
        "2:8", "attribute 'keepdim' must be true or false"},
+      {"graph @g(%x: tensor<f32, [2], strides [-1]>) {\n  return %x\n}", "1:14",
+       "parameter %x: negative stride"},
+      {"graph @g(%x: tensor<f32, [2, 2], strides [1]>) {\n  return %x\n}", "1:14",
+       "1 strides for rank 2"},
   };
   for (const Case &c : cases) {
     std::string err = parseErr(c.text);
@@ -236,7 +240,7 @@ TEST(GraphVerify, BuiltGraphs) {
   g = base();
   g.params[0].type.strides = {1, int64_t(1) << 62};
   EXPECT_FALSE(verifyGraph(g, &err));
-  EXPECT_NE(err.find("spans more elements than fit in i64"), std::string::npos) << err;
+  EXPECT_NE(err.find("strides span more elements than fit in i64"), std::string::npos) << err;
 
   g = base();
   g.nodes[0].name = "x";
