@@ -16,10 +16,13 @@ in the plan) or let a C++ error escape as anything but a Python exception.
 from __future__ import annotations
 
 import threading
+import warnings
+from collections import Counter
 
 import torch
 
-from .translate import Plan, Segment, build_plan, param_strides
+from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, op_name,
+                        param_strides)
 
 _KNOWN_OPTIONS = ("device", "strict")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph
@@ -107,12 +110,19 @@ def _compile_text(text, device):
 
 
 class SegmentRunner:
-    """Runs one Segment: compiled on first use for the strides its inputs arrive with."""
+    """Runs one Segment: compiled on first use for the strides its inputs arrive with.
 
-    def __init__(self, seg: Segment, device: str):
-        self.seg, self.device = seg, device
+    A segment the runtime refuses to compile (a lowering gap, a device limit) runs its nodes
+    in eager torch instead, with a warning; every node counts as a fallback (self.failed,
+    reported by explain). With the backend option strict=True the error is raised instead.
+    """
+
+    def __init__(self, seg: Segment, device: str, strict: bool):
+        self.seg, self.device, self.strict = seg, device, strict
         self.by_strides = {}    # param strides -> (text, CompiledGraph)
         self.host_visible = device.startswith("cpu")
+        self.failed = None      # Counter of op names once the segment fell back
+        self.error = None
 
     def compiled(self, inputs):
         strides = tuple(param_strides(inputs))
@@ -130,9 +140,24 @@ class SegmentRunner:
     def run(self, env):
         if not self.seg.outputs:
             return
+        if self.failed is not None:
+            return self._run_eager(env)
         inputs = [env[n] for n, _, _ in self.seg.text.params]
-        _, cg = self.compiled(inputs)
+        try:
+            _, cg = self.compiled(inputs)
+        except _tessera().TesseraError as e:
+            if self.strict:
+                raise
+            self.error = str(e)
+            self.failed = Counter(op_name(n) for n in self.seg.nodes
+                                  if _packet(n.target) not in VIEW_OPS)
+            warnings.warn(f"tessera: segment {self.seg.index} falls back to eager torch "
+                          f"({e})", RuntimeWarning, stacklevel=2)
+            return self._run_eager(env)
         vals = self.seg.output_values()
+        # an empty tensor exports a null data pointer, which the runtime refuses as an input:
+        # an empty tessera buffer of the same shape stands in (no bytes are read either way)
+        inputs = [self._empty_buffer(t) if t.numel() == 0 else t for t in inputs]
         if self.host_visible:
             outs = [torch.from_dlpack(b) for b in cg.run(inputs)]
         else:
@@ -148,6 +173,15 @@ class SegmentRunner:
             env[node] = tuple(ts)
         for step in self.seg.replays:
             step.run(env)
+
+    def _empty_buffer(self, t):
+        from .graph_text import dtype_name
+
+        return _tessera().empty(list(t.shape), dtype_name(t.dtype), self.device)
+
+    def _run_eager(self, env):
+        for node in self.seg.nodes:
+            TorchStep(node).run(env)
 
 
 class CompiledFx:
@@ -173,7 +207,8 @@ class CompiledFx:
 
     def _prepare(self, args):
         plan: Plan = build_plan(self.gm, args, self.opts["dtypes"])
-        program = [SegmentRunner(s, self.opts["device"]) if isinstance(s, Segment) else s
+        program = [SegmentRunner(s, self.opts["device"], self.opts["strict"])
+                   if isinstance(s, Segment) else s
                    for s in plan.steps]
         return plan, program
 
