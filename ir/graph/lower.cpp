@@ -477,14 +477,15 @@ bool Lowerer::run(std::string *error) {
   }
   fusion = fuse(g);
   assignBuffers();
-  // Views in graph order: a reshape copy runs right where its view appears.
+  // A view (and a reshape copy) is laid out right after the kernel producing its root, so
+  // every kernel that reads it -- which runs after that producer -- finds it.
   std::vector<std::vector<int>> viewsBefore(fusion.kernels.size() + 1);
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
-    if (opFamily(g.node(v).op) != OpFamily::View)
+    if (opFamily(g.node(v).op) != OpFamily::View || !fusion.live[static_cast<size_t>(v)])
       continue;
-    size_t slot = 0;
-    while (slot < fusion.kernels.size() && fusion.kernels[slot].anchor < v)
-      ++slot;
+    int root = viewRoot(g, v);
+    size_t slot =
+        g.isParam(root) ? 0 : static_cast<size_t>(fusion.kernelOf[static_cast<size_t>(root)] + 1);
     viewsBefore[slot].push_back(v);
   }
   for (size_t i = 0; i <= fusion.kernels.size(); ++i) {
