@@ -365,6 +365,10 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   GemmForm f;
   if (!buildForm(g, mm, &f, error))
     return false;
+  if (!caps.i64) { // the kernels' index math is i64 (sizes past 2^31 elements stay correct)
+    *error = f.where + ": the device has no i64 support, which GEMM index math needs";
+    return false;
+  }
   if ((f.inType == DType::F64 && !caps.f64) || (f.inType == DType::F16 && !caps.f16) ||
       (f.inType == DType::BF16 && !caps.bf16)) {
     *error = f.where + ": the device has no " + dtypeName(f.inType) + " support";
@@ -376,9 +380,12 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   launch->kernel = name;
   launch->args.clear();
   const int64_t batch = batchCount(f);
+  // The kernel is built apart and appended only when complete: a refused epilogue must not
+  // leave half a kernel in the module.
+  KernelText kernel;
   if (caps.matrixOps && matrixCapable(f, mm, g)) {
     GemmTiles t = pickTiles(caps);
-    if (!emitMatrixGemm(module, g, mm, f, t, name, error))
+    if (!emitMatrixGemm(kernel, g, mm, f, t, name, error))
       return false;
     const int64_t tiles = ceilDiv(f.M, t.m) * ceilDiv(f.N, t.n);
     launch->grid[0] = gridExtent(ceilDiv(tiles, t.subgroups));
@@ -386,13 +393,19 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   } else {
     // 16 x 16 work-items when the device allows 256 per workgroup, else 8 x 8.
     const int tile = caps.maxWorkgroupSize >= 256 ? 16 : 8;
-    if (!emitSimtGemm(module, g, mm, f, tile, name, error))
+    if (!emitSimtGemm(kernel, g, mm, f, tile, name, error))
       return false;
     launch->grid[0] = gridExtent(ceilDiv(f.M, tile) * ceilDiv(f.N, tile));
     launch->workgroup[0] = launch->workgroup[1] = static_cast<uint32_t>(tile);
   }
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
+  std::string_view text = kernel.str();
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    module.line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
   return true;
 }
 

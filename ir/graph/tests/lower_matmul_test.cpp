@@ -360,6 +360,12 @@ TEST(LowerMatmulErrors, BadGroupsAreRefused) {
   BuiltCase h = testing::buildCase(plain(4, 5, 6, DType::BF16));
   EXPECT_FALSE(detail::lowerMatmul(h.g, h.mm, noBf16, "k", text, &launch, &err));
   EXPECT_NE(err.find("no bf16 support"), std::string::npos) << err;
+  ScheduleCaps noI64 = cpuCaps();
+  noI64.i64 = false;
+  EXPECT_FALSE(detail::lowerMatmul(c.g, c.mm, noI64, "k", text, &launch, &err));
+  EXPECT_NE(err.find("no i64 support"), std::string::npos) << err;
+  // Nothing was appended to the module by the refused groups.
+  EXPECT_EQ(text.str(), "");
 }
 
 } // namespace
