@@ -2,9 +2,11 @@
 // normal form of lower_matmul.h (operands aligned to the output's batch dims, broadcasts as
 // stride 0, each 2-D operand classified by how a tile of it can be loaded), picks the matrix-op
 // kernel or the SIMT kernel and the tile shape from the device's capabilities and the dtype
-// only, and binds the launch: buffers, then sizes and strides as i64 arguments. The kernel
-// text itself is lower_matmul_kernels.cpp. Must never let a size or stride value reach the
-// text (docs/graph_ir.md, "Lowering": one module per graph structure).
+// only, and binds the launch: buffers, then sizes and strides as arguments (i32 when all fit,
+// else i64). An operand with no unit stride is read by the SIMT kernel, not copied: a copy
+// needs a plan buffer, which the fusion pass owns. The kernel text itself is
+// lower_matmul_kernels.cpp. Must never let a size or stride value reach the text
+// (docs/graph_ir.md, "Lowering": one module per graph structure).
 #include "ir/graph/lower_matmul.h"
 
 #include <algorithm>
