@@ -91,7 +91,7 @@ TEST_P(LowerMatmulDevice, LinearBiasGeluResidual) {
     return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
   };
   g.epilogue.lipschitz = 1.13; // gelu' <= 1.13; erf's 16-ULP budget and the roundings:
-  g.epilogue.ownUlps = 64;     // 64 ULP of max(|res|, |p|), as on the interpreter
+  g.epilogue.ownUlps = 64;     // 64 ULP of the intermediates, as on the interpreter
   for (bool matrix : {true, false}) {
     SCOPED_TRACE(matrix ? "matrix ops" : "simt");
     BuiltCase c = testing::buildCase(g);

@@ -32,7 +32,8 @@ struct Epilogue {
   /// The same function in double.
   std::function<double(double product, const std::vector<double> &extras)> ref;
   /// A bound on |d epilogue / d product| (how much the product's error grows) and the
-  /// epilogue's own error relative to max(|result|, |product|), in units of 2^-24.
+  /// epilogue's own error relative to |product| + sum |extras| + |result| (a bound on every
+  /// intermediate), in units of 2^-24.
   double lipschitz = 1, ownUlps = 4;
 };
 
@@ -232,11 +233,21 @@ inline BuiltCase buildCase(GemmCase c) {
     // the epilogue (lipschitz), the epilogue's own roundings, and the final rounding to the
     // output dtype (u_out |res|).
     double tol = (K + 1) * accU * static_cast<double>(mag) + (K + 1) * std::ldexp(1.0, -126);
-    if (c.dtype == DType::F16 || c.dtype == DType::BF16)
-      tol += u_in * std::fabs(prod);
+    // Every intermediate value of the epilogue is bounded by `scale` (gelu' <= 1.13 is in
+    // the lipschitz factor); an epilogue's rounding errors are relative to the intermediates,
+    // not to the result, which may cancel (gelu(z) + residual ~ 0).
+    double scale = std::fabs(prod) + std::fabs(res);
+    for (double x : ex)
+      scale += std::fabs(x);
+    if (c.dtype == DType::F16 || c.dtype == DType::BF16) {
+      // Every node's result is rounded to its dtype (as the evaluator does; this reference
+      // does not round): the product, then each epilogue node, each by at most u times an
+      // intermediate.
+      tol += u_in * std::fabs(prod) + u_in * static_cast<double>(r.mm.epilogue.size()) * scale;
+    }
     tol *= c.epilogue.lipschitz;
     if (c.epilogue.build)
-      tol += c.epilogue.ownUlps * std::ldexp(1.0, -24) * std::max(std::fabs(res), std::fabs(prod));
+      tol += c.epilogue.ownUlps * std::ldexp(1.0, -24) * scale;
     tol += u_out * std::fabs(res);
     r.expect.push_back(res);
     r.tolerance.push_back(tol);
