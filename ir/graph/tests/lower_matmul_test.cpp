@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <random>
@@ -89,27 +88,6 @@ GemmCase plain(int64_t M, int64_t N, int64_t K, DType t = DType::F32) {
   return c;
 }
 
-// y = gelu(x @ w + bias) + residual, in the graph and in double.
-Epilogue biasGeluResidual() {
-  Epilogue e;
-  e.build = [](Graph &g, int p, const std::vector<int> &x) {
-    std::string err;
-    int v = g.add(OpKind::Add, {p, x[0]}, {}, &err);
-    v = g.add(OpKind::Gelu, {v}, {}, &err);
-    return g.add(OpKind::Add, {v, x[1]}, {}, &err);
-  };
-  e.ref = [](double p, const std::vector<double> &x) {
-    const double z = p + x[0];
-    return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
-  };
-  // gelu' <= 1.13; erf's budget (16 ULP) and five roundings, relative to the intermediates
-  // (1 + erf cancels near -1, so the error is absolute in |z|): 64 ULP of |p| + |bias| +
-  // |residual| + |res| (matmul_case.h).
-  e.lipschitz = 1.13;
-  e.ownUlps = 64;
-  return e;
-}
-
 struct CapsCase {
   const char *name;
   ScheduleCaps (*caps)();
@@ -170,7 +148,7 @@ TEST_P(LowerMatmul, BiasGeluResidualEpilogue) {
   GemmCase g = plain(21, 18, 15);
   g.b = View{{15, 18}, {1, 15}, 0}; // weight [N, K]
   g.extras = {View{{18}, {}, 0}, View{{21, 18}, {}, 0}};
-  g.epilogue = biasGeluResidual();
+  g.epilogue = testing::biasGeluResidual();
   BuiltCase c = testing::buildCase(g);
   runCase(c, GetParam().caps());
 }
@@ -272,82 +250,16 @@ INSTANTIATE_TEST_SUITE_P(Caps, LowerMatmul, ::testing::ValuesIn(kAllCaps),
                            return std::string(i.param.name);
                          });
 
-// A view of logical `shape` ([batch..., R, C]) stored row-major (layout 0), column-major
-// (1) or with no unit stride (2), each with padding between rows/columns and matrices.
-View randomView(const std::vector<int64_t> &shape, int layout, std::mt19937 &rng) {
-  const size_t r = shape.size();
-  const int64_t R = std::max<int64_t>(shape[r - 2], 1), C = std::max<int64_t>(shape[r - 1], 1);
-  const int64_t pad = static_cast<int64_t>(rng() % 3);
-  int64_t rs = 1, cs = 1;
-  if (layout == 0)
-    rs = C + pad;
-  else if (layout == 1)
-    cs = R + pad;
-  else
-    cs = 2, rs = 2 * C + 1 + pad;
-  View v;
-  v.shape = shape;
-  v.strides.assign(r, 0);
-  v.strides[r - 2] = rs;
-  v.strides[r - 1] = cs;
-  int64_t step = 1 + (R - 1) * rs + (C - 1) * cs + static_cast<int64_t>(rng() % 3);
-  for (size_t d = r - 2; d-- > 0;) {
-    v.strides[d] = step;
-    step *= std::max<int64_t>(shape[d], 1);
-  }
-  v.offset = static_cast<int64_t>(rng() % 4);
-  return v;
-}
-
 TEST(LowerMatmulRandom, ShapesLayoutsBatchesEpiloguesAndSchedules) {
-  // 60 random groups: dtype, 0-2 batch dims (extents 0-3, each operand broadcasting some),
-  // M, N, K in 0..20, row-/column-major/strided operands with padding and offsets, an
-  // epilogue (none, bias, bias + gelu + residual), and the three schedules.
+  // 60 random groups (testing::randomCase: dtypes, 0-2 broadcast batch dims, empty dims,
+  // padded row/col/strided operands, epilogues) under the three schedules.
   std::mt19937 rng(2026);
-  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::F64};
-  for (int iter = 0; iter < 60; ++iter) {
-    const DType t = types[rng() % 4];
-    const size_t nb = rng() % 3;
-    std::vector<int64_t> batch;
-    for (size_t d = 0; d < nb; ++d)
-      batch.push_back(rng() % 10 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 3));
-    const int64_t M = rng() % 21, N = rng() % 21, K = rng() % 21;
-    auto operandShape = [&](int64_t r, int64_t c) {
-      std::vector<int64_t> sh;
-      const size_t keep = rng() % (nb + 1); // leading batch dims dropped: broadcast
-      for (size_t d = nb - keep; d < nb; ++d)
-        sh.push_back(rng() % 3 == 0 ? 1 : batch[d]);
-      sh.push_back(r);
-      sh.push_back(c);
-      return sh;
-    };
-    GemmCase g;
-    g.dtype = t;
-    g.seed = static_cast<uint32_t>(iter);
-    const int la = static_cast<int>(rng() % 3), lb = static_cast<int>(rng() % 3);
-    g.a = randomView(operandShape(M, K), la, rng);
-    g.b = randomView(operandShape(K, N), lb, rng);
-    const int epi = static_cast<int>(rng() % 3);
-    std::vector<int64_t> outShape = batch;
-    outShape.push_back(M);
-    outShape.push_back(N);
-    if (epi == 1) {
-      g.extras = {View{{N}, {}, 0}};
-      g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
-        std::string err;
-        return gr.add(OpKind::Add, {p, x[0]}, {}, &err);
-      };
-      g.epilogue.ref = [](double p, const std::vector<double> &x) { return p + x[0]; };
-    } else if (epi == 2) {
-      g.extras = {View{{N}, {}, 0}, View{outShape, {}, 0}};
-      g.epilogue = biasGeluResidual();
-    }
+  for (uint32_t iter = 0; iter < 60; ++iter) {
+    std::string what;
+    GemmCase g =
+        testing::randomCase(rng, iter, {DType::F32, DType::F16, DType::BF16, DType::F64}, &what);
     const CapsCase &caps = kAllCaps[rng() % 3];
-    SCOPED_TRACE(std::string(dtypeName(t)) + " batch " + std::to_string(nb) + " M " +
-                 std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
-                 " layouts " + std::to_string(la) + std::to_string(lb) + " epilogue " +
-                 std::to_string(epi) + " " + caps.name + " (iteration " + std::to_string(iter) +
-                 ")");
+    SCOPED_TRACE(what + " " + caps.name);
     BuiltCase c = testing::buildCase(g);
     runCase(c, caps.caps());
     if (::testing::Test::HasFailure())
@@ -376,7 +288,7 @@ TEST(LowerMatmulText, IndependentOfSizes) {
     g.a.shape = {batch, M, K};
     g.b = View{{K, N}, {1, K}, 0};
     g.extras = {View{{N}, {}, 0}};
-    g.epilogue = biasGeluResidual();
+    g.epilogue = testing::biasGeluResidual();
     g.extras.push_back(View{{batch, M, N}, {}, 0});
     BuiltCase c = testing::buildCase(g);
     detail::KernelText text;
