@@ -118,7 +118,7 @@ BoundView bindView(KernelBuilder &kb, const Operand &o, bool write, bool allowFl
   v.flat = allowFlat && isContiguous(o);
   if (!v.flat)
     for (int64_t s : o.strides)
-      v.strides.push_back(kb.i64(s));
+      v.strides.push_back(s == 0 ? "0" : s == 1 ? "1" : kb.i64(s));
   return v;
 }
 
@@ -136,9 +136,15 @@ std::string emitIndex(KernelText &k, EmitCtx &ctx, const BoundView &v) {
   }
   std::string acc = v.off;
   for (size_t d = 0; d < ctx.space.size(); ++d) {
-    std::string m = k.fresh("ix"), a = k.fresh("ix");
-    k.line(m + " = mul " + ctx.coord(d) + ", " + v.strides[d] + " : i64");
-    k.line(a + " = add " + acc + ", " + m + " : i64");
+    if (v.strides[d] == "0")
+      continue;
+    std::string term = ctx.coord(d);
+    if (v.strides[d] != "1") {
+      term = k.fresh("ix");
+      k.line(term + " = mul " + ctx.coord(d) + ", " + v.strides[d] + " : i64");
+    }
+    std::string a = k.fresh("ix");
+    k.line(a + " = add " + acc + ", " + term + " : i64");
     acc = a;
   }
   return acc;
@@ -193,6 +199,42 @@ void Lowerer::launch1D(PlanLaunch &launch, int64_t n) const {
   int64_t groups = std::clamp<int64_t>((n + w - 1) / w, 1, 65535);
   launch.grid[0] = static_cast<uint32_t>(groups);
   launch.workgroup[0] = w;
+}
+
+// One work-item per item over a 2-D grid of 1-D workgroups: grid dims are u32 and many
+// devices allow only 65535 workgroups per dimension, so x is capped there and y counts the
+// rest. No loop around the body: on the CPU backend a loop-free body is one loop over the
+// workgroup's work-items that LLVM vectorises (a per-work-item loop would be the innermost
+// loop instead, and scalar).
+std::string Lowerer::openLinear(KernelBuilder &kb, const std::string &total) {
+  KernelText &k = kb.body;
+  std::string gx = k.fresh("g"), gy = k.fresh("g"), nx = k.fresh("g"), ls = k.fresh("g"),
+              lid = k.fresh("g"), grp = k.fresh("g"), grp2 = k.fresh("g"), base = k.fresh("g"),
+              i = k.fresh("i"), in = k.fresh("g");
+  k.line(gx + " = group_id.x : i64");
+  k.line(gy + " = group_id.y : i64");
+  k.line(nx + " = num_groups.x : i64");
+  k.line(ls + " = local_size.x : i64");
+  k.line(lid + " = local_id.x : i64");
+  k.line(grp + " = mul " + gy + ", " + nx + " : i64");
+  k.line(grp2 + " = add " + grp + ", " + gx + " : i64");
+  k.line(base + " = mul " + grp2 + ", " + ls + " : i64");
+  k.line(i + " = add " + base + ", " + lid + " : i64");
+  k.line(in + " = cmp.slt " + i + ", " + total + " : i64");
+  k.open("if " + in + " {");
+  return i;
+}
+
+bool Lowerer::launchLinear(PlanLaunch &launch, int64_t n) const {
+  int64_t w = workgroupSize();
+  int64_t groups = std::max<int64_t>(1, (n + w - 1) / w);
+  int64_t x = std::min<int64_t>(groups, 65535), y = (groups + x - 1) / x;
+  if (y > 65535)
+    return false;
+  launch.grid[0] = static_cast<uint32_t>(x);
+  launch.grid[1] = static_cast<uint32_t>(y);
+  launch.workgroup[0] = static_cast<uint32_t>(w);
+  return true;
 }
 
 std::string Lowerer::nextName(const char *kind) const {
@@ -349,7 +391,8 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
     return it->second;
   KernelText &k = kb.body;
   std::string r;
-  bool own = curKernel >= 0 && !g.isParam(v) && fusion.kernelOf[static_cast<size_t>(v)] == curKernel;
+  bool own =
+      curKernel >= 0 && !g.isParam(v) && fusion.kernelOf[static_cast<size_t>(v)] == curKernel;
   bool inlinable =
       !g.isParam(v) && (isPointwise(g.node(v).op) || opFamily(g.node(v).op) == OpFamily::Source);
   const std::optional<Operand> &lay = layout_[static_cast<size_t>(v)];
@@ -415,6 +458,26 @@ std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
 
 bool Lowerer::run(std::string *error) {
   *plan = Plan{};
+  // What the device cannot compute is refused here, naming the first op that needs it, so the
+  // caller can fall back (the front end runs that graph in eager torch).
+  if (!caps.i64)
+    return *error = "cannot lower graph @" + g.name +
+                    ": its kernels index with 64-bit integers, which the device lacks",
+           false;
+  for (int v = 0; v < g.numValues(); ++v) {
+    DType t = g.typeOf(v).dtype;
+    bool ok = (t != DType::F16 || caps.f16) && (t != DType::BF16 || caps.bf16) &&
+              (t != DType::F64 || caps.f64);
+    if (ok)
+      continue;
+    std::string what = std::string("dtype ") + dtypeName(t) + " is not supported by the device";
+    if (g.isParam(v))
+      return *error =
+                 "cannot lower parameter %" + g.params[static_cast<size_t>(v)].name + ": " + what,
+             false;
+    fail(v, what);
+    return *error = error_, false;
+  }
   fusion = fuse(g);
   assignBuffers();
   // Views in graph order: a reshape copy runs right where its view appears.

@@ -39,6 +39,9 @@ struct BoundView {
   std::string buf;
   DType dtype = DType::F32;
   std::string off;
+  /// One per dim of the space: a parameter name, "0" for a broadcast dim (stride 0) or "1"
+  /// for a unit stride. Which dims broadcast or are contiguous is part of a graph's structure,
+  /// so specialising on them keeps the text size-independent and saves a multiply per dim.
   std::vector<std::string> strides;
   bool flat = false; // contiguous over the space: index = off + flat index
 };
@@ -111,6 +114,10 @@ public:
   uint32_t workgroupSize() const;
   /// Grid-stride launch over `n` items: grid and workgroup in `launch`.
   void launch1D(PlanLaunch &launch, int64_t n) const;
+  /// Opens `if (i < total) {` over a linear work-item id i (returned); close it with
+  /// body.close(). Launch it with launchLinear (false past 65535^2 workgroups).
+  std::string openLinear(KernelBuilder &kb, const std::string &total);
+  bool launchLinear(PlanLaunch &launch, int64_t n) const;
   /// Appends a finished kernel to the module and the plan.
   void addKernel(KernelBuilder &kb, const char *kind, const std::vector<int> &ops);
   std::string nextName(const char *kind) const;

@@ -40,7 +40,9 @@ bool Lowerer::emitEmbedding(const FusedKernel &fk) {
   KernelBuilder kb(nextName("embedding"));
   KernelText &k = kb.body;
   std::string nArg = kb.i64(total), dArg = kb.i64(D), vArg = kb.i64(V);
-  BoundView w = bindView(kb, *wl, false, false);
+  // The weight's strides stay parameters (the gather multiplies by them).
+  std::string wbuf = kb.buffer(wl->buffer, wl->dtype, false);
+  std::string woff = kb.i64(wl->offset), ws0 = kb.i64(wl->strides[0]), ws1 = kb.i64(wl->strides[1]);
   std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
   k.line(gid + " = global_id.x : i64");
   k.line(ls + " = local_size.x : i64");
@@ -78,11 +80,11 @@ bool Lowerer::emitEmbedding(const FusedKernel &fk) {
   std::string r = k.fresh("e");
   k.open(r + " = if " + ok + " -> (" + ct + ") {");
   std::string a = k.fresh("ix"), b = k.fresh("ix"), c = k.fresh("ix"), e = k.fresh("ix");
-  k.line(a + " = mul " + idx + ", " + w.strides[0] + " : i64");
-  k.line(b + " = mul " + d + ", " + w.strides[1] + " : i64");
+  k.line(a + " = mul " + idx + ", " + ws0 + " : i64");
+  k.line(b + " = mul " + d + ", " + ws1 + " : i64");
   k.line(c + " = add " + a + ", " + b + " : i64");
-  k.line(e + " = add " + c + ", " + w.off + " : i64");
-  k.line("yield " + emitLoad(k, w.buf, wl->dtype, e));
+  k.line(e + " = add " + c + ", " + woff + " : i64");
+  k.line("yield " + emitLoad(k, wbuf, wl->dtype, e));
   k.close("} else {");
   k.line("  yield " + z);
   k.line("}");

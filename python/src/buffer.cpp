@@ -222,7 +222,10 @@ Buffer bufferFromHost(const HostView &v, const std::string &device) {
 namespace {
 
 /// The DLPack capsule of `self` (see the file comment for what aliases and what copies).
-nb::object exportDlpack(nb::handle self, nb::kwargs kwargs) {
+nb::object exportDlpack(nb::handle self, nb::handle stream, nb::kwargs kwargs) {
+  // The memory is host memory: there is no producer stream to order with (DLPack: CPU
+  // consumers pass None). Work of the default stream is waited for below.
+  (void)stream;
   Buffer &b = nb::cast<Buffer &>(self);
   size_t elem = static_cast<size_t>(graph::dtypeBytes(b.dtype));
   std::vector<size_t> shape(b.shape.begin(), b.shape.end());
@@ -258,7 +261,8 @@ void bindBuffers(nb::module_ &m) {
       .def_prop_ro("device", [](const Buffer &b) { return b.storage->device->name; })
       .def_prop_ro("nbytes", [](const Buffer &b) { return b.numel() * graph::dtypeBytes(b.dtype); })
       .def_prop_ro("host_visible", [](const Buffer &b) { return b.storage->device->hostVisible(); })
-      .def("__dlpack__", &exportDlpack, "DLPack export: zero-copy from host-visible memory.")
+      .def("__dlpack__", &exportDlpack, nb::arg("stream") = nb::none(), nb::arg("kwargs"),
+           "DLPack export: zero-copy from host-visible memory.")
       .def("__dlpack_device__",
            [](const Buffer &) { return std::make_tuple(int(nb::device::cpu::value), 0); })
       .def(

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace tessera {
@@ -96,6 +97,8 @@ ProgramOptions graphProgramOptions(tsr_device_t device, const graph::ScheduleCap
 }
 
 tsr_memory_kind_t preferredMemoryKind(tsr_device_t device) {
+  if (const char *e = std::getenv("TESSERA_DEVICE_LOCAL_ONLY"); e && std::string(e) == "1")
+    return TSR_MEMORY_DEVICE_LOCAL;
   tsr_device_info_t info = {};
   info.struct_size = sizeof(info);
   if (tsr_status_t st = tsr_device_info(device, &info)) {
@@ -155,7 +158,11 @@ hal::Expected<ProgramCache::Lookup> ProgramCache::get(tsr_device_t device,
 
 // --- GraphExecutable ----------------------------------------------------------------------
 
-GraphExecutable::~GraphExecutable() = default;
+GraphExecutable::~GraphExecutable() {
+  for (size_t b = 0; b < pool_.size(); ++b)
+    if (poolMapped_[b])
+      (void)pool_[b].unmap();
+}
 
 std::unique_ptr<GraphExecutable> GraphExecutable::create(tsr_device_t device, const graph::Graph &g,
                                                          CompileCache *cache, std::string *error) {
@@ -235,6 +242,8 @@ GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Pla
     x->launchKernels_.push_back(k);
   }
   x->pool_.resize(plan.buffers.size());
+  x->poolMapped_.resize(plan.buffers.size(), nullptr);
+  x->unified_ = preferredMemoryKind(device) & TSR_MEMORY_HOST_VISIBLE;
   x->staging_.resize(g.params.size());
   auto ev = x->device_.createEvent();
   if (!ev.ok())
@@ -253,10 +262,22 @@ hal::Expected<tsr_buffer_t> GraphExecutable::pooled(size_t planBuffer, uint64_t 
     if (size.ok() && size.value() >= bytes)
       return b.get();
   }
-  auto nb = device_.allocate(bytes, TSR_MEMORY_DEVICE_LOCAL);
+  if (poolMapped_[planBuffer])
+    (void)b.unmap();
+  poolMapped_[planBuffer] = nullptr;
+  // Inputs on unified memory are written by the host directly (bindInput): mapped for life.
+  bool hostWritten = unified_ && plan_.buffers[planBuffer].role == graph::PlanBuffer::Role::Input;
+  auto nb = device_.allocate(bytes, hostWritten ? preferredMemoryKind(device_.get())
+                                                : TSR_MEMORY_DEVICE_LOCAL);
   if (!nb.ok())
     return nb.status();
   b = std::move(nb.value());
+  if (hostWritten) {
+    auto mapped = b.map(0, bytes);
+    if (!mapped.ok())
+      return mapped.status();
+    poolMapped_[planBuffer] = mapped.value();
+  }
   return b.get();
 }
 
@@ -331,8 +352,24 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   (*bound)[static_cast<size_t>(planBuffer)] = {dst.value(), 0};
   if (storageBytes == 0)
     return Status();
+  // The caller gave host memory: it gets its results synchronously (run() waits), whichever
+  // way the data travels.
   *hostCopy = true;
   const char *src = static_cast<const char *>(in.host) + in.offset * int64_t(elem);
+  if (char *mapped = static_cast<char *>(poolMapped_[static_cast<size_t>(planBuffer)])) {
+    // Unified memory: written here, on the calling thread, once earlier runs are done with
+    // the pool (one queue round trip per input saved: they dominate small graphs).
+    if (!hostWaited_) {
+      if (Status st = lastRun_.synchronize(); !st.ok())
+        return st;
+      hostWaited_ = true;
+    }
+    if (sameLayout)
+      std::memcpy(mapped, src, storageBytes);
+    else
+      copyStridedHost(src, strides, mapped, want, t.shape, elem);
+    return Status();
+  }
   if (sameLayout) // the storage span, as it is
     return Status::fromC(tsr_stream_copy_h2d(stream, src, dst.value(), 0, storageBytes));
   // Another layout: re-laid out on the host into the parameter's (staging kept until the
@@ -365,6 +402,7 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
     return Status(TSR_INVALID_ARGUMENT, "graph @" + graph_.name + " takes " +
                                             std::to_string(graph_.params.size()) + " inputs, got " +
                                             std::to_string(inputs.size()));
+  hostWaited_ = false;
   // Ordered after the previous run, whatever its stream: they share the pooled buffers.
   if (Status st = Status::fromC(tsr_stream_wait_event(stream, lastRun_.get())); !st.ok())
     return st;

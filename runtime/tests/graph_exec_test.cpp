@@ -100,6 +100,16 @@ std::vector<float> readOutput(tsr_device_t device, const GraphOutput &o) {
   return out;
 }
 
+/// Sets TESSERA_DEVICE_LOCAL_ONLY for its scope: host inputs then travel by stream copies
+/// (the discrete-GPU path) instead of host writes into mapped memory.
+struct DeviceLocalOnly {
+  explicit DeviceLocalOnly(bool on) {
+    if (on)
+      setenv("TESSERA_DEVICE_LOCAL_ONLY", "1", 1);
+  }
+  ~DeviceLocalOnly() { unsetenv("TESSERA_DEVICE_LOCAL_ONLY"); }
+};
+
 class GraphExecTest : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -115,13 +125,49 @@ protected:
     EXPECT_TRUE(x.ok()) << x.status().toString();
     return x.ok() ? std::move(x).value() : nullptr;
   }
+  /// x from a device buffer at an offset (used in place), y from strided host memory (re-laid
+  /// out into the parameter's layout).
+  void checkInPlaceAndRelaid() {
+    ProgramCache programs;
+    const int64_t n = 100;
+    auto x = make(n, programs);
+    ASSERT_TRUE(x);
+    hal::Device dev = borrow(session.device);
+    // x: a device buffer at an element offset of 16 (64 bytes: aligned for every backend).
+    std::vector<float> a(static_cast<size_t>(n + 16), -100.0f), b2(static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      a[static_cast<size_t>(16 + i)] = float(i) * 0.5f;
+      b2[static_cast<size_t>(2 * i)] = float(n - i);
+      b2[static_cast<size_t>(2 * i + 1)] = 1e30f; // never read: between the strided elements
+    }
+    auto buf = dev.allocate(a.size() * sizeof(float));
+    ASSERT_TRUE(buf.ok());
+    ASSERT_TRUE(stream.copyToDevice(a.data(), *buf, 0, a.size() * sizeof(float)).ok());
+    std::vector<GraphInput> in(2);
+    in[0].buffer = buf->get();
+    in[0].shape = {n};
+    in[0].offset = 16;
+    in[1].host = b2.data(); // stride 2: re-laid out into the parameter's contiguous layout
+    in[1].shape = {n};
+    in[1].strides = {2};
+    std::vector<GraphOutput> out;
+    hal::Status st = x->run(in, stream.get(), &out);
+    ASSERT_TRUE(st.ok()) << st.toString();
+    ASSERT_TRUE(stream.synchronize().ok());
+    std::vector<float> got = readOutput(session.device, out[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      float av = float(i) * 0.5f, bv = float(n - i);
+      ASSERT_EQ(got[static_cast<size_t>(i)], av * bv + av) << i;
+    }
+  }
   testing::DeviceSession session;
   hal::Stream stream;
 };
 
 TEST_P(GraphExecTest, HostInputsGiveNaiveLoopValuesAtEverySize) {
   ProgramCache programs;
-  for (int64_t n : {int64_t(1000), int64_t(37), int64_t(1000)}) {
+  for (int64_t n : {int64_t(1000), int64_t(37), int64_t(1000), int64_t(333)}) {
+    DeviceLocalOnly deviceLocal(n == 333);
     auto x = make(n, programs);
     ASSERT_TRUE(x);
     std::vector<float> a(static_cast<size_t>(n)), b(a.size());
@@ -161,36 +207,10 @@ TEST_P(GraphExecTest, FirstExecutableCompilesLaterOnesReuse) {
 }
 
 TEST_P(GraphExecTest, DeviceBufferInputsAreUsedInPlaceAndStridedHostInputsRelaid) {
-  ProgramCache programs;
-  const int64_t n = 100;
-  auto x = make(n, programs);
-  ASSERT_TRUE(x);
-  hal::Device dev = borrow(session.device);
-  // x: a device buffer at an element offset of 16 (64 bytes: aligned for every backend).
-  std::vector<float> a(static_cast<size_t>(n + 16), -100.0f), b2(static_cast<size_t>(2 * n));
-  for (int64_t i = 0; i < n; ++i) {
-    a[static_cast<size_t>(16 + i)] = float(i) * 0.5f;
-    b2[static_cast<size_t>(2 * i)] = float(n - i);
-    b2[static_cast<size_t>(2 * i + 1)] = 1e30f; // never read: between the strided elements
-  }
-  auto buf = dev.allocate(a.size() * sizeof(float));
-  ASSERT_TRUE(buf.ok());
-  ASSERT_TRUE(stream.copyToDevice(a.data(), *buf, 0, a.size() * sizeof(float)).ok());
-  std::vector<GraphInput> in(2);
-  in[0].buffer = buf->get();
-  in[0].shape = {n};
-  in[0].offset = 16;
-  in[1].host = b2.data(); // stride 2: re-laid out into the parameter's contiguous layout
-  in[1].shape = {n};
-  in[1].strides = {2};
-  std::vector<GraphOutput> out;
-  hal::Status st = x->run(in, stream.get(), &out);
-  ASSERT_TRUE(st.ok()) << st.toString();
-  ASSERT_TRUE(stream.synchronize().ok());
-  std::vector<float> got = readOutput(session.device, out[0]);
-  for (int64_t i = 0; i < n; ++i) {
-    float av = float(i) * 0.5f, bv = float(n - i);
-    ASSERT_EQ(got[static_cast<size_t>(i)], av * bv + av) << i;
+  for (bool deviceLocal : {false, true}) {
+    SCOPED_TRACE(deviceLocal ? "device-local only" : "preferred memory");
+    DeviceLocalOnly scope(deviceLocal);
+    checkInPlaceAndRelaid();
   }
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 
 namespace tessera::graph {
 namespace {
@@ -111,6 +112,7 @@ struct CapsCase {
   const char *name;
   ScheduleCaps (*caps)();
 };
+std::ostream &operator<<(std::ostream &os, const CapsCase &c) { return os << c.name; }
 const CapsCase kAllCaps[] = {{"cpu", cpuCaps}, {"vulkan", vulkanCaps}, {"simt", simtCaps}};
 
 class LowerMatmul : public ::testing::TestWithParam<CapsCase> {};
@@ -219,6 +221,50 @@ TEST_P(LowerMatmul, CastEpilogueToBf16) {
   runCase(c, GetParam().caps());
 }
 
+TEST_P(LowerMatmul, ConstantInEpilogue) {
+  // y = relu(x @ w) * 0.125 - 1: constants fused as epilogue nodes.
+  GemmCase g = plain(10, 14, 8);
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &) {
+    std::string err;
+    auto constant = [&](double v) {
+      Attrs a;
+      a.set("value", Attr::real(v));
+      a.set("dtype", Attr::str("f32"));
+      return gr.add(OpKind::Constant, {}, a, &err);
+    };
+    int v = gr.add(OpKind::Relu, {p}, {}, &err);
+    v = gr.add(OpKind::Mul, {v, constant(0.125)}, {}, &err);
+    return gr.add(OpKind::Sub, {v, constant(1.0)}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &) {
+    return (p > 0 ? p : 0.0) * 0.125 - 1;
+  };
+  BuiltCase c = testing::buildCase(g);
+  ASSERT_GE(c.mm.epilogue.size(), 4u);
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, EmptyDims) {
+  // K = 0: every output is the epilogue of 0 (bias alone); M = 0 and a batch of 0: nothing
+  // to write, the kernel must still run cleanly.
+  GemmCase g = plain(6, 9, 0);
+  g.extras = {View{{9}, {}, 0}};
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+    std::string err;
+    return gr.add(OpKind::Add, {p, x[0]}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &x) { return p + x[0]; };
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, GetParam().caps());
+  BuiltCase m0 = testing::buildCase(plain(0, 5, 4));
+  runCase(m0, GetParam().caps());
+  GemmCase b0;
+  b0.a.shape = {0, 3, 4};
+  b0.b.shape = {4, 5};
+  BuiltCase z = testing::buildCase(b0);
+  runCase(z, GetParam().caps());
+}
+
 INSTANTIATE_TEST_SUITE_P(Caps, LowerMatmul, ::testing::ValuesIn(kAllCaps),
                          [](const ::testing::TestParamInfo<CapsCase> &i) {
                            return std::string(i.param.name);
@@ -250,8 +296,7 @@ TEST(LowerMatmulText, IndependentOfSizes) {
     BuiltCase c = testing::buildCase(g);
     detail::KernelText text;
     std::string err;
-    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err))
-        << err;
+    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err)) << err;
     return text.str();
   };
   PlanLaunch l1, l2;
@@ -260,6 +305,24 @@ TEST(LowerMatmulText, IndependentOfSizes) {
   EXPECT_NE(l1.args.size(), 0u);
   EXPECT_EQ(l1.args.size(), l2.args.size());
   EXPECT_NE(l1.grid[2], l2.grid[2]);
+}
+
+TEST(LowerMatmulText, WideArgumentsWhenAValueExceedsI32) {
+  // Scalars are i32 parameters (Vulkan's 128 bytes of push constants) while every value fits;
+  // an offset past 2^31 - 1 switches the kernel to i64 parameters (lowered, not run: the
+  // buffer would need 2^31 elements).
+  BuiltCase c = testing::buildCase(plain(4, 5, 6));
+  detail::KernelText narrow, wide;
+  PlanLaunch launch;
+  std::string err;
+  ASSERT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", narrow, &launch, &err));
+  EXPECT_NE(narrow.str().find("%M_32: i32"), std::string::npos);
+  EXPECT_EQ(launch.args.back().kind, PlanArg::Kind::I32);
+  c.mm.a.offset = int64_t(1) << 32;
+  ASSERT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", wide, &launch, &err));
+  EXPECT_NE(wide.str().find("%M: i64"), std::string::npos);
+  EXPECT_EQ(launch.args.back().kind, PlanArg::Kind::I64);
+  EXPECT_TRUE(ir::parseModule(wide.str(), "<wide>").ok());
 }
 
 TEST(LowerMatmulErrors, BadGroupsAreRefused) {

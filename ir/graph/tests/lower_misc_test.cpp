@@ -115,3 +115,50 @@ TEST(LowerMisc, ExampleGraphsLowerAndMatchTheEvaluator) {
 
 } // namespace
 } // namespace tessera::graph
+
+namespace tessera::graph {
+namespace {
+
+TEST(LowerErrors, DtypesTheDeviceLacksAreRefusedNamingTheOp) {
+  Graph g;
+  ASSERT_TRUE(testing::parseOrFail(R"(graph @h(%x: tensor<f32, [4]>) {
+  %y = exp %x
+  %h = cast %y {dtype = "f16"}
+  return %h
+})",
+                                   &g));
+  ScheduleCaps caps;
+  caps.f16 = false;
+  Plan plan;
+  std::string err;
+  EXPECT_FALSE(lower(g, caps, &plan, &err));
+  EXPECT_EQ(err, "cannot lower cast %h at line 3:3: dtype f16 is not supported by the device");
+  caps.f16 = true;
+  caps.i64 = false;
+  EXPECT_FALSE(lower(g, caps, &plan, &err));
+  EXPECT_NE(err.find("64-bit integers"), std::string::npos) << err;
+  ASSERT_TRUE(testing::parseOrFail("graph @p(%x: tensor<f64, [4]>) {\n  return %x\n}\n", &g));
+  caps.i64 = true;
+  caps.f64 = false;
+  EXPECT_FALSE(lower(g, caps, &plan, &err));
+  EXPECT_EQ(err, "cannot lower parameter %x: dtype f64 is not supported by the device");
+}
+
+TEST(LowerErrors, RowKernelsNeedingMoreSharedMemoryThanTheDeviceHasAreRefused) {
+  Graph g;
+  ASSERT_TRUE(testing::parseOrFail(R"(graph @s(%x: tensor<f32, [4, 8]>) {
+  %y = sum %x {axes = [1], keepdim = true}
+  return %y
+})",
+                                   &g));
+  ScheduleCaps caps;
+  caps.sharedBytes = 64;
+  Plan plan;
+  std::string err;
+  EXPECT_FALSE(lower(g, caps, &plan, &err));
+  EXPECT_NE(err.find("cannot lower sum %y at line 2:3: the row kernel needs"), std::string::npos)
+      << err;
+}
+
+} // namespace
+} // namespace tessera::graph

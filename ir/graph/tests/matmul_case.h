@@ -38,10 +38,10 @@ struct Epilogue {
 
 struct GemmCase {
   DType dtype = DType::F32;
-  View a, b;                       // [batch..., M, K] and [batch..., K, N], any strides
-  std::vector<View> extras;        // the extras' own (param) shapes, broadcast to the output
-  std::vector<DType> extraTypes;   // default: dtype
-  Epilogue epilogue;               // build == nullptr: none
+  View a, b;                     // [batch..., M, K] and [batch..., K, N], any strides
+  std::vector<View> extras;      // the extras' own (param) shapes, broadcast to the output
+  std::vector<DType> extraTypes; // default: dtype
+  Epilogue epilogue;             // build == nullptr: none
   uint32_t seed = 1;
 };
 
@@ -57,13 +57,20 @@ struct BuiltCase {
 
 inline ir::Scalar storageScalar(DType t) {
   switch (t) {
-  case DType::Bool: return ir::Scalar::I8;
-  case DType::I32: return ir::Scalar::I32;
-  case DType::I64: return ir::Scalar::I64;
-  case DType::F16: return ir::Scalar::F16;
-  case DType::BF16: return ir::Scalar::BF16;
-  case DType::F32: return ir::Scalar::F32;
-  case DType::F64: return ir::Scalar::F64;
+  case DType::Bool:
+    return ir::Scalar::I8;
+  case DType::I32:
+    return ir::Scalar::I32;
+  case DType::I64:
+    return ir::Scalar::I64;
+  case DType::F16:
+    return ir::Scalar::F16;
+  case DType::BF16:
+    return ir::Scalar::BF16;
+  case DType::F32:
+    return ir::Scalar::F32;
+  case DType::F64:
+    return ir::Scalar::F64;
   }
   return ir::Scalar::F32;
 }
@@ -98,10 +105,14 @@ inline int64_t viewIndex(const View &v, const std::vector<int64_t> &idx) {
 /// Unit roundoff of a storage dtype (half its spacing at 1).
 inline double unitRoundoff(DType t) {
   switch (t) {
-  case DType::F16: return std::ldexp(1.0, -11);
-  case DType::BF16: return std::ldexp(1.0, -8);
-  case DType::F64: return std::ldexp(1.0, -53);
-  default: return std::ldexp(1.0, -24);
+  case DType::F16:
+    return std::ldexp(1.0, -11);
+  case DType::BF16:
+    return std::ldexp(1.0, -8);
+  case DType::F64:
+    return std::ldexp(1.0, -53);
+  default:
+    return std::ldexp(1.0, -24);
   }
 }
 
@@ -186,8 +197,7 @@ inline BuiltCase buildCase(GemmCase c) {
   r.mm.out = operand(out, r.outType, static_cast<int>(r.buffers.size() - 1));
   r.mm.result = result;
   // Expected values: a long double dot product per element, then the epilogue in double.
-  const int64_t K = c.a.shape.back(), N = r.outShape.back();
-  const int64_t M = r.outShape[r.outShape.size() - 2];
+  const int64_t K = c.a.shape.back();
   const double u_in = unitRoundoff(c.dtype), u_out = unitRoundoff(r.outType);
   const double accU = c.dtype == DType::F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   std::vector<int64_t> idx(r.outShape.size(), 0);
@@ -210,7 +220,6 @@ inline BuiltCase buildCase(GemmCase c) {
       sum += p;
       mag += std::fabs(p);
     }
-    (void)M;
     std::vector<double> ex;
     for (size_t x = 0; x < c.extras.size(); ++x) {
       ir::Literal l = r.buffers[2 + x].get(viewIndex(c.extras[x], idx));

@@ -36,6 +36,8 @@ ProgramOptions graphProgramOptions(tsr_device_t device, const graph::ScheduleCap
 
 /// Memory for buffers that the host may read directly: device-local and host-visible when the
 /// device has unified memory (cpu, integrated GPUs, lavapipe), else device-local only.
+/// TESSERA_DEVICE_LOCAL_ONLY=1 makes it device-local everywhere: a test hook for the paths
+/// of discrete GPUs (staged copies) on machines without one.
 tsr_memory_kind_t preferredMemoryKind(tsr_device_t device);
 
 /// Copies every element of a strided host view into another layout of the same shape
@@ -73,7 +75,8 @@ private:
 };
 
 /// One graph input: a device buffer (used in place when its layout is the parameter's, no
-/// copy) or host memory (its storage span is copied into a pooled device buffer).
+/// copy) or host memory (its storage span is copied into a pooled device buffer: by the host
+/// itself on unified-memory devices, after the previous run is done; else by the stream).
 struct GraphInput {
   tsr_buffer_t buffer = nullptr; // not owned; non-null: a device buffer of this device
   const void *host = nullptr;    // else: host memory of the element at `offset` 0
@@ -143,7 +146,10 @@ private:
   std::shared_ptr<Program> program_;
   std::vector<const ProgramKernel *> launchKernels_; // one per plan launch
   std::vector<hal::Buffer> pool_;                    // one per plan buffer (Temp/Input)
-  std::vector<std::vector<char>> staging_;           // host staging for re-laid-out inputs
+  std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
+  bool unified_ = false;                   // the device's memory is host-visible
+  bool hostWaited_ = false;                // this run has waited for the previous one on the host
+  std::vector<std::vector<char>> staging_; // host staging for re-laid-out inputs
   hal::Event lastRun_;
   GraphExecStats stats_;
   std::mutex runMu_;
