@@ -70,17 +70,25 @@ public:
     f_.materialise.assign(n, false);
     f_.users.assign(n, {});
     f_.isOutput.assign(n, false);
-    for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v)
-      for (int in : g.node(v).inputs)
-        f_.users[static_cast<size_t>(in)].push_back(v);
     for (int o : g.outputs)
       f_.isOutput[static_cast<size_t>(o)] = true;
+    // Nodes no output depends on are dead: they get no kernel and are nobody's user (a dead
+    // cat or embedding once got a kernel with no buffer to write).
+    f_.live = f_.isOutput;
+    for (int v = g.numValues(); v-- > static_cast<int>(g.params.size());)
+      if (f_.live[static_cast<size_t>(v)])
+        for (int in : g.node(v).inputs)
+          f_.live[static_cast<size_t>(in)] = true;
+    for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v)
+      if (f_.live[static_cast<size_t>(v)])
+        for (int in : g.node(v).inputs)
+          f_.users[static_cast<size_t>(in)].push_back(v);
   }
 
   Fusion run() {
     int first = static_cast<int>(g_.params.size());
     for (int v = first; v < g_.numValues(); ++v) {
-      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0 || !f_.live[static_cast<size_t>(v)])
         continue;
       const Node &n = g_.node(v);
       OpFamily fam = opFamily(n.op);
@@ -205,7 +213,7 @@ private:
       return producerAnchor(v) < r0;
     };
     for (int v = r0 + 1; v < g_.numValues(); ++v) {
-      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0 || !f_.live[static_cast<size_t>(v)])
         continue;
       const Node &n = g_.node(v);
       bool ok = false;

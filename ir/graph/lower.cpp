@@ -483,8 +483,8 @@ bool Lowerer::run(std::string *error) {
   // Views in graph order: a reshape copy runs right where its view appears.
   std::vector<std::vector<int>> viewsBefore(fusion.kernels.size() + 1);
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
-    if (opFamily(g.node(v).op) != OpFamily::View)
-      continue;
+    if (opFamily(g.node(v).op) != OpFamily::View || !fusion.live[static_cast<size_t>(v)])
+      continue; // a dead view has nothing to describe
     size_t slot = 0;
     while (slot < fusion.kernels.size() && fusion.kernels[slot].anchor < v)
       ++slot;
