@@ -3,6 +3,9 @@
 #   ./run.sh            verify every IR example, run it on the fp64 reference interpreter, then
 #                       on every available device (cpu:0, vulkan:0 on lavapipe, ...) with
 #                       --check, then `tessera cts` and `tessera conform` on every device
+#   ./run.sh python SCRIPT.py [ARGS...]
+#                       run a script with the Python that has tessera installed
+#                       ($TESSERA_PYTHON, default python3; scripts/install-python.sh)
 #   ./run.sh ARGS...    run `tessera ARGS...` (e.g. ./run.sh ir print ir/examples/saxpy.tir)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,6 +15,11 @@ cd "$(dirname "$0")"
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
   export XDG_RUNTIME_DIR="$(mktemp -d)"
   chmod 0700 "$XDG_RUNTIME_DIR"
+fi
+if [ "${1:-}" = python ]; then
+  shift
+  ./scripts/install-python.sh >&2
+  exec "${TESSERA_PYTHON:-python3}" "$@"
 fi
 tessera=build/default/tools/tessera
 if [ $# -gt 0 ]; then

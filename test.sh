@@ -48,6 +48,16 @@ ctest --preset "$preset" -j"$(nproc)" --timeout 900
 echo "== pytest"
 TESSERA_BIN="$PWD/build/$preset/tools/tessera" "$PYTHON" -m pytest -q scripts/tests tools/tests conformance/tests
 
+# The Python package (python/tests, issue #14): against this preset's tessera._C, which
+# sanitizer presets do not build (a plain interpreter cannot load an ASan module).
+if compgen -G "build/$preset/python/tessera/_C*.so" >/dev/null; then
+  ./scripts/install-python.sh
+  echo "== pytest python/tests"
+  TESSERA_BUILD_DIR="$PWD/build/$preset" "$PYTHON" -m pytest -q python/tests
+else
+  echo "== python/tests skipped: build/$preset has no tessera._C (sanitizer preset, or nanobind was missing at configure time)"
+fi
+
 if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
   echo "== fuzzing the IR parser for ${fuzz_seconds}s"
   fuzz_bin=build/default/ir/tests/fuzz_parser

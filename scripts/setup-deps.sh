@@ -19,7 +19,10 @@ PKGS_DEVICES=(
 )
 # Test tools: headless Chromium renders the HTML conformance report (conformance/tests).
 PKGS_TEST=(chromium)
-PY_PKGS=(numpy pytest)
+# Python: tests, the package's build tools (nanobind, scikit-build-core), torch for the
+# torch.compile backend (issue #14). PY_MODULES are the import names checked on the fast path.
+PY_PKGS=(numpy pytest torch nanobind scikit-build-core)
+PY_MODULES="'numpy', 'pytest', 'torch', 'nanobind', 'scikit_build_core'"
 
 PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 
@@ -40,7 +43,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('numpy', 'pytest')))" 2>/dev/null; then
+if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ($PY_MODULES)))" 2>/dev/null; then
   echo "setup-deps: installing Python packages: ${PY_PKGS[*]}"
   "$PYTHON" -m pip install -q "${PY_PKGS[@]}"
 fi

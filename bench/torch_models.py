@@ -1,0 +1,127 @@
+"""torch.compile(backend="tessera") against eager torch and Inductor on the three models of
+issue #14, in one run: steady-state time per iteration (median) and first-call compile time.
+
+    ./run.sh python bench/torch_models.py [--iters N] [--quick] [--json] [--no-vulkan]
+        [--models mlp,block,classifier]
+
+mlp and block run inference (torch.no_grad); classifier runs a training step (forward with
+the cross-entropy loss, and backward). First call = the wall time of the first iteration
+(Dynamo trace + AOTAutograd + the backend's compile + one run). Inductor gets a fresh
+TORCHINDUCTOR_CACHE_DIR so its compile is measured cold, like Tessera's first compile in a
+fresh process (Tessera's own disk cache is not cleared: pass TESSERA_CACHE_DIR to do so).
+Each compiled result is checked against eager (torch.testing.assert_close) before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-")
+
+import torch  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+from tessera.torch import tessera_backend  # noqa: E402
+from tessera.torch.examples import (MLP, Classifier, TransformerBlock,  # noqa: E402
+                                    classifier_data)
+
+
+def make(name, quick):
+    torch.manual_seed(0)
+    if name == "mlp":
+        m = MLP(d_in=64, d_hidden=128, d_out=32) if quick else MLP(256, 512, 128)
+        return m, (torch.randn(16 if quick else 64, m.linears[0].in_features),), False
+    if name == "block":
+        m = TransformerBlock(64, 4, 128) if quick else TransformerBlock(256, 8, 512)
+        return m, (torch.randn(2, 16, 64) if quick else torch.randn(4, 64, 256),), False
+    m = Classifier(32, 64, 10) if quick else Classifier(128, 256, 10)
+    return m, classifier_data(64 if quick else 256, 32 if quick else 128, 10), True
+
+
+def step(fn, inputs, train):
+    if train:
+        loss = fn(*inputs)
+        loss.backward()
+        return loss.detach()
+    with torch.no_grad():
+        return fn(*inputs)
+
+
+def measure(name, mode, iters, quick, device="cpu:0"):
+    torch._dynamo.reset()
+    model, inputs, train = make(name, quick)
+    if mode == "eager":
+        fn = model
+    elif mode == "inductor":
+        fn = torch.compile(model)
+    else:
+        fn = torch.compile(model, backend=tessera_backend, options={"device": device})
+    t0 = time.perf_counter()
+    out = step(fn, inputs, train)
+    first = time.perf_counter() - t0
+    ref_model, _, _ = make(name, quick)
+    torch.testing.assert_close(out, step(ref_model, inputs, train), rtol=1e-4, atol=1e-4)
+    times = []
+    for _ in range(iters):
+        model.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        step(fn, inputs, train)
+        times.append(time.perf_counter() - t0)
+    return {"first_s": first, "median_ms": statistics.median(times) * 1e3}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-vulkan", action="store_true")
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--models", default="mlp,block,classifier")
+    args = ap.parse_args()
+    import tessera
+
+    names = [d.name for d in tessera.devices()]
+    results = {"cpu:0": {}, "vulkan:0": {}}
+    for name in args.models.split(","):
+        row = {"eager": measure(name, "eager", args.iters, args.quick)}
+        if not args.no_inductor:
+            row["inductor"] = measure(name, "inductor", args.iters, args.quick)
+        row["tessera"] = measure(name, "tessera", args.iters, args.quick)
+        results["cpu:0"][name] = row
+        if "vulkan:0" in names and not args.no_vulkan:
+            results["vulkan:0"][name] = {
+                "eager_cpu": row["eager"],
+                "tessera": measure(name, "tessera", max(3, args.iters // 10), args.quick,
+                                   "vulkan:0")}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print("cpu:0 (ms per iteration, median; first call in s; speed = peer ms / tessera ms)")
+    print(f"{'model':<11}{'eager':>9}{'inductor':>10}{'tessera':>9}{'vs eager':>10}"
+          f"{'vs ind.':>9}{'ind. 1st':>10}{'tes. 1st':>10}{'1st ratio':>11}")
+    for name, row in results["cpu:0"].items():
+        e, t = row["eager"], row["tessera"]
+        i = row.get("inductor", {"median_ms": float("nan"), "first_s": float("nan")})
+        print(f"{name:<11}{e['median_ms']:>9.3f}{i['median_ms']:>10.3f}{t['median_ms']:>9.3f}"
+              f"{e['median_ms'] / t['median_ms']:>9.2f}x{i['median_ms'] / t['median_ms']:>8.2f}x"
+              f"{i['first_s']:>10.2f}{t['first_s']:>10.2f}{t['first_s'] / i['first_s']:>10.3f}x")
+    if results["vulkan:0"]:
+        print("\nvulkan:0 against eager torch on the CPU (ms per iteration, median)")
+        for name, row in results["vulkan:0"].items():
+            e, t = row["eager_cpu"], row["tessera"]
+            print(f"{name:<11} eager cpu {e['median_ms']:9.3f}  tessera vulkan:0 "
+                  f"{t['median_ms']:9.3f}  ({e['median_ms'] / t['median_ms']:.2f}x)  "
+                  f"first call {t['first_s']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+// tessera.compile_graph(graph IR text, device) -> CompiledGraph: parse + verify
+// (ir/graph), lower, compile (GraphExecutable through the compile cache and the shared
+// ProgramCache), then run on host tensors or Buffers.
+#include "common.h"
+
+#include "ir/graph/text.h"
+#include "tessera/graph_exec.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <unordered_map>
+
+namespace tessera::py {
+namespace {
+
+struct CompiledGraph {
+  DevicePtr device;
+  std::unique_ptr<GraphExecutable> exec;
+  double compileMs = 0; // parse + verify + lower + compile + load, wall time
+};
+
+const char *graphSourceName(const GraphExecStats &s) {
+  return s.programReused ? "memory-cache" : sourceName(s.source);
+}
+
+CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string device =
+      deviceArg.is_none()
+          ? nb::cast<std::string>(nb::module_::import_("tessera._C").attr("default_device")())
+          : nb::cast<std::string>(deviceArg);
+  DevicePtr d = Runtime::get().device(device);
+  graph::Graph g;
+  std::string err;
+  if (!graph::parseGraph(text, "<string>", &g, &err)) // verifies too
+    raise(TSR_INVALID_ARGUMENT, err);
+  CompiledGraph cg;
+  cg.device = d;
+  {
+    nb::gil_scoped_release nogil;
+    auto x = GraphExecutable::create(d->device.get(), g, &compileCache(), ProgramCache::global());
+    if (!x.ok())
+      raise(x.status().code(), x.status().message());
+    cg.exec = std::move(x).value();
+  }
+  cg.compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return cg;
+}
+
+std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle stream) {
+  size_t n = nb::len(inputs);
+  std::vector<GraphInput> in(n);
+  std::vector<HostView> views(n); // keep host memory alive during the run
+  std::vector<nb::object> detached(n);
+  for (size_t i = 0; i < n; ++i) {
+    nb::handle obj = inputs[i];
+    if (Buffer *b = nullptr; nb::try_cast<Buffer *>(obj, b) && b) {
+      if (b->storage->device.get() != cg.device.get())
+        raise(TSR_INVALID_ARGUMENT, "input " + std::to_string(i) + " is a buffer on " +
+                                        b->storage->device->name + ", the graph runs on " +
+                                        cg.device->name);
+      in[i].buffer = b->storage->buffer.get();
+      in[i].dtype = b->dtype;
+      in[i].shape = b->shape;
+      in[i].strides = b->strides;
+      in[i].offset = b->offset;
+      continue;
+    }
+    views[i] = hostView(obj);
+    in[i].host = views[i].data;
+    in[i].dtype = views[i].dtype;
+    in[i].shape = views[i].shape;
+    in[i].strides = views[i].strides;
+  }
+  tsr_stream_t s = streamArg(stream, cg.device);
+  std::vector<GraphOutput> out;
+  {
+    nb::gil_scoped_release nogil;
+    check(cg.exec->run(in, s, &out));
+  }
+  // Outputs that share a HAL buffer (the same value returned twice) share one Storage, so
+  // that it is mapped once.
+  std::unordered_map<tsr_buffer_t, StoragePtr> storages;
+  std::vector<Buffer> result;
+  for (GraphOutput &o : out) {
+    StoragePtr &st = storages[o.buffer.get()];
+    if (!st) {
+      st = std::make_shared<Storage>();
+      st->device = cg.device;
+      st->bytes = take(o.buffer.size());
+      st->buffer = std::move(o.buffer);
+    }
+    Buffer b;
+    b.storage = st;
+    b.dtype = o.dtype;
+    b.shape = o.shape;
+    b.strides = o.strides;
+    b.offset = o.offset;
+    result.push_back(std::move(b));
+  }
+  return result;
+}
+
+void runInto(CompiledGraph &cg, nb::sequence inputs, nb::sequence outputs) {
+  std::vector<Buffer> got = run(cg, inputs, nb::none());
+  if (nb::len(outputs) != got.size())
+    raise(TSR_INVALID_ARGUMENT, "the graph has " + std::to_string(got.size()) +
+                                    " outputs, run_into got " + std::to_string(nb::len(outputs)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    HostView v = hostView(outputs[i]);
+    if (v.dtype != got[i].dtype || v.shape != got[i].shape)
+      raise(TSR_INVALID_ARGUMENT, "run_into output " + std::to_string(i) +
+                                      ": the tensor's dtype or shape differs from the graph's " +
+                                      graph::dtypeName(got[i].dtype) + " output");
+    copyBufferToHost(got[i], const_cast<void *>(v.data), v.strides);
+  }
+}
+
+} // namespace
+
+void bindGraphs(nb::module_ &m) {
+  nb::class_<CompiledGraph>(m, "CompiledGraph")
+      .def("run", &run, nb::arg("inputs"), nb::arg("stream") = nb::none(),
+           "Runs the graph on host tensors (torch CPU, numpy: copied) or Buffers of its device "
+           "(used in place); returns one Buffer per graph output.")
+      .def("run_into", &runInto, nb::arg("inputs"), nb::arg("outputs"),
+           "Runs the graph and copies each output into the given host tensor.")
+      .def_prop_ro("device", [](const CompiledGraph &c) { return c.device->name; })
+      .def_prop_ro("module", [](const CompiledGraph &c) { return c.exec->plan().module; })
+      .def_prop_ro("kernels",
+                   [](const CompiledGraph &c) {
+                     nb::list out;
+                     for (const graph::PlanKernelInfo &k : c.exec->plan().kernels) {
+                       nb::dict d;
+                       d["kernel"] = k.kernel;
+                       d["kind"] = k.kind;
+                       d["ops"] = nb::cast(k.ops);
+                       out.append(d);
+                     }
+                     return out;
+                   })
+      .def_prop_ro("launches",
+                   [](const CompiledGraph &c) { return c.exec->plan().launches.size(); })
+      .def_prop_ro("stats", [](const CompiledGraph &c) {
+        const GraphExecStats &s = c.exec->stats();
+        nb::dict d;
+        d["compile_ms"] = c.compileMs;
+        d["lower_ms"] = s.lowerMs;
+        d["codegen_ms"] = s.compileMs;
+        d["load_ms"] = s.loadMs;
+        d["source"] = graphSourceName(s);
+        d["program_reused"] = s.programReused;
+        return d;
+      });
+  m.def("compile_graph", &compileGraph, nb::arg("text"), nb::arg("device") = nb::none(),
+        "Parses, verifies, lowers and compiles graph IR text (docs/graph_ir.md) for a device "
+        "(default: default_device()).");
+}
+
+} // namespace tessera::py

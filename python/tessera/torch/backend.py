@@ -1,0 +1,254 @@
+"""The torch.compile backend: AOTAutograd, per-signature plans, segment execution.
+
+`tessera_backend(gm, example_inputs, options=None)` hands the Dynamo graph to AOTAutograd
+with a decomposition table (core aten plus softmax / log_softmax / layer_norm / their
+backwards, so they arrive as the primitives the fusion pass turns into one row kernel) and
+a compiler for the forward and the backward graph. Each compiled graph is a CompiledFx: on a
+call it keys on every input's (dtype, shape, strides) and every scalar's value; a new key
+gets a Plan (translate.py) whose segments are compiled with tessera.compile_graph. Identical
+segment text is compiled once per device (a new batch size gives new text, whose kernels the
+runtime's program cache still reuses: sizes are kernel arguments).
+
+What this file must never do: run a node in eager torch silently (every fallback is counted
+in the plan) or let a C++ error escape as anything but a Python exception.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import Counter
+
+import torch
+
+from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, op_name,
+                        param_strides)
+
+_KNOWN_OPTIONS = ("device", "strict")
+_compiled_texts = {}          # (device, text) -> tessera CompiledGraph
+_lock = threading.Lock()
+
+
+def _tessera():
+    import tessera
+
+    return tessera
+
+
+def decompositions():
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    aten = torch.ops.aten
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([
+        aten._softmax, aten._log_softmax, aten._softmax_backward_data,
+        aten._log_softmax_backward_data, aten.native_layer_norm,
+        aten.native_layer_norm_backward, aten.gelu_backward, aten.silu, aten.silu_backward,
+        aten.rms_norm, aten._fused_rms_norm, aten.native_dropout_backward,
+        aten.sigmoid_backward, aten.tanh_backward, aten.threshold_backward,
+        aten.mse_loss, aten.mse_loss_backward, aten.nll_loss_forward,
+        aten.nll_loss_backward, aten.hardtanh_backward, aten.logsumexp,
+    ]))
+    # var_mean stays whole (the core table sends it to prims.var / broadcast_in_dim, which
+    # the graph IR has no use for: its var and mean ops are the row reductions themselves);
+    # gelu itself stays whole: the graph IR has gelu and gelu_tanh (one op, exact formula)
+    # embedding_dense_backward too (its decomposition is an index_put; aten_scatter.py writes it
+    # as a one-hot matmul)
+    for op in (aten.gelu.default, aten.var_mean.correction, aten.var_mean.default,
+               aten.embedding_dense_backward.default):
+        table.pop(op, None)
+    return table
+
+
+def device_dtypes(device: str) -> set:
+    """The torch dtypes the device computes in (the graph IR's; narrowed by its features)."""
+    tessera = _tessera()
+    infos = {d.name: d for d in tessera.devices()}
+    if device not in infos:
+        raise ValueError(f"tessera backend: unknown device {device!r}; available: "
+                         f"{', '.join(sorted(infos)) or 'none'}")
+    feats = dict(getattr(infos[device], "features", {}) or {})
+    dtypes = {torch.bool, torch.int32, torch.int64, torch.float32}
+    for key, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16),
+                    ("fp64", torch.float64)):
+        if feats.get(key, False):
+            dtypes.add(dt)
+    if not feats.get("int64", True):
+        dtypes.discard(torch.int64)
+    return dtypes
+
+
+def check_options(options) -> dict:
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise TypeError(f"tessera backend: options must be a dict, got {type(options).__name__}")
+    unknown = [k for k in options if k not in _KNOWN_OPTIONS and not k.startswith("_")]
+    if unknown:
+        raise ValueError(f"tessera backend: unknown option(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(_KNOWN_OPTIONS)}")
+    opts = dict(options)
+    device = opts.get("device") or _tessera().default_device()
+    if not isinstance(device, str):
+        raise TypeError(f"tessera backend: option 'device' must be a string like 'cpu:0', "
+                        f"got {device!r}")
+    opts["device"] = device
+    opts["dtypes"] = device_dtypes(device)  # raises on an unknown device
+    opts["strict"] = bool(opts.get("strict", False))
+    return opts
+
+
+def _compile_text(text, device):
+    key = (device, text)
+    with _lock:
+        cg = _compiled_texts.get(key)
+    if cg is None:
+        cg = _tessera().compile_graph(text, device)
+        with _lock:
+            _compiled_texts[key] = cg
+    return cg
+
+
+class SegmentRunner:
+    """Runs one Segment: compiled on first use for the strides its inputs arrive with.
+
+    A segment the runtime refuses to compile (a lowering gap, a device limit) runs its nodes
+    in eager torch instead, with a warning; every node counts as a fallback (self.failed,
+    reported by explain). With the backend option strict=True the error is raised instead.
+    """
+
+    def __init__(self, seg: Segment, device: str, strict: bool):
+        self.seg, self.device, self.strict = seg, device, strict
+        self.by_strides = {}    # param strides -> (text, CompiledGraph)
+        self.host_visible = device.startswith("cpu")
+        self.failed = None      # Counter of op names once the segment fell back
+        self.error = None
+
+    def compiled(self, inputs):
+        strides = tuple(param_strides(inputs))
+        hit = self.by_strides.get(strides)
+        if hit is None:
+            for t, (_, v, _) in zip(inputs, self.seg.text.params):
+                if tuple(t.shape) != v.shape or t.dtype != v.dtype:
+                    raise RuntimeError(f"tessera: segment {self.seg.index} expected "
+                                       f"{v.dtype}{list(v.shape)}, got {t.dtype}{list(t.shape)}")
+            text = self.seg.render(strides)
+            hit = (text, _compile_text(text, self.device))
+            self.by_strides[strides] = hit
+        return hit
+
+    def run(self, env):
+        if not self.seg.outputs:
+            return
+        if self.failed is not None:
+            return self._run_eager(env)
+        inputs = [env[n] for n, _, _ in self.seg.text.params]
+        try:
+            _, cg = self.compiled(inputs)
+        except _tessera().TesseraError as e:
+            if self.strict:
+                raise
+            self.error = str(e)
+            self.failed = Counter(op_name(n) for n in self.seg.nodes
+                                  if _packet(n.target) not in VIEW_OPS)
+            warnings.warn(f"tessera: segment {self.seg.index} falls back to eager torch "
+                          f"({e})", RuntimeWarning, stacklevel=2)
+            return self._run_eager(env)
+        vals = self.seg.output_values()
+        # an empty tensor exports a null data pointer, which the runtime refuses as an input:
+        # an empty tessera buffer of the same shape stands in (no bytes are read either way)
+        inputs = [self._empty_buffer(t) if t.numel() == 0 else t for t in inputs]
+        if self.host_visible:
+            outs = [torch.from_dlpack(b) for b in cg.run(inputs)]
+        else:
+            outs = [torch.empty(v.shape, dtype=v.dtype) for v in vals]
+            cg.run_into(inputs, outs)
+        tuples = {}
+        for (node, i), t in zip(self.seg.outputs, outs):
+            if i is None:
+                env[node] = t
+            else:
+                tuples.setdefault(node, [None] * len(self.seg.values[node]))[i] = t
+        for node, ts in tuples.items():
+            env[node] = tuple(ts)
+        for step in self.seg.replays:
+            step.run(env)
+
+    def _empty_buffer(self, t):
+        from .graph_text import dtype_name
+
+        return _tessera().empty(list(t.shape), dtype_name(t.dtype), self.device)
+
+    def _run_eager(self, env):
+        for node in self.seg.nodes:
+            TorchStep(node).run(env)
+
+
+class CompiledFx:
+    """The callable AOTAutograd gets for one FX graph (boxed calling convention)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, opts, kind):
+        self.gm, self.opts, self.kind = gm, opts, kind
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.plans = {}        # key -> (Plan, [runner or step])
+        self.recorder = opts.get("_recorder")
+
+    @staticmethod
+    def key(args):
+        k = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                k.append((a.dtype, tuple(a.shape), tuple(a.stride())))
+            else:
+                k.append((type(a).__name__, a))
+        return tuple(k)
+
+    def _prepare(self, args):
+        plan: Plan = build_plan(self.gm, args, self.opts["dtypes"])
+        program = [SegmentRunner(s, self.opts["device"], self.opts["strict"])
+                   if isinstance(s, Segment) else s
+                   for s in plan.steps]
+        return plan, program
+
+    def __call__(self, *args):
+        # boxed (one list) from the forward; unboxed from the backward, whose Dynamo-disable
+        # wrapper hides _boxed_call. A placeholder is never a list, so this is unambiguous.
+        args = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
+        key = self.key(args)
+        entry = self.plans.get(key)
+        if entry is None:
+            entry = self._prepare(args)
+            self.plans[key] = entry
+            if self.recorder is not None:
+                self.recorder.add(self, entry)
+        plan, program = entry
+        env = dict(zip(self.placeholders, args))
+        env.update(plan.constants)
+        for node in self.gm.graph.nodes:
+            if node.op == "get_attr":
+                env[node] = getattr(self.gm, node.target)
+        for step in program:
+            step.run(env)
+        return [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
+
+
+def tessera_backend(gm, example_inputs, options=None):
+    """torch.compile(model, backend="tessera", options={"device": "cpu:0"})."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    opts = check_options(options)
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+            raise ValueError(f"tessera backend: inputs must be CPU torch tensors (the tessera "
+                             f"device is chosen by options['device']), got one on {x.device}")
+
+    def forward(g, _inputs):
+        return CompiledFx(g, opts, "forward")
+
+    def backward(g, _inputs):
+        return CompiledFx(g, opts, "backward")
+
+    return aot_autograd(fw_compiler=forward, bw_compiler=backward,
+                        decompositions=decompositions())(gm, example_inputs)

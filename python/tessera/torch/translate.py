@@ -1,0 +1,315 @@
+"""FX graph (aten, concrete per call signature) -> an execution plan of segments and torch steps.
+
+Walking the nodes in order, every node the graph IR can express joins the open segment;
+a node it cannot express closes that segment and runs in eager torch (a *fallback*, counted
+by op name with its reason). Three kinds of node never count as fallbacks and never enter a
+segment: non-tensor nodes (SymInt arithmetic, sym_size: their values are fixed by the key,
+so they are constants of the plan), views of tensors that live on the torch side (placeholders,
+fallback results, segment outputs: torch computes the view, keeping eager's aliasing, and a
+segment reading it gets a strided parameter), and getitem on a torch-side tuple.
+
+Values leaving a segment: a view node inside a segment whose result is needed outside is
+*replayed* in torch over its (outside-requested) source instead of being materialised, so a
+returned `permute(mm)` costs no copy and aliases its base as in eager. Everything else needed
+outside (by a later segment, a fallback or the graph output) is a segment output: a fresh
+tensor, never an alias of a segment input (AOTAutograd regenerates input aliases itself).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from . import aten_scatter, aten_structural  # noqa: F401  (they register their handlers)
+from .aten_ops import Emitter, packet_handler
+from .graph_text import DTYPE_NAMES, SegmentText, Unsupported, Value, contiguous_strides
+
+aten = torch.ops.aten
+
+# Ops that are views in torch: replayable on the torch side over their source.
+VIEW_OPS = {
+    aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.permute,
+    aten.t, aten.transpose, aten.expand, aten.slice, aten.select, aten.alias, aten.detach,
+    aten.narrow, aten.split, aten.split_with_sizes, aten.unbind, aten.flatten, aten.unflatten,
+}
+# Pure bookkeeping: never counted as a fallback when it runs in torch.
+FREE_OPS = {operator.getitem}
+
+
+def _packet(target):
+    return getattr(target, "overloadpacket", target)
+
+
+def op_name(node) -> str:
+    t = node.target
+    if hasattr(t, "overloadpacket"):
+        return f"aten.{t.overloadpacket.__name__}" if "aten" in str(t) else str(t.overloadpacket)
+    return getattr(t, "__name__", str(t))
+
+
+def _has_tensor(v):
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    return False
+
+
+@dataclass
+class TorchStep:
+    node: torch.fx.Node
+    fallback: bool = False
+    reshape_to: list | None = None   # set for a view replayed over a fresh segment output
+
+    def run(self, env):
+        args = torch.fx.node.map_arg(self.node.args, lambda n: env[n])
+        kwargs = torch.fx.node.map_arg(self.node.kwargs, lambda n: env[n])
+        target = self.node.target
+        if self.reshape_to is not None:
+            # a view replayed over a fresh segment output: reshape aliases when it can and
+            # copies when the output's strides differ from eager's (never fails like view)
+            target, args, kwargs = aten.reshape.default, (args[0], self.reshape_to), {}
+        env[self.node] = target(*args, **kwargs)
+
+
+@dataclass
+class Segment:
+    index: int
+    text: SegmentText = field(default_factory=SegmentText)
+    nodes: list = field(default_factory=list)        # FX nodes translated into it
+    values: dict = field(default_factory=dict)       # FX node -> Value or tuple of Values
+    outputs: list = field(default_factory=list)      # (FX node, tuple index or None)
+    replays: list = field(default_factory=list)      # TorchSteps run right after it
+
+    def output_values(self):
+        vals = []
+        for n, i in self.outputs:
+            v = self.values[n]
+            vals.append(v[i] if i is not None else v)
+        return vals
+
+    def render(self, param_strides) -> str:
+        params = [(n, v, s) for (n, v, _), s in zip(self.text.params, param_strides)]
+        body = SegmentText(params=params, lines=self.text.lines)
+        return body.render(f"seg{self.index}", self.output_values())
+
+
+@dataclass
+class Plan:
+    steps: list = field(default_factory=list)        # Segment | TorchStep
+    constants: dict = field(default_factory=dict)    # FX node -> concrete Python value
+    outputs: list = field(default_factory=list)      # FX nodes (or None) of the graph output
+    fallbacks: Counter = field(default_factory=Counter)
+    reasons: dict = field(default_factory=dict)      # op name -> first reason seen
+
+    @property
+    def segments(self):
+        return [s for s in self.steps if isinstance(s, Segment)]
+
+
+class _Ctx(Emitter):
+    """What a handler sees: the emitter plus the concrete metadata of the node."""
+
+    def __init__(self, seg, meta):
+        super().__init__(seg.text)
+        self.meta = meta
+
+    def out_dtype(self, node, i=None):
+        v = self.meta[node]
+        if isinstance(v, (tuple, list)):
+            v = v[0 if i is None else i]
+        return v.dtype
+
+    def out_shape(self, node, i=None):
+        v = self.meta[node]
+        if isinstance(v, (tuple, list)):
+            v = v[0 if i is None else i]
+        return tuple(int(d) for d in v.shape)
+
+
+class Translator:
+    def __init__(self, gm: torch.fx.GraphModule, meta: dict, dtypes: set):
+        self.gm, self.meta, self.dtypes = gm, meta, dtypes
+        self.plan = Plan()
+        self.where = {}       # FX node -> Segment (tensor values inside one) or "torch"
+        self.cur = None
+        self.requested = set()
+
+    # ---- segments
+    def _open(self):
+        if self.cur is None:
+            self.cur = Segment(index=len(self.plan.segments))
+            self.plan.steps.append(self.cur)
+        return self.cur
+
+    def _close(self):
+        self.cur = None
+
+    def request_outside(self, node):
+        """Make FX node's value available in the torch environment after its segment."""
+        seg = self.where.get(node)
+        if not isinstance(seg, Segment) or node in self.requested:
+            return
+        self.requested.add(node)
+        src = node.args[0] if node.args else None
+        if _packet(node.target) in VIEW_OPS or (
+                node.target is operator.getitem and _packet(src.target) in VIEW_OPS):
+            for a in node.all_input_nodes:
+                self.request_outside(a)
+            step = TorchStep(node)
+            if _packet(node.target) in (aten.view, aten._unsafe_view):
+                step.reshape_to = [int(d) for d in self.meta[node].shape]
+            seg.replays.append(step)
+            return
+        v = seg.values[node]
+        if isinstance(v, tuple):
+            seg.outputs.extend((node, i) for i in range(len(v)))
+        else:
+            seg.outputs.append((node, None))
+
+    # ---- one node
+    def _check_dtypes(self, node):
+        vals = [self.meta[node]] + [self.meta[a] for a in node.all_input_nodes]
+        flat = []
+        for v in vals:
+            flat.extend(v if isinstance(v, (tuple, list)) else [v])
+        for v in flat:
+            if isinstance(v, torch.Tensor):
+                if v.dtype not in DTYPE_NAMES:
+                    raise Unsupported(f"dtype {v.dtype} has no graph IR equivalent")
+                if v.dtype not in self.dtypes:
+                    raise Unsupported(f"dtype {v.dtype} not supported by the device")
+
+    def _resolve(self, seg, x):
+        if isinstance(x, torch.fx.Node):
+            m = self.meta[x]
+            if not _has_tensor(m):
+                return m
+            where = self.where[x]
+            if where is seg:
+                return seg.values[x]
+            if not isinstance(m, torch.Tensor):
+                raise Unsupported("a tuple value from outside the segment")
+            if isinstance(where, Segment):
+                self.request_outside(x)
+            for n, v, _ in seg.text.params:
+                if n is x:
+                    return v
+            return seg.text.add_param(x, m.dtype, m.shape, None)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._resolve(seg, a) for a in x)
+        return x
+
+    def _fallback(self, node, reason):
+        self._close()
+        for a in node.all_input_nodes:
+            self.request_outside(a)
+        self.where[node] = "torch"
+        self.plan.steps.append(TorchStep(node, fallback=True))
+        name = op_name(node)
+        self.plan.fallbacks[name] += 1
+        self.plan.reasons.setdefault(name, reason)
+
+    def _torch_side(self, node):
+        for a in node.all_input_nodes:
+            self.request_outside(a)
+        self.where[node] = "torch"
+        # its inputs are all available before the open segment runs, and that segment may
+        # read it: it goes in front of the segment
+        at = self.plan.steps.index(self.cur) if self.cur is not None else len(self.plan.steps)
+        self.plan.steps.insert(at, TorchStep(node))
+
+    def visit(self, node):
+        if node.op in ("placeholder", "get_attr"):
+            self.where[node] = "torch"
+            return
+        m = self.meta[node]
+        if node.op != "call_function":
+            return self._fallback(node, f"FX node kind {node.op}")
+        if not _has_tensor(m):
+            self.plan.constants[node] = m  # fixed by the call signature
+            self.where[node] = "const"
+            return
+        inputs_outside = all(self.where.get(a) in ("torch", "const")
+                             for a in node.all_input_nodes)
+        if inputs_outside and (_packet(node.target) in VIEW_OPS or node.target in FREE_OPS):
+            return self._torch_side(node)
+        handler = packet_handler(node.target)
+        if handler is None:
+            return self._fallback(node, "no lowering for this op")
+        seg = self._open()
+        snap = seg.text.snapshot()
+        try:
+            self._check_dtypes(node)
+            args = self._resolve(seg, node.args)
+            kwargs = {k: self._resolve(seg, v) for k, v in node.kwargs.items()}
+            for k in ("device", "layout", "pin_memory", "memory_format", "non_blocking"):
+                kwargs.pop(k, None)
+            result = handler(_Ctx(seg, self.meta), node, *args, **kwargs)
+        except Unsupported as e:
+            seg.text.rollback(snap)
+            return self._fallback(node, str(e))
+        except (TypeError, ValueError, IndexError, RuntimeError) as e:
+            # an argument pattern the handler does not know: fall back, never crash
+            seg.text.rollback(snap)
+            return self._fallback(node, f"unexpected arguments ({type(e).__name__}: {e})")
+        seg.values[node] = result
+        seg.nodes.append(node)
+        self.where[node] = seg
+
+    def run(self) -> Plan:
+        out_node = None
+        for node in self.gm.graph.nodes:
+            if node.op == "output":
+                out_node = node
+                break
+            self.visit(node)
+        outs = out_node.args[0] if out_node is not None else ()
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        for o in outs:
+            if isinstance(o, torch.fx.Node):
+                self.request_outside(o)
+        self.plan.outputs = list(outs)
+        return self.plan
+
+
+def concrete_meta(gm: torch.fx.GraphModule, inputs) -> dict:
+    """Every node's value as a fake tensor (or concrete Python value) for these inputs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    meta = {}
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    class Prop(torch.fx.Interpreter):
+        def run_node(self, n):
+            r = super().run_node(n)
+            meta[n] = r
+            return r
+
+    with mode:
+        fakes = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        Prop(gm).run(*fakes)
+    return meta
+
+
+def build_plan(gm, inputs, dtypes) -> Plan:
+    meta = concrete_meta(gm, inputs)
+    return Translator(gm, meta, dtypes).run()
+
+
+def param_strides(tensors):
+    """Strides to write on each parameter: None when the tensor is plain row-major."""
+    out = []
+    for t in tensors:
+        if t.numel() == 0 or tuple(t.stride()) == contiguous_strides(t.shape):
+            out.append(None)
+        else:
+            out.append(tuple(t.stride()))
+    return out
+
+
+__all__ = ["build_plan", "Plan", "Segment", "TorchStep", "Value", "param_strides"]

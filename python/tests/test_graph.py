@@ -1,0 +1,167 @@
+"""tessera.compile_graph: graph IR text lowered, compiled and run on cpu:0 and vulkan:0,
+checked against numpy in float64; the compiled program shared across batch sizes; torch,
+numpy and Buffer inputs (strided ones too); run_into; and every kind of bad input."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tessera
+from conftest import device_param
+
+BLOCK = """
+graph @block(%x: tensor<f32, [{n}, 16]>, %b: tensor<f32, [16]>) {{
+  %0 = add %x, %b
+  %1 = gelu %0
+  %s = sum %1 {{axes = [1], keepdim = true}}
+  return %1, %s
+}}
+"""
+
+erf = np.vectorize(math.erf)
+
+
+def block_reference(x, b):
+    v = x.astype(np.float64) + b
+    g = v * 0.5 * (1 + erf(v / math.sqrt(2)))
+    return g, g.sum(axis=1, keepdims=True)
+
+
+def check_block(outs, x, b):
+    g, s = block_reference(x, b)
+    # f32 storage of each node and the f32 erf budget (a few ulp): rtol 1e-5 for the
+    # pointwise result; the row sum of 16 terms adds at most 16 roundings of |g| <= 3.
+    np.testing.assert_allclose(np.from_dlpack(outs[0]), g, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.from_dlpack(outs[1]), s, rtol=1e-5, atol=16 * 3 * 2**-23)
+
+
+@pytest.mark.parametrize("device", device_param())
+def test_pointwise_and_row_sum_match_numpy(device):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    g = tessera.compile_graph(BLOCK.format(n=8), device)
+    assert g.device == device
+    assert [k["kind"] for k in g.kernels] and all("kernel" in k and "ops" in k for k in g.kernels)
+    assert "kernel @" in g.module
+    outs = g.run([x, b])
+    assert [o.shape for o in outs] == [[8, 16], [8, 1]]
+    assert all(o.device == device and o.dtype == "f32" for o in outs)
+    check_block(outs, x, b)
+
+
+@pytest.mark.parametrize("device", device_param())
+def test_new_batch_size_reuses_the_loaded_program(device):
+    first = tessera.compile_graph(BLOCK.format(n=8), device)
+    second = tessera.compile_graph(BLOCK.format(n=13), device)
+    assert second.module == first.module  # sizes are kernel arguments
+    assert second.stats["program_reused"] and second.stats["source"] == "memory-cache"
+    assert second.stats["codegen_ms"] == 0 and second.stats["load_ms"] == 0
+    rng = np.random.default_rng(4)
+    for g, n in ((first, 8), (second, 13)):
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        b = rng.standard_normal(16).astype(np.float32)
+        check_block(g.run([x, b]), x, b)
+
+
+def test_torch_inputs_outputs_and_zero_copy():
+    g = tessera.compile_graph(BLOCK.format(n=4), "cpu:0")
+    x = torch.randn(4, 16, requires_grad=True)  # detached by run(): it only reads
+    b = torch.randn(16)
+    outs = g.run([x, b])
+    y = torch.from_dlpack(outs[0])
+    ref = torch.nn.functional.gelu(x.detach() + b)
+    torch.testing.assert_close(y, ref)
+    a = np.from_dlpack(outs[0])
+    y[0, 0] = 42.0                      # the output buffer itself, seen by numpy
+    assert a[0, 0] == 42.0
+    # run_into copies into given tensors (any layout).
+    y1, s1 = torch.empty(16, 4).T, torch.empty(4, 1)
+    g.run_into([x, b], [y1, s1])
+    torch.testing.assert_close(y1, ref)
+    torch.testing.assert_close(s1, ref.sum(1, keepdim=True))
+
+
+def test_strided_parameters_and_inputs():
+    # %w is a transposed [3, 5] tensor: strides [1, 3] in the graph, as the front end emits.
+    text = """
+graph @t(%w: tensor<f32, [3, 5], strides [1, 3]>, %y: tensor<f32, [3, 5]>) {
+  %0 = mul %w, %y
+  return %0
+}
+"""
+    g = tessera.compile_graph(text, "cpu:0")
+    base = torch.arange(15, dtype=torch.float32).reshape(5, 3)
+    w = base.T                                  # strides (1, 3): copied as its storage span
+    y = torch.arange(15, dtype=torch.float32).reshape(5, 3).T.contiguous() - 7
+    (out,) = g.run([w, y])
+    torch.testing.assert_close(torch.from_dlpack(out), w * y, rtol=0, atol=0)
+    # A contiguous tensor for the strided parameter: re-laid out into [1, 3] strides.
+    (out,) = g.run([w.contiguous(), y])
+    torch.testing.assert_close(torch.from_dlpack(out), w * y, rtol=0, atol=0)
+    # And a non-contiguous input for the contiguous parameter %y.
+    y_nc = (torch.arange(15, dtype=torch.float32).reshape(3, 5) - 7).T.contiguous().T
+    (out,) = g.run([w, y_nc])
+    torch.testing.assert_close(torch.from_dlpack(out), w * y_nc, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", device_param())
+def test_buffer_inputs_are_used_in_place(device):
+    g = tessera.compile_graph(BLOCK.format(n=5), device)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    outs = g.run([tessera.from_dlpack(x, device), tessera.from_dlpack(b, device)])
+    check_block(outs, x, b)
+    # Outputs of one run feed the next without leaving the device.
+    twice = tessera.compile_graph("""
+graph @twice(%x: tensor<f32, [5, 16]>) {
+  %0 = add %x, %x
+  return %0
+}
+""", device)
+    (y,) = twice.run([outs[0]])
+    np.testing.assert_array_equal(np.from_dlpack(y), 2 * np.from_dlpack(outs[0]))
+
+
+def test_zero_sized_dimension():
+    g = tessera.compile_graph(BLOCK.format(n=0), "cpu:0")
+    outs = g.run([np.zeros((0, 16), np.float32), np.ones(16, np.float32)])
+    assert [o.shape for o in outs] == [[0, 16], [0, 1]]
+    assert np.from_dlpack(outs[0]).shape == (0, 16)
+
+
+def test_bad_graphs_and_inputs_are_clear_errors():
+    with pytest.raises(tessera.TesseraError) as e:
+        tessera.compile_graph("graph @g(%x: tensor<f32, [4]>) {\n  %0 = frob %x\n  return %0\n}",
+                              "cpu:0")
+    assert e.value.code == "INVALID_ARGUMENT" and "<string>:2:" in e.value.message
+    with pytest.raises(tessera.TesseraError) as e:
+        tessera.compile_graph(BLOCK.format(n=2), "nosuch:0")
+    assert e.value.code == "NOT_FOUND"
+    for junk in ["", "graph", "graph @g(", "\x00\xff garbage", "graph @g() {\n}\n",
+                 BLOCK.format(n=2)[:-5]]:
+        with pytest.raises(tessera.TesseraError) as e:
+            tessera.compile_graph(junk, "cpu:0")
+        assert e.value.code == "INVALID_ARGUMENT" and "<string>:" in e.value.message, junk
+    g = tessera.compile_graph(BLOCK.format(n=2), "cpu:0")
+    x, b = np.zeros((2, 16), np.float32), np.zeros(16, np.float32)
+    cases = [
+        ([x], "takes 2 inputs, got 1"),
+        ([x.astype(np.float64), b], "dtype f64, the graph takes f32"),
+        ([np.zeros((3, 16), np.float32), b], "shape [3, 16], the graph takes [2, 16]"),
+        ([x, "b"], "expected a DLPack-capable host tensor"),
+    ]
+    for inputs, text in cases:
+        with pytest.raises(tessera.TesseraError) as e:
+            g.run(inputs)
+        assert e.value.code == "INVALID_ARGUMENT", e.value
+        assert text in e.value.message, e.value.message
+    if "vulkan:0" in [d.name for d in tessera.devices()]:
+        with pytest.raises(tessera.TesseraError) as e:
+            g.run([tessera.from_dlpack(x, "vulkan:0"), b])
+        assert e.value.code == "INVALID_ARGUMENT" and "vulkan:0" in e.value.message
+    with pytest.raises(tessera.TesseraError) as e:
+        g.run_into([x, b], [torch.empty(2, 16)])
+    assert e.value.code == "INVALID_ARGUMENT"

@@ -1,0 +1,128 @@
+"""The torch.compile backend's contract around the numbers: options, fallbacks and their
+report, aliasing of returned views, a segment the runtime refuses, and registration through
+the torch_dynamo_backends entry point (no `import tessera` in the user's code)."""
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torch_util import DEVICES, Recorder, compile_fn, fallbacks, report, tessera, torch
+
+from tessera.torch import explain, tessera_backend
+
+pytestmark = pytest.mark.skipif("cpu:0" not in DEVICES, reason="cpu:0 missing")
+
+
+def test_unknown_option_is_a_clear_error():
+    f = torch.compile(lambda x: x + 1, backend=tessera_backend, options={"devcie": "cpu:0"})
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"unknown option\(s\) 'devcie'; known: device, strict"):
+        f(torch.ones(2))
+
+
+def test_unknown_device_is_a_clear_error():
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: x + 1, backend=tessera_backend, options={"device": "nope:7"})
+    with pytest.raises(Exception, match=r"unknown device 'nope:7'; available: .*cpu:0"):
+        f(torch.ones(2))
+    with pytest.raises(ValueError, match="unknown device"):
+        explain(lambda x: x + 1, torch.ones(2), device="nope:7")
+
+
+def test_unsupported_op_falls_back_and_is_reported():
+    fn = lambda x: torch.cumsum(x.exp(), 0) * 2 + x  # noqa: E731
+    x = torch.randn(5, 3)
+    rec = Recorder()
+    out = compile_fn(fn, "cpu:0", rec)(x)
+    torch.testing.assert_close(out, fn(x))
+    assert fallbacks(rec) == {"aten.cumsum": 1}
+    ex = report(rec, "cpu:0")
+    assert ex.fallbacks["aten.cumsum"] == 1
+    assert "aten.cumsum x1: no lowering for this op" in str(ex)
+    # the exp before and the arithmetic after each run as a compiled segment
+    assert len(ex.graphs[0].segments) == 2
+
+
+def test_unsupported_dtype_falls_back_with_its_reason():
+    fn = lambda x: (x + 3) * 2  # noqa: E731
+    x = torch.arange(6, dtype=torch.int8)
+    rec = Recorder()
+    out = compile_fn(fn, "cpu:0", rec)(x)
+    torch.testing.assert_close(out, fn(x))
+    assert sum(fallbacks(rec).values()) == 2
+    assert "torch.int8" in str(report(rec, "cpu:0"))
+
+
+def test_views_returned_keep_eager_aliasing_and_strides():
+    def fn(x):
+        y = x * 2
+        return x.t(), y.t(), y[:, 1]
+
+    x = torch.randn(4, 3)
+    out = compile_fn(fn, "cpu:0")(x)
+    expect = fn(x)
+    for a, b in zip(out, expect):
+        torch.testing.assert_close(a, b)
+        assert a.stride() == b.stride()
+    assert out[0].data_ptr() == x.data_ptr()          # a view of the input, as in eager
+    assert out[1].data_ptr() == out[2].data_ptr() - 4  # both views of one fresh buffer
+
+
+def test_segment_the_runtime_refuses_falls_back_or_raises(monkeypatch):
+    from tessera.torch import backend
+
+    def refuse(text, device):
+        raise tessera.TesseraError("UNIMPLEMENTED", "refused for the test")
+
+    monkeypatch.setattr(backend, "_compile_text", refuse)
+    fn = lambda x: x.exp() * 2  # noqa: E731
+    x = torch.randn(3)
+    rec = Recorder()
+    torch._dynamo.reset()
+    lenient = torch.compile(fn, backend=tessera_backend, options={"_recorder": rec})
+    with pytest.warns(RuntimeWarning, match="falls back to eager torch.*refused for the test"):
+        out = lenient(x)
+    torch.testing.assert_close(out, fn(x))
+    assert fallbacks(rec) == {"aten.exp": 1, "aten.mul": 1}
+    torch._dynamo.reset()
+    strict = torch.compile(fn, backend=tessera_backend, options={"strict": True})
+    with pytest.raises(Exception, match="refused for the test"):
+        strict(x)
+
+
+def _entry_point_installed():
+    eps = importlib.metadata.entry_points(group="torch_dynamo_backends")
+    return any(ep.name == "tessera" for ep in eps)
+
+
+def test_backend_name_works_without_import(tmp_path):
+    """torch finds backend="tessera" through the entry point alone. Where the package is not
+    installed (a source checkout), a throw-away dist-info with the same entry point as
+    python/pyproject.toml stands in for the installed metadata."""
+    env = dict(os.environ)
+    if not _entry_point_installed():
+        dist = tmp_path / "tessera_dev-0.0.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tessera-dev\n"
+                                       "Version: 0.0.0\n")
+        (dist / "entry_points.txt").write_text(
+            "[torch_dynamo_backends]\ntessera = tessera.torch:tessera_backend\n")
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(tessera.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(tmp_path), package_root, env.get("PYTHONPATH")) if p)
+    code = textwrap.dedent("""
+        import sys, torch
+        assert "tessera" not in sys.modules
+        f = torch.compile(lambda x: torch.softmax(x * 2, -1), backend="tessera")
+        x = torch.randn(3, 5)
+        torch.testing.assert_close(f(x), torch.softmax(x * 2, -1))
+        assert "tessera.torch" in sys.modules
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=str(tmp_path))
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]

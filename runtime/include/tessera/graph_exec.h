@@ -1,0 +1,158 @@
+// A graph IR graph made runnable on one HAL device: lowered (graph::lower) for the device's
+// capabilities, its kernel module compiled and loaded through the compile cache, and run as a
+// sequence of launches over device buffers.
+//
+// Compiled programs are shared: a ProgramCache maps (device, options, module text) to one
+// loaded Program, so a graph re-lowered at another batch size (same module text, other kernel
+// arguments) re-uses the Program without compiling or loading anything. Temporaries and input
+// staging buffers are pooled in the executable between runs; outputs are fresh buffers handed
+// to the caller. Every launch is checked against the IR's launch rule (launchShapeError) before
+// the HAL sees it. Errors are hal::Status values with the HAL code, never a crash or a throw.
+//
+// Never names a backend and never includes LLVM or a codegen header.
+#pragma once
+
+#include "ir/graph/graph.h"
+#include "ir/graph/lower.h"
+#include "tessera/compile_cache.h"
+#include "tessera/hal.hpp"
+#include "tessera/program.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera {
+
+/// What lowering may assume about `device`: its limits and features from tsr_device_info, and
+/// the subgroup size the compile uses (ProgramOptions::subgroupSize is set to the same value by
+/// graphProgramOptions, so the two always agree).
+hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps);
+/// The options graph programs are compiled with: robust bounds where the backend has them
+/// (docs/ir.md "Faults"), unchecked where it has nothing else; the subgroup size of the caps.
+ProgramOptions graphProgramOptions(tsr_device_t device, const graph::ScheduleCaps &caps);
+
+/// Memory for buffers that the host may read directly: device-local and host-visible when the
+/// device has unified memory (cpu, integrated GPUs, lavapipe), else device-local only.
+/// TESSERA_DEVICE_LOCAL_ONLY=1 makes it device-local everywhere: a test hook for the paths
+/// of discrete GPUs (staged copies) on machines without one.
+tsr_memory_kind_t preferredMemoryKind(tsr_device_t device);
+
+/// Copies every element of a strided host view into another layout of the same shape
+/// (strides in elements, non-negative; an N-d odometer: for the rare inputs whose layout
+/// differs from what a kernel reads, and for DLPack imports).
+void copyStridedHost(const char *src, const std::vector<int64_t> &srcStrides, char *dst,
+                     const std::vector<int64_t> &dstStrides, const std::vector<int64_t> &shape,
+                     size_t elemBytes);
+
+/// Loaded Programs by (device, options, module text). Thread-safe. Entries hold the Program
+/// weakly: a Program lives while an executable uses it; a dead entry is swept on the next
+/// lookup. An entry keeps its device retained so that a released device's address is never
+/// mistaken for a new one's.
+class ProgramCache {
+public:
+  struct Lookup {
+    std::shared_ptr<Program> program;
+    bool reused = false; // found here: nothing was compiled or loaded
+  };
+  /// The Program for `moduleText` on `device`, compiled (through `cache`, may be null) and
+  /// loaded when no live one exists.
+  hal::Expected<Lookup> get(tsr_device_t device, const std::string &moduleText, CompileCache *cache,
+                            const ProgramOptions &opts);
+  /// The process-wide cache GraphExecutable::create uses by default.
+  static ProgramCache &global();
+  size_t liveEntries();
+
+private:
+  struct Entry {
+    hal::Device device; // retained (see the class comment)
+    std::weak_ptr<Program> program;
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+/// One graph input: a device buffer (used in place when its layout is the parameter's, no
+/// copy) or host memory (its storage span is copied into a pooled device buffer: by the host
+/// itself on unified-memory devices, after the previous run is done; else by the stream).
+struct GraphInput {
+  tsr_buffer_t buffer = nullptr; // not owned; non-null: a device buffer of this device
+  const void *host = nullptr;    // else: host memory of the element at `offset` 0
+  graph::DType dtype = graph::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides; // elements; empty = contiguous
+  int64_t offset = 0;           // elements from `buffer` / `host`
+};
+
+/// One graph output: a view of a device buffer the caller now owns a reference to.
+struct GraphOutput {
+  hal::Buffer buffer;
+  graph::DType dtype = graph::DType::F32;
+  std::vector<int64_t> shape, strides; // strides in elements, always given
+  int64_t offset = 0;                  // elements
+};
+
+struct GraphExecStats {
+  ProgramStats::Source source = ProgramStats::Source::Compiled;
+  bool programReused = false; // the Program came from the ProgramCache: no compile, no load
+  double lowerMs = 0, compileMs = 0, loadMs = 0;
+};
+
+class GraphExecutable {
+public:
+  ~GraphExecutable();
+  GraphExecutable(const GraphExecutable &) = delete;
+  GraphExecutable &operator=(const GraphExecutable &) = delete;
+
+  /// Lowers `g` (verified) for `device` and compiles its module through `cache` (may be null)
+  /// and ProgramCache::global(). Null with *error on failure (the lowering error names the op).
+  static std::unique_ptr<GraphExecutable> create(tsr_device_t device, const graph::Graph &g,
+                                                 CompileCache *cache, std::string *error);
+  /// The same with an explicit program cache, and the status code of a failure.
+  static hal::Expected<std::unique_ptr<GraphExecutable>>
+  create(tsr_device_t device, const graph::Graph &g, CompileCache *cache, ProgramCache &programs);
+  /// From an already lowered plan (tests build plans by hand).
+  static hal::Expected<std::unique_ptr<GraphExecutable>>
+  fromPlan(tsr_device_t device, const graph::Graph &g, graph::Plan plan, CompileCache *cache,
+           ProgramCache &programs);
+
+  /// Runs the plan on `stream` (a stream of this executable's device). Inputs must match the
+  /// graph's parameters in count, dtype and shape; a device buffer must also have the
+  /// parameter's strides. Runs of one executable are ordered with each other even on different
+  /// streams (an event), since they share temporaries. Host inputs are copied asynchronously,
+  /// so when any input is host memory the call synchronizes `stream` before returning.
+  hal::Status run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
+                  std::vector<GraphOutput> *outputs);
+
+  const graph::Graph &graph() const { return graph_; }
+  const graph::Plan &plan() const { return plan_; }
+  const GraphExecStats &stats() const { return stats_; }
+  tsr_device_t device() const { return device_.get(); }
+
+private:
+  GraphExecutable() = default;
+  hal::Status bindInput(size_t param, const GraphInput &in, tsr_stream_t stream, bool *hostCopy,
+                        std::vector<std::pair<tsr_buffer_t, uint64_t>> *bound);
+  hal::Status enqueue(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
+                      std::vector<GraphOutput> *outputs, bool *hostCopy);
+  hal::Expected<tsr_buffer_t> pooled(size_t planBuffer, uint64_t bytes);
+
+  hal::Device device_;
+  tsr_device_info_t info_{};
+  graph::Graph graph_;
+  graph::Plan plan_;
+  std::shared_ptr<Program> program_;
+  std::vector<const ProgramKernel *> launchKernels_; // one per plan launch
+  std::vector<hal::Buffer> pool_;                    // one per plan buffer (Temp/Input)
+  std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
+  bool unified_ = false;                   // the device's memory is host-visible
+  bool hostWaited_ = false;                // this run has waited for the previous one on the host
+  std::vector<std::vector<char>> staging_; // host staging for re-laid-out inputs
+  hal::Event lastRun_;
+  GraphExecStats stats_;
+  std::mutex runMu_;
+};
+
+} // namespace tessera
