@@ -177,6 +177,8 @@ TEST(GraphText, Errors) {
       {"graph @g(%x: tensor<f32, [2]>) {\n  %a = sum %x {axes = [0], keepdim = 3}\n"
        "  return %a\n}",
        "2:8", "attribute 'keepdim' must be true or false"},
+      {"graph @g(%x: tensor<f32, [3, 0]>) {\n  %a = amax %x {axes = [1]}\n  return %a\n}", "2:8",
+       "amax: reduces an empty extent (axis 1 of tensor<f32, [3, 0]>)"},
       {"graph @g(%x: tensor<f32, [2], strides [-1]>) {\n  return %x\n}", "1:14",
        "parameter %x: negative stride"},
       {"graph @g(%x: tensor<f32, [2, 2], strides [1]>) {\n  return %x\n}", "1:14",
