@@ -480,15 +480,26 @@ bool Lowerer::run(std::string *error) {
   }
   fusion = fuse(g);
   assignBuffers();
-  // Views in graph order: a reshape copy runs right where its view appears.
-  std::vector<std::vector<int>> viewsBefore(fusion.kernels.size() + 1);
+  // Views in graph order: a reshape copy runs right where its view appears -- or before the
+  // first kernel reading it, directly or through nodes inlined there, when that is earlier: a
+  // matmul's epilogue or a row kernel's later members may use a view that appears after the
+  // kernel's anchor.
+  size_t nk = fusion.kernels.size();
+  std::vector<size_t> firstUse(static_cast<size_t>(g.numValues()), nk);
+  for (int v = g.numValues(); v-- > static_cast<int>(g.params.size());) {
+    int k = fusion.kernelOf[static_cast<size_t>(v)];
+    size_t use = std::min(firstUse[static_cast<size_t>(v)], k >= 0 ? static_cast<size_t>(k) : nk);
+    for (int in : g.node(v).inputs)
+      firstUse[static_cast<size_t>(in)] = std::min(firstUse[static_cast<size_t>(in)], use);
+  }
+  std::vector<std::vector<int>> viewsBefore(nk + 1);
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
     if (opFamily(g.node(v).op) != OpFamily::View || !fusion.live[static_cast<size_t>(v)])
       continue; // a dead view has nothing to describe
     size_t slot = 0;
-    while (slot < fusion.kernels.size() && fusion.kernels[slot].anchor < v)
+    while (slot < nk && fusion.kernels[slot].anchor < v)
       ++slot;
-    viewsBefore[slot].push_back(v);
+    viewsBefore[std::min(slot, firstUse[static_cast<size_t>(v)])].push_back(v);
   }
   for (size_t i = 0; i <= fusion.kernels.size(); ++i) {
     curKernel = -1;
