@@ -464,7 +464,13 @@ bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
         if (!std::isfinite(d))
           continue; // an infinity or NaN is what it is: no perturbation makes it finite
         double u = noise.sign != 0 ? noise.sign : noiseRng.range(-1.0, 1.0);
-        d += u * scale * (mag.empty() || !std::isfinite(mag[e]) ? d : std::copysign(mag[e], d));
+        double moved =
+            d + u * scale * (mag.empty() || !std::isfinite(mag[e]) ? d : std::copysign(mag[e], d));
+        // All the way down stops at zero: a kernel may get exactly 0 (gelu(-10) in f32), which
+        // no relative move reaches; random moves may cross it.
+        if (noise.sign < 0 && std::signbit(moved) != std::signbit(d))
+          moved = std::copysign(0.0, d);
+        d = moved;
         if (n.type.dtype != DType::F64)
           d = roundToDType(d, n.type.dtype);
       }

@@ -39,9 +39,9 @@ bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
 /// each finite element x moves by u * n * eps(dtype) * |x| -- for sum, mean and matmul by
 /// u * n * eps * (the same op over the operands' magnitudes), since their error scales with the
 /// terms -- with n = `ulps` for f32 and f64 and `lowUlps` for f16 and bf16, and u in [-1, 1]
-/// (sign > 0: +1 everywhere, sign < 0: -1, 0: pseudo-random from `seed`). How far the outputs
-/// then move from the exact evaluation measures how much a few ulps of error per op may
-/// legitimately change them (cancellation, values near a floor / compare / cast boundary).
+/// (sign > 0: +1 everywhere, sign < 0: -1 but stopping at zero, 0: pseudo-random from `seed`). How
+/// far the outputs then move from the exact evaluation measures how much a few ulps of error per op
+/// may legitimately change them (cancellation, values near a floor / compare / cast boundary).
 struct EvalNoise {
   uint64_t seed = 0;
   int sign = 0;
