@@ -35,7 +35,10 @@ struct GNode {
 
 class Gen {
 public:
-  Gen(uint64_t seed, const GenOptions &o) : rng_(seed * 0x9E3779B97F4A7C15ull + 1), o_(o) {}
+  Gen(uint64_t seed, const GenOptions &o) : rng_(seed * 0x9E3779B97F4A7C15ull + 1), o_(o) {
+    large_ = chance(o.largeRate);
+    maxElements_ = large_ ? o.maxElements * 16 : o.maxElements;
+  }
 
   bool run(GenCase *out, std::string *error);
 
@@ -44,7 +47,11 @@ private:
   bool chance(double p) { return rng_.unit() < p; }
   int64_t dimPick() {
     static const int64_t dims[] = {1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 32, 33};
-    return dims[below(sizeof dims / sizeof dims[0])];
+    // Large cases: rows longer than a workgroup, GEMM tiles with ragged edges.
+    static const int64_t large[] = {63, 64, 65, 100, 127, 257, 300, 1000};
+    if (large_ && chance(0.4))
+      return large[below(std::size(large))];
+    return dims[below(std::size(dims))];
   }
   const TensorType &ty(int v) const { return vals_[static_cast<size_t>(v)].type; }
   int64_t bound(int v) const { return vals_[static_cast<size_t>(v)].bound; }
@@ -76,6 +83,8 @@ private:
   std::vector<GNode> nodes_;
   std::string err_;
   bool failed_ = false;
+  bool large_ = false;      // this case draws some large extents
+  int64_t maxElements_ = 0; // per tensor, for this case
   int64_t reduceLen_ = 0;
 };
 
@@ -107,7 +116,7 @@ std::vector<int64_t> Gen::pickShape(int rank) {
       s.push_back(chance(0.02) ? 0 : dimPick());
       n *= s.back();
     }
-    if (n <= o_.maxElements / 2)
+    if (n <= maxElements_ / 2)
       return s;
   }
 }
@@ -176,7 +185,7 @@ int Gen::op(OpKind k, std::vector<int> in, Attrs a, int64_t bnd) {
     return -1;
   }
   int64_t n = 0;
-  if (!checkedNumel(t.shape, &n) || n > o_.maxElements)
+  if (!checkedNumel(t.shape, &n) || n > maxElements_)
     return -1; // too large for the reference: skip this step
   nodes_.push_back(GNode{k, std::move(in), std::move(a)});
   GValue v;

@@ -26,6 +26,7 @@ struct GenOptions {
   bool lowPrecision = true;    // f16 / bf16
   bool f64 = true, i64 = true; // the device may lack them
   double specialRate = 0.03;   // NaN / inf / -0 / 0 among float input elements
+  double largeRate = 0.15;     // cases with extents up to 1000 and 16x maxElements
 };
 
 struct GenCase {
