@@ -192,15 +192,6 @@ uint32_t Lowerer::workgroupSize() const {
   return std::max<uint32_t>(sg, w / sg * sg);
 }
 
-void Lowerer::launch1D(PlanLaunch &launch, int64_t n) const {
-  uint32_t w = workgroupSize();
-  // Grid dims are u32 and many devices allow only 65535 workgroups per dimension: kernels
-  // loop grid-stride, so the grid never has to cover `n`.
-  int64_t groups = std::clamp<int64_t>((n + w - 1) / w, 1, 65535);
-  launch.grid[0] = static_cast<uint32_t>(groups);
-  launch.workgroup[0] = w;
-}
-
 // One work-item per item over a 2-D grid of 1-D workgroups: grid dims are u32 and many
 // devices allow only 65535 workgroups per dimension, so x is capped there and y counts the
 // rest. No loop around the body: on the CPU backend a loop-free body is one loop over the
@@ -208,9 +199,17 @@ void Lowerer::launch1D(PlanLaunch &launch, int64_t n) const {
 // loop instead, and scalar).
 std::string Lowerer::openLinear(KernelBuilder &kb, const std::string &total) {
   KernelText &k = kb.body;
+  std::string i = linearId(kb), in = k.fresh("g");
+  k.line(in + " = cmp.slt " + i + ", " + total + " : i64");
+  k.open("if " + in + " {");
+  return i;
+}
+
+std::string Lowerer::linearId(KernelBuilder &kb) {
+  KernelText &k = kb.body;
   std::string gx = k.fresh("g"), gy = k.fresh("g"), nx = k.fresh("g"), ls = k.fresh("g"),
               lid = k.fresh("g"), grp = k.fresh("g"), grp2 = k.fresh("g"), base = k.fresh("g"),
-              i = k.fresh("i"), in = k.fresh("g");
+              i = k.fresh("i");
   k.line(gx + " = group_id.x : i64");
   k.line(gy + " = group_id.y : i64");
   k.line(nx + " = num_groups.x : i64");
@@ -220,8 +219,6 @@ std::string Lowerer::openLinear(KernelBuilder &kb, const std::string &total) {
   k.line(grp2 + " = add " + grp + ", " + gx + " : i64");
   k.line(base + " = mul " + grp2 + ", " + ls + " : i64");
   k.line(i + " = add " + base + ", " + lid + " : i64");
-  k.line(in + " = cmp.slt " + i + ", " + total + " : i64");
-  k.open("if " + in + " {");
   return i;
 }
 
@@ -480,26 +477,16 @@ bool Lowerer::run(std::string *error) {
   }
   fusion = fuse(g);
   assignBuffers();
-  // Views in graph order: a reshape copy runs right where its view appears -- or before the
-  // first kernel reading it, directly or through nodes inlined there, when that is earlier: a
-  // matmul's epilogue or a row kernel's later members may use a view that appears after the
-  // kernel's anchor.
-  size_t nk = fusion.kernels.size();
-  std::vector<size_t> firstUse(static_cast<size_t>(g.numValues()), nk);
-  for (int v = g.numValues(); v-- > static_cast<int>(g.params.size());) {
-    int k = fusion.kernelOf[static_cast<size_t>(v)];
-    size_t use = std::min(firstUse[static_cast<size_t>(v)], k >= 0 ? static_cast<size_t>(k) : nk);
-    for (int in : g.node(v).inputs)
-      firstUse[static_cast<size_t>(in)] = std::min(firstUse[static_cast<size_t>(in)], use);
-  }
-  std::vector<std::vector<int>> viewsBefore(nk + 1);
+  // A view (and a reshape copy) is laid out right after the kernel producing its root, so
+  // every kernel that reads it -- which runs after that producer -- finds it.
+  std::vector<std::vector<int>> viewsBefore(fusion.kernels.size() + 1);
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
     if (opFamily(g.node(v).op) != OpFamily::View || !fusion.live[static_cast<size_t>(v)])
-      continue; // a dead view has nothing to describe
-    size_t slot = 0;
-    while (slot < nk && fusion.kernels[slot].anchor < v)
-      ++slot;
-    viewsBefore[std::min(slot, firstUse[static_cast<size_t>(v)])].push_back(v);
+      continue;
+    int root = viewRoot(g, v);
+    size_t slot =
+        g.isParam(root) ? 0 : static_cast<size_t>(fusion.kernelOf[static_cast<size_t>(root)] + 1);
+    viewsBefore[slot].push_back(v);
   }
   for (size_t i = 0; i <= fusion.kernels.size(); ++i) {
     curKernel = -1;

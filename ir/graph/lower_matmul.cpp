@@ -2,9 +2,11 @@
 // normal form of lower_matmul.h (operands aligned to the output's batch dims, broadcasts as
 // stride 0, each 2-D operand classified by how a tile of it can be loaded), picks the matrix-op
 // kernel or the SIMT kernel and the tile shape from the device's capabilities and the dtype
-// only, and binds the launch: buffers, then sizes and strides as i64 arguments. The kernel
-// text itself is lower_matmul_kernels.cpp. Must never let a size or stride value reach the
-// text (docs/graph_ir.md, "Lowering": one module per graph structure).
+// only, and binds the launch: buffers, then sizes and strides as arguments (i32 when all fit,
+// else i64). An operand with no unit stride is read by the SIMT kernel, not copied: a copy
+// needs a plan buffer, which the fusion pass owns. The kernel text itself is
+// lower_matmul_kernels.cpp. Must never let a size or stride value reach the text
+// (docs/graph_ir.md, "Lowering": one module per graph structure).
 #include "ir/graph/lower_matmul.h"
 
 #include <algorithm>
@@ -365,6 +367,10 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   GemmForm f;
   if (!buildForm(g, mm, &f, error))
     return false;
+  if (!caps.i64) { // the kernels' index math is i64 (sizes past 2^31 elements stay correct)
+    *error = f.where + ": the device has no i64 support, which GEMM index math needs";
+    return false;
+  }
   if ((f.inType == DType::F64 && !caps.f64) || (f.inType == DType::F16 && !caps.f16) ||
       (f.inType == DType::BF16 && !caps.bf16)) {
     *error = f.where + ": the device has no " + dtypeName(f.inType) + " support";
@@ -376,9 +382,12 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   launch->kernel = name;
   launch->args.clear();
   const int64_t batch = batchCount(f);
+  // The kernel is built apart and appended only when complete: a refused epilogue must not
+  // leave half a kernel in the module.
+  KernelText kernel;
   if (caps.matrixOps && matrixCapable(f, mm, g)) {
     GemmTiles t = pickTiles(caps);
-    if (!emitMatrixGemm(module, g, mm, f, t, name, error))
+    if (!emitMatrixGemm(kernel, g, mm, f, t, name, error))
       return false;
     const int64_t tiles = ceilDiv(f.M, t.m) * ceilDiv(f.N, t.n);
     launch->grid[0] = gridExtent(ceilDiv(tiles, t.subgroups));
@@ -386,13 +395,19 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   } else {
     // 16 x 16 work-items when the device allows 256 per workgroup, else 8 x 8.
     const int tile = caps.maxWorkgroupSize >= 256 ? 16 : 8;
-    if (!emitSimtGemm(module, g, mm, f, tile, name, error))
+    if (!emitSimtGemm(kernel, g, mm, f, tile, name, error))
       return false;
     launch->grid[0] = gridExtent(ceilDiv(f.M, tile) * ceilDiv(f.N, tile));
     launch->workgroup[0] = launch->workgroup[1] = static_cast<uint32_t>(tile);
   }
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
+  std::string_view text = kernel.str();
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    module.line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
   return true;
 }
 

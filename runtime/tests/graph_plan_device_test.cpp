@@ -231,3 +231,4 @@ TEST(GraphPlanDevice, Vulkan) {
 
 } // namespace
 } // namespace tessera
+

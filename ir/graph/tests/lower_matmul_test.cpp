@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <ostream>
+#include <random>
 
 namespace tessera::graph {
 namespace {
@@ -87,27 +88,6 @@ GemmCase plain(int64_t M, int64_t N, int64_t K, DType t = DType::F32) {
   return c;
 }
 
-// y = gelu(x @ w + bias) + residual, in the graph and in double.
-Epilogue biasGeluResidual() {
-  Epilogue e;
-  e.build = [](Graph &g, int p, const std::vector<int> &x) {
-    std::string err;
-    int v = g.add(OpKind::Add, {p, x[0]}, {}, &err);
-    v = g.add(OpKind::Gelu, {v}, {}, &err);
-    return g.add(OpKind::Add, {v, x[1]}, {}, &err);
-  };
-  e.ref = [](double p, const std::vector<double> &x) {
-    const double z = p + x[0];
-    return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
-  };
-  // gelu' <= 1.13; erf's budget (16 ULP) and five roundings, relative to |z| (1 + erf cancels
-  // near -1, so the error is absolute in |z|): generous 64 ULP of max(|res|, |p|) + |bias|
-  // bounded below by the inputs' range (|bias|, |residual| <= 1).
-  e.lipschitz = 1.13;
-  e.ownUlps = 64;
-  return e;
-}
-
 struct CapsCase {
   const char *name;
   ScheduleCaps (*caps)();
@@ -168,7 +148,7 @@ TEST_P(LowerMatmul, BiasGeluResidualEpilogue) {
   GemmCase g = plain(21, 18, 15);
   g.b = View{{15, 18}, {1, 15}, 0}; // weight [N, K]
   g.extras = {View{{18}, {}, 0}, View{{21, 18}, {}, 0}};
-  g.epilogue = biasGeluResidual();
+  g.epilogue = testing::biasGeluResidual();
   BuiltCase c = testing::buildCase(g);
   runCase(c, GetParam().caps());
 }
@@ -270,6 +250,23 @@ INSTANTIATE_TEST_SUITE_P(Caps, LowerMatmul, ::testing::ValuesIn(kAllCaps),
                            return std::string(i.param.name);
                          });
 
+TEST(LowerMatmulRandom, ShapesLayoutsBatchesEpiloguesAndSchedules) {
+  // 60 random groups (testing::randomCase: dtypes, 0-2 broadcast batch dims, empty dims,
+  // padded row/col/strided operands, epilogues) under the three schedules.
+  std::mt19937 rng(2026);
+  for (uint32_t iter = 0; iter < 60; ++iter) {
+    std::string what;
+    GemmCase g =
+        testing::randomCase(rng, iter, {DType::F32, DType::F16, DType::BF16, DType::F64}, &what);
+    const CapsCase &caps = kAllCaps[rng() % 3];
+    SCOPED_TRACE(what + " " + caps.name);
+    BuiltCase c = testing::buildCase(g);
+    runCase(c, caps.caps());
+    if (::testing::Test::HasFailure())
+      return;
+  }
+}
+
 TEST(LowerMatmulSimt, F64AndStridedOperands) {
   // f64 takes the SIMT kernel even with matrix ops; so does an operand with no unit stride
   // (every other column of a wider buffer, both strides > 1).
@@ -291,7 +288,7 @@ TEST(LowerMatmulText, IndependentOfSizes) {
     g.a.shape = {batch, M, K};
     g.b = View{{K, N}, {1, K}, 0};
     g.extras = {View{{N}, {}, 0}};
-    g.epilogue = biasGeluResidual();
+    g.epilogue = testing::biasGeluResidual();
     g.extras.push_back(View{{batch, M, N}, {}, 0});
     BuiltCase c = testing::buildCase(g);
     detail::KernelText text;
@@ -360,6 +357,12 @@ TEST(LowerMatmulErrors, BadGroupsAreRefused) {
   BuiltCase h = testing::buildCase(plain(4, 5, 6, DType::BF16));
   EXPECT_FALSE(detail::lowerMatmul(h.g, h.mm, noBf16, "k", text, &launch, &err));
   EXPECT_NE(err.find("no bf16 support"), std::string::npos) << err;
+  ScheduleCaps noI64 = cpuCaps();
+  noI64.i64 = false;
+  EXPECT_FALSE(detail::lowerMatmul(c.g, c.mm, noI64, "k", text, &launch, &err));
+  EXPECT_NE(err.find("no i64 support"), std::string::npos) << err;
+  // Nothing was appended to the module by the refused groups.
+  EXPECT_EQ(text.str(), "");
 }
 
 } // namespace

@@ -17,7 +17,7 @@ import operator
 
 import torch
 
-from .graph_text import FLOAT_DTYPES, Unsupported, Value
+from .graph_text import FLOAT_DTYPES, Unsupported, Value, dtype_name
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -62,10 +62,6 @@ def norm_dim(d, rank):
     if not -r <= d < r:
         raise Unsupported(f"dim {d} out of range for rank {rank}")
     return d % r if rank > 0 else 0
-
-
-def _is_int_dtype(dt):
-    return dt in (torch.int32, torch.int64)
 
 
 class Emitter:
@@ -136,10 +132,7 @@ class Emitter:
         return self.emit("slice", [v], attrs, v.dtype, shape)
 
 
-def _name(dt):
-    from .graph_text import dtype_name
-
-    return dtype_name(dt)
+_name = dtype_name
 
 
 def _bcast(*shapes):

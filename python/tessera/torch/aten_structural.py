@@ -176,16 +176,14 @@ def _addmm(ctx, node, bias, a, b, beta=1, alpha=1):
 @handles(aten.linear)
 def _linear(ctx, node, x, w, bias=None):
     out = ctx.out_dtype(node)
-    wt = ctx.permute(w, [1, 0]) if w.rank == 2 else _raise("linear weight of rank != 2")
+    if w.rank != 2:
+        raise Unsupported(f"linear weight of rank {w.rank}")
+    wt = ctx.permute(w, [1, 0])
     r = _matmul(ctx, x if x.rank >= 2 else ctx.reshape(x, (1,) + x.shape), wt, out)
     r = ctx.reshape(r, ctx.out_shape(node)) if x.rank < 2 else r
     if bias is None:
         return r
     return ctx.emit("add", [r, ctx.cast(bias, out)], None, out, _bcast(r.shape, bias.shape))
-
-
-def _raise(msg):
-    raise Unsupported(msg)
 
 
 # ---------------------------------------------------------------- views
@@ -310,5 +308,3 @@ def _full_like(ctx, node, x, value=None, **kwargs):
     c = ctx.const(value, ctx.out_dtype(node))
     return ctx.expand(c, shape) if shape else c
 
-
-_ = _name  # the dtype-name helper is shared through aten_ops
