@@ -106,6 +106,7 @@ void runOn(const std::string &device, uint64_t count) {
   opts.lowPrecision = caps.f16 && caps.bf16;
   opts.f64 = caps.f64;
   opts.i64 = caps.i64;
+  opts.matmul = envOr("TESSERA_GRAPH_DIFF_MATMUL", 1) != 0; // 0: leave GEMMs out (slow on lavapipe)
   auto stream = [&] {
     tsr_device_retain(s.device);
     return hal::Device(s.device).createStream();
