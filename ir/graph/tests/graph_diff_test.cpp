@@ -146,6 +146,31 @@ TEST(GraphDiff, ComparisonRejectsWrongValues) {
   EXPECT_NE(testing::compareWithReference(c, ref, bad), "");
 }
 
+// Signed zeros are judged where the semantics define them (neg of a parameter), not after
+// arithmetic (x + 0 may be +0 or -0 depending on the order of a fused kernel).
+TEST(GraphDiff, ComparisonJudgesSignedZerosOfNeg) {
+  GenCase c;
+  std::string err;
+  ASSERT_TRUE(parseGraph(R"(graph @g(%x: tensor<f32, [2]>) {
+  %n = neg %x
+  %z = constant {value = 0.0, dtype = "f32"}
+  %a = add %n, %z
+  return %n, %a
+})",
+                         "<t>", &c.graph, &err))
+      << err;
+  c.inputs = {HostTensor{c.graph.params[0].type, {0.0, 1.0}}};
+  DiffReference ref;
+  ASSERT_TRUE(testing::referenceFor(c, &ref, &err)) << err;
+  ASSERT_TRUE(std::signbit(ref.want[0].data[0]));
+  std::vector<HostTensor> bad = ref.want;
+  bad[0].data[0] = 0.0;
+  EXPECT_NE(testing::compareWithReference(c, ref, bad), "");
+  bad = ref.want;
+  bad[1].data[0] = -bad[1].data[0];
+  EXPECT_EQ(testing::compareWithReference(c, ref, bad), "");
+}
+
 /// Lowers `text`, runs it on the interpreter and compares with evaluate() (graph_diff.h).
 std::string lowerRunCompare(const std::string &text) {
   GenCase c;
