@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace tessera {
 namespace {
@@ -118,6 +120,17 @@ void runOn(const std::string &device, uint64_t count) {
     GenCase c;
     std::string err;
     ASSERT_TRUE(graph::testing::generateCase(seed, opts, &c, &err)) << err;
+    if (const char *file = std::getenv("TESSERA_GRAPH_DIFF_FILE")) {
+      // Re-runs a printed failure: the graph of FILE, inputs from the seed.
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      ASSERT_TRUE(graph::parseGraph(text.str(), file, &c.graph, &err)) << err;
+      c.inputs.clear();
+      for (size_t p = 0; p < c.graph.params.size(); ++p)
+        c.inputs.push_back(graph::randomTensor(c.graph.params[p].type, seed * 100 + p));
+      c.reduceLength = 1024;
+    }
     graph::testing::DiffReference ref;
     ASSERT_TRUE(graph::testing::referenceFor(c, &ref, &err, 32)) << err;
     auto x = GraphExecutable::create(s.device, c.graph, nullptr, &err);
