@@ -6,6 +6,8 @@
 //   - f32 2048^3, 1024^3 and 4096 x 64 x 4096 on cpu:0 against OpenBLAS sgemm (2 threads);
 //   - bf16 inputs, f32 accumulation, 2048^3 against OpenBLAS sgemm on the same values in f32;
 //   - GEMM + bias + GELU fused in one kernel against sgemm then a separate OpenMP pass;
+//   - the same f32 cases through the graph lowering (ir/graph/lower_matmul.cpp: the kernel
+//     torch.compile's mm / linear become), "via lowerMatmul";
 //   - vulkan:0 512^3 and 1024^3 against the hand-written GLSL GEMM (bench/vulkan/gemm.comp,
 //     run by bench/vulkan_gemm.h), when vulkan:0 exists.
 // Figures are medians of --reps runs after a warm-up; nothing here asserts a time. --quick runs
@@ -16,6 +18,7 @@
 #include "bench/bench_util.h"
 #include "bench/openblas_peer.h"
 #include "bench/vulkan_gemm.h"
+#include "ir/graph/lower_internal.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -242,9 +245,85 @@ double runTessera(Device &d, const std::string &text, Tiles t, Gemm g, int subgr
   return ms;
 }
 
+// The same GEMM through the graph lowering: a graph matmul (+ bias add + gelu) handed to
+// lowerMatmul as the fusion pass would (B row-major, or a linear layer's weight [N, K] seen
+// as its transpose), compiled and launched with the plan's grid and arguments. Returns the
+// median time in ms like runTessera and takes ownership of the buffers.
+double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_buffer_t bB,
+                  tsr_buffer_t bBias, std::vector<float> &C) {
+  using namespace tessera::graph;
+  Graph gr;
+  auto param = [&](std::vector<int64_t> shape, const char *name) {
+    TensorType t;
+    t.shape = std::move(shape);
+    return gr.addParam(t, name);
+  };
+  // Every parameter before the first node: a node's value id counts the parameters.
+  const int pa = param({g.M, g.K}, "a"), pb = param({g.K, g.N}, "b");
+  const int pbias = bBias ? param({g.N}, "bias") : -1;
+  std::string err;
+  detail::MatmulGroup mm;
+  mm.matmul = mm.result = gr.add(OpKind::Matmul, {pa, pb}, {}, &err);
+  auto operand = [](int buffer, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    detail::Operand o;
+    o.buffer = buffer;
+    o.shape = std::move(shape);
+    o.strides = std::move(strides);
+    return o;
+  };
+  mm.a = operand(0, {g.M, g.K}, {g.K, 1});
+  mm.b = operand(1, {g.K, g.N}, bCol ? std::vector<int64_t>{1, g.K} : std::vector<int64_t>{g.N, 1});
+  if (bBias) {
+    const int add = gr.add(OpKind::Add, {mm.matmul, pbias}, {}, &err);
+    mm.result = gr.add(OpKind::Gelu, {add}, {}, &err);
+    mm.epilogue = {add, mm.result};
+    mm.extras = {operand(2, {g.M, g.N}, {0, 1})};
+    mm.extraOf[pbias] = 0;
+  }
+  if (mm.result < 0)
+    die("graph: " + err);
+  mm.out = operand(bBias ? 3 : 2, {g.M, g.N}, {g.N, 1});
+  tsr_device_info_t info{};
+  info.struct_size = sizeof info;
+  check(tsr_device_info(d.device, &info), "device info");
+  ScheduleCaps caps;
+  caps.backend = info.backend;
+  caps.subgroupSize = info.subgroup_size;
+  caps.maxWorkgroupSize = info.max_workgroup_total;
+  detail::KernelText text;
+  PlanLaunch launch;
+  if (!detail::lowerMatmul(gr, mm, caps, "gemm", text, &launch, &err))
+    die("lowerMatmul: " + err);
+  auto module = parseOrDie(text.str(), "lowered_gemm.tir");
+  auto program = programOrDie(d, *module, nullptr);
+  const tessera::ProgramKernel *pk = program->kernel("gemm");
+  if (!pk || pk->subgroupSize != caps.subgroupSize)
+    die("lowered gemm: kernel missing or compiled for another subgroup size");
+  tsr_buffer_t bC = d.upload(C);
+  std::vector<tsr_buffer_t> bufs = {bA, bB};
+  if (bBias)
+    bufs.push_back(bBias);
+  bufs.push_back(bC);
+  std::vector<tsr_arg_t> args;
+  for (const PlanArg &a : launch.args)
+    args.push_back(a.kind == PlanArg::Kind::Buffer ? tsr_arg_buffer(bufs.at(size_t(a.buffer)), 0)
+                   : a.kind == PlanArg::Kind::I32  ? tsr_arg_i32(int32_t(a.i))
+                                                   : tsr_arg_i64(a.i));
+  if (launch.grid[1] != 1 || launch.grid[2] != 1 || launch.workgroup[1] != 1)
+    die("lowered gemm: unexpected launch shape");
+  double ms = timeMs(reps, [&] {
+    d.launch(pk->kernel, launch.grid[0], launch.workgroup[0], args);
+    d.sync();
+  });
+  d.download(bC, C);
+  for (tsr_buffer_t b : bufs)
+    tsr_buffer_release(b);
+  return ms;
+}
+
 // One CPU case: Tessera's kernel and the peer on the same inputs, timed in the same run.
 CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf16, bool biasGelu,
-                   int reps) {
+                   bool lowered, int reps) {
   const bool bCol = biasGelu; // the fused case is a linear layer: weight [N, K]
   std::vector<float> A = randomMatrix(size_t(g.M) * g.K, 1), B = randomMatrix(size_t(g.K) * g.N, 2);
   std::vector<uint16_t> A16, B16;
@@ -260,10 +339,12 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   std::vector<float> bias = randomMatrix(size_t(g.N), 3);
   const char *in = bf16 ? "bf16" : "f32";
   std::vector<float> C(size_t(g.M) * g.N, 0.f), Cp(C.size());
-  double tt = runTessera(d, gemmText("gemm", t, in, bCol, biasGelu), t, g, 1, reps,
-                         bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A),
-                         bf16 ? uploadBytes(d, B16.data(), B16.size() * 2) : d.upload(B),
-                         biasGelu ? d.upload(bias) : nullptr, C);
+  double tt = lowered ? runLowered(d, g, bCol, reps, d.upload(A), d.upload(B),
+                                   biasGelu ? d.upload(bias) : nullptr, C)
+                      : runTessera(d, gemmText("gemm", t, in, bCol, biasGelu), t, g, 1, reps,
+                                   bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A),
+                                   bf16 ? uploadBytes(d, B16.data(), B16.size() * 2) : d.upload(B),
+                                   biasGelu ? d.upload(bias) : nullptr, C);
   auto peer = [&] {
     sgemm(A, B, Cp, g.M, g.N, g.K, bCol);
     if (!biasGelu)
@@ -403,7 +484,7 @@ int main(int argc, char **argv) {
   struct Spec {
     const char *name;
     Gemm full, small;
-    bool bf16, gelu;
+    bool bf16, gelu, lowered = false;
   };
   const Spec specs[] = {
       {"f32 2048^3", {2048, 2048, 2048}, {256, 256, 256}, false, false},
@@ -411,6 +492,13 @@ int main(int argc, char **argv) {
       {"f32 4096x64x4096", {4096, 64, 4096}, {512, 64, 512}, false, false},
       {"bf16 in, f32 acc 2048^3", {2048, 2048, 2048}, {256, 256, 256}, true, false},
       {"f32 2048^3 + bias + gelu", {2048, 2048, 2048}, {256, 256, 256}, false, true},
+      {"f32 1024^3 via lowerMatmul", {1024, 1024, 1024}, {128, 128, 128}, false, false, true},
+      {"f32 2048^3 + bias + gelu via lowerMatmul",
+       {2048, 2048, 2048},
+       {256, 256, 256},
+       false,
+       true,
+       true},
   };
   std::printf("gemm_bench: cpu matrix path %s, tiles %dx%dx%d, median of %d, OpenBLAS %d "
               "threads (%s kernels)\n",
@@ -421,7 +509,7 @@ int main(int argc, char **argv) {
     if (!wanted("cpu:0") || (!only.empty() && std::string(s.name).find(only) == std::string::npos))
       continue;
     results.push_back(cpuCase(cpu, label(s.name, quick, s.small), quick ? s.small : s.full, tiles,
-                              s.bf16, s.gelu, reps));
+                              s.bf16, s.gelu, s.lowered, reps));
     print(results.back());
   }
   const std::pair<const char *, Gemm> vk[] = {{"f32 512^3", {512, 512, 512}},

@@ -2,6 +2,7 @@
 #include "tools/cli.h"
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 namespace tessera::cli {
@@ -124,7 +125,8 @@ CLI::Option *addProfileOption(CLI::App &app, bool &strict, const std::string &ex
                     "strict: the strict profile (docs/ir.md, \"Strict profile\"): every\n"
                     "transcendental through the shared IR decompositions, no contraction,\n"
                     "correctly rounded div and sqrt, subnormals kept -- bitwise the same\n"
-                    "outputs on every backend (default: default)" + extra,
+                    "outputs on every backend (default: default)" +
+                        extra,
                     "--profile must be 'default' or 'strict'",
                     [&strict](const std::string &v) {
                       if (v != "default" && v != "strict")
@@ -133,6 +135,20 @@ CLI::Option *addProfileOption(CLI::App &app, bool &strict, const std::string &ex
                       return true;
                     })
       ->type_name("PROFILE");
+}
+
+int writeOutput(const std::string &cmd, const std::string &text, const std::string &outPath) {
+  if (outPath.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  std::ofstream f(outPath, std::ios::binary);
+  f << text;
+  if (!f) {
+    std::fprintf(stderr, "tessera %s: cannot write '%s'\n", cmd.c_str(), outPath.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first) {

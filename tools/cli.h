@@ -61,6 +61,10 @@ inline int usageError(const std::string &cmd, const std::string &msg) {
   return kExitUsage;
 }
 
+/// Writes `text` to `outPath`, or to stdout when it is empty. 0, or 1 after printing
+/// "tessera CMD: cannot write 'OUT'".
+int writeOutput(const std::string &cmd, const std::string &text, const std::string &outPath);
+
 /// Parses a non-negative decimal integer; nullopt on anything else.
 inline std::optional<unsigned long long> parseUnsigned(std::string_view s) {
   if (s.empty() || s.size() > 19)

@@ -7,7 +7,6 @@
 #include "tools/commands.h"
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -39,20 +38,6 @@ bool printDiags(const ir::Diagnostics &diags) {
   for (const auto &d : diags)
     std::fprintf(stderr, "%s\n", d.str().c_str());
   return diags.empty();
-}
-
-int writeOut(const std::string &text, const std::string &outPath) {
-  if (outPath.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
-  }
-  std::ofstream f(outPath, std::ios::binary);
-  f << text;
-  if (!f) {
-    std::fprintf(stderr, "tessera ir: cannot write '%s'\n", outPath.c_str());
-    return 1;
-  }
-  return 0;
 }
 
 void printIrHelp() {
@@ -128,7 +113,7 @@ int printOrOptCmd(int argc, char **argv, bool opt) {
     if (!printDiags(pm.run(*r.module, dumpAfter ? ir::PassManager::DumpFn(dump) : nullptr)))
       return 1;
   }
-  return writeOut(ir::printModule(*r.module), outPath);
+  return writeOutput("ir", ir::printModule(*r.module), outPath);
 }
 
 } // namespace

@@ -17,6 +17,9 @@ commands:
   ir verify FILE...       check IR files; diagnostics as file:line:col: error: ...
   ir print FILE           print the canonical text of an IR file
   ir opt FILE --passes=P  run IR passes (canonicalize, cse, dce, inline)
+  graph verify FILE...    check graph IR files (.tg, docs/graph_ir.md)
+  graph print FILE        print the canonical text of a graph IR file
+  graph eval FILE         evaluate a graph on seeded inputs with the reference evaluator
   interp FILE             run kernels on the fp64 reference interpreter by their launch spec
   devices [--json]        list devices, and backends unavailable here with the reason
   compile FILE --target T compile kernels for a target (cpu, vulkan, cuda, rocm),
@@ -45,6 +48,8 @@ int dispatch(int argc, char **argv) {
   }
   if (cmd == "ir")
     return tessera::cli::cmdIr(argc, argv);
+  if (cmd == "graph")
+    return tessera::cli::cmdGraph(argc, argv);
   if (cmd == "interp")
     return tessera::cli::cmdInterp(argc, argv);
   if (cmd == "devices")

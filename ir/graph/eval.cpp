@@ -6,6 +6,7 @@
 // f16/bf16/f32 in f32, so its tests compare under tolerances; this file is the exact side.
 #include "ir/graph/eval.h"
 #include "ir/graph/eval_internal.h"
+#include "ir/graph/verify.h"
 #include "ir/interp/numerics.h"
 #include "ir/interp/rng.h"
 
@@ -322,14 +323,18 @@ bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
   std::string scratch;
   if (!error)
     error = &scratch;
-  if (!checkInputs(g, inputs, error))
-    return false;
+  if (!verifyGraph(g, error) || !checkInputs(g, inputs, error))
+    return false; // a graph built in code may be unverified: never index out of range
   std::vector<HostTensor> values(static_cast<size_t>(g.numValues()));
+  int64_t total = 0;
   for (int v = 0; v < g.numValues(); ++v) {
     const TensorType &t = g.typeOf(v);
-    if (t.numel() > kEvalMaxElements) {
-      *error = "evaluate: value %" + std::to_string(v) + " " + typeToString(t) + " has more than " +
-               std::to_string(kEvalMaxElements) + " elements (the reference evaluator's limit)";
+    total += std::min(t.numel(), kEvalMaxElements + 1);
+    if (t.numel() > kEvalMaxElements || total > 4 * kEvalMaxElements) {
+      *error = "evaluate: value %" + std::to_string(v) + " " + typeToString(t) +
+               " takes the graph " + "past " + std::to_string(kEvalMaxElements) +
+               " elements per tensor or " + std::to_string(4 * kEvalMaxElements) +
+               " in all (the reference evaluator's limit)";
       return false;
     }
   }

@@ -22,11 +22,12 @@ struct HostTensor {
   std::vector<double> data;
 };
 
-/// The most elements one tensor may have in evaluate() (2^27): it is a reference for tests and
-/// examples, not for production sizes; larger graphs get an error instead of an allocation.
+/// The most elements one tensor may have in evaluate() (2^27; 4 times that for all values
+/// together): it is a reference for tests and examples, not for production sizes; larger graphs
+/// get an error instead of an allocation.
 constexpr int64_t kEvalMaxElements = int64_t(1) << 27;
 
-/// Evaluates `g` (verified) on `inputs`, one per parameter with its dtype and shape (strides
+/// Evaluates `g` (verified first: an invalid graph is an error) on `inputs`, one per parameter with its dtype and shape (strides
 /// ignored) and numel() values, rounded to the parameter's dtype first. *outputs gets one
 /// tensor per Graph::outputs entry (contiguous types, no strides). False with *error when an
 /// input does not match its parameter or a tensor exceeds kEvalMaxElements.

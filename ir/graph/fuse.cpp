@@ -75,12 +75,20 @@ public:
         f_.users[static_cast<size_t>(in)].push_back(v);
     for (int o : g.outputs)
       f_.isOutput[static_cast<size_t>(o)] = true;
+    // Only what the outputs depend on is computed.
+    live_.assign(n, false);
+    for (int o : g.outputs)
+      live_[static_cast<size_t>(o)] = true;
+    for (int v = g.numValues() - 1; v >= static_cast<int>(g.params.size()); --v)
+      if (live_[static_cast<size_t>(v)])
+        for (int in : g.node(v).inputs)
+          live_[static_cast<size_t>(in)] = true;
   }
 
   Fusion run() {
     int first = static_cast<int>(g_.params.size());
     for (int v = first; v < g_.numValues(); ++v) {
-      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0 || !live_[static_cast<size_t>(v)])
         continue;
       const Node &n = g_.node(v);
       OpFamily fam = opFamily(n.op);
@@ -88,16 +96,19 @@ public:
         if (isRowReduction(g_, n))
           growRow(v);
         else
-          add(FusedKernel::Kind::Column, v, {v});
+          add(FusedKernel::Kind::Column, v, {v}), needMemory(v);
       } else if (fam == OpFamily::Matmul) {
         growMatmul(v);
       } else if (n.op == OpKind::Cat) {
         add(FusedKernel::Kind::Cat, v, {v});
+        needMemory(v);
       } else if (n.op == OpKind::Embedding) {
         add(FusedKernel::Kind::Embedding, v, {v});
-        needMemory(n.inputs[0]);
+        needMemory(v);
+        needMemory(viewRoot(g_, n.inputs[0]));
       } else if (n.op == OpKind::Copy) {
         add(FusedKernel::Kind::Copy, v, {v});
+        needMemory(v);
       } else if (fam == OpFamily::View) {
         needMemory(viewRoot(g_, v));
       }
@@ -116,6 +127,7 @@ public:
       markLeaves(static_cast<int>(f_.kernels.size()) - 1);
     }
     order();
+    f_.live = live_;
     return std::move(f_);
   }
 
@@ -205,7 +217,7 @@ private:
       return producerAnchor(v) < r0;
     };
     for (int v = r0 + 1; v < g_.numValues(); ++v) {
-      if (f_.kernelOf[static_cast<size_t>(v)] >= 0)
+      if (f_.kernelOf[static_cast<size_t>(v)] >= 0 || !live_[static_cast<size_t>(v)])
         continue;
       const Node &n = g_.node(v);
       bool ok = false;
@@ -312,6 +324,7 @@ private:
 
   const Graph &g_;
   Fusion f_;
+  std::vector<bool> live_;
 };
 
 } // namespace

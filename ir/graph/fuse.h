@@ -44,6 +44,7 @@ struct Fusion {
   std::vector<bool> materialise;       // per value: written to a buffer of its own
   std::vector<std::vector<int>> users; // per value: the nodes reading it (value ids)
   std::vector<bool> isOutput;          // per value: a graph output
+  std::vector<bool> live;              // per value: an output depends on it
 };
 
 /// Is `op` computed elementwise by emitScalarOp (unary, binary, ternary, cast, clamp)?

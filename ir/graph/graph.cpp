@@ -224,8 +224,8 @@ const TensorType &Graph::typeOf(int v) const {
 }
 
 int Graph::addParam(TensorType t, std::string pname) {
-  params.push_back(Param{std::move(t), std::move(pname)});
   assert(nodes.empty() && "parameters must be added before nodes (value ids shift otherwise)");
+  params.push_back(Param{std::move(t), std::move(pname)});
   return static_cast<int>(params.size()) - 1;
 }
 

@@ -55,6 +55,13 @@ enum class OpKind : uint8_t {
 #undef TESSERA_GRAPH_OP
 };
 
+/// How many ops ops.def defines (an OpKind is valid when below it).
+constexpr int kNumOpKinds = 0
+#define TESSERA_GRAPH_OP(kind, name, family) +1
+#include "ir/graph/ops.def"
+#undef TESSERA_GRAPH_OP
+    ;
+
 enum class OpFamily : uint8_t {
   Source,     // constant, iota: no operands
   Unary,      // pointwise, one operand

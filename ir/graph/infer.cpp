@@ -487,7 +487,7 @@ bool Infer::data(TensorType *out) const {
 }
 
 bool Infer::run(TensorType *out) const {
-  if (static_cast<size_t>(op) > static_cast<size_t>(OpKind::Embedding))
+  if (static_cast<int>(op) >= kNumOpKinds)
     return fail("unknown op");
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] < 0 || in[i] >= g.numValues())

@@ -192,13 +192,46 @@ uint32_t Lowerer::workgroupSize() const {
   return std::max<uint32_t>(sg, w / sg * sg);
 }
 
-void Lowerer::launch1D(PlanLaunch &launch, int64_t n) const {
-  uint32_t w = workgroupSize();
-  // Grid dims are u32 and many devices allow only 65535 workgroups per dimension: kernels
-  // loop grid-stride, so the grid never has to cover `n`.
-  int64_t groups = std::clamp<int64_t>((n + w - 1) / w, 1, 65535);
-  launch.grid[0] = static_cast<uint32_t>(groups);
-  launch.workgroup[0] = w;
+// One work-item per item over a 2-D grid of 1-D workgroups: grid dims are u32 and many
+// devices allow only 65535 workgroups per dimension, so x is capped there and y counts the
+// rest. No loop around the body: on the CPU backend a loop-free body is one loop over the
+// workgroup's work-items that LLVM vectorises (a per-work-item loop would be the innermost
+// loop instead, and scalar).
+std::string Lowerer::openLinear(KernelBuilder &kb, const std::string &total) {
+  KernelText &k = kb.body;
+  std::string i = linearId(kb), in = k.fresh("g");
+  k.line(in + " = cmp.slt " + i + ", " + total + " : i64");
+  k.open("if " + in + " {");
+  return i;
+}
+
+std::string Lowerer::linearId(KernelBuilder &kb) {
+  KernelText &k = kb.body;
+  std::string gx = k.fresh("g"), gy = k.fresh("g"), nx = k.fresh("g"), ls = k.fresh("g"),
+              lid = k.fresh("g"), grp = k.fresh("g"), grp2 = k.fresh("g"), base = k.fresh("g"),
+              i = k.fresh("i");
+  k.line(gx + " = group_id.x : i64");
+  k.line(gy + " = group_id.y : i64");
+  k.line(nx + " = num_groups.x : i64");
+  k.line(ls + " = local_size.x : i64");
+  k.line(lid + " = local_id.x : i64");
+  k.line(grp + " = mul " + gy + ", " + nx + " : i64");
+  k.line(grp2 + " = add " + grp + ", " + gx + " : i64");
+  k.line(base + " = mul " + grp2 + ", " + ls + " : i64");
+  k.line(i + " = add " + base + ", " + lid + " : i64");
+  return i;
+}
+
+bool Lowerer::launchLinear(PlanLaunch &launch, int64_t n) const {
+  int64_t w = workgroupSize();
+  int64_t groups = std::max<int64_t>(1, (n + w - 1) / w);
+  int64_t x = std::min<int64_t>(groups, 65535), y = (groups + x - 1) / x;
+  if (y > 65535)
+    return false;
+  launch.grid[0] = static_cast<uint32_t>(x);
+  launch.grid[1] = static_cast<uint32_t>(y);
+  launch.workgroup[0] = static_cast<uint32_t>(w);
+  return true;
 }
 
 std::string Lowerer::nextName(const char *kind) const {
@@ -444,14 +477,15 @@ bool Lowerer::run(std::string *error) {
   }
   fusion = fuse(g);
   assignBuffers();
-  // Views in graph order: a reshape copy runs right where its view appears.
+  // A view (and a reshape copy) is laid out right after the kernel producing its root, so
+  // every kernel that reads it -- which runs after that producer -- finds it.
   std::vector<std::vector<int>> viewsBefore(fusion.kernels.size() + 1);
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
-    if (opFamily(g.node(v).op) != OpFamily::View)
+    if (opFamily(g.node(v).op) != OpFamily::View || !fusion.live[static_cast<size_t>(v)])
       continue;
-    size_t slot = 0;
-    while (slot < fusion.kernels.size() && fusion.kernels[slot].anchor < v)
-      ++slot;
+    int root = viewRoot(g, v);
+    size_t slot =
+        g.isParam(root) ? 0 : static_cast<size_t>(fusion.kernelOf[static_cast<size_t>(root)] + 1);
     viewsBefore[slot].push_back(v);
   }
   for (size_t i = 0; i <= fusion.kernels.size(); ++i) {

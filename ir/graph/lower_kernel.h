@@ -112,8 +112,12 @@ public:
   const std::optional<Operand> &layoutOf(int v) const { return layout_[static_cast<size_t>(v)]; }
   /// Workgroup size for one-dimensional kernels (a multiple of the subgroup size).
   uint32_t workgroupSize() const;
-  /// Grid-stride launch over `n` items: grid and workgroup in `launch`.
-  void launch1D(PlanLaunch &launch, int64_t n) const;
+  /// Opens `if (i < total) {` over a linear work-item id i (returned); close it with
+  /// body.close(). Launch it with launchLinear (false past 65535^2 workgroups).
+  std::string openLinear(KernelBuilder &kb, const std::string &total);
+  /// The linear work-item id of the same 2-D launch, without the range check.
+  std::string linearId(KernelBuilder &kb);
+  bool launchLinear(PlanLaunch &launch, int64_t n) const;
   /// Appends a finished kernel to the module and the plan.
   void addKernel(KernelBuilder &kb, const char *kind, const std::vector<int> &ops);
   std::string nextName(const char *kind) const;

@@ -2,14 +2,15 @@
 // normal form of lower_matmul.h (operands aligned to the output's batch dims, broadcasts as
 // stride 0, each 2-D operand classified by how a tile of it can be loaded), picks the matrix-op
 // kernel or the SIMT kernel and the tile shape from the device's capabilities and the dtype
-// only, and binds the launch: buffers, then sizes and strides as i64 arguments. The kernel
-// text itself is lower_matmul_kernels.cpp. Must never let a size or stride value reach the
-// text (docs/graph_ir.md, "Lowering": one module per graph structure).
+// only, and binds the launch: buffers, then sizes and strides as arguments (i32 when all fit,
+// else i64). An operand with no unit stride is read by the SIMT kernel, not copied: a copy
+// needs a plan buffer, which the fusion pass owns. The kernel text itself is
+// lower_matmul_kernels.cpp. Must never let a size or stride value reach the text
+// (docs/graph_ir.md, "Lowering": one module per graph structure).
 #include "ir/graph/lower_matmul.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
+#include <climits>
 
 namespace tessera::graph::detail {
 
@@ -136,9 +137,25 @@ bool buildForm(const Graph &g, const MatmulGroup &mm, GemmForm *f, std::string *
       !alignOperand(mm.b, "operand b", f->batch, f->K, f->N, false, f->where, &f->b, error) ||
       !alignOperand(mm.out, "the output", f->batch, f->M, f->N, false, f->where, &f->out, error))
     return false;
+  // The output is written contiguously (its strides are derived in the kernel).
+  bool contiguous = f->out.colStride == (f->N == 1 ? 0 : 1);
+  int64_t expectStride = f->N;
+  contiguous = contiguous && f->out.rowStride == (f->M == 1 ? 0 : expectStride);
+  expectStride *= f->M;
+  for (size_t d = f->batch.size(); d-- > 0;) {
+    contiguous = contiguous && f->out.batchStrides[d] == (f->batch[d] == 1 ? 0 : expectStride);
+    expectStride *= f->batch[d];
+  }
+  int64_t outElems = f->M * f->N;
+  for (int64_t d : f->batch)
+    outElems *= d;
+  if (!contiguous && outElems != 0) {
+    *error = f->where + ": the output buffer must be contiguous " + shapeString(mm.out.shape);
+    return false;
+  }
   if (mm.out.dtype != valueType(g, mm.result).dtype) {
-    *error = f->where + ": the output buffer is " + dtypeName(mm.out.dtype) + " but the result is " +
-             dtypeName(valueType(g, mm.result).dtype);
+    *error = f->where + ": the output buffer is " + dtypeName(mm.out.dtype) +
+             " but the result is " + dtypeName(valueType(g, mm.result).dtype);
     return false;
   }
   for (size_t i = 0; i < mm.extras.size(); ++i) {
@@ -191,21 +208,25 @@ GemmTiles pickTiles(const ScheduleCaps &caps) {
   return t;
 }
 
-void addOperandArgs(const GemmOperand &o, PlanLaunch *launch) {
-  auto i64 = [&](int64_t v) {
-    PlanArg a;
-    a.kind = PlanArg::Kind::I64;
-    a.i = v;
-    launch->args.push_back(a);
+// The scalar arguments' values in gemmScalarNames order.
+std::vector<int64_t> scalarArgs(const GemmForm &f) {
+  std::vector<int64_t> v = {f.M, f.N, f.K};
+  v.insert(v.end(), f.batch.begin(), f.batch.end());
+  auto operand = [&](const GemmOperand &o) {
+    v.push_back(o.offset);
+    v.push_back(o.rowStride);
+    v.push_back(o.colStride);
+    v.insert(v.end(), o.batchStrides.begin(), o.batchStrides.end());
   };
-  i64(o.offset);
-  i64(o.rowStride);
-  i64(o.colStride);
-  for (int64_t s : o.batchStrides)
-    i64(s);
+  operand(f.a);
+  operand(f.b);
+  for (const GemmOperand &e : f.extras)
+    operand(e);
+  v.push_back(f.out.offset);
+  return v;
 }
 
-// Arguments in gemmParams order.
+// Arguments in gemmParams order: buffers, then the scalars.
 void bindArgs(const GemmForm &f, PlanLaunch *launch) {
   auto buf = [&](int b) {
     PlanArg a;
@@ -218,28 +239,17 @@ void bindArgs(const GemmForm &f, PlanLaunch *launch) {
   for (const GemmOperand &e : f.extras)
     buf(e.buffer);
   buf(f.out.buffer);
-  for (int64_t v : {f.M, f.N, f.K}) {
+  for (int64_t v : scalarArgs(f)) {
     PlanArg a;
+    a.kind = f.narrowArgs ? PlanArg::Kind::I32 : PlanArg::Kind::I64;
     a.i = v;
     launch->args.push_back(a);
   }
-  for (int64_t v : f.batch) {
-    PlanArg a;
-    a.i = v;
-    launch->args.push_back(a);
-  }
-  addOperandArgs(f.a, launch);
-  addOperandArgs(f.b, launch);
-  for (const GemmOperand &e : f.extras)
-    addOperandArgs(e, launch);
-  addOperandArgs(f.out, launch);
 }
 
 // Grid extents stay within 65535 per dimension (the smallest limit of the targets); the
 // kernels' grid-stride loops over tiles and batch entries cover the rest.
-uint32_t gridExtent(int64_t n) {
-  return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 65535));
-}
+uint32_t gridExtent(int64_t n) { return static_cast<uint32_t>(std::clamp<int64_t>(n, 1, 65535)); }
 
 int64_t batchCount(const GemmForm &f) {
   int64_t n = 1;
@@ -252,6 +262,40 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 } // namespace
 
+std::vector<std::string> gemmScalarNames(const GemmForm &f) {
+  std::vector<std::string> n = {"M", "N", "K"};
+  for (size_t d = 0; d < f.batch.size(); ++d)
+    n.push_back("D" + std::to_string(d));
+  auto operand = [&](const std::string &p) {
+    for (const char *s : {"_off", "_rs", "_cs"})
+      n.push_back(p + s);
+    for (size_t d = 0; d < f.batch.size(); ++d)
+      n.push_back(p + "_bs" + std::to_string(d));
+  };
+  operand("a");
+  operand("b");
+  for (size_t i = 0; i < f.extras.size(); ++i)
+    operand("e" + std::to_string(i));
+  n.push_back("c_off");
+  return n;
+}
+
+void gemmPrologue(KernelText &k, const GemmForm &f) {
+  if (f.narrowArgs)
+    for (const std::string &n : gemmScalarNames(f))
+      k.line("%" + n + " = convert %" + n + "_32 : i32 -> i64");
+  k.line("%c_cs = const 1 : i64");
+  k.line("%g_czero = const 0 : i64");
+  k.line("%c_rs = add %N, %g_czero : i64");
+  if (f.batch.empty())
+    return;
+  // %c_bs<d>: the elements of one step of batch dim d, innermost first.
+  k.line("%c_bs" + std::to_string(f.batch.size() - 1) + " = mul %M, %N : i64");
+  for (size_t d = f.batch.size() - 1; d-- > 0;)
+    k.line("%c_bs" + std::to_string(d) + " = mul %c_bs" + std::to_string(d + 1) + ", %D" +
+           std::to_string(d + 1) + " : i64");
+}
+
 std::string gemmParams(const GemmForm &f) {
   auto buffer = [](const std::string &name, DType t, const char *access) {
     return "%" + name + ": buffer<" + storageType(t) + ", " + access + ">";
@@ -259,19 +303,9 @@ std::string gemmParams(const GemmForm &f) {
   std::string p = buffer("A", f.a.dtype, "readonly") + ", " + buffer("B", f.b.dtype, "readonly");
   for (size_t i = 0; i < f.extras.size(); ++i)
     p += ", " + buffer("E" + std::to_string(i), f.extras[i].dtype, "readonly");
-  p += ", " + buffer("C", f.out.dtype, "writeonly") + ", %M: i64, %N: i64, %K: i64";
-  for (size_t d = 0; d < f.batch.size(); ++d)
-    p += ", %D" + std::to_string(d) + ": i64";
-  auto operand = [&](const std::string &n) {
-    p += ", %" + n + "_off: i64, %" + n + "_rs: i64, %" + n + "_cs: i64";
-    for (size_t d = 0; d < f.batch.size(); ++d)
-      p += ", %" + n + "_bs" + std::to_string(d) + ": i64";
-  };
-  operand("a");
-  operand("b");
-  for (size_t i = 0; i < f.extras.size(); ++i)
-    operand("e" + std::to_string(i));
-  operand("c");
+  p += ", " + buffer("C", f.out.dtype, "writeonly");
+  for (const std::string &n : gemmScalarNames(f))
+    p += ", %" + n + (f.narrowArgs ? "_32: i32" : ": i64");
   return p;
 }
 
@@ -279,16 +313,9 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
                   const std::string &product, const std::vector<std::string> &extras,
                   std::string *result, std::string *error) {
   std::map<int, std::string> env;
-  std::string p = product;
-  // The product is rounded to the matmul's dtype first, as the reference evaluator and eager
-  // torch do (an f16/bf16 mm returns f16/bf16); the later epilogue nodes compute in f32 like
-  // every fused pointwise chain.
-  if (f.productType == DType::F16 || f.productType == DType::BF16) {
-    std::string r = k.fresh("r");
-    k.line(r + " = convert " + product + " : f32 -> " + storageType(f.productType));
-    p = k.fresh("r");
-    k.line(p + " = convert " + r + " : " + storageType(f.productType) + " -> f32");
-  }
+  // Every node's result is rounded to its dtype, as in the other fused kernels, the reference
+  // evaluator and eager torch (an f16/bf16 mm returns f16/bf16; f32 and f64 pass through).
+  const std::string p = emitRound(k, f.productType, product);
   env[mm.matmul] = p;
   for (const auto &[value, index] : mm.extraOf) {
     if (index < 0 || static_cast<size_t>(index) >= extras.size()) {
@@ -304,24 +331,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
     }
     const Node &n = g.node(v);
     if (n.op == OpKind::Constant) {
-      const double c = n.attrs.getFloat("value", 0);
-      const char *ct = computeType(n.type.dtype);
-      std::string lit;
-      if (n.type.dtype == DType::Bool)
-        lit = c != 0 ? "true" : "false";
-      else if (std::isnan(c))
-        lit = "nan";
-      else if (std::isinf(c))
-        lit = c > 0 ? "inf" : "-inf";
-      else {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, isFloat(n.type.dtype) ? "%.17g" : "%.0f", c);
-        lit = buf;
-        if (isFloat(n.type.dtype) && lit.find_first_of(".en") == std::string::npos)
-          lit += ".0";
-      }
-      env[v] = k.fresh("c");
-      k.line(env[v] + " = const " + lit + " : " + ct);
+      env[v] = emitConst(k, n.attrs.getFloat("value", 0), n.type.dtype);
       continue;
     }
     const OpFamily fam = opFamily(n.op);
@@ -340,7 +350,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
       }
       ins.push_back(it->second);
     }
-    env[v] = emitScalarOp(k, g, n, ins);
+    env[v] = emitRound(k, n.type.dtype, emitScalarOp(k, g, n, ins));
   }
   auto it = env.find(mm.result);
   if (it == env.end()) {
@@ -357,17 +367,27 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   GemmForm f;
   if (!buildForm(g, mm, &f, error))
     return false;
+  if (!caps.i64) { // the kernels' index math is i64 (sizes past 2^31 elements stay correct)
+    *error = f.where + ": the device has no i64 support, which GEMM index math needs";
+    return false;
+  }
   if ((f.inType == DType::F64 && !caps.f64) || (f.inType == DType::F16 && !caps.f16) ||
       (f.inType == DType::BF16 && !caps.bf16)) {
     *error = f.where + ": the device has no " + dtypeName(f.inType) + " support";
     return false;
   }
+  f.narrowArgs = true;
+  for (int64_t v : scalarArgs(f))
+    f.narrowArgs = f.narrowArgs && v >= INT32_MIN && v <= INT32_MAX;
   launch->kernel = name;
   launch->args.clear();
   const int64_t batch = batchCount(f);
+  // The kernel is built apart and appended only when complete: a refused epilogue must not
+  // leave half a kernel in the module.
+  KernelText kernel;
   if (caps.matrixOps && matrixCapable(f, mm, g)) {
     GemmTiles t = pickTiles(caps);
-    if (!emitMatrixGemm(module, g, mm, f, t, name, error))
+    if (!emitMatrixGemm(kernel, g, mm, f, t, name, error))
       return false;
     const int64_t tiles = ceilDiv(f.M, t.m) * ceilDiv(f.N, t.n);
     launch->grid[0] = gridExtent(ceilDiv(tiles, t.subgroups));
@@ -375,13 +395,19 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   } else {
     // 16 x 16 work-items when the device allows 256 per workgroup, else 8 x 8.
     const int tile = caps.maxWorkgroupSize >= 256 ? 16 : 8;
-    if (!emitSimtGemm(module, g, mm, f, tile, name, error))
+    if (!emitSimtGemm(kernel, g, mm, f, tile, name, error))
       return false;
     launch->grid[0] = gridExtent(ceilDiv(f.M, tile) * ceilDiv(f.N, tile));
     launch->workgroup[0] = launch->workgroup[1] = static_cast<uint32_t>(tile);
   }
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
+  std::string_view text = kernel.str();
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    module.line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
   return true;
 }
 

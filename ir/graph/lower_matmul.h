@@ -3,7 +3,7 @@
 // generator re-derives shapes, strides or argument order. Never used outside ir/graph/.
 #pragma once
 
-#include "ir/graph/lower_internal.h"
+#include "ir/graph/lower_kernel.h"
 
 #include <cstdint>
 #include <string>
@@ -36,12 +36,16 @@ struct GemmOperand {
 /// M, N, K, batch extents, then per operand offset, rowStride, colStride, batchStrides).
 struct GemmForm {
   int64_t M = 0, N = 0, K = 0;
-  std::vector<int64_t> batch;       // the output's batch extents (may be empty)
+  std::vector<int64_t> batch; // the output's batch extents (may be empty)
   GemmOperand a, b, out;
-  std::vector<GemmOperand> extras;  // in MatmulGroup::extras order
-  DType inType = DType::F32;        // A's and B's dtype
-  DType productType = DType::F32;   // the matmul node's dtype (the product is rounded to it)
-  std::string where;                // "matmul %name (line L)" for errors
+  std::vector<GemmOperand> extras; // in MatmulGroup::extras order
+  DType inType = DType::F32;       // A's and B's dtype
+  DType productType = DType::F32;  // the matmul node's dtype (the product is rounded to it)
+  /// Scalar arguments are passed as i32 (widened to i64 in the kernel) when every one fits:
+  /// Vulkan's push constants hold 128 bytes (16 i64), too few for a batched GEMM with
+  /// extras. The index math stays i64 either way.
+  bool narrowArgs = false;
+  std::string where; // "matmul %name (line L)" for errors
 };
 
 /// Tile shape of the matrix kernel: tm x tn accumulator per subgroup, tk deep K steps,
@@ -51,9 +55,16 @@ struct GemmTiles {
 };
 
 /// The kernel's parameter list ("%A: buffer<f32, readonly>, ..., %M: i64, ...") and the names
-/// every generator uses for the scalar arguments of operand `p` ("a", "b", "e0", ..., "c"):
-/// %p_off, %p_rs, %p_cs, %p_bs<d>; buffers %A, %B, %E<i>, %C; sizes %M %N %K %D<d>.
+/// every generator uses for the scalar arguments of operand `p` ("a", "b", "e0", ...):
+/// %p_off, %p_rs, %p_cs, %p_bs<d>; buffers %A, %B, %E<i>, %C; sizes %M %N %K %D<d>; the
+/// output (contiguous) only %c_off. With narrowArgs the scalars are i32 parameters named
+/// with a "_32" suffix, and gemmPrologue defines the i64 names.
 std::string gemmParams(const GemmForm &f);
+/// The names of the scalar parameters in argument order (without '%' and suffix).
+std::vector<std::string> gemmScalarNames(const GemmForm &f);
+/// Emits, at the top of a kernel: the i64 values of narrow arguments, and the output's strides
+/// (%c_rs = N, %c_cs = 1, %c_bs<d> = the product of the later extents times M N).
+void gemmPrologue(KernelText &k, const GemmForm &f);
 
 /// Emits the epilogue of the group on scalars already in compute type: `product` is the
 /// accumulator value (f32, or f64 for f64 GEMMs), `extras[i]` extra i in its compute type.
@@ -68,7 +79,7 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
                     const GemmTiles &t, const std::string &name, std::string *error);
 /// The SIMT kernel: `tile` x `tile` work-items per workgroup, shared-memory staged tiles, any
 /// strides, any dtype (f64 included).
-bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
-                  int tile, const std::string &name, std::string *error);
+bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f, int tile,
+                  const std::string &name, std::string *error);
 
 } // namespace tessera::graph::detail

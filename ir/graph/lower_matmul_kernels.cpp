@@ -132,6 +132,7 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
   const std::string at = matrixType(f.inType, t.m, t.k, "a");
   const std::string bt = matrixType(f.inType, t.k, t.n, "b");
   k.open("kernel @" + name + "(" + gemmParams(f) + ") {");
+  gemmPrologue(k, f);
   k.line("%g_zero = const 0 : i64");
   k.line("%g_tm = const " + num(t.m) + " : i64");
   k.line("%g_tn = const " + num(t.n) + " : i64");
@@ -207,8 +208,7 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
       argNames.push_back("%g_x" + num(int64_t(i)));
       args += ", " + argNames.back() + " = " + tiles[j++];
     }
-    k.open("%g_y = matrix_map(" + args + ") -> " + matrixType(f.out.dtype, t.m, t.n, "acc") +
-           " {");
+    k.open("%g_y = matrix_map(" + args + ") -> " + matrixType(f.out.dtype, t.m, t.n, "acc") + " {");
     std::vector<std::string> extras(f.extras.size());
     for (size_t i = 0, j = 0; i < f.extras.size(); ++i)
       extras[i] = f.extras[i].layout == TileLayout::Scalar
@@ -222,8 +222,8 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
     y = "%g_y";
   }
   const std::string coff = tileOffset(k, base.back(), "c", "%g_row0", "%g_col0");
-  k.line("matrix_store " + y + ", %C[" + coff + "] stride %c_rs bounds %g_rows, %g_cols : " +
-         matrixType(f.out.dtype, t.m, t.n, "acc"));
+  k.line("matrix_store " + y + ", %C[" + coff +
+         "] stride %c_rs bounds %g_rows, %g_cols : " + matrixType(f.out.dtype, t.m, t.n, "acc"));
   k.close(); // tiles
   if (!f.batch.empty())
     k.close();
@@ -231,12 +231,13 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
   return true;
 }
 
-bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
-                  int tile, const std::string &name, std::string *error) {
+bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f, int tile,
+                  const std::string &name, std::string *error) {
   const std::string ct = computeType(f.inType); // f32, or f64 for f64 GEMMs
   k.open("kernel @" + name + "(" + gemmParams(f) + ") {");
   k.line("%g_As = shared_alloc : shared<" + ct + ", " + num(tile * tile) + ">");
   k.line("%g_Bs = shared_alloc : shared<" + ct + ", " + num(tile * tile) + ">");
+  gemmPrologue(k, f);
   k.line("%g_zero = const 0 : i64");
   k.line("%g_one = const 1 : i64");
   k.line("%g_tile = const " + num(tile) + " : i64");

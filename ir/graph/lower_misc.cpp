@@ -43,13 +43,7 @@ bool Lowerer::emitEmbedding(const FusedKernel &fk) {
   // The weight's strides stay parameters (the gather multiplies by them).
   std::string wbuf = kb.buffer(wl->buffer, wl->dtype, false);
   std::string woff = kb.i64(wl->offset), ws0 = kb.i64(wl->strides[0]), ws1 = kb.i64(wl->strides[1]);
-  std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
-  k.line(gid + " = global_id.x : i64");
-  k.line(ls + " = local_size.x : i64");
-  k.line(ng + " = num_groups.x : i64");
-  k.line(st + " = mul " + ls + ", " + ng + " : i64");
-  std::string i = k.fresh("i");
-  k.open("for " + i + " = " + gid + " to " + nArg + " step " + st + " : i64 {");
+  std::string i = openLinear(kb, nArg);
   std::string q = k.fresh("q"), d = k.fresh("d");
   k.line(q + " = div " + i + ", " + dArg + " : i64");
   k.line(d + " = rem " + i + ", " + dArg + " : i64");
@@ -94,7 +88,8 @@ bool Lowerer::emitEmbedding(const FusedKernel &fk) {
   octx.flat = i;
   emitStore(k, o.buf, out.dtype, emitIndex(k, octx, o), r);
   k.close();
-  launch1D(kb.launch, total);
+  if (!launchLinear(kb.launch, total))
+    return fail(v, "more than 65535^2 workgroups in one kernel");
   addKernel(kb, "embedding", fk.members);
   return error_.empty();
 }

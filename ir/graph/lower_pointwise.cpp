@@ -9,9 +9,11 @@
 #include "ir/graph/lower_internal.h"
 #include "ir/graph/lower_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace tessera::graph::detail {
 
@@ -285,11 +287,11 @@ std::string emitScalarOp(KernelText &k, const Graph &g, const Node &n,
     std::string lt = op2(k, f ? "cmp.olt" : "cmp.slt", x, z, ty);
     return sel(k, lt, z, x, ty);
   }
-  case OpKind::Sign: { // 1, -1, or x itself for 0, -0 and NaN
+  case OpKind::Sign: { // (0 < x) - (x < 0) as torch: +0 for 0, -0 and NaN (ordered compares)
     std::string z = c(0);
     std::string gt = op2(k, f ? "cmp.ogt" : "cmp.sgt", x, z, ty);
     std::string lt = op2(k, f ? "cmp.olt" : "cmp.slt", x, z, ty);
-    std::string neg = sel(k, lt, c(-1), x, ty);
+    std::string neg = sel(k, lt, c(-1), z, ty);
     return sel(k, gt, c(1), neg, ty);
   }
   case OpKind::Gelu: { // x * 0.5 * (1 + erf(x / sqrt 2))
@@ -383,9 +385,10 @@ std::string emitMaxMin(KernelText &k, bool isMax, const std::string &a, const st
   return op2(k, isMax ? "max" : "min", a, b, computeType(t));
 }
 
-/// One work-item per element, grid-stride: `for %i = global_id to n step global size`.
-/// Coordinates are unravelled (div/rem) only when some operand is not contiguous over the
-/// output, so same-shape contiguous chains index flat.
+/// One work-item per element. Flat mode (see openLinear) when every operand is contiguous over
+/// the output; otherwise rows mode: grid x covers the innermost dim and y/z the rows, so the
+/// inner coordinate is the work-item's own and the outer ones are unravelled once per
+/// workgroup (uniform) -- no per-element 64-bit div/rem, which x86 cannot vectorise.
 bool Lowerer::emitPointwise(const char *kind, int v, const Operand &out,
                             const std::vector<int> &ops) {
   int64_t n = 1;
@@ -393,33 +396,83 @@ bool Lowerer::emitPointwise(const char *kind, int v, const Operand &out,
     n *= s;
   if (n == 0)
     return true; // nothing to write
-  KernelBuilder kb(nextName(kind));
-  KernelText &k = kb.body;
-  std::string total = kb.i64(n);
-  std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
-  k.line(gid + " = global_id.x : i64");
-  k.line(ls + " = local_size.x : i64");
-  k.line(ng + " = num_groups.x : i64");
-  k.line(st + " = mul " + ls + ", " + ng + " : i64");
-  std::string i = k.fresh("i");
-  k.open("for " + i + " = " + gid + " to " + total + " step " + st + " : i64 {");
-  EmitCtx ctx;
-  ctx.tag = "pw";
-  ctx.space = out.shape;
-  ctx.flat = i;
-  ctx.coords.assign(out.shape.size(), "");
-  ctx.makeCoords = [&kb](EmitCtx &c) {
-    std::vector<std::string> sizes;
-    for (int64_t s : c.space)
-      sizes.push_back(kb.i64(s));
-    c.coords = emitUnravel(kb.body, c.flat, sizes);
+  size_t rank = out.shape.size();
+  int64_t inner = rank ? out.shape.back() : 1, nrows = inner ? n / inner : 0;
+  uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize), w = sg;
+  while (w < workgroupSize() && static_cast<int64_t>(w) < inner)
+    w *= 2;
+  w = std::min(workgroupSize(), w);
+  bool rowsFit = (inner + w - 1) / w <= 65535 && (nrows + 65534) / 65535 <= 65535;
+  bool needCoords = false;
+  auto build = [&](bool rows) -> std::optional<KernelBuilder> {
+    KernelBuilder kb(nextName(kind));
+    KernelText &k = kb.body;
+    EmitCtx ctx;
+    ctx.tag = "pw";
+    ctx.space = out.shape;
+    ctx.coords.assign(rank, "");
+    if (!rows) {
+      std::string total = kb.i64(n);
+      ctx.flat = openLinear(kb, total);
+      ctx.makeCoords = [&kb, &needCoords](EmitCtx &c) {
+        needCoords = true;
+        if (c.space.size() == 1) {
+          c.coords = {c.flat};
+          return;
+        }
+        std::vector<std::string> sizes;
+        for (int64_t sz : c.space)
+          sizes.push_back(kb.i64(sz));
+        c.coords = emitUnravel(kb.body, c.flat, sizes);
+      };
+    } else {
+      std::string nr = kb.i64(nrows), ni = kb.i64(inner);
+      std::vector<std::string> outerSizes;
+      for (size_t d = 0; d + 1 < rank; ++d)
+        outerSizes.push_back(kb.i64(out.shape[d]));
+      auto ln = [&](const std::string &hint, const std::string &rhs) {
+        std::string r = k.fresh(hint);
+        k.line(r + " = " + rhs);
+        return r;
+      };
+      std::string gx = ln("g", "group_id.x : i64"), gy = ln("g", "group_id.y : i64"),
+                  gz = ln("g", "group_id.z : i64"), ny = ln("g", "num_groups.y : i64"),
+                  ls = ln("g", "local_size.x : i64"), lid = ln("g", "local_id.x : i64");
+      std::string row = ln("row", "mul " + gz + ", " + ny + " : i64");
+      row = ln("row", "add " + row + ", " + gy + " : i64");
+      std::string col = ln("col", "mul " + gx + ", " + ls + " : i64");
+      col = ln("col", "add " + col + ", " + lid + " : i64");
+      std::string okr = ln("ok", "cmp.slt " + row + ", " + nr + " : i64");
+      std::string okc = ln("ok", "cmp.slt " + col + ", " + ni + " : i64");
+      std::string ok = ln("ok", "and " + okr + ", " + okc + " : i1");
+      std::vector<std::string> outer = emitUnravel(k, row, outerSizes);
+      std::string fl = ln("fl", "mul " + row + ", " + ni + " : i64");
+      ctx.flat = ln("fl", "add " + fl + ", " + col + " : i64");
+      ctx.coords = outer;
+      ctx.coords.push_back(col);
+      k.open("if " + ok + " {");
+    }
+    std::string val = value(kb, ctx, v);
+    BoundView o = bindView(kb, out, true, true);
+    emitStore(k, o.buf, out.dtype, emitIndex(k, ctx, o), val);
+    k.close();
+    if (!rows) {
+      if (!launchLinear(kb.launch, n))
+        return std::nullopt;
+      return kb;
+    }
+    kb.launch.workgroup[0] = w;
+    kb.launch.grid[0] = static_cast<uint32_t>((inner + w - 1) / w);
+    kb.launch.grid[1] = static_cast<uint32_t>(std::min<int64_t>(nrows, 65535));
+    kb.launch.grid[2] = static_cast<uint32_t>((nrows + 65534) / 65535);
+    return kb;
   };
-  std::string val = value(kb, ctx, v);
-  BoundView o = bindView(kb, out, true, true);
-  emitStore(k, o.buf, out.dtype, emitIndex(k, ctx, o), val);
-  k.close();
-  launch1D(kb.launch, n);
-  addKernel(kb, kind, ops);
+  std::optional<KernelBuilder> kb = build(false);
+  if (needCoords && rank >= 2 && rowsFit)
+    kb = build(true);
+  if (!kb)
+    return fail(v, "more than 65535^2 workgroups in one kernel");
+  addKernel(*kb, kind, ops);
   return error_.empty();
 }
 

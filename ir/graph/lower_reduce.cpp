@@ -168,7 +168,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     rowShape[d] = 1;
   if (nrows == 0)
     return true; // no rows: every member is empty
-  uint32_t wmax = workgroupSize(), sg = std::max<uint32_t>(1, caps.subgroupSize);
+  uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
+  uint32_t wmax = std::min(workgroupSize(), sg * sg); // two levels of subgroup reduction
   // Short rows get a smaller workgroup (a multiple of the subgroup size) so that fewer
   // work-items idle; the text does not depend on it.
   uint32_t w = sg;
@@ -186,13 +187,16 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   // Shared arrays, one per accumulator type (reused by every reduction: each combine ends
   // with a barrier).
   std::map<std::string, std::string> shared;
-  auto sharedOf = [&](const std::string &ty) {
-    auto it = shared.find(ty);
+  // argmax's indices have an array of their own (kIndex): an i64 argmax's values would
+  // otherwise share the one i64 array with them.
+  const std::string kIndex = "index";
+  auto sharedOf = [&](const std::string &ty, const std::string &role = "") {
+    auto it = shared.find(ty + role);
     if (it != shared.end())
       return it->second;
     std::string s = k.fresh("sh");
     k.line(s + " = shared_alloc : shared<" + ty + ", " + std::to_string(wmax) + ">");
-    return shared[ty] = s;
+    return shared[ty + role] = s;
   };
   std::vector<Red> reds;
   uint64_t bytes = 0;
@@ -204,7 +208,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
     sharedOf(r.ty);
     if (r.op == OpKind::Argmax)
-      sharedOf("i64");
+      sharedOf("i64", kIndex);
     if (r.op == OpKind::Var)
       sharedOf(r.ty);
   }
@@ -238,6 +242,28 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   for (size_t d = p; d < S.size(); ++d)
     rowCtx.coords.push_back(zero);
 
+  // A pass over the row: every work-item runs the same trip count (j0 = 0, W, 2W, ...) and
+  // handles element j0 + local_id when it is inside the row. On the CPU backend a barrier
+  // per iteration makes the loop lock-step, so that each iteration's body is one loop over
+  // the work-items (consecutive elements) that LLVM vectorises; a per-work-item loop would be
+  // the innermost loop there, strided and scalar. Other targets need no barrier.
+  std::string inRow;
+  auto openRowLoop = [&](const std::string &results, const std::string &iters) {
+    std::string j0 = k.fresh("j"), j = k.fresh("j");
+    std::string head = "for " + j0 + " = " + zero + " to " + rArg + " step " + wg +
+                       (iters.empty() ? "" : " iter(" + iters + ")") + " : i64 {";
+    k.open(results.empty() ? head : results + " = " + head);
+    k.line(j + " = add " + j0 + ", " + lid + " : i64");
+    inRow = ln(k, "cmp.slt " + j + ", " + rArg + " : i64", "in");
+    return j;
+  };
+  auto closeRowLoop = [&](const std::string &yields) {
+    if (caps.backend == "cpu")
+      k.line("barrier");
+    if (!yields.empty())
+      k.line("yield " + yields);
+    k.close();
+  };
   // A fresh element context inside a pass loop over %j.
   auto elementCtx = [&](const std::string &j) {
     EmitCtx c;
@@ -261,11 +287,13 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     std::string init = initValue(k, r);
     std::string minus1 = emitIntConst(k, -1, "i64");
     std::string acc = k.fresh("acc"), acci = k.fresh("acc"), res = k.fresh("p"),
-                resi = k.fresh("p"), j = k.fresh("j");
+                resi = k.fresh("p");
     bool arg = r.op == OpKind::Argmax;
-    std::string head = "for " + j + " = " + lid + " to " + rArg + " step " + wg + " iter(" + acc +
-                       " = " + init + (arg ? ", " + acci + " = " + minus1 : "") + ") : i64 {";
-    k.open((arg ? res + ", " + resi : res) + " = " + head);
+    std::string iters = acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "");
+    std::string j = openRowLoop(arg ? res + ", " + resi : res, iters);
+    std::string nv = k.fresh("nv"), ni = k.fresh("nv");
+    k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty + (arg ? ", i64" : "") +
+           ") {");
     EmitCtx c = elementCtx(j);
     std::string x = toAcc(k, r, value(kb, c, input));
     if (!mean.empty()) { // var's second pass: squared deviation from the mean
@@ -274,55 +302,73 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     }
     if (arg) {
       std::string b = argBetter(k, r, acc, acci, x, j);
-      std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-      std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.line("yield " + nv + ", " + ni);
-      k.close();
+      std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
+      std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
+      k.line("yield " + bv + ", " + bi);
     } else {
       k.line("yield " + combine(k, r, acc, x));
-      k.close();
     }
+    k.close("} else {");
+    k.line("  yield " + acc + (arg ? ", " + acci : ""));
+    k.line("}");
+    closeRowLoop(arg ? nv + ", " + ni : nv);
     std::string sh = sharedOf(r.ty);
     bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
                       r.op == OpKind::Amax || r.op == OpKind::Amin;
-    std::string part = res, count = wg, slot = lid;
     if (bySubgroup) {
+      // Two levels of subgroup ops: each subgroup's total goes to a shared slot, then every
+      // subgroup reduces the slots (one per lane; W <= subgroup size^2), so the total is
+      // uniform without a loop over the slots in every work-item.
       bool sum = r.op != OpKind::Amax && r.op != OpKind::Amin;
       std::string op = sum                    ? "subgroup_add"
                        : r.op == OpKind::Amax ? "subgroup_max"
                                               : "subgroup_min";
-      part = ln(k, op + " " + res + " : " + r.ty);
-      if (!sum && isFloat(r.acc)) { // the subgroup max ignores NaN; torch's propagates it
-        std::string isn = ln(k, "isnan " + res + " : " + r.ty);
+      auto reduce = [&](const std::string &x) {
+        std::string p = ln(k, op + " " + x + " : " + r.ty);
+        if (sum || !isFloat(r.acc))
+          return p;
+        // The subgroup max ignores NaN; torch's propagates it.
+        std::string isn = ln(k, "isnan " + x + " : " + r.ty);
         std::string n32 = ln(k, "convert " + isn + " : i1 -> i32");
         std::string any = ln(k, "subgroup_max " + n32 + " : i32");
         std::string z32 = emitIntConst(k, 0, "i32");
         std::string has = ln(k, "cmp.ne " + any + ", " + z32 + " : i32");
-        part =
-            ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + part + " : " + r.ty);
-      }
+        return ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + p + " : " + r.ty);
+      };
+      std::string part = reduce(res);
       std::string lead = ln(k, "cmp.eq " + sgl + ", " + zero + " : i64");
       k.open("if " + lead + " {");
       k.line("store " + part + ", " + sh + "[" + sgid + "] : " + r.ty);
       k.close();
+      k.line("barrier");
       std::string t = ln(k, "add " + wg + ", " + sgs + " : i64");
       t = ln(k, "sub " + t + ", " + one + " : i64");
-      count = ln(k, "div " + t + ", " + sgs + " : i64");
+      std::string nsg = ln(k, "div " + t + ", " + sgs + " : i64");
+      std::string has = ln(k, "cmp.slt " + sgl + ", " + nsg + " : i64");
+      std::string slot = k.fresh("sl");
+      k.open(slot + " = if " + has + " -> (" + r.ty + ") {");
+      k.line("yield " + ln(k, "load " + sh + "[" + sgl + "] : " + r.ty));
+      k.close("} else {");
+      k.line("  yield " + initValue(k, r));
+      k.line("}");
+      std::string tot = reduce(slot);
+      k.line("barrier");
+      return tot;
     } else {
       k.line("store " + res + ", " + sh + "[" + lid + "] : " + r.ty);
       if (arg)
-        k.line("store " + resi + ", " + sharedOf("i64") + "[" + lid + "] : i64");
+        k.line("store " + resi + ", " + sharedOf("i64", kIndex) + "[" + lid + "] : i64");
     }
     k.line("barrier");
     std::string tot = k.fresh("tot"), toti = k.fresh("tot"), q = k.fresh("q"), a = k.fresh("fa"),
                 ai = k.fresh("fa");
     std::string init2 = initValue(k, r);
-    std::string fhead = "for " + q + " = " + zero + " to " + count + " step " + one + " iter(" + a +
+    std::string fhead = "for " + q + " = " + zero + " to " + wg + " step " + one + " iter(" + a +
                         " = " + init2 + (arg ? ", " + ai + " = " + minus1 : "") + ") : i64 {";
     k.open((arg ? tot + ", " + toti : tot) + " = " + fhead);
     std::string v = ln(k, "load " + sh + "[" + q + "] : " + r.ty);
     if (arg) {
-      std::string vi = ln(k, "load " + sharedOf("i64") + "[" + q + "] : i64");
+      std::string vi = ln(k, "load " + sharedOf("i64", kIndex) + "[" + q + "] : i64");
       std::string b = argBetter(k, r, a, ai, v, vi);
       std::string nv = ln(k, "select " + b + ", " + v + ", " + a + " : " + r.ty);
       std::string ni = ln(k, "select " + b + ", " + vi + ", " + ai + " : i64");
@@ -373,8 +419,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     (isRow ? perRow : full).push_back(m);
   }
   if (!full.empty()) {
-    std::string j = k.fresh("j");
-    k.open("for " + j + " = " + lid + " to " + rArg + " step " + wg + " : i64 {");
+    std::string j = openRowLoop("", "");
+    k.open("if " + inRow + " {");
     EmitCtx c = elementCtx(j);
     for (int m : full) {
       const Operand &lay = *layoutOf(m);
@@ -382,6 +428,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), value(kb, c, m));
     }
     k.close();
+    closeRowLoop("");
   }
   if (!perRow.empty()) {
     std::string lead = ln(k, "cmp.eq " + lid + ", " + zero + " : i64");
@@ -423,14 +470,13 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
   std::vector<std::string> keptSizes, redSizes;
   for (size_t d = 0; d < it.shape.size(); ++d)
     (reduced[d] ? redSizes : keptSizes).push_back(kb.i64(it.shape[d]));
-  std::string gid = k.fresh("g"), ls = k.fresh("g"), ng = k.fresh("g"), st = k.fresh("g");
-  k.line(gid + " = global_id.x : i64");
-  k.line(ls + " = local_size.x : i64");
-  k.line(ng + " = num_groups.x : i64");
-  k.line(st + " = mul " + ls + ", " + ng + " : i64");
+  // One work-item per output element (linear id over a 2-D grid). The loop over the reduced
+  // extent has the same trip count in every work-item, lanes past the end only carry their
+  // accumulator, so on the CPU backend (a barrier per iteration, as in row kernels) each
+  // iteration is one vectorised loop over adjacent outputs.
+  std::string o = linearId(kb);
+  std::string valid = ln(k, "cmp.slt " + o + ", " + outArg + " : i64", "ok");
   std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
-  std::string o = k.fresh("o");
-  k.open("for " + o + " = " + gid + " to " + outArg + " step " + st + " : i64 {");
   std::vector<std::string> kept = emitUnravel(k, o, keptSizes);
   Red r = redOf(g, n);
   bool arg = n.op == OpKind::Argmax;
@@ -442,6 +488,9 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
                        acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "") + ") : i64 {";
     k.open((arg ? res + ", " + resi : res) + " = " + head);
     std::vector<std::string> red = emitUnravel(k, j, redSizes);
+    std::string nv = k.fresh("nv"), ni = k.fresh("nv");
+    k.open((arg ? nv + ", " + ni : nv) + " = if " + valid + " -> (" + r.ty + (arg ? ", i64" : "") +
+           ") {");
     EmitCtx c;
     c.tag = "col";
     c.space = it.shape;
@@ -455,15 +504,20 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
     }
     if (arg) {
       std::string b = argBetter(k, r, acc, acci, x, j);
-      std::string nv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-      std::string ni = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.line("yield " + nv + ", " + ni);
-      k.close();
+      std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
+      std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
+      k.line("yield " + bv + ", " + bi);
       *idxOut = resi;
     } else {
       k.line("yield " + combine(k, r, acc, x));
-      k.close();
     }
+    k.close("} else {");
+    k.line("  yield " + acc + (arg ? ", " + acci : ""));
+    k.line("}");
+    if (caps.backend == "cpu")
+      k.line("barrier");
+    k.line("yield " + nv + (arg ? ", " + ni : ""));
+    k.close();
     return res;
   };
   std::string idx;
@@ -478,13 +532,15 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
   } else {
     val = finalValue(k, g, n, r, tot, redArg);
   }
+  k.open("if " + valid + " {");
   const Operand &lay = *layoutOf(v);
   BoundView bv = bindView(kb, lay, true, true);
   EmitCtx c;
   c.flat = o;
   emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), val);
   k.close();
-  launch1D(kb.launch, nOut);
+  if (!launchLinear(kb.launch, nOut))
+    return fail(v, "more than 65535^2 workgroups in one kernel");
   addKernel(kb, "reduce", fk.members);
   return error_.empty();
 }

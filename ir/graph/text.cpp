@@ -230,6 +230,21 @@ private:
     return true;
   }
 
+  // Whether the token after the current one is '=' (the lexer state is restored).
+  bool nextIsEquals() {
+    size_t pos = pos_;
+    int line = line_, col = col_;
+    Token tok = tok_;
+    std::string err = error_;
+    bool eq = next() && isPunct('=');
+    pos_ = pos;
+    line_ = line;
+    col_ = col;
+    tok_ = std::move(tok);
+    error_ = std::move(err);
+    return eq;
+  }
+
   bool isPunct(char c) const { return tok_.kind == Tok::Punct && tok_.text[0] == c; }
   bool expect(char c, const char *context) {
     if (!isPunct(c))
@@ -378,7 +393,12 @@ private:
       return fail("unknown op " + describe(tok_) + " (docs/graph_ir.md lists the ops)");
     if (!next())
       return false;
-    if (tok_.kind == Tok::Value) {
+    // Attributes may also come before the operands (`cat {axis = 0} %a, %b`); the printer
+    // writes them after. A value followed by '=' starts the next statement, not an operand.
+    bool attrsFirst = isPunct('{');
+    if (attrsFirst && !attrs(&n.attrs))
+      return false;
+    if (tok_.kind == Tok::Value && !(attrsFirst && nextIsEquals())) {
       for (;;) {
         int id;
         if (!useValue(&id))
@@ -390,8 +410,12 @@ private:
           return false;
       }
     }
-    if (isPunct('{') && !attrs(&n.attrs))
-      return false;
+    if (isPunct('{')) {
+      if (attrsFirst)
+        return fail("attributes are given twice (before and after the operands)");
+      if (!attrs(&n.attrs))
+        return false;
+    }
     std::string err;
     if (!inferType(g_, n.op, n.inputs, n.attrs, &n.type, &err))
       return failAt(opTok.line, opTok.col, err);

@@ -45,7 +45,7 @@ struct Verifier {
       const Node &n = g.nodes[i];
       int id = static_cast<int>(g.params.size() + i);
       std::string what = "%" + (n.name.empty() ? std::to_string(id) : n.name);
-      if (static_cast<size_t>(n.op) > static_cast<size_t>(OpKind::Embedding))
+      if (static_cast<int>(n.op) >= kNumOpKinds)
         return fail(n.line, n.col, what + ": unknown op");
       if (!n.name.empty() && !isValidName(n.name))
         return fail(n.line, n.col, "value name '" + n.name + "' is not [A-Za-z0-9_.]+");

@@ -221,6 +221,18 @@ TEST(GraphEval, BadInputs) {
   EXPECT_NE(err.find("reference evaluator's limit"), std::string::npos) << err;
 }
 
+TEST(GraphEval, RefusesUnverifiedGraphs) {
+  Graph g;
+  std::string err;
+  g.addParam(TensorType{DType::F32, {2}, {}}, "x");
+  ASSERT_GE(g.add(OpKind::Exp, {0}, {}, &err, "e"), 0) << err;
+  g.nodes[0].inputs = {5}; // built in code and broken afterwards
+  g.outputs = {1};
+  std::vector<HostTensor> out;
+  EXPECT_FALSE(evaluate(g, {HostTensor{TensorType{DType::F32, {2}, {}}, {1, 2}}}, &out, &err));
+  EXPECT_NE(err.find("not a value defined before it"), std::string::npos) << err;
+}
+
 TEST(GraphEval, StridedParamsAndRandomInputs) {
   Graph g;
   std::string err;

@@ -83,6 +83,7 @@ TEST(GraphInfer, Pointwise) {
   int b = g.addParam(tt(DType::F32, {3}), "b");
   int i = g.addParam(tt(DType::I32, {3}), "i");
   int c = g.addParam(tt(DType::Bool, {4, 3}), "c");
+  int d = g.addParam(tt(DType::F32, {2}), "d");
   EXPECT_EQ(inferOk(g, OpKind::Add, {a, b}), tt(DType::F32, {4, 3}));
   EXPECT_EQ(inferOk(g, OpKind::Lt, {a, b}), tt(DType::Bool, {4, 3}));
   EXPECT_EQ(inferOk(g, OpKind::Where, {c, a, b}), tt(DType::F32, {4, 3}));
@@ -103,7 +104,6 @@ TEST(GraphInfer, Pointwise) {
   EXPECT_NE(inferErr(g, OpKind::Neg, {c}).find("numeric"), std::string::npos);
   EXPECT_NE(inferErr(g, OpKind::Not, {a}).find("not: needs bool"), std::string::npos);
   EXPECT_NE(inferErr(g, OpKind::Add, {a, c}).find("differ"), std::string::npos);
-  int d = g.addParam(tt(DType::F32, {2}), "d");
   EXPECT_NE(inferErr(g, OpKind::Mul, {b, d}).find("do not broadcast"), std::string::npos);
   EXPECT_NE(inferErr(g, OpKind::Where, {a, a, b}).find("condition must be bool"),
             std::string::npos);
@@ -207,11 +207,11 @@ TEST(GraphInfer, MatmulAndData) {
 TEST(GraphInfer, Views) {
   Graph g;
   int x = g.addParam(tt(DType::F32, {2, 3, 4}), "x");
+  int y = g.addParam(tt(DType::F32, {3, 1}), "y");
   EXPECT_EQ(inferOk(g, OpKind::Reshape, {x}, attrs({{"shape", Attr::list({6, 4})}})),
             tt(DType::F32, {6, 4}));
   EXPECT_EQ(inferOk(g, OpKind::Permute, {x}, attrs({{"perm", Attr::list({2, 0, 1})}})),
             tt(DType::F32, {4, 2, 3}));
-  int y = g.addParam(tt(DType::F32, {3, 1}), "y");
   EXPECT_EQ(inferOk(g, OpKind::Expand, {y}, attrs({{"shape", Attr::list({2, 3, 5})}})),
             tt(DType::F32, {2, 3, 5}));
   auto sl = [](int64_t axis, int64_t start, int64_t end, int64_t step) {

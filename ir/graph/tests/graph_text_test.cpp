@@ -105,6 +105,22 @@ TEST(GraphText, FloatsAreBitExact) {
   EXPECT_EQ(n.nodes[0].attrs.getFloat("max", 0), -INFINITY);
 }
 
+TEST(GraphText, AttributesMayPrecedeOperands) {
+  Graph g = parseOk("graph @g(%a: tensor<f32, [2, 3]>, %b: tensor<f32, [1, 3]>) {\n"
+                    "  %c = cat {axis = 0} %a, %b\n  %k = constant {value = 1.0, dtype = \"f32\"}\n"
+                    "  %s = sum {axes = [0]} %c : tensor<f32, [3]>\n  return %s, %k\n}\n");
+  ASSERT_EQ(g.nodes.size(), 3u);
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(g.nodes[0].type.shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_TRUE(g.nodes[1].inputs.empty()); // %s on the next line is not its operand
+  EXPECT_EQ(g.nodes[2].inputs, (std::vector<int>{2}));
+  EXPECT_NE(printGraph(g).find("%c = cat %a, %b {axis = 0}"), std::string::npos);
+  EXPECT_NE(parseErr("graph @g(%a: tensor<f32, [2]>) {\n  %c = cat {axis = 0} %a {axis = 0}\n"
+                     "  return %c\n}\n")
+                .find("t.tg:2:26: error: attributes are given twice"),
+            std::string::npos);
+}
+
 TEST(GraphText, UnnamedValuesPrintUnique) {
   Graph g;
   g.addParam(TensorType{DType::F32, {2}, {}}, "1"); // collides with node 1's number
@@ -161,6 +177,8 @@ TEST(GraphText, Errors) {
       {"graph @g(%x: tensor<f32, [2]>) {\n  %a = sum %x {axes = [0], keepdim = 3}\n"
        "  return %a\n}",
        "2:8", "attribute 'keepdim' must be true or false"},
+      {"graph @g(%x: tensor<f32, [3, 0]>) {\n  %a = amax %x {axes = [1]}\n  return %a\n}", "2:8",
+       "amax: reduces an empty extent (axis 1 of tensor<f32, [3, 0]>)"},
       {"graph @g(%x: tensor<f32, [2], strides [-1]>) {\n  return %x\n}", "1:14",
        "parameter %x: negative stride"},
       {"graph @g(%x: tensor<f32, [2, 2], strides [1]>) {\n  return %x\n}", "1:14",

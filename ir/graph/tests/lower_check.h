@@ -66,7 +66,7 @@ lowerAndCompare(const std::string &text, const CheckOptions &o = {}, Plan *planO
   Plan plan;
   std::string err;
   if (!lower(g, o.caps, &plan, &err))
-    return ::testing::AssertionFailure() << "lower: " << err << "\n" << plan.module;
+    return ::testing::AssertionFailure() << "lower: " << err << "\n" << text << "\n" << plan.module;
   if (planOut)
     *planOut = plan;
   std::vector<HostTensor> in = o.inputs;

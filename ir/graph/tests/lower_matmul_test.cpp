@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
+#include <random>
 
 namespace tessera::graph {
 namespace {
@@ -86,31 +88,11 @@ GemmCase plain(int64_t M, int64_t N, int64_t K, DType t = DType::F32) {
   return c;
 }
 
-// y = gelu(x @ w + bias) + residual, in the graph and in double.
-Epilogue biasGeluResidual() {
-  Epilogue e;
-  e.build = [](Graph &g, int p, const std::vector<int> &x) {
-    std::string err;
-    int v = g.add(OpKind::Add, {p, x[0]}, {}, &err);
-    v = g.add(OpKind::Gelu, {v}, {}, &err);
-    return g.add(OpKind::Add, {v, x[1]}, {}, &err);
-  };
-  e.ref = [](double p, const std::vector<double> &x) {
-    const double z = p + x[0];
-    return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
-  };
-  // gelu' <= 1.13; erf's budget (16 ULP) and five roundings, relative to |z| (1 + erf cancels
-  // near -1, so the error is absolute in |z|): generous 64 ULP of max(|res|, |p|) + |bias|
-  // bounded below by the inputs' range (|bias|, |residual| <= 1).
-  e.lipschitz = 1.13;
-  e.ownUlps = 64;
-  return e;
-}
-
 struct CapsCase {
   const char *name;
   ScheduleCaps (*caps)();
 };
+std::ostream &operator<<(std::ostream &os, const CapsCase &c) { return os << c.name; }
 const CapsCase kAllCaps[] = {{"cpu", cpuCaps}, {"vulkan", vulkanCaps}, {"simt", simtCaps}};
 
 class LowerMatmul : public ::testing::TestWithParam<CapsCase> {};
@@ -166,7 +148,7 @@ TEST_P(LowerMatmul, BiasGeluResidualEpilogue) {
   GemmCase g = plain(21, 18, 15);
   g.b = View{{15, 18}, {1, 15}, 0}; // weight [N, K]
   g.extras = {View{{18}, {}, 0}, View{{21, 18}, {}, 0}};
-  g.epilogue = biasGeluResidual();
+  g.epilogue = testing::biasGeluResidual();
   BuiltCase c = testing::buildCase(g);
   runCase(c, GetParam().caps());
 }
@@ -219,10 +201,71 @@ TEST_P(LowerMatmul, CastEpilogueToBf16) {
   runCase(c, GetParam().caps());
 }
 
+TEST_P(LowerMatmul, ConstantInEpilogue) {
+  // y = relu(x @ w) * 0.125 - 1: constants fused as epilogue nodes.
+  GemmCase g = plain(10, 14, 8);
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &) {
+    std::string err;
+    auto constant = [&](double v) {
+      Attrs a;
+      a.set("value", Attr::real(v));
+      a.set("dtype", Attr::str("f32"));
+      return gr.add(OpKind::Constant, {}, a, &err);
+    };
+    int v = gr.add(OpKind::Relu, {p}, {}, &err);
+    v = gr.add(OpKind::Mul, {v, constant(0.125)}, {}, &err);
+    return gr.add(OpKind::Sub, {v, constant(1.0)}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &) {
+    return (p > 0 ? p : 0.0) * 0.125 - 1;
+  };
+  BuiltCase c = testing::buildCase(g);
+  ASSERT_GE(c.mm.epilogue.size(), 4u);
+  runCase(c, GetParam().caps());
+}
+
+TEST_P(LowerMatmul, EmptyDims) {
+  // K = 0: every output is the epilogue of 0 (bias alone); M = 0 and a batch of 0: nothing
+  // to write, the kernel must still run cleanly.
+  GemmCase g = plain(6, 9, 0);
+  g.extras = {View{{9}, {}, 0}};
+  g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+    std::string err;
+    return gr.add(OpKind::Add, {p, x[0]}, {}, &err);
+  };
+  g.epilogue.ref = [](double p, const std::vector<double> &x) { return p + x[0]; };
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, GetParam().caps());
+  BuiltCase m0 = testing::buildCase(plain(0, 5, 4));
+  runCase(m0, GetParam().caps());
+  GemmCase b0;
+  b0.a.shape = {0, 3, 4};
+  b0.b.shape = {4, 5};
+  BuiltCase z = testing::buildCase(b0);
+  runCase(z, GetParam().caps());
+}
+
 INSTANTIATE_TEST_SUITE_P(Caps, LowerMatmul, ::testing::ValuesIn(kAllCaps),
                          [](const ::testing::TestParamInfo<CapsCase> &i) {
                            return std::string(i.param.name);
                          });
+
+TEST(LowerMatmulRandom, ShapesLayoutsBatchesEpiloguesAndSchedules) {
+  // 60 random groups (testing::randomCase: dtypes, 0-2 broadcast batch dims, empty dims,
+  // padded row/col/strided operands, epilogues) under the three schedules.
+  std::mt19937 rng(2026);
+  for (uint32_t iter = 0; iter < 60; ++iter) {
+    std::string what;
+    GemmCase g =
+        testing::randomCase(rng, iter, {DType::F32, DType::F16, DType::BF16, DType::F64}, &what);
+    const CapsCase &caps = kAllCaps[rng() % 3];
+    SCOPED_TRACE(what + " " + caps.name);
+    BuiltCase c = testing::buildCase(g);
+    runCase(c, caps.caps());
+    if (::testing::Test::HasFailure())
+      return;
+  }
+}
 
 TEST(LowerMatmulSimt, F64AndStridedOperands) {
   // f64 takes the SIMT kernel even with matrix ops; so does an operand with no unit stride
@@ -245,13 +288,12 @@ TEST(LowerMatmulText, IndependentOfSizes) {
     g.a.shape = {batch, M, K};
     g.b = View{{K, N}, {1, K}, 0};
     g.extras = {View{{N}, {}, 0}};
-    g.epilogue = biasGeluResidual();
+    g.epilogue = testing::biasGeluResidual();
     g.extras.push_back(View{{batch, M, N}, {}, 0});
     BuiltCase c = testing::buildCase(g);
     detail::KernelText text;
     std::string err;
-    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err))
-        << err;
+    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err)) << err;
     return text.str();
   };
   PlanLaunch l1, l2;
@@ -260,6 +302,24 @@ TEST(LowerMatmulText, IndependentOfSizes) {
   EXPECT_NE(l1.args.size(), 0u);
   EXPECT_EQ(l1.args.size(), l2.args.size());
   EXPECT_NE(l1.grid[2], l2.grid[2]);
+}
+
+TEST(LowerMatmulText, WideArgumentsWhenAValueExceedsI32) {
+  // Scalars are i32 parameters (Vulkan's 128 bytes of push constants) while every value fits;
+  // an offset past 2^31 - 1 switches the kernel to i64 parameters (lowered, not run: the
+  // buffer would need 2^31 elements).
+  BuiltCase c = testing::buildCase(plain(4, 5, 6));
+  detail::KernelText narrow, wide;
+  PlanLaunch launch;
+  std::string err;
+  ASSERT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", narrow, &launch, &err));
+  EXPECT_NE(narrow.str().find("%M_32: i32"), std::string::npos);
+  EXPECT_EQ(launch.args.back().kind, PlanArg::Kind::I32);
+  c.mm.a.offset = int64_t(1) << 32;
+  ASSERT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", wide, &launch, &err));
+  EXPECT_NE(wide.str().find("%M: i64"), std::string::npos);
+  EXPECT_EQ(launch.args.back().kind, PlanArg::Kind::I64);
+  EXPECT_TRUE(ir::parseModule(wide.str(), "<wide>").ok());
 }
 
 TEST(LowerMatmulErrors, BadGroupsAreRefused) {
@@ -297,6 +357,12 @@ TEST(LowerMatmulErrors, BadGroupsAreRefused) {
   BuiltCase h = testing::buildCase(plain(4, 5, 6, DType::BF16));
   EXPECT_FALSE(detail::lowerMatmul(h.g, h.mm, noBf16, "k", text, &launch, &err));
   EXPECT_NE(err.find("no bf16 support"), std::string::npos) << err;
+  ScheduleCaps noI64 = cpuCaps();
+  noI64.i64 = false;
+  EXPECT_FALSE(detail::lowerMatmul(c.g, c.mm, noI64, "k", text, &launch, &err));
+  EXPECT_NE(err.find("no i64 support"), std::string::npos) << err;
+  // Nothing was appended to the module by the refused groups.
+  EXPECT_EQ(text.str(), "");
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include "ir/graph/lower_internal.h"
 #include "ir/interp/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -32,16 +33,17 @@ struct Epilogue {
   /// The same function in double.
   std::function<double(double product, const std::vector<double> &extras)> ref;
   /// A bound on |d epilogue / d product| (how much the product's error grows) and the
-  /// epilogue's own error relative to max(|result|, |product|), in units of 2^-24.
+  /// epilogue's own error relative to |product| + sum |extras| + |result| (a bound on every
+  /// intermediate), in units of 2^-24.
   double lipschitz = 1, ownUlps = 4;
 };
 
 struct GemmCase {
   DType dtype = DType::F32;
-  View a, b;                       // [batch..., M, K] and [batch..., K, N], any strides
-  std::vector<View> extras;        // the extras' own (param) shapes, broadcast to the output
-  std::vector<DType> extraTypes;   // default: dtype
-  Epilogue epilogue;               // build == nullptr: none
+  View a, b;                     // [batch..., M, K] and [batch..., K, N], any strides
+  std::vector<View> extras;      // the extras' own (param) shapes, broadcast to the output
+  std::vector<DType> extraTypes; // default: dtype
+  Epilogue epilogue;             // build == nullptr: none
   uint32_t seed = 1;
 };
 
@@ -57,13 +59,20 @@ struct BuiltCase {
 
 inline ir::Scalar storageScalar(DType t) {
   switch (t) {
-  case DType::Bool: return ir::Scalar::I8;
-  case DType::I32: return ir::Scalar::I32;
-  case DType::I64: return ir::Scalar::I64;
-  case DType::F16: return ir::Scalar::F16;
-  case DType::BF16: return ir::Scalar::BF16;
-  case DType::F32: return ir::Scalar::F32;
-  case DType::F64: return ir::Scalar::F64;
+  case DType::Bool:
+    return ir::Scalar::I8;
+  case DType::I32:
+    return ir::Scalar::I32;
+  case DType::I64:
+    return ir::Scalar::I64;
+  case DType::F16:
+    return ir::Scalar::F16;
+  case DType::BF16:
+    return ir::Scalar::BF16;
+  case DType::F32:
+    return ir::Scalar::F32;
+  case DType::F64:
+    return ir::Scalar::F64;
   }
   return ir::Scalar::F32;
 }
@@ -98,10 +107,14 @@ inline int64_t viewIndex(const View &v, const std::vector<int64_t> &idx) {
 /// Unit roundoff of a storage dtype (half its spacing at 1).
 inline double unitRoundoff(DType t) {
   switch (t) {
-  case DType::F16: return std::ldexp(1.0, -11);
-  case DType::BF16: return std::ldexp(1.0, -8);
-  case DType::F64: return std::ldexp(1.0, -53);
-  default: return std::ldexp(1.0, -24);
+  case DType::F16:
+    return std::ldexp(1.0, -11);
+  case DType::BF16:
+    return std::ldexp(1.0, -8);
+  case DType::F64:
+    return std::ldexp(1.0, -53);
+  default:
+    return std::ldexp(1.0, -24);
   }
 }
 
@@ -186,8 +199,7 @@ inline BuiltCase buildCase(GemmCase c) {
   r.mm.out = operand(out, r.outType, static_cast<int>(r.buffers.size() - 1));
   r.mm.result = result;
   // Expected values: a long double dot product per element, then the epilogue in double.
-  const int64_t K = c.a.shape.back(), N = r.outShape.back();
-  const int64_t M = r.outShape[r.outShape.size() - 2];
+  const int64_t K = c.a.shape.back();
   const double u_in = unitRoundoff(c.dtype), u_out = unitRoundoff(r.outType);
   const double accU = c.dtype == DType::F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   std::vector<int64_t> idx(r.outShape.size(), 0);
@@ -210,7 +222,6 @@ inline BuiltCase buildCase(GemmCase c) {
       sum += p;
       mag += std::fabs(p);
     }
-    (void)M;
     std::vector<double> ex;
     for (size_t x = 0; x < c.extras.size(); ++x) {
       ir::Literal l = r.buffers[2 + x].get(viewIndex(c.extras[x], idx));
@@ -223,16 +234,123 @@ inline BuiltCase buildCase(GemmCase c) {
     // the epilogue (lipschitz), the epilogue's own roundings, and the final rounding to the
     // output dtype (u_out |res|).
     double tol = (K + 1) * accU * static_cast<double>(mag) + (K + 1) * std::ldexp(1.0, -126);
-    if (c.dtype == DType::F16 || c.dtype == DType::BF16)
-      tol += u_in * std::fabs(prod);
+    // Every intermediate value of the epilogue is bounded by `scale` (gelu' <= 1.13 is in
+    // the lipschitz factor); an epilogue's rounding errors are relative to the intermediates,
+    // not to the result, which may cancel (gelu(z) + residual ~ 0).
+    double scale = std::fabs(prod) + std::fabs(res);
+    for (double x : ex)
+      scale += std::fabs(x);
+    if (c.dtype == DType::F16 || c.dtype == DType::BF16) {
+      // Every node's result is rounded to its dtype (as the evaluator does; this reference
+      // does not round): the product, then each epilogue node, each by at most u times an
+      // intermediate.
+      tol += u_in * std::fabs(prod) + u_in * static_cast<double>(r.mm.epilogue.size()) * scale;
+    }
     tol *= c.epilogue.lipschitz;
     if (c.epilogue.build)
-      tol += c.epilogue.ownUlps * std::ldexp(1.0, -24) * std::max(std::fabs(res), std::fabs(prod));
+      tol += c.epilogue.ownUlps * std::ldexp(1.0, -24) * scale;
     tol += u_out * std::fabs(res);
     r.expect.push_back(res);
     r.tolerance.push_back(tol);
   }
   return r;
+}
+
+// y = gelu(x @ w + bias) + residual, in the graph and in double.
+inline Epilogue biasGeluResidual() {
+  Epilogue e;
+  e.build = [](Graph &g, int p, const std::vector<int> &x) {
+    std::string err;
+    int v = g.add(OpKind::Add, {p, x[0]}, {}, &err);
+    v = g.add(OpKind::Gelu, {v}, {}, &err);
+    return g.add(OpKind::Add, {v, x[1]}, {}, &err);
+  };
+  e.ref = [](double p, const std::vector<double> &x) {
+    const double z = p + x[0];
+    return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))) + x[1];
+  };
+  // gelu' <= 1.13; erf's budget (16 ULP) and five roundings, relative to the intermediates
+  // (1 + erf cancels near -1, so the error is absolute in |z|): 64 ULP of |p| + |bias| +
+  // |residual| + |res| (matmul_case.h).
+  e.lipschitz = 1.13;
+  e.ownUlps = 64;
+  return e;
+}
+
+// A view of logical `shape` ([batch..., R, C]) stored row-major (layout 0), column-major
+// (1) or with no unit stride (2), each with padding between rows/columns and matrices.
+inline View randomView(const std::vector<int64_t> &shape, int layout, std::mt19937 &rng) {
+  const size_t r = shape.size();
+  const int64_t R = std::max<int64_t>(shape[r - 2], 1), C = std::max<int64_t>(shape[r - 1], 1);
+  const int64_t pad = static_cast<int64_t>(rng() % 3);
+  int64_t rs = 1, cs = 1;
+  if (layout == 0)
+    rs = C + pad;
+  else if (layout == 1)
+    cs = R + pad;
+  else
+    cs = 2, rs = 2 * C + 1 + pad;
+  View v;
+  v.shape = shape;
+  v.strides.assign(r, 0);
+  v.strides[r - 2] = rs;
+  v.strides[r - 1] = cs;
+  int64_t step = 1 + (R - 1) * rs + (C - 1) * cs + static_cast<int64_t>(rng() % 3);
+  for (size_t d = r - 2; d-- > 0;) {
+    v.strides[d] = step;
+    step *= std::max<int64_t>(shape[d], 1);
+  }
+  v.offset = static_cast<int64_t>(rng() % 4);
+  return v;
+}
+
+/// A random case (the randomized tests): a dtype of `types`, 0-2 batch dims (extents 0-3, each
+/// operand dropping or broadcasting some), M, N, K in 0..20, row-/column-major/strided
+/// operands with padding and offsets, and an epilogue (none, bias, bias + gelu + residual).
+/// `*what` describes it for a failure message.
+inline GemmCase randomCase(std::mt19937 &rng, uint32_t seed, const std::vector<DType> &types,
+                           std::string *what) {
+  const DType t = types[rng() % types.size()];
+  const size_t nb = rng() % 3;
+  std::vector<int64_t> batch;
+  for (size_t d = 0; d < nb; ++d)
+    batch.push_back(rng() % 10 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 3));
+  const int64_t M = rng() % 21, N = rng() % 21, K = rng() % 21;
+  auto operandShape = [&](int64_t r, int64_t c) {
+    std::vector<int64_t> sh;
+    const size_t keep = rng() % (nb + 1); // leading batch dims dropped: broadcast
+    for (size_t d = nb - keep; d < nb; ++d)
+      sh.push_back(rng() % 3 == 0 ? 1 : batch[d]);
+    sh.push_back(r);
+    sh.push_back(c);
+    return sh;
+  };
+  GemmCase g;
+  g.dtype = t;
+  g.seed = seed;
+  const int la = static_cast<int>(rng() % 3), lb = static_cast<int>(rng() % 3);
+  g.a = randomView(operandShape(M, K), la, rng);
+  g.b = randomView(operandShape(K, N), lb, rng);
+  const int epi = static_cast<int>(rng() % 3);
+  std::vector<int64_t> outShape = batch;
+  outShape.push_back(M);
+  outShape.push_back(N);
+  if (epi == 1) {
+    g.extras = {View{{N}, {}, 0}};
+    g.epilogue.build = [](Graph &gr, int p, const std::vector<int> &x) {
+      std::string err;
+      return gr.add(OpKind::Add, {p, x[0]}, {}, &err);
+    };
+    g.epilogue.ref = [](double p, const std::vector<double> &x) { return p + x[0]; };
+  } else if (epi == 2) {
+    g.extras = {View{{N}, {}, 0}, View{outShape, {}, 0}};
+    g.epilogue = biasGeluResidual();
+  }
+  *what = std::string(dtypeName(t)) + " batch " + std::to_string(nb) + " M " + std::to_string(M) +
+          " N " + std::to_string(N) + " K " + std::to_string(K) + " layouts " + std::to_string(la) +
+          std::to_string(lb) + " epilogue " + std::to_string(epi) + " (case " +
+          std::to_string(seed) + ")";
+  return g;
 }
 
 /// Binds a PlanLaunch's arguments to `buffers` for the interpreter / runOnDevice.
