@@ -25,6 +25,11 @@ from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan,
                         param_strides)
 
 _KNOWN_OPTIONS = ("device", "strict")
+# AOTAutograd wraps the backward compiler's result in a Dynamo-disable function, which hides
+# CompiledFx._boxed_call, and then warns that the backend is unboxed; CompiledFx accepts both
+# conventions, so the warning says nothing true about this backend.
+warnings.filterwarnings("ignore", message="Your compiler for AOTAutograd is returning a "
+                        "function that doesn't take boxed arguments")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph
 _lock = threading.Lock()
 
