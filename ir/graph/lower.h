@@ -84,7 +84,7 @@ struct PlanKernelInfo {
   std::string kernel;
   std::string kind;                   // "pointwise" "row" "reduce" "matmul" "cat" "embedding" ...
   std::vector<std::string> ops;       // the graph ops fused into it, in graph order ("add", ...)
-  std::optional<PlanGemm> gemm;       // matmul kernels: the GEMM it computes
+  std::optional<PlanGemm> gemm = std::nullopt; // matmul kernels: the GEMM it computes
 };
 
 struct Plan {
