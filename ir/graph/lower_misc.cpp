@@ -131,13 +131,15 @@ bool Lowerer::emitMatmul(const FusedKernel &fk) {
   std::string name = nextName("matmul"), err;
   PlanLaunch launch;
   launch.kernel = name;
-  if (!lowerMatmul(g, mm, caps, name, text, &launch, &err))
+  PlanGemm gemm;
+  if (!lowerMatmul(g, mm, caps, name, text, &launch, &err, &gemm))
     return fail(m, err);
   plan->module += (plan->module.empty() ? "" : "\n") + text.str();
   plan->launches.push_back(launch);
   PlanKernelInfo info;
   info.kernel = name;
   info.kind = "matmul";
+  info.gemm = std::move(gemm);
   for (int v : fk.members)
     info.ops.push_back(opName(g.node(v).op));
   plan->kernels.push_back(std::move(info));
