@@ -25,6 +25,11 @@ struct ScheduleCaps {
   uint64_t sharedBytes = 32768;      // workgroup-shared memory per workgroup
   bool f16 = true, bf16 = true, f64 = true, i64 = true;
   bool matrixOps = true;             // matrix_* ops may be used (GEMMs); else a plain tiled GEMM
+  /// GEMMs of fewer flops (2*M*N*K*batch) take the plain tiled kernel even when matrixOps is
+  /// set: where matrix ops are lowered in software (Vulkan without cooperative matrices, e.g.
+  /// lavapipe) their large kernels cost seconds of driver compile time that a small GEMM never
+  /// earns back. A size bucket, so the module text depends on which side of it a GEMM falls.
+  uint64_t matrixMinFlops = 0;
 };
 
 /// One device buffer the plan needs.

@@ -408,7 +408,10 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   // The kernel is built apart and appended only when complete: a refused epilogue must not
   // leave half a kernel in the module.
   KernelText kernel;
-  if (caps.matrixOps && matrixCapable(f, mm, g)) {
+  const double flops = 2.0 * static_cast<double>(f.M) * static_cast<double>(f.N) *
+                       static_cast<double>(f.K) * static_cast<double>(batch);
+  if (caps.matrixOps && flops >= static_cast<double>(caps.matrixMinFlops) &&
+      matrixCapable(f, mm, g)) {
     GemmTiles t = pickTiles(caps);
     if (!emitMatrixGemm(kernel, g, mm, f, t, name, error))
       return false;

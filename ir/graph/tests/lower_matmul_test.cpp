@@ -307,6 +307,18 @@ TEST(LowerMatmulText, IndependentOfSizes) {
   EXPECT_NE(l1.grid[2], l2.grid[2]);
 }
 
+TEST(LowerMatmulText, SmallGemmsTakeTheTiledKernelBelowMatrixMinFlops) {
+  // ScheduleCaps::matrixMinFlops: a GEMM below it takes the tiled SIMT kernel even though
+  // matrix ops are allowed; at or above it, the matrix kernel. Both compute the product.
+  BuiltCase small = testing::buildCase(plain(17, 13, 29)); // 2*17*13*29 = 12818 flops
+  ScheduleCaps caps = vulkanCaps();
+  caps.matrixMinFlops = 12819;
+  EXPECT_EQ(runCase(small, caps).module.find("matrix_mad"), std::string::npos);
+  caps.matrixMinFlops = 12818;
+  BuiltCase again = testing::buildCase(plain(17, 13, 29));
+  EXPECT_NE(runCase(again, caps).module.find("matrix_mad"), std::string::npos);
+}
+
 TEST(LowerMatmulText, WideArgumentsWhenAValueExceedsI32) {
   // Scalars are i32 parameters (Vulkan's 128 bytes of push constants) while every value fits;
   // an offset past 2^31 - 1 switches the kernel to i64 parameters (lowered, not run: the
