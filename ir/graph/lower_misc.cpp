@@ -7,6 +7,8 @@
 //   epilogue extras broadcast to the output) for lowerMatmul (lower_matmul.cpp).
 #include "ir/graph/lower_kernel.h"
 
+#include <algorithm>
+
 namespace tessera::graph::detail {
 
 bool Lowerer::emitCat(const FusedKernel &fk) {
@@ -115,8 +117,9 @@ bool Lowerer::emitMatmul(const FusedKernel &fk) {
   }
   for (int e : fk.epilogue)
     for (int in : g.node(e).inputs) {
-      if (fusion.kernelOf[static_cast<size_t>(in)] == curKernel || mm.extraOf.count(in))
-        continue;
+      if (fusion.kernelOf[static_cast<size_t>(in)] == curKernel || mm.extraOf.count(in) ||
+          std::find(fk.epilogue.begin(), fk.epilogue.end(), in) != fk.epilogue.end())
+        continue; // the product, an epilogue node or constant, or an extra already bound
       const std::optional<Operand> &l = layoutOf(in);
       if (!l)
         return fail(e, "an epilogue operand has no memory layout (internal error)");
