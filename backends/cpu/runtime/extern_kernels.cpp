@@ -45,13 +45,20 @@ const char *const kGemmParamNames[kGemmParams] = {
     "A",    "B",    "C",    "a_off", "b_off", "c_off", "M",    "N",    "K",   "batch",
     "a_rs", "a_cs", "b_rs", "b_cs",  "c_rs",  "c_cs",  "a_bs", "b_bs", "c_bs"};
 
+bool hostHasAvx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
 const OpenBlas &openBlas() {
   // Loaded on the first extern executable, never at process start: no static constructor,
   // and processes that never ask for BLAS never load it.
-  static const OpenBlas blas(__builtin_cpu_supports("avx512f"),
-                             std::getenv("TESSERA_OPENBLAS_LIBRARY")
-                                 ? std::getenv("TESSERA_OPENBLAS_LIBRARY")
-                                 : "libopenblas.so.0");
+  static const OpenBlas blas(hostHasAvx512(), std::getenv("TESSERA_OPENBLAS_LIBRARY")
+                                                  ? std::getenv("TESSERA_OPENBLAS_LIBRARY")
+                                                  : "libopenblas.so.0");
   return blas;
 }
 
