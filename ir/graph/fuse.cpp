@@ -237,6 +237,66 @@ private:
         std::fill(dep.begin(), dep.end(), int8_t(-1));
       }
     }
+    absorbPrologue(id, r0, computable);
+  }
+
+  /// Whether `v` must be in memory whatever kernel computes it: a graph output or an
+  /// operand of a kernel that reads memory.
+  bool wantsMemory(int v) const {
+    if (f_.isOutput[static_cast<size_t>(v)])
+      return true;
+    for (int u : f_.users[static_cast<size_t>(v)]) {
+      OpKind op = g_.node(u).op;
+      if (opFamily(op) == OpFamily::Matmul || op == OpKind::Cat || op == OpKind::Embedding)
+        return true;
+    }
+    return false;
+  }
+
+  /// Whether every reader of `v` (directly or through inlined pointwise nodes) is in row
+  /// group `id` or not yet in any kernel and after its anchor, so that a kernel reading `v`
+  /// from memory runs after the row kernel writes it.
+  bool readersFollow(int v, int id, int r0) const {
+    for (int u : f_.users[static_cast<size_t>(v)]) {
+      int k = f_.kernelOf[static_cast<size_t>(u)];
+      if (k == id)
+        continue;
+      if (k >= 0 || u < r0)
+        return false;
+      if (inlinable(u) && !readersFollow(u, id, r0))
+        return false;
+    }
+    return true;
+  }
+
+  /// A pointwise node over the row space that the row group inlines (a prologue, e.g. the
+  /// gelu before a layer_norm) and that must be written anyway (a value saved for backward,
+  /// a GEMM operand) joins the group: the row kernel's final pass writes it, instead of a
+  /// pointwise kernel of its own writing it and the row kernel recomputing it.
+  void absorbPrologue(int id, int r0, const std::function<bool(int)> &computable) {
+    const std::vector<int64_t> space = f_.kernels[static_cast<size_t>(id)].space;
+    std::vector<bool> seen(static_cast<size_t>(g_.numValues()), false);
+    std::vector<int> todo = f_.kernels[static_cast<size_t>(id)].members, absorbed;
+    while (!todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      for (int in : g_.node(v).inputs) {
+        if (seen[static_cast<size_t>(in)] || !inlinable(in))
+          continue;
+        seen[static_cast<size_t>(in)] = true;
+        todo.push_back(in);
+        if (g_.typeOf(in).shape == space && wantsMemory(in) && computable(in) &&
+            readersFollow(in, id, r0))
+          absorbed.push_back(in);
+      }
+    }
+    std::vector<int> &members = f_.kernels[static_cast<size_t>(id)].members;
+    for (int v : absorbed) {
+      members.push_back(v);
+      f_.kernelOf[static_cast<size_t>(v)] = id;
+    }
+    // Members in graph order: the row lowering evaluates them in this order.
+    std::sort(members.begin(), members.end());
   }
 
   bool isConstant(int v) const {

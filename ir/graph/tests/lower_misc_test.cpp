@@ -93,6 +93,81 @@ TEST(LowerMisc, MatmulWithBiasGeluEpilogueIsOneKernel) {
   EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "add", "gelu"}));
 }
 
+// Linear -> GELU -> LayerNorm -> Linear as the torch front end emits it for training
+// (AOTAutograd returns the values saved for backward: %v1, %v2, %v4, %v7, %v11). The GEMM's
+// result %v1 is an output, so its epilogue stops there; the gelu, also an output, is written
+// by the layer_norm's row kernel that computes it anyway, not by a pointwise kernel of its own.
+TEST(LowerMisc, GeluSavedForBackwardIsWrittenByTheLayerNormRowKernel) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 64;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @seg0(%a0: tensor<f32, [128]>, %a1: tensor<f32, [32, 64]>,
+    %a2: tensor<f32, [64, 128], strides [1, 64]>, %a3: tensor<f32, [128]>,
+    %a4: tensor<f32, [128]>, %a5: tensor<f32, [10]>,
+    %a6: tensor<f32, [128, 10], strides [1, 128]>) {
+  %v0 = matmul %a1, %a2 : tensor<f32, [32, 128]>
+  %v1 = add %v0, %a0 : tensor<f32, [32, 128]>
+  %v2 = gelu %v1 : tensor<f32, [32, 128]>
+  %v3 = var %v2 {axes = [1], keepdim = true, correction = 0} : tensor<f32, [32, 1]>
+  %v4 = mean %v2 {axes = [1], keepdim = true} : tensor<f32, [32, 1]>
+  %v5 = constant {value = 1e-05, dtype = "f32", shape = []} : tensor<f32, []>
+  %v6 = add %v3, %v5 : tensor<f32, [32, 1]>
+  %v7 = rsqrt %v6 : tensor<f32, [32, 1]>
+  %v8 = sub %v2, %v4 : tensor<f32, [32, 128]>
+  %v9 = mul %v8, %v7 : tensor<f32, [32, 128]>
+  %v10 = mul %v9, %a3 : tensor<f32, [32, 128]>
+  %v11 = add %v10, %a4 : tensor<f32, [32, 128]>
+  %v12 = matmul %v11, %a6 : tensor<f32, [32, 10]>
+  %v13 = add %v12, %a5 : tensor<f32, [32, 10]>
+  return %v13, %v1, %v2, %v4, %v7, %v11
+})",
+                              o, &plan));
+  ASSERT_EQ(kinds(plan), (Kinds{"matmul", "row", "matmul"}));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "add"}));
+  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"gelu", "var", "mean", "add", "rsqrt",
+                                                           "sub", "mul", "mul", "add"}));
+  EXPECT_EQ(plan.kernels[2].ops, (std::vector<std::string>{"matmul", "add"}));
+}
+
+// A gelu read by a kernel anchored before the row kernel (here a GEMM between them) must be
+// written before that kernel runs: it keeps a kernel of its own.
+TEST(LowerMisc, APrologueReadByAnEarlierKernelIsNotAbsorbed) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 16;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @p(%x: tensor<f32, [8, 16]>, %w: tensor<f32, [16, 16]>) {
+  %g = gelu %x
+  %m = matmul %g, %w
+  %s = sum %g {axes = [1], keepdim = true}
+  %y = sub %g, %s
+  return %m, %y
+})",
+                              o, &plan));
+  EXPECT_EQ(kinds(plan), (Kinds{"pointwise", "matmul", "row"}));
+}
+
+// The SwiGLU feed-forward of a transformer block: w2(silu(w1 x) * w3 x) is three GEMMs, the
+// silu in the first one's epilogue and the product in the second one's.
+TEST(LowerMisc, SwiGluFeedForwardIsThreeGemms) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 32;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @ffn(%x: tensor<f32, [16, 24]>, %w1: tensor<f32, [24, 32]>,
+                                          %w3: tensor<f32, [24, 32]>, %w2: tensor<f32, [32, 24]>) {
+  %h1 = matmul %x, %w1
+  %s = silu %h1
+  %h3 = matmul %x, %w3
+  %p = mul %s, %h3
+  %y = matmul %p, %w2
+  return %y
+})",
+                              o, &plan));
+  ASSERT_EQ(kinds(plan), (Kinds{"matmul", "matmul", "matmul"}));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "silu"}));
+  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"matmul", "mul"}));
+  EXPECT_EQ(plan.kernels[2].ops, (std::vector<std::string>{"matmul"}));
+}
+
 TEST(LowerMisc, ConstantsJoinTheMatmulEpilogueAndStayInlinedElsewhere) {
   Plan plan;
   CheckOptions o;
