@@ -62,7 +62,31 @@ def decompositions():
     for op in (aten.gelu.default, aten.var_mean.correction, aten.var_mean.default,
                aten.embedding_dense_backward.default):
         table.pop(op, None)
+    table[aten._scaled_dot_product_flash_attention_for_cpu.default] = _sdpa_flash_cpu
     return table
+
+
+def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                    scale=None):
+    """torch's core decomposition of the CPU flash-attention forward (math attention) returns
+    the attention probabilities where the op returns its logsumexp. The backward stays the
+    eager op _scaled_dot_product_flash_attention_for_cpu_backward, which rebuilds the
+    probabilities as exp(scores - logsumexp): fed the probabilities it returned gradients off
+    by orders of magnitude (F.scaled_dot_product_attention under training). Same math output,
+    plus the real logsumexp ([B, H, L], f32 as the op returns it)."""
+    from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu
+
+    out, _ = scaled_dot_product_flash_attention_for_cpu(
+        query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+    q, k = query.float(), key.float()
+    s = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    if is_causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        s = (s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
+             else s + attn_mask.float())
+    return out, torch.logsumexp(s, dim=-1)
 
 
 def device_dtypes(device: str) -> set:

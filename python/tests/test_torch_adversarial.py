@@ -1,0 +1,504 @@
+"""Adversarial torch models through torch.compile(backend="tessera"), against eager torch.
+
+Small models written the way users write them (not from the front end's op table): attention
+through F.scaled_dot_product_attention and nn.MultiheadAttention, BatchNorm in train and eval
+(running buffers mutated), Dropout, in-place ops, integer/bool tensors, reductions over odd
+axes, values+indices reductions, ops that must fall back (topk, cumsum, sort, conv1d), f16/bf16,
+pytree outputs, constants, scalar losses, empty and changing batches, non-contiguous and
+0-stride inputs, inf/nan, and a forward that raises.
+
+Every check compares with eager through torch.testing.assert_close at its default tolerances
+for the dtype (never loosened), forward and backward. Segments compile with strict=True, so a
+lowering failure is an error, not a silent eager fallback; ops the front end does not support
+must show up in explain()'s fallbacks while the result stays correct. A subset runs on
+vulkan:0 (lavapipe, a CPU emulation: small sizes only).
+"""
+
+import copy
+
+import pytest
+
+from torch_util import DEVICES, Recorder, compile_fn, fallbacks, torch
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tessera.torch import explain
+
+pytestmark = pytest.mark.skipif(not DEVICES, reason="no tessera device")
+CPU = ["cpu:0"] if "cpu:0" in DEVICES else []
+VK = [d for d in DEVICES if d.startswith("vulkan")]
+
+
+def _detach_clone(x):
+    if isinstance(x, torch.Tensor):
+        y = x.detach().clone()
+        if y.is_floating_point():
+            y.requires_grad_(True)
+        return y
+    return x
+
+
+def check(model, inputs, device, backward=True, expect_fallbacks=None, keep_strides=False):
+    """Runs `model` compiled and eager on copies of `inputs`; compares outputs, the state of
+    module buffers (BatchNorm running stats), parameter and input gradients. Returns the
+    compiled module's fallbacks (op name -> count)."""
+    ref = copy.deepcopy(model) if isinstance(model, nn.Module) else model
+    rec = Recorder()
+    compiled = compile_fn(model, device, rec)
+    if keep_strides:  # non-contiguous inputs: the caller passes views, keep them as they are
+        x_c, x_r = list(inputs), [_detach_clone(i) for i in inputs]
+    else:
+        x_c = [_detach_clone(i) for i in inputs]
+        x_r = [_detach_clone(i) for i in inputs]
+    out = compiled(*x_c)
+    expect = ref(*x_r)
+    torch.testing.assert_close(out, expect, equal_nan=True)  # NaN where eager has NaN
+    if isinstance(model, nn.Module):
+        for (name, b), (_, c) in zip(model.named_buffers(), ref.named_buffers()):
+            torch.testing.assert_close(b, c, msg=lambda m: f"buffer {name}: {m}")
+    if backward:
+        outs = torch.utils._pytree.tree_leaves(out)
+        exps = torch.utils._pytree.tree_leaves(expect)
+        loss_c = sum(o.float().sum() for o in outs
+                     if isinstance(o, torch.Tensor) and o.requires_grad)
+        loss_r = sum(o.float().sum() for o in exps
+                     if isinstance(o, torch.Tensor) and o.requires_grad)
+        loss_c.backward()
+        loss_r.backward()
+        if isinstance(model, nn.Module):
+            for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+                torch.testing.assert_close(p.grad, q.grad, msg=lambda m: f"grad {name}: {m}")
+        for a, b in zip(x_c, x_r):
+            if isinstance(b, torch.Tensor) and b.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad)
+    fb = fallbacks(rec)
+    if expect_fallbacks is not None:
+        assert set(fb) == set(expect_fallbacks), fb
+    return fb
+
+
+# ----------------------------------------------------------------------------- models
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gpt2_block_sdpa_causal(device):
+    torch.manual_seed(0)
+    small = device != "cpu:0"
+    model = GPT2Block(dim=16 if small else 32, heads=2 if small else 4)
+    check(model, [torch.randn(1 if small else 2, 5 if small else 12, 16 if small else 32)],
+          device)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_sdpa_with_bool_and_float_masks(device):
+    def f(q, k, v, m, a):
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=a, scale=0.3))
+
+    torch.manual_seed(20)
+    q, k, v = (torch.randn(2, 3, 6, 8) for _ in range(3))
+    m = torch.rand(6, 6) > 0.3
+    m[:, 0] = True  # no fully masked row: eager's math and flash kernels differ there
+    check(f, [q, k, v, m, torch.randn(6, 6)], device)
+
+
+class MHA(nn.Module):
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        y, w = self.attn(x, x, x, need_weights=True)
+        return y, w
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_multihead_attention(device):
+    torch.manual_seed(1)
+    check(MHA(), [torch.randn(2, 7, 32)], device)
+
+
+class BN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 24)
+        self.bn = nn.BatchNorm1d(24)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.lin(x)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("train", [True, False])
+def test_batchnorm1d_train_and_eval(device, train):
+    torch.manual_seed(2)
+    model = BN()
+    with torch.no_grad():  # non-trivial running stats for eval mode
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    model.train(train)
+    check(model, [torch.randn(8, 16)], device)  # check() compares running_mean/var too
+
+
+class Drop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(64, 64)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_dropout_train_mode_statistics(device):
+    """Random bits differ from eager, so compare what dropout promises: about p of the values
+    are zero and the kept ones are scaled by 1/(1-p) exactly; the gradient is masked alike."""
+    torch.manual_seed(3)
+    model = Drop()
+    model.train()
+    compiled = compile_fn(model, device)
+    x = torch.randn(64, 64)
+    out = compiled(x)
+    full = model.lin(x)
+    zero = out == 0
+    frac = zero.float().mean().item()
+    assert 0.4 < frac < 0.6, frac  # 4096 Bernoulli(0.5) draws: 0.4..0.6 is > 12 sigma
+    torch.testing.assert_close(out[~zero], (full * 2)[~zero])
+    out.sum().backward()
+    g = model.lin.weight.grad
+    expect = ((~zero).float() * 2).t() @ x
+    torch.testing.assert_close(g, expect)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_dropout_eval_is_identity(device):
+    torch.manual_seed(4)
+    model = Drop().eval()
+    check(model, [torch.randn(4, 64)], device, expect_fallbacks={})
+
+
+class InPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = self.lin(x)
+        y.add_(1.0)
+        y.mul_(x)
+        return self.act(y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_ops(device):
+    torch.manual_seed(5)
+    check(InPlace(), [torch.randn(6, 8)], device)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_inplace_on_input_is_visible(device):
+    def f(x):
+        x.mul_(2)
+        return x + 1
+
+    x_c, x_r = torch.randn(5, 3), None
+    x_r = x_c.clone()
+    out = compile_fn(f, device)(x_c)
+    expect = f(x_r)
+    torch.testing.assert_close(out, expect)
+    torch.testing.assert_close(x_c, x_r)  # the caller's tensor was mutated, as in eager
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_and_bool_tensors(device):
+    def f(a, b, m):
+        s = a * 3 + b // 2 - (a % 5)
+        c = (s > 4) & m | ~(a == b)
+        return s, c, c.sum(), torch.where(c, a, -b)
+
+    torch.manual_seed(6)
+    a = torch.randint(-20, 20, (4, 6), dtype=torch.int64)
+    b = torch.randint(-20, 20, (4, 6), dtype=torch.int32).to(torch.int64)
+    m = torch.rand(4, 6) > 0.5
+    check(f, [a, b, m], device, backward=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int32_arithmetic(device):
+    def f(a):
+        return a * a + 7, (a.abs() > 3).to(torch.int32), a.max(), a.sum(dim=1)
+
+    a = torch.randint(-100, 100, (5, 7), dtype=torch.int32)
+    check(f, [a], device, backward=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mask_from_comparison_and_where_scalars(device):
+    def f(x, y):
+        mask = (x > 0) & (y < 0.5)
+        z = torch.where(mask, x * y, 0.0)
+        z = torch.where(x < -1, -1.0, z)
+        return z.masked_fill(y > 1.5, float("-inf")).softmax(-1)
+
+    torch.manual_seed(7)
+    check(f, [torch.randn(4, 9), torch.randn(4, 9)], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_softmax_over_dim0(device):
+    torch.manual_seed(8)
+    check(lambda x: torch.softmax(x * 2, dim=0), [torch.randn(6, 5)], device)
+    check(lambda x: torch.log_softmax(x, dim=1), [torch.randn(3, 6, 5)], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mean_sum_over_several_dims(device):
+    def f(x):
+        return (x.mean(dim=(0, 2)), x.sum(dim=(1, 2), keepdim=True), x.sum(), x.mean(),
+                x.var(dim=(0, 1)), x.amax(dim=(0, 2)), x.std())
+
+    torch.manual_seed(9)
+    check(f, [torch.randn(3, 4, 5)], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_dim_values_and_indices(device):
+    def f(x):
+        v, i = x.max(dim=1)
+        w, j = x.min(dim=0, keepdim=True)
+        return v * 2, i, w, j, x.argmax(), x.argmin(dim=-1)
+
+    torch.manual_seed(10)
+    check(f, [torch.randn(5, 7)], device)
+
+
+def test_expected_fallbacks_are_correct_and_explained():
+    def f(x):
+        v, i = x.topk(3, dim=-1)
+        c = torch.cumsum(x, dim=1)
+        s, _ = torch.sort(x, dim=-1)
+        return v.relu() + 1, i, c * 2, s - 1
+
+    torch.manual_seed(11)
+    x = torch.randn(4, 8)
+    fb = check(f, [x], "cpu:0")
+    ex = explain(f, x.clone().requires_grad_(), device="cpu:0", backward=True)
+    assert set(fb) == set(ex.fallbacks) and len(ex.fallbacks) >= 3, ex
+    assert any("topk" in k for k in ex.fallbacks), ex
+    assert any("cumsum" in k for k in ex.fallbacks), ex
+    assert any("sort" in k for k in ex.fallbacks), ex
+    assert "fallbacks:" in str(ex)
+
+
+class Conv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 4, 3, padding=1)
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.lin(F.gelu(self.conv(x)).transpose(1, 2))
+
+
+def test_conv1d_falls_back_and_is_correct():
+    torch.manual_seed(12)
+    x = torch.randn(2, 3, 10)
+    fb = check(Conv(), [x], "cpu:0")
+    assert any("convolution" in k for k in fb), fb
+    ex = explain(Conv(), x, device="cpu:0", backward=True)
+    assert any("convolution" in k for k in ex.fallbacks), ex
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin1 = nn.Linear(16, 32)
+        self.ln = nn.LayerNorm(32)
+        self.lin2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.lin2(F.silu(self.ln(self.lin1(x))))
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_bf16_model(device):
+    torch.manual_seed(13)
+    model = Small().to(torch.bfloat16)
+    check(model, [torch.randn(6, 16, dtype=torch.bfloat16)], device)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_f16_model(device):
+    """Forward at f16's assert_close defaults. Gradients against an f64 oracle: eager rounds
+    every intermediate to f16, tessera (like Inductor) only what a kernel stores, so the two
+    differ by an f16 ULP here and there, and a weight gradient (an f16 GEMM over values
+    rounded differently) by more where it cancels (measured: 5 of 512 elements off eager's
+    defaults, e.g. -0.001694 vs eager -0.001548, truth -0.001667). So the compiled gradient's
+    worst error against the f64 truth must be no worse than eager's plus one f16 ULP at the
+    tensor's scale (the absolute error any reordering of its sums can make)."""
+    torch.manual_seed(13)
+    model = Small().to(torch.float16)
+    ref, ref64 = copy.deepcopy(model), copy.deepcopy(model).double()
+    x = torch.randn(6, 16, dtype=torch.float16)
+    out = compile_fn(model, device)(x)
+    torch.testing.assert_close(out, ref(x))
+    out.float().sum().backward()
+    ref(x).float().sum().backward()
+    ref64(x.double()).sum().backward()
+    ulp = torch.finfo(torch.float16).eps
+    for (name, p), (_, q), (_, t) in zip(model.named_parameters(), ref.named_parameters(),
+                                         ref64.named_parameters()):
+        err_c = (p.grad.double() - t.grad).abs().max().item()
+        err_e = (q.grad.double() - t.grad).abs().max().item()
+        assert err_c <= err_e + ulp * t.grad.abs().max().item(), (name, err_c, err_e)
+
+
+class TupleDict(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return {"y": y, "pair": (y.relu(), x[:, 1:3]), "t": x.t()}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tuple_dict_and_view_of_input(device):
+    torch.manual_seed(14)
+    check(TupleDict(), [torch.randn(3, 4)], device)
+
+
+class ConstAttr(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.linspace(0.5, 2.0, 6)  # a plain tensor attribute, not a buffer
+        self.register_buffer("shift", torch.arange(6.0))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_constant_tensor_attribute(device):
+    check(ConstAttr(), [torch.randn(3, 6)], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scalar_loss_output(device):
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 5)
+
+        def forward(self, x, t):
+            return F.cross_entropy(self.lin(x), t) + F.mse_loss(x.mean(1), x.sum(1) * 0.1)
+
+    torch.manual_seed(15)
+    check(Loss(), [torch.randn(6, 8), torch.randint(0, 5, (6,))], device)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_empty_batch(device):
+    torch.manual_seed(16)
+    model = Small()
+    check(model, [torch.randn(0, 16)], device)
+    check(lambda x: (x.sum(0), x.mean(1), x * 2), [torch.randn(0, 5)], device, backward=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_size_change(device):
+    torch.manual_seed(17)
+    model = Small()
+    ref = copy.deepcopy(model)
+    compiled = compile_fn(model, device)
+    for b in (4, 7, 1, 7):
+        x = torch.randn(b, 16)
+        torch.testing.assert_close(compiled(x), ref(x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_inputs(device):
+    def f(a, b, c):
+        return a @ b + c.sum(-1, keepdim=True), (a * 2).softmax(0)
+
+    torch.manual_seed(18)
+    a = torch.randn(6, 5).t()               # [5, 6], strides (1, 5)
+    b = torch.randn(6, 16)[:, ::2]          # [6, 8], strides (16, 2)
+    c = torch.randn(5, 12)[:, 1::3]         # [5, 4], offset 1
+    check(f, [a, b, c], device, keep_strides=True, backward=False)
+    # and the same function with gradients, through fresh non-contiguous leaves
+    a2 = torch.randn(6, 5).t().requires_grad_(False)
+    check(f, [a2, b.contiguous(), c.contiguous()], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_stride_expanded_input(device):
+    def f(x, y):
+        return x * y + y.relu(), (x - y).amax(-1)
+
+    torch.manual_seed(19)
+    x = torch.randn(1, 6).expand(5, 6)      # strides (0, 1)
+    y = torch.randn(5, 1).expand(5, 6)      # strides (1, 0)
+    check(f, [x, y], device, keep_strides=True, backward=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inf_nan_propagation(device):
+    def f(x):
+        return (x.exp(), torch.log(x.abs()), x.relu(), torch.maximum(x, torch.zeros_like(x)),
+                x.sigmoid(), x.tanh(), x.clamp(-1, 1), x * 0, x.softmax(-1), x.amax(-1),
+                torch.nan_to_num(x, nan=0.0, posinf=7.0, neginf=-7.0))
+
+    x = torch.tensor([[0.0, -0.0, 1e30, -1e30, float("inf"), float("-inf"), float("nan"),
+                       1e-40, -3.0, 88.8, -104.0, 3.4e38]])
+    check(f, [x], device, backward=False)
+
+
+class Raises(nn.Module):
+    def forward(self, x):
+        if x.shape[-1] != 4:
+            raise ValueError("expected 4 features")
+        return x.relu()
+
+
+def test_forward_raises_like_eager():
+    compiled = compile_fn(Raises(), "cpu:0")
+    with pytest.raises(ValueError, match="expected 4 features"):
+        compiled(torch.randn(2, 3))
+    torch.testing.assert_close(compiled(torch.randn(2, 4).abs()).sign().sum(), torch.tensor(8.0))
+
+
+def test_shape_error_inside_forward_like_eager():
+    lin = nn.Linear(4, 3)
+    compiled = compile_fn(lin, "cpu:0")
+    with pytest.raises(RuntimeError):
+        lin(torch.randn(2, 5))
+    with pytest.raises(RuntimeError):
+        compiled(torch.randn(2, 5))
