@@ -159,7 +159,7 @@ def test_second_batch_size_reuses_kernels(device):
                       for _, cg in runner.by_strides.values()]
                      for _, (_, program) in rec.entries)
     assert [cg.module for cg in first] == [cg.module for cg in second]
-    assert all(cg.stats["source"] == "compiled" for cg in first) or device != "cpu:0"
+    # (the first size may itself come from the on-disk cache of an earlier run)
     assert all(cg.stats["source"] != "compiled" for cg in second), \
         [cg.stats for cg in second]
 
