@@ -287,11 +287,11 @@ std::string emitScalarOp(KernelText &k, const Graph &g, const Node &n,
     std::string lt = op2(k, f ? "cmp.olt" : "cmp.slt", x, z, ty);
     return sel(k, lt, z, x, ty);
   }
-  case OpKind::Sign: { // 1, -1, or x itself for 0, -0 and NaN
+  case OpKind::Sign: { // (0 < x) - (x < 0) as torch: +0 for 0, -0 and NaN (ordered compares)
     std::string z = c(0);
     std::string gt = op2(k, f ? "cmp.ogt" : "cmp.sgt", x, z, ty);
     std::string lt = op2(k, f ? "cmp.olt" : "cmp.slt", x, z, ty);
-    std::string neg = sel(k, lt, c(-1), x, ty);
+    std::string neg = sel(k, lt, c(-1), z, ty);
     return sel(k, gt, c(1), neg, ty);
   }
   case OpKind::Gelu: { // x * 0.5 * (1 + erf(x / sqrt 2))

@@ -187,13 +187,16 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   // Shared arrays, one per accumulator type (reused by every reduction: each combine ends
   // with a barrier).
   std::map<std::string, std::string> shared;
-  auto sharedOf = [&](const std::string &ty) {
-    auto it = shared.find(ty);
+  // argmax's indices have an array of their own (kIndex): an i64 argmax's values would
+  // otherwise share the one i64 array with them.
+  const std::string kIndex = "index";
+  auto sharedOf = [&](const std::string &ty, const std::string &role = "") {
+    auto it = shared.find(ty + role);
     if (it != shared.end())
       return it->second;
     std::string s = k.fresh("sh");
     k.line(s + " = shared_alloc : shared<" + ty + ", " + std::to_string(wmax) + ">");
-    return shared[ty] = s;
+    return shared[ty + role] = s;
   };
   std::vector<Red> reds;
   uint64_t bytes = 0;
@@ -205,7 +208,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
     sharedOf(r.ty);
     if (r.op == OpKind::Argmax)
-      sharedOf("i64");
+      sharedOf("i64", kIndex);
     if (r.op == OpKind::Var)
       sharedOf(r.ty);
   }
@@ -354,7 +357,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     } else {
       k.line("store " + res + ", " + sh + "[" + lid + "] : " + r.ty);
       if (arg)
-        k.line("store " + resi + ", " + sharedOf("i64") + "[" + lid + "] : i64");
+        k.line("store " + resi + ", " + sharedOf("i64", kIndex) + "[" + lid + "] : i64");
     }
     k.line("barrier");
     std::string tot = k.fresh("tot"), toti = k.fresh("tot"), q = k.fresh("q"), a = k.fresh("fa"),
@@ -365,7 +368,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.open((arg ? tot + ", " + toti : tot) + " = " + fhead);
     std::string v = ln(k, "load " + sh + "[" + q + "] : " + r.ty);
     if (arg) {
-      std::string vi = ln(k, "load " + sharedOf("i64") + "[" + q + "] : i64");
+      std::string vi = ln(k, "load " + sharedOf("i64", kIndex) + "[" + q + "] : i64");
       std::string b = argBetter(k, r, a, ai, v, vi);
       std::string nv = ln(k, "select " + b + ", " + v + ", " + a + " : " + r.ty);
       std::string ni = ln(k, "select " + b + ", " + vi + ", " + ai + " : i64");
