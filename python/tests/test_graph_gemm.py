@@ -171,3 +171,41 @@ def test_other_devices_have_no_extern_gemm():
     g = tessera.compile_graph(matmul_text(8, 8, 8), "vulkan:0", gemm_impl="openblas")
     (k,) = g.kernels
     assert k["impl"] == "tessera" and "no vendor GEMM" in k["impl_reason"], k
+
+
+@CPU
+def test_explain_shows_the_impl_of_each_gemm():
+    torch = pytest.importorskip("torch")
+    from tessera.torch import explain
+
+    model = torch.nn.Linear(64, 48, bias=False)
+    ex = explain(model, torch.randn(32, 64), device="cpu:0")
+    matmuls = [k for k in ex.kernels if k["kind"] == "matmul"]
+    assert matmuls and all(k["impl"] in ("tessera", "openblas") for k in matmuls), matmuls
+    assert any(k.get("tessera_ms") for k in matmuls), matmuls  # a plain mm: measured
+    text = str(ex)
+    gemm_lines = text.split("GEMMs:")[1].split("fallbacks")[0]
+    assert "ms, openblas" in gemm_lines and ("matmul, tessera;" in gemm_lines or
+                                              "matmul, openblas;" in gemm_lines), text
+
+
+@CPU
+def test_the_choice_is_kept_on_disk_for_later_processes(tmp_path):
+    script = textwrap.dedent(f"""
+        import tessera, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_graph_gemm import matmul_text
+        (k,) = tessera.compile_graph(matmul_text(24, 40, 56), "cpu:0", gemm_impl="auto").kernels
+        print(k["impl"], k["tessera_ms"], k["openblas_ms"], k["impl_reason"].split(":")[0])
+    """)
+    env = dict(os.environ, TESSERA_CACHE_DIR=str(tmp_path))
+    env.pop("TESSERA_GEMM_IMPL", None)
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stdout + r.stderr
+    first, second = (r.stdout.split() for r in runs)
+    assert first[3] == "measured" and second[3:] == ["measured", "earlier", "for", "this",
+                                                     "shape"], (first, second)
+    assert first[:3] == second[:3]  # the same impl and times, read back
+    assert (tmp_path / "gemm_choices.txt").read_text().count("\n") == 1

@@ -213,6 +213,7 @@ void GemmChoiceCache::store(const std::string &key, const std::string &dir, cons
   // Appended: a later line for the same key wins when read back. A write failure only
   // costs a measurement in a later process.
   std::ofstream out(choicesFile(dir), std::ios::app);
+  out.precision(17); // the times read back exactly
   out << key << '\t' << c.impl << '\t' << c.tesseraMs << '\t' << c.externMs << '\n';
 }
 
