@@ -87,7 +87,8 @@ def _gemm_kernel(kernels, ops_index):
                 impl = k.get("impl", "tessera")
                 times = ""
                 if k.get("tessera_ms") is not None and k.get("openblas_ms") is not None:
-                    times = f"; tessera {k['tessera_ms']:.3g} ms, openblas {k['openblas_ms']:.3g} ms"
+                    times = (f"; tessera {k['tessera_ms']:.3g} ms, "
+                             f"openblas {k['openblas_ms']:.3g} ms")
                 elif k.get("impl_reason"):
                     times = f"; {k['impl_reason']}"
                 return f"{k.get('kernel', '?')} ({k.get('kind', '?')}, {impl}{times})"
