@@ -308,39 +308,73 @@ private:
     int id = add(FusedKernel::Kind::Matmul, m, {m});
     for (int in : g_.node(m).inputs)
       needMemory(viewRoot(g_, in));
-    int cur = m;
     const std::vector<int64_t> &shape = g_.node(m).type.shape;
-    while (!f_.isOutput[static_cast<size_t>(cur)] &&
-           f_.users[static_cast<size_t>(cur)].size() == 1) {
-      int u = f_.users[static_cast<size_t>(cur)][0];
-      const Node &n = g_.node(u);
-      if (!isPointwise(n.op) || n.type.shape != shape || f_.kernelOf[static_cast<size_t>(u)] >= 0)
+    // The epilogue is a DAG of pointwise nodes over the product's shape (silu decomposed as
+    // x * sigmoid(x) reads the product twice), grown in graph order from the readers of the
+    // group. The kernel writes one value, so the group is cut back to the longest prefix in
+    // which only its last node is read outside the group (or returned).
+    std::vector<int> nodes; // tentative epilogue nodes, in graph order
+    std::vector<bool> in(static_cast<size_t>(g_.numValues()), false);
+    in[static_cast<size_t>(m)] = true;
+    size_t closed = 0; // nodes[0, closed) is the longest valid prefix
+    auto readOutside = [&](int v) {
+      if (f_.isOutput[static_cast<size_t>(v)])
+        return true;
+      for (int u : f_.users[static_cast<size_t>(v)])
+        if (!in[static_cast<size_t>(u)])
+          return true;
+      return false;
+    };
+    while (nodes.size() < 64) {
+      int next = -1; // the first reader of the group outside it
+      auto consider = [&](int v) {
+        for (int u : f_.users[static_cast<size_t>(v)])
+          if (!in[static_cast<size_t>(u)] && (next < 0 || u < next))
+            next = u;
+      };
+      consider(m);
+      for (int v : nodes)
+        consider(v);
+      if (next < 0 || !live_[static_cast<size_t>(next)])
+        break;
+      const Node &n = g_.node(next);
+      if (!isPointwise(n.op) || n.type.shape != shape ||
+          f_.kernelOf[static_cast<size_t>(next)] >= 0)
         break;
       // Extras are read from memory and must exist before the GEMM runs; a `constant` is a
       // literal of the epilogue instead (listed before its first reader, not a member: other
       // kernels keep recomputing it).
       bool ok = true;
-      for (int in : n.inputs)
-        if (in != cur && !isConstant(in) && (in == m || producerAnchor(in) >= m))
+      for (int x : n.inputs)
+        if (!in[static_cast<size_t>(x)] && !isConstant(x) && producerAnchor(x) >= m)
           ok = false;
       if (!ok)
         break;
-      std::vector<int> &epi = f_.kernels[static_cast<size_t>(id)].epilogue;
-      for (int in : n.inputs) {
-        if (in == cur)
-          continue;
-        if (!isConstant(in))
-          needMemory(viewRoot(g_, in));
-        else if (std::find(epi.begin(), epi.end(), in) == epi.end())
-          epi.push_back(in);
-      }
-      f_.kernels[static_cast<size_t>(id)].members.push_back(u);
-      f_.kernels[static_cast<size_t>(id)].epilogue.push_back(u);
-      f_.kernelOf[static_cast<size_t>(u)] = id;
-      cur = u;
+      nodes.push_back(next);
+      in[static_cast<size_t>(next)] = true;
+      bool valid = true;
+      for (size_t i = 0; i + 1 < nodes.size() && valid; ++i)
+        valid = !readOutside(nodes[i]);
+      if (valid && !readOutside(m))
+        closed = nodes.size();
     }
-    f_.kernels[static_cast<size_t>(id)].result = cur;
-    needMemory(cur);
+    nodes.resize(closed);
+    FusedKernel &k = f_.kernels[static_cast<size_t>(id)];
+    for (int u : nodes) {
+      for (int x : g_.node(u).inputs) {
+        if (x == m || std::find(nodes.begin(), nodes.end(), x) != nodes.end())
+          continue;
+        if (!isConstant(x))
+          needMemory(viewRoot(g_, x));
+        else if (std::find(k.epilogue.begin(), k.epilogue.end(), x) == k.epilogue.end())
+          k.epilogue.push_back(x);
+      }
+      k.members.push_back(u);
+      k.epilogue.push_back(u);
+      f_.kernelOf[static_cast<size_t>(u)] = id;
+    }
+    k.result = nodes.empty() ? m : nodes.back();
+    needMemory(k.result);
   }
 
   /// Walks the inline trees a kernel reads and marks members of other groups it reaches as

@@ -176,6 +176,13 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   while (w < wmax && static_cast<int64_t>(w) < R)
     w *= 2;
   w = std::min(wmax, std::max(sg, w / sg * sg));
+  // The CPU backend runs a workgroup as loops over its work-items between convergent ops, so
+  // a wide workgroup buys no parallelism (workgroups are the threads' unit) and pays for
+  // masked lanes and per-run overheads at every reduction step. Two subgroups per row measured
+  // fastest for R = 64..1024 (softmax on cpu:0, docs/graph_ir.md): 1.2-2.4x over one
+  // workgroup as wide as the row.
+  if (caps.backend == "cpu")
+    w = std::min(w, 2 * sg);
 
   KernelBuilder kb(nextName("row"));
   KernelText &k = kb.body;

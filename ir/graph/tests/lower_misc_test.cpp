@@ -168,6 +168,39 @@ TEST(LowerMisc, SwiGluFeedForwardIsThreeGemms) {
   EXPECT_EQ(plan.kernels[2].ops, (std::vector<std::string>{"matmul"}));
 }
 
+// The same with silu as torch's decompositions write it, h * sigmoid(h): the product is read
+// twice, so the epilogue is a DAG, not a chain. The GEMM writes one value: when the product
+// or the sigmoid is also returned (saved for backward), the group stops before the silu.
+TEST(LowerMisc, DecomposedSiluIsADagEpilogue) {
+  const char *ffn = R"(graph @ffn(%x: tensor<f32, [16, 24]>, %w1: tensor<f32, [24, 32]>,
+                                          %w3: tensor<f32, [24, 32]>, %w2: tensor<f32, [32, 24]>) {
+  %h1 = matmul %x, %w1
+  %sg = sigmoid %h1
+  %s = mul %h1, %sg
+  %h3 = matmul %x, %w3
+  %p = mul %s, %h3
+  %y = matmul %p, %w2
+  return %y%EXTRA
+})";
+  auto text = [&](const std::string &extra) {
+    std::string t = ffn;
+    return t.replace(t.find("%EXTRA"), 6, extra);
+  };
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 32;
+  EXPECT_TRUE(lowerAndCompare(text(""), o, &plan));
+  ASSERT_EQ(kinds(plan), (Kinds{"matmul", "matmul", "matmul"}));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "sigmoid", "mul"}));
+  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"matmul", "mul"}));
+  // %h1 returned: the first GEMM writes it; %s (an extra of the second) gets a kernel.
+  EXPECT_TRUE(lowerAndCompare(text(", %h1, %sg"), o, &plan));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul"}));
+  // %sg returned: the group ends at it (only its last node may be read outside).
+  EXPECT_TRUE(lowerAndCompare(text(", %sg"), o, &plan));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul"}));
+}
+
 TEST(LowerMisc, ConstantsJoinTheMatmulEpilogueAndStayInlinedElsewhere) {
   Plan plan;
   CheckOptions o;

@@ -59,6 +59,31 @@ TEST(LowerReduce, RowsOfEveryLengthAndTwoSubgroupSizes) {
                               o));
 }
 
+// A row's workgroup: as wide as the row up to subgroup size^2 on GPUs, two subgroups on the
+// CPU backend (docs/graph_ir.md: measured faster there); the results match either way, and
+// the module text is the same for every row length (the width is a launch parameter).
+TEST(LowerReduce, RowWorkgroupWidthPerBackend) {
+  for (const char *backend : {"cpu", "vulkan"}) {
+    std::string module;
+    for (int64_t cols : {7, 40, 257, 600}) {
+      Plan plan;
+      CheckOptions o;
+      o.caps.backend = backend;
+      o.reduceLength = cols;
+      EXPECT_TRUE(lowerAndCompare(softmax("f32", 3, cols), o, &plan)) << backend << " " << cols;
+      ASSERT_EQ(plan.launches.size(), 1u);
+      uint32_t want = std::string(backend) == "cpu" ? (cols <= 16 ? 16 : 32)
+                      : cols <= 16                  ? 16
+                      : cols <= 64                  ? 64
+                                                    : 256;
+      EXPECT_EQ(plan.launches[0].workgroup[0], want) << backend << " " << cols;
+      if (module.empty())
+        module = plan.module;
+      EXPECT_EQ(plan.module, module) << backend << " " << cols;
+    }
+  }
+}
+
 TEST(LowerReduce, LogSoftmaxIsOneRowKernel) {
   Plan plan;
   CheckOptions o;
