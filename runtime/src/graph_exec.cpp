@@ -54,18 +54,58 @@ void copyStridedHost(const char *src, const std::vector<int64_t> &srcStrides, ch
   for (int64_t d : shape)
     if (d == 0)
       return;
-  std::vector<int64_t> idx(shape.size(), 0);
-  while (true) {
-    int64_t s = 0, t = 0;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      s += idx[i] * srcStrides[i];
-      t += idx[i] * dstStrides[i];
+  // Dims of extent 1 never move the index; dropping them lets more layouts collapse below.
+  std::vector<int64_t> ext, ss, ds;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1) {
+      ext.push_back(shape[i]);
+      ss.push_back(srcStrides[i]);
+      ds.push_back(dstStrides[i]);
     }
-    std::memcpy(dst + t * int64_t(elemBytes), src + s * int64_t(elemBytes), elemBytes);
-    size_t k = shape.size();
-    while (k > 0 && ++idx[k - 1] == shape[k - 1])
-      idx[--k] = 0;
-    if (k == 0)
+  // Merge a dim into the next inner one when both layouts step over it contiguously
+  // (stride[i] == stride[i+1] * extent[i+1] on both sides): a dense tensor becomes one run.
+  for (size_t i = ext.size(); i-- > 1;)
+    if (ss[i - 1] == ss[i] * ext[i] && ds[i - 1] == ds[i] * ext[i]) {
+      ext[i - 1] *= ext[i];
+      ss[i - 1] = ss[i];
+      ds[i - 1] = ds[i];
+      ext.erase(ext.begin() + static_cast<std::ptrdiff_t>(i));
+      ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(i));
+      ds.erase(ds.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  const int64_t eb = static_cast<int64_t>(elemBytes);
+  if (ext.empty()) { // a single element
+    std::memcpy(dst, src, elemBytes);
+    return;
+  }
+  const size_t inner = ext.size() - 1;
+  const int64_t n = ext[inner], si = ss[inner], di = ds[inner];
+  // The innermost dim: one memcpy when both sides are unit-stride, else a tight loop. The
+  // outer dims: an odometer, once per inner run.
+  std::vector<int64_t> idx(inner, 0);
+  int64_t s = 0, t = 0;
+  while (true) {
+    const char *from = src + s * eb;
+    char *to = dst + t * eb;
+    if (si == 1 && di == 1)
+      std::memcpy(to, from, static_cast<size_t>(n * eb));
+    else
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(to + j * di * eb, from + j * si * eb, elemBytes);
+    size_t k = inner;
+    while (k > 0) {
+      --k;
+      s += ss[k];
+      t += ds[k];
+      if (++idx[k] < ext[k])
+        break;
+      s -= ss[k] * ext[k];
+      t -= ds[k] * ext[k];
+      idx[k] = 0;
+      if (k == 0)
+        return;
+    }
+    if (inner == 0)
       return;
   }
 }
