@@ -320,6 +320,63 @@ double roundToDType(double x, DType t) {
 
 bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
               std::vector<HostTensor> *outputs, std::string *error) {
+  return evaluate(g, inputs, outputs, error, EvalNoise{});
+}
+
+namespace {
+
+/// Ops whose result a device computes with some error (noise applies): the rest are exact.
+bool inexact(OpKind op) {
+  switch (op) {
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Log1p:
+  case OpKind::Expm1:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Gelu:
+  case OpKind::GeluTanh:
+  case OpKind::Silu:
+  case OpKind::Erf:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::Prod:
+  case OpKind::Var:
+  case OpKind::Matmul:
+    return true;
+  default:
+    return false;
+  }
+}
+
+double epsilonOf(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 9.765625e-4;
+  case DType::BF16:
+    return 7.8125e-3;
+  case DType::F32:
+    return 1.1920928955078125e-7;
+  default:
+    return 2.220446049250313e-16;
+  }
+}
+
+} // namespace
+
+bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
+              std::vector<HostTensor> *outputs, std::string *error, const EvalNoise &noise) {
+  ir::Rng noiseRng(noise.seed);
   std::string scratch;
   if (!error)
     error = &scratch;
@@ -375,6 +432,49 @@ bool evaluate(const Graph &g, const std::vector<HostTensor> &inputs,
     }
     for (double &d : out.data) // every node is stored in its dtype
       d = roundToDType(d, n.type.dtype);
+    if (noise.ulps > 0 && isFloat(n.type.dtype) && inexact(n.op)) {
+      // A sum's error scales with its terms, not its result (cancellation): sums, means and
+      // matmuls are perturbed relative to the same op over the magnitudes of the operands.
+      std::vector<double> mag;
+      if (n.op == OpKind::Sum || n.op == OpKind::Mean || n.op == OpKind::Matmul) {
+        std::vector<HostTensor> abs;
+        for (const HostTensor *x : xs) {
+          abs.push_back(*x);
+          for (double &d : abs.back().data)
+            d = std::fabs(d);
+        }
+        HostTensor m = out;
+        if (n.op == OpKind::Matmul)
+          evalMatmul(abs[0], abs[1], &m);
+        else
+          evalReduction(n, abs[0], &m);
+        mag = std::move(m.data);
+      } else if (n.op == OpKind::Gelu || n.op == OpKind::GeluTanh || n.op == OpKind::Sin ||
+                 n.op == OpKind::Cos) {
+        // x * (1 + erf(..)) cancels for x << 0, and sin / cos reduce their argument: their
+        // error scales with the input (gelu(-10) is -8e-23 exactly, 0 in f32 arithmetic).
+        mag = xs[0]->data;
+        for (size_t e = 0; e < mag.size(); ++e)
+          mag[e] = std::max(std::fabs(mag[e]), std::fabs(out.data[e]));
+      }
+      bool low = n.type.dtype == DType::F16 || n.type.dtype == DType::BF16;
+      double scale = (low ? noise.lowUlps : noise.ulps) * epsilonOf(n.type.dtype);
+      for (size_t e = 0; e < out.data.size(); ++e) {
+        double &d = out.data[e];
+        if (!std::isfinite(d))
+          continue; // an infinity or NaN is what it is: no perturbation makes it finite
+        double u = noise.sign != 0 ? noise.sign : noiseRng.range(-1.0, 1.0);
+        double moved =
+            d + u * scale * (mag.empty() || !std::isfinite(mag[e]) ? d : std::copysign(mag[e], d));
+        // All the way down stops at zero: a kernel may get exactly 0 (gelu(-10) in f32), which
+        // no relative move reaches; random moves may cross it.
+        if (noise.sign < 0 && std::signbit(moved) != std::signbit(d))
+          moved = std::copysign(0.0, d);
+        d = moved;
+        if (n.type.dtype != DType::F64)
+          d = roundToDType(d, n.type.dtype);
+      }
+    }
   }
   outputs->clear();
   for (int v : g.outputs) {

@@ -239,6 +239,11 @@ private:
     }
   }
 
+  bool isConstant(int v) const {
+    return !g_.isParam(v) && g_.node(v).op == OpKind::Constant &&
+           f_.kernelOf[static_cast<size_t>(v)] < 0;
+  }
+
   void growMatmul(int m) {
     int id = add(FusedKernel::Kind::Matmul, m, {m});
     for (int in : g_.node(m).inputs)
@@ -251,16 +256,24 @@ private:
       const Node &n = g_.node(u);
       if (!isPointwise(n.op) || n.type.shape != shape || f_.kernelOf[static_cast<size_t>(u)] >= 0)
         break;
-      // Extras are read from memory and must exist before the GEMM runs.
+      // Extras are read from memory and must exist before the GEMM runs; a `constant` is a
+      // literal of the epilogue instead (listed before its first reader, not a member: other
+      // kernels keep recomputing it).
       bool ok = true;
       for (int in : n.inputs)
-        if (in != cur && (in == m || producerAnchor(in) >= m))
+        if (in != cur && !isConstant(in) && (in == m || producerAnchor(in) >= m))
           ok = false;
       if (!ok)
         break;
-      for (int in : n.inputs)
-        if (in != cur)
+      std::vector<int> &epi = f_.kernels[static_cast<size_t>(id)].epilogue;
+      for (int in : n.inputs) {
+        if (in == cur)
+          continue;
+        if (!isConstant(in))
           needMemory(viewRoot(g_, in));
+        else if (std::find(epi.begin(), epi.end(), in) == epi.end())
+          epi.push_back(in);
+      }
       f_.kernels[static_cast<size_t>(id)].members.push_back(u);
       f_.kernels[static_cast<size_t>(id)].epilogue.push_back(u);
       f_.kernelOf[static_cast<size_t>(u)] = id;
@@ -295,7 +308,8 @@ private:
     if (k.kind == FusedKernel::Kind::Matmul) {
       for (int e : k.epilogue)
         for (int in : g_.node(e).inputs)
-          if (f_.kernelOf[static_cast<size_t>(in)] != kid)
+          if (f_.kernelOf[static_cast<size_t>(in)] != kid &&
+              std::find(k.epilogue.begin(), k.epilogue.end(), in) == k.epilogue.end())
             needMemory(viewRoot(g_, in));
       return;
     }

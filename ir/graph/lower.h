@@ -10,6 +10,7 @@
 #include "ir/graph/graph.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,11 +60,31 @@ struct PlanOutput {
   std::vector<int64_t> shape, strides;
 };
 
+/// One operand of a PlanGemm: element (b..., r, c) of buffer `buffer` is at
+/// offset + sum(b[d] * batchStrides[d]) + r * rowStride + c * colStride (stride 0 broadcasts).
+struct PlanGemmOperand {
+  int buffer = -1;
+  int64_t offset = 0, rowStride = 0, colStride = 0;
+  std::vector<int64_t> batchStrides;  // one per PlanGemm::batch dim
+};
+
+/// A matmul kernel's GEMM, for a runtime that may run it with a vendor library instead
+/// (an extern kernel; docs/graph_ir.md, "Lowering"): out[b...] = a[b...] (M x K) x b (K x N).
+struct PlanGemm {
+  DType dtype = DType::F32;           // of a and b
+  DType outDtype = DType::F32;        // of out
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<int64_t> batch;         // the output's batch dims
+  PlanGemmOperand a, b, out;
+  bool epilogueEmpty = false;         // out = the plain product (no epilogue, no rounding)
+};
+
 /// What `explain` shows for one kernel.
 struct PlanKernelInfo {
   std::string kernel;
   std::string kind;                   // "pointwise" "row" "reduce" "matmul" "cat" "embedding" ...
   std::vector<std::string> ops;       // the graph ops fused into it, in graph order ("add", ...)
+  std::optional<PlanGemm> gemm = std::nullopt; // matmul kernels: the GEMM it computes
 };
 
 struct Plan {

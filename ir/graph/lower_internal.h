@@ -72,9 +72,10 @@ struct MatmulGroup {
 
 /// Appends a GEMM kernel named `name` to `module` and fills `launch` (grid, workgroup, args
 /// bound to the operands' buffers, sizes and strides as scalar args). Matrix ops when
-/// caps.matrixOps, else a tiled SIMT GEMM. Implemented in lower_matmul.cpp.
+/// caps.matrixOps, else a tiled SIMT GEMM. `gemm` (optional) receives the GEMM's
+/// description for the runtime's vendor-library choice. Implemented in lower_matmul.cpp.
 bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps,
                  const std::string &name, KernelText &module, PlanLaunch *launch,
-                 std::string *error);
+                 std::string *error, PlanGemm *gemm = nullptr);
 
 } // namespace tessera::graph::detail

@@ -260,6 +260,29 @@ int64_t batchCount(const GemmForm &f) {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+PlanGemmOperand planOperand(const GemmOperand &o) {
+  return {o.buffer, o.offset, o.rowStride, o.colStride, o.batchStrides};
+}
+
+// The normal form as the runtime sees it (PlanGemm); "epilogue empty" means the kernel
+// stores the product itself: no epilogue node, no extra operand, and no rounding step
+// (the product's dtype is the inputs' and the output's).
+PlanGemm describeGemm(const GemmForm &f, const MatmulGroup &mm) {
+  PlanGemm d;
+  d.dtype = f.inType;
+  d.outDtype = f.out.dtype;
+  d.M = f.M;
+  d.N = f.N;
+  d.K = f.K;
+  d.batch = f.batch;
+  d.a = planOperand(f.a);
+  d.b = planOperand(f.b);
+  d.out = planOperand(f.out);
+  d.epilogueEmpty = mm.epilogue.empty() && mm.extras.empty() && mm.result == mm.matmul &&
+                    f.productType == f.inType && f.out.dtype == f.inType;
+  return d;
+}
+
 } // namespace
 
 std::vector<std::string> gemmScalarNames(const GemmForm &f) {
@@ -363,7 +386,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
 
 bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps,
                  const std::string &name, KernelText &module, PlanLaunch *launch,
-                 std::string *error) {
+                 std::string *error, PlanGemm *gemm) {
   GemmForm f;
   if (!buildForm(g, mm, &f, error))
     return false;
@@ -402,6 +425,8 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   }
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
+  if (gemm)
+    *gemm = describeGemm(f, mm);
   std::string_view text = kernel.str();
   while (!text.empty()) {
     const size_t eol = text.find('\n');

@@ -7,6 +7,8 @@
 //   epilogue extras broadcast to the output) for lowerMatmul (lower_matmul.cpp).
 #include "ir/graph/lower_kernel.h"
 
+#include <algorithm>
+
 namespace tessera::graph::detail {
 
 bool Lowerer::emitCat(const FusedKernel &fk) {
@@ -115,8 +117,9 @@ bool Lowerer::emitMatmul(const FusedKernel &fk) {
   }
   for (int e : fk.epilogue)
     for (int in : g.node(e).inputs) {
-      if (fusion.kernelOf[static_cast<size_t>(in)] == curKernel || mm.extraOf.count(in))
-        continue;
+      if (fusion.kernelOf[static_cast<size_t>(in)] == curKernel || mm.extraOf.count(in) ||
+          std::find(fk.epilogue.begin(), fk.epilogue.end(), in) != fk.epilogue.end())
+        continue; // the product, an epilogue node or constant, or an extra already bound
       const std::optional<Operand> &l = layoutOf(in);
       if (!l)
         return fail(e, "an epilogue operand has no memory layout (internal error)");
@@ -128,13 +131,15 @@ bool Lowerer::emitMatmul(const FusedKernel &fk) {
   std::string name = nextName("matmul"), err;
   PlanLaunch launch;
   launch.kernel = name;
-  if (!lowerMatmul(g, mm, caps, name, text, &launch, &err))
+  PlanGemm gemm;
+  if (!lowerMatmul(g, mm, caps, name, text, &launch, &err, &gemm))
     return fail(m, err);
   plan->module += (plan->module.empty() ? "" : "\n") + text.str();
   plan->launches.push_back(launch);
   PlanKernelInfo info;
   info.kernel = name;
   info.kind = "matmul";
+  info.gemm = std::move(gemm);
   for (int v : fk.members)
     info.ops.push_back(opName(g.node(v).op));
   plan->kernels.push_back(std::move(info));

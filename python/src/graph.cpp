@@ -25,13 +25,28 @@ const char *graphSourceName(const GraphExecStats &s) {
   return s.programReused ? "memory-cache" : sourceName(s.source);
 }
 
-CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg) {
+GemmImpl gemmImplArg(nb::handle arg) {
+  if (arg.is_none())
+    return gemmImplFromEnv();
+  std::string v = nb::cast<std::string>(arg);
+  if (v == "auto")
+    return GemmImpl::Auto;
+  if (v == "tessera")
+    return GemmImpl::Tessera;
+  if (v == "openblas")
+    return GemmImpl::Extern;
+  raise(TSR_INVALID_ARGUMENT,
+        "gemm_impl must be None, \"auto\", \"tessera\" or \"openblas\", got \"" + v + "\"");
+}
+
+CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg, nb::handle gemmArg) {
   auto t0 = std::chrono::steady_clock::now();
   std::string device =
       deviceArg.is_none()
           ? nb::cast<std::string>(nb::module_::import_("tessera._C").attr("default_device")())
           : nb::cast<std::string>(deviceArg);
   DevicePtr d = Runtime::get().device(device);
+  const GemmImpl gemm = gemmImplArg(gemmArg);
   graph::Graph g;
   std::string err;
   if (!graph::parseGraph(text, "<string>", &g, &err)) // verifies too
@@ -40,7 +55,8 @@ CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg) {
   cg.device = d;
   {
     nb::gil_scoped_release nogil;
-    auto x = GraphExecutable::create(d->device.get(), g, &compileCache(), ProgramCache::global());
+    auto x =
+        GraphExecutable::create(d->device.get(), g, &compileCache(), ProgramCache::global(), gemm);
     if (!x.ok())
       raise(x.status().code(), x.status().message());
     cg.exec = std::move(x).value();
@@ -138,10 +154,23 @@ void bindGraphs(nb::module_ &m) {
                        d["kernel"] = k.kernel;
                        d["kind"] = k.kind;
                        d["ops"] = nb::cast(k.ops);
+                       // Matmul kernels: which implementation runs it, why, and the times
+                       // measured (docs/torch.md, "Extern GEMMs").
+                       d["impl"] = "tessera";
+                       for (const GemmChoice &gc : c.exec->gemmChoices()) {
+                         if (gc.kernel != k.kernel)
+                           continue;
+                         d["impl"] = gc.impl;
+                         d["impl_reason"] = gc.reason;
+                         d["tessera_ms"] = gc.tesseraMs >= 0 ? nb::cast(gc.tesseraMs) : nb::none();
+                         d["openblas_ms"] = gc.externMs >= 0 ? nb::cast(gc.externMs) : nb::none();
+                       }
                        out.append(d);
                      }
                      return out;
                    })
+      .def_prop_ro("launch_kernels",
+                   [](const CompiledGraph &c) { return c.exec->launchedKernels(); })
       .def_prop_ro("launches",
                    [](const CompiledGraph &c) { return c.exec->plan().launches.size(); })
       .def_prop_ro("stats", [](const CompiledGraph &c) {
@@ -156,8 +185,11 @@ void bindGraphs(nb::module_ &m) {
         return d;
       });
   m.def("compile_graph", &compileGraph, nb::arg("text"), nb::arg("device") = nb::none(),
+        nb::arg("gemm_impl") = nb::none(),
         "Parses, verifies, lowers and compiles graph IR text (docs/graph_ir.md) for a device "
-        "(default: default_device()).");
+        "(default: default_device()). gemm_impl: None (TESSERA_GEMM_IMPL, else \"auto\": "
+        "epilogue-free f32 GEMMs run as the vendor library's when measured faster), "
+        "\"tessera\" or \"openblas\".");
 }
 
 } // namespace tessera::py

@@ -51,7 +51,8 @@ POINTWISE = {
     "activations": (lambda x: F.relu(x) + F.gelu(x) + F.gelu(x, approximate="tanh")
                     + F.silu(x), [r(7, 6)]),
     "pow": (lambda x: x.pow(2) + (x.abs() + 1).pow(1.7) + x.pow(3), [r(4, 4)]),
-    "int_promotion": (lambda x, i: x + i + (i * 2 - 1) + i.float() / 3 + (i > 2), [r(5), torch.arange(5)]),
+    "int_promotion": (lambda x, i: x + i + (i * 2 - 1) + i.float() / 3 + (i > 2),
+                      [r(5), torch.arange(5)]),
     "casts": (lambda x: (x.to(torch.bfloat16).float() + x.to(torch.int32).to(torch.float32)
                          + (x > 0).to(torch.float32)), [r(8, 3) * 4]),
 }
@@ -159,7 +160,7 @@ def test_second_batch_size_reuses_kernels(device):
                       for _, cg in runner.by_strides.values()]
                      for _, (_, program) in rec.entries)
     assert [cg.module for cg in first] == [cg.module for cg in second]
-    assert all(cg.stats["source"] == "compiled" for cg in first) or device != "cpu:0"
+    # (the first size may itself come from the on-disk cache of an earlier run)
     assert all(cg.stats["source"] != "compiled" for cg in second), \
         [cg.stats for cg in second]
 

@@ -2,6 +2,8 @@
 // loaded Programs between graphs whose modules are the same text, and running plans.
 #include "tessera/graph_exec.h"
 
+#include "runtime/src/graph_exec_internal.h"
+
 #include "ir/text/parser.h"
 
 #include <algorithm>
@@ -25,7 +27,10 @@ std::string dimsText(const std::vector<int64_t> &v) {
   return s + "]";
 }
 
-tsr_arg_t planArg(const graph::PlanArg &a) {
+} // namespace
+
+namespace detail {
+tsr_arg_t planScalarArg(const graph::PlanArg &a) {
   switch (a.kind) {
   case graph::PlanArg::Kind::I32:
     return tsr_arg_i32(static_cast<int32_t>(a.i));
@@ -41,7 +46,7 @@ tsr_arg_t planArg(const graph::PlanArg &a) {
   return tsr_arg_i64(0); // buffers are bound by the caller
 }
 
-} // namespace
+} // namespace detail
 
 void copyStridedHost(const char *src, const std::vector<int64_t> &srcStrides, char *dst,
                      const std::vector<int64_t> &dstStrides, const std::vector<int64_t> &shape,
@@ -175,10 +180,9 @@ std::unique_ptr<GraphExecutable> GraphExecutable::create(tsr_device_t device, co
   return std::move(r).value();
 }
 
-hal::Expected<std::unique_ptr<GraphExecutable>> GraphExecutable::create(tsr_device_t device,
-                                                                        const graph::Graph &g,
-                                                                        CompileCache *cache,
-                                                                        ProgramCache &programs) {
+hal::Expected<std::unique_ptr<GraphExecutable>>
+GraphExecutable::create(tsr_device_t device, const graph::Graph &g, CompileCache *cache,
+                        ProgramCache &programs, GemmImpl gemm) {
   graph::ScheduleCaps caps;
   if (Status st = deviceScheduleCaps(device, &caps); !st.ok())
     return st;
@@ -188,7 +192,7 @@ hal::Expected<std::unique_ptr<GraphExecutable>> GraphExecutable::create(tsr_devi
   if (!graph::lower(g, caps, &plan, &err))
     return Status(TSR_UNIMPLEMENTED, "graph @" + g.name + ": " + err);
   double lowerMs = msSince(t0);
-  auto r = fromPlan(device, g, std::move(plan), cache, programs);
+  auto r = fromPlan(device, g, std::move(plan), cache, programs, gemm);
   if (r.ok())
     r.value()->stats_.lowerMs = lowerMs;
   return r;
@@ -196,7 +200,7 @@ hal::Expected<std::unique_ptr<GraphExecutable>> GraphExecutable::create(tsr_devi
 
 hal::Expected<std::unique_ptr<GraphExecutable>>
 GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Plan plan,
-                          CompileCache *cache, ProgramCache &programs) {
+                          CompileCache *cache, ProgramCache &programs, GemmImpl gemm) {
   std::unique_ptr<GraphExecutable> x(new GraphExecutable());
   tsr_device_retain(device);
   x->device_ = hal::Device(device);
@@ -251,6 +255,8 @@ GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Pla
   x->lastRun_ = std::move(ev.value());
   x->graph_ = g;
   x->plan_ = std::move(plan);
+  if (Status st = x->chooseGemms(gemm, cache); !st.ok())
+    return st;
   return x;
 }
 
@@ -380,6 +386,14 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   return Status::fromC(tsr_stream_copy_h2d(stream, stage.data(), dst.value(), 0, storageBytes));
 }
 
+std::vector<std::string> GraphExecutable::launchedKernels() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < plan_.launches.size(); ++i)
+    names.push_back(i < externKernels_.size() && externKernels_[i] ? externLaunches_[i].kernel
+                                                                   : plan_.launches[i].kernel);
+  return names;
+}
+
 hal::Status GraphExecutable::run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                                  std::vector<GraphOutput> *outputs) {
   std::lock_guard<std::mutex> lock(runMu_);
@@ -434,19 +448,21 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
   }
   std::vector<tsr_arg_t> args;
   for (size_t i = 0; i < plan_.launches.size(); ++i) {
-    const graph::PlanLaunch &l = plan_.launches[i];
+    // A GEMM measured faster in the vendor library runs as its extern kernel.
+    const bool external = i < externKernels_.size() && externKernels_[i];
+    const graph::PlanLaunch &l = external ? externLaunches_[i] : plan_.launches[i];
     args.clear();
     for (const graph::PlanArg &a : l.args) {
       if (a.kind != graph::PlanArg::Kind::Buffer) {
-        args.push_back(planArg(a));
+        args.push_back(detail::planScalarArg(a));
         continue;
       }
       auto [buf, off] = bound[static_cast<size_t>(a.buffer)];
       args.push_back(tsr_arg_buffer(buf, off));
     }
-    if (Status st =
-            Status::fromC(tsr_stream_launch(stream, launchKernels_[i]->kernel, l.grid, l.workgroup,
-                                            args.data(), static_cast<uint32_t>(args.size())));
+    if (Status st = Status::fromC(tsr_stream_launch(
+            stream, external ? externKernels_[i].get() : launchKernels_[i]->kernel, l.grid,
+            l.workgroup, args.data(), static_cast<uint32_t>(args.size())));
         !st.ok())
       return Status(st.code(), "@" + l.kernel + ": " + st.message());
   }

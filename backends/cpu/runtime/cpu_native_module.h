@@ -25,6 +25,9 @@ extern "C" {
 
 #define TSR_CPU_NATIVE_FORMAT "cpu-native"
 #define TSR_CPU_NATIVE_VERSION 1
+/* Kernels built into the driver that call a vendor library; `data` is their names, separated
+ * by spaces, commas or newlines, e.g. "blas.gemm.f32" (docs/hal.md, "Extern kernels"). */
+#define TSR_CPU_EXTERN_FORMAT "extern"
 
 /* What a kernel function learns about the workgroup it runs: one definition, in
  * backends/cpu/cpu_abi.h, shared with the codegen that produces these functions. */

@@ -113,6 +113,11 @@ struct CpuKernel {
   uint32_t requiredWorkgroup[3] = {0, 0, 0};
   uint32_t sharedMemoryBytes = 0;
   tsr_cpu_kernel_fn fn = nullptr;
+  /// Extern kernels (extern_kernels.cpp): checks a launch's arguments before it is enqueued
+  /// (the ranges a vendor call touches, which no robust mode can bound inside the library).
+  tsr_status_t (*check)(const CpuKernel &kernel, const uint32_t grid[3],
+                        const uint32_t workgroup[3], const tsr_drv_arg_t *args,
+                        uint32_t count) = nullptr;
 };
 
 struct CpuExecutable {
@@ -128,6 +133,9 @@ struct CpuExecutable {
 tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_t grid[3],
                        const uint32_t workgroup[3], void **args, const uint64_t *argBytes,
                        uint64_t timeoutNs);
+
+/// The "extern" format: `data` lists built-in kernel names (extern_kernels.cpp).
+tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &executable);
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
 TSR_DECLARE_DRIVER_ENTRY_POINTS()

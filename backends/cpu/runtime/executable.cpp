@@ -1,4 +1,4 @@
-// CPU executables: the "cpu" format (backends/gpu_module.h: the codegen's relocatable object,
+// CPU executables: the "extern" format (extern_kernels.cpp), the "cpu" format (backends/gpu_module.h: the codegen's relocatable object,
 // JIT-linked here) and the "cpu-native" format (cpu_native_module.h: functions already in
 // the process, for hand-written kernels); checking and copying the module's kernel table,
 // answering kernel metadata, and running a launch's workgroups on the device's thread pool.
@@ -200,16 +200,19 @@ tsr_status_t readObjectModule(const void *data, size_t size, CpuExecutable &exec
 tsr_status_t executableCreate(tsr_drv_device_t, const char *format, const void *data, size_t size,
                               tsr_drv_executable_t *out_executable) {
   bool object = std::strcmp(format, TSR_CPU_FORMAT) == 0;
-  if (!object && std::strcmp(format, TSR_CPU_NATIVE_FORMAT) != 0)
+  bool external = std::strcmp(format, TSR_CPU_EXTERN_FORMAT) == 0;
+  if (!object && !external && std::strcmp(format, TSR_CPU_NATIVE_FORMAT) != 0)
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "cpu driver: executable format '%s' is not supported (accepted: "
-                           "" TSR_CPU_FORMAT ", " TSR_CPU_NATIVE_FORMAT ")",
+                           "" TSR_CPU_FORMAT ", " TSR_CPU_NATIVE_FORMAT ", " TSR_CPU_EXTERN_FORMAT
+                           ")",
                            format);
   auto *executable = new (std::nothrow) CpuExecutable;
   if (!executable)
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
-  if (tsr_status_t s = object ? readObjectModule(data, size, *executable)
-                              : readModule(data, size, *executable)) {
+  if (tsr_status_t s = object     ? readObjectModule(data, size, *executable)
+                       : external ? readExternModule(data, size, *executable)
+                                  : readModule(data, size, *executable)) {
     delete executable;
     return s;
   }

@@ -151,6 +151,11 @@ tsr_status_t streamCopyD2D(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_bu
 tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_drv_kernel_t kernel,
                           const uint32_t grid[3], const uint32_t workgroup[3],
                           const tsr_drv_arg_t *args, uint32_t arg_count) {
+  CpuDevice *dev = as<CpuDevice>(device);
+  const CpuKernel *k = as<CpuKernel>(kernel);
+  if (k->check)
+    if (tsr_status_t st = k->check(*k, grid, workgroup, args, arg_count))
+      return st;
   // One 8-byte slot per argument: a buffer's data pointer or a scalar's bits; and the bytes
   // of each buffer view, which bound robust and checked accesses.
   std::vector<uint64_t> slots, viewBytes;
@@ -169,8 +174,6 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
     }
     std::memcpy(&slots[i], &args[i].value, sizeof(uint64_t));
   }
-  CpuDevice *dev = as<CpuDevice>(device);
-  const CpuKernel *k = as<CpuKernel>(kernel);
   std::array<uint32_t, 3> g = {grid[0], grid[1], grid[2]};
   std::array<uint32_t, 3> wg = {workgroup[0], workgroup[1], workgroup[2]};
   // The pointer table is built in the enqueue thread (in the same allocation as the slots'

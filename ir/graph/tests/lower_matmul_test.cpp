@@ -6,6 +6,9 @@
 // module text does not depend on sizes, and bad groups give errors, never bad kernels.
 #include "ir/graph/tests/matmul_case.h"
 
+#include "ir/graph/lower.h"
+#include "ir/graph/text.h"
+#include "ir/graph/verify.h"
 #include "ir/text/parser.h"
 
 #include <gtest/gtest.h>
@@ -363,6 +366,84 @@ TEST(LowerMatmulErrors, BadGroupsAreRefused) {
   EXPECT_NE(err.find("no i64 support"), std::string::npos) << err;
   // Nothing was appended to the module by the refused groups.
   EXPECT_EQ(text.str(), "");
+}
+
+} // namespace
+} // namespace tessera::graph
+
+namespace tessera::graph {
+namespace {
+
+Plan lowerText(const char *text) {
+  Graph g;
+  Plan plan;
+  std::string err;
+  EXPECT_TRUE(parseGraph(text, "<test>", &g, &err)) << err;
+  EXPECT_TRUE(verifyGraph(g, &err)) << err;
+  EXPECT_TRUE(lower(g, cpuCaps(), &plan, &err)) << err;
+  return plan;
+}
+
+const PlanKernelInfo *matmulKernel(const Plan &p) {
+  for (const PlanKernelInfo &k : p.kernels)
+    if (k.kind == "matmul")
+      return &k;
+  ADD_FAILURE() << "no matmul kernel";
+  return nullptr;
+}
+
+TEST(LowerMatmulPlan, ExportsTheGemmOfAPlainMatmul) {
+  // A transposed weight (a permuted [N, K] parameter) and a batch of 3 over [3, 5, 7].
+  Plan p = lowerText(R"(graph @g(%x: tensor<f32, [3, 5, 7]>, %w: tensor<f32, [6, 7]>) {
+    %wt = permute %w {perm = [1, 0]} : tensor<f32, [7, 6]>
+    %y = matmul %x, %wt : tensor<f32, [3, 5, 6]>
+    return %y
+  })");
+  const PlanKernelInfo *k = matmulKernel(p);
+  ASSERT_TRUE(k && k->gemm);
+  const PlanGemm &g = *k->gemm;
+  EXPECT_TRUE(g.epilogueEmpty);
+  EXPECT_EQ(g.dtype, DType::F32);
+  EXPECT_EQ(g.outDtype, DType::F32);
+  EXPECT_EQ(g.M, 5);
+  EXPECT_EQ(g.N, 6);
+  EXPECT_EQ(g.K, 7);
+  EXPECT_EQ(g.batch, std::vector<int64_t>{3});
+  ASSERT_GE(g.a.buffer, 0);
+  EXPECT_EQ(p.buffers[size_t(g.a.buffer)].role, PlanBuffer::Role::Input);
+  EXPECT_EQ(p.buffers[size_t(g.a.buffer)].param, 0);
+  EXPECT_EQ(g.a.rowStride, 7);
+  EXPECT_EQ(g.a.colStride, 1);
+  EXPECT_EQ(g.a.batchStrides, std::vector<int64_t>{35});
+  // w^T[k][n] = w[n][k]: rows (k) step 1, columns (n) step 7; one weight for every batch.
+  EXPECT_EQ(g.b.rowStride, 1);
+  EXPECT_EQ(g.b.colStride, 7);
+  EXPECT_EQ(g.b.batchStrides, std::vector<int64_t>{0});
+  EXPECT_EQ(g.out.rowStride, 6);
+  EXPECT_EQ(g.out.colStride, 1);
+  EXPECT_EQ(g.out.batchStrides, std::vector<int64_t>{30});
+  ASSERT_EQ(p.outputs.size(), 1u);
+  EXPECT_EQ(g.out.buffer, p.outputs[0].buffer);
+}
+
+TEST(LowerMatmulPlan, AnEpilogueOrARoundingIsNotEmpty) {
+  Plan bias = lowerText(R"(graph @g(%x: tensor<f32, [4, 8]>, %w: tensor<f32, [8, 2]>,
+                                    %b: tensor<f32, [2]>) {
+    %y = matmul %x, %w : tensor<f32, [4, 2]>
+    %z = add %y, %b
+    return %z
+  })");
+  const PlanKernelInfo *k = matmulKernel(bias);
+  ASSERT_TRUE(k && k->gemm);
+  EXPECT_FALSE(k->gemm->epilogueEmpty);
+  Plan half = lowerText(R"(graph @g(%x: tensor<f16, [4, 8]>, %w: tensor<f16, [8, 2]>) {
+    %y = matmul %x, %w : tensor<f16, [4, 2]>
+    return %y
+  })");
+  k = matmulKernel(half);
+  ASSERT_TRUE(k && k->gemm);
+  EXPECT_EQ(k->gemm->dtype, DType::F16);
+  EXPECT_TRUE(k->gemm->epilogueEmpty); // the runtime only takes f32 GEMMs to a library
 }
 
 } // namespace

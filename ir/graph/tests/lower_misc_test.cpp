@@ -93,6 +93,22 @@ TEST(LowerMisc, MatmulWithBiasGeluEpilogueIsOneKernel) {
   EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "add", "gelu"}));
 }
 
+TEST(LowerMisc, ConstantsJoinTheMatmulEpilogueAndStayInlinedElsewhere) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 8;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @s(%q: tensor<f32, [2, 5, 8]>, %k: tensor<f32, [2, 8, 5]>) {
+  %s = matmul %q, %k
+  %c = constant {value = 0.35355339059327373, dtype = "f32", shape = []} : tensor<f32, []>
+  %ss = mul %s, %c
+  %t = add %q, %c
+  return %ss, %t
+})",
+                              o, &plan));
+  EXPECT_EQ(kinds(plan), (Kinds{"matmul", "pointwise"}));
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "mul"}));
+}
+
 TEST(LowerMisc, ExampleGraphsLowerAndMatchTheEvaluator) {
   for (const char *name : {"mlp.tg", "layernorm.tg", "attention.tg"}) {
     std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/ir/graph/examples/" + name);

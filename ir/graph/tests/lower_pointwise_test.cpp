@@ -105,7 +105,8 @@ TEST(LowerPointwise, NanPropagatesThroughMaxMinReluClamp) {
   %hi = clamp %a {max = 0.25}
   %ne = ne %a, %b
   %bl = cast %a {dtype = "bool"}
-  return %mx, %mn, %r, %c, %lo, %hi, %ne, %bl
+  %sg = sign %a
+  return %mx, %mn, %r, %c, %lo, %hi, %ne, %bl, %sg
 })";
   CheckOptions o;
   TensorType t{DType::F32, {6}, {}};

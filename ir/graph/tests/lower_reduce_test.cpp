@@ -181,7 +181,8 @@ TEST(LowerReduce, IntegerAndDoubleReductions) {
   %c = sum %y {axes = [0], keepdim = true}
   %v = var %z {axes = [1], keepdim = true}
   %a = argmax %x {axes = [1], keepdim = false}
-  return %s, %p, %mx, %mn, %c, %v, %a
+  %ai = argmax %y {axes = [1], keepdim = true}
+  return %s, %p, %mx, %mn, %c, %v, %a, %ai
 })"));
 }
 

@@ -82,7 +82,16 @@ def _gemm_kernel(kernels, ops_index):
         if any("matmul" in str(op) for op in k.get("ops", [])) or "matmul" in str(
                 k.get("kind", "")) or "gemm" in str(k.get("kind", "")):
             if ops_index == 0:
-                return f"{k.get('kernel', '?')} ({k.get('kind', '?')}, tessera)"
+                # impl: "tessera" or the vendor library measured faster for this shape
+                # (docs/torch.md, "Extern GEMMs"), with the times and the reason.
+                impl = k.get("impl", "tessera")
+                times = ""
+                if k.get("tessera_ms") is not None and k.get("openblas_ms") is not None:
+                    times = (f"; tessera {k['tessera_ms']:.3g} ms, "
+                             f"openblas {k['openblas_ms']:.3g} ms")
+                elif k.get("impl_reason"):
+                    times = f"; {k['impl_reason']}"
+                return f"{k.get('kernel', '?')} ({k.get('kind', '?')}, {impl}{times})"
             ops_index -= 1
     return "tessera (kernel not reported)"
 

@@ -94,6 +94,37 @@ struct GraphOutput {
   int64_t offset = 0;                  // elements
 };
 
+/// How epilogue-free f32 GEMM kernels run (docs/torch.md, "Extern GEMMs"): Auto measures
+/// Tessera's kernel against the device's vendor library (the HAL's "extern" format) on the
+/// first compile of each shape and keeps the faster; the others force one (tests).
+enum class GemmImpl : uint8_t { Auto, Tessera, Extern };
+/// TESSERA_GEMM_IMPL: "auto" (default, also when unset or unknown), "tessera", "openblas".
+GemmImpl gemmImplFromEnv();
+
+/// The implementation chosen for one matmul kernel of a plan.
+struct GemmChoice {
+  std::string kernel;           // the plan kernel ("k0_matmul")
+  std::string impl = "tessera"; // "tessera" or "openblas"
+  std::string reason;           // why: measured, cached, forced, or why the library was not used
+  double tesseraMs = -1, externMs = -1; // medians of the timed runs (-1: not measured)
+};
+
+/// Measured GEMM choices by (device, shape, layout): in memory, and in gemm_choices.txt of the
+/// compile cache's directory when it has one. Thread-safe.
+class GemmChoiceCache {
+public:
+  static GemmChoiceCache &global();
+  /// Whether `key` was measured (in this process or, with `dir`, by an earlier one).
+  bool find(const std::string &key, const std::string &dir, GemmChoice *out);
+  void store(const std::string &key, const std::string &dir, const GemmChoice &c);
+  void clearMemory(); // tests: measure again
+private:
+  void loadDir(const std::string &dir); // mu_ held
+  std::mutex mu_;
+  std::unordered_map<std::string, GemmChoice> entries_;
+  std::unordered_map<std::string, bool> loadedDirs_;
+};
+
 struct GraphExecStats {
   ProgramStats::Source source = ProgramStats::Source::Compiled;
   bool programReused = false; // the Program came from the ProgramCache: no compile, no load
@@ -112,11 +143,12 @@ public:
                                                  CompileCache *cache, std::string *error);
   /// The same with an explicit program cache, and the status code of a failure.
   static hal::Expected<std::unique_ptr<GraphExecutable>>
-  create(tsr_device_t device, const graph::Graph &g, CompileCache *cache, ProgramCache &programs);
+  create(tsr_device_t device, const graph::Graph &g, CompileCache *cache, ProgramCache &programs,
+         GemmImpl gemm = gemmImplFromEnv());
   /// From an already lowered plan (tests build plans by hand).
   static hal::Expected<std::unique_ptr<GraphExecutable>>
   fromPlan(tsr_device_t device, const graph::Graph &g, graph::Plan plan, CompileCache *cache,
-           ProgramCache &programs);
+           ProgramCache &programs, GemmImpl gemm = gemmImplFromEnv());
 
   /// Runs the plan on `stream` (a stream of this executable's device). Inputs must match the
   /// graph's parameters in count, dtype and shape; a device buffer must also have the
@@ -129,6 +161,11 @@ public:
   const graph::Graph &graph() const { return graph_; }
   const graph::Plan &plan() const { return plan_; }
   const GraphExecStats &stats() const { return stats_; }
+  /// One entry per matmul kernel of the plan, in plan order.
+  const std::vector<GemmChoice> &gemmChoices() const { return gemmChoices_; }
+  /// The kernel each run launches, in order: the plan's, or the extern kernel replacing it
+  /// ("blas.gemm.f32"); what enqueue() launches, read from the same tables.
+  std::vector<std::string> launchedKernels() const;
   tsr_device_t device() const { return device_.get(); }
 
 private:
@@ -138,6 +175,9 @@ private:
   hal::Status enqueue(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                       std::vector<GraphOutput> *outputs, bool *hostCopy);
   hal::Expected<tsr_buffer_t> pooled(size_t planBuffer, uint64_t bytes);
+  /// Decides, per matmul launch, between the plan's kernel and the vendor library
+  /// (graph_gemm.cpp); fills gemmChoices_ and the extern launches.
+  hal::Status chooseGemms(GemmImpl mode, CompileCache *cache);
 
   hal::Device device_;
   tsr_device_info_t info_{};
@@ -145,7 +185,11 @@ private:
   graph::Plan plan_;
   std::shared_ptr<Program> program_;
   std::vector<const ProgramKernel *> launchKernels_; // one per plan launch
-  std::vector<hal::Buffer> pool_;                    // one per plan buffer (Temp/Input)
+  /// Per plan launch: the extern kernel that replaces it (null: the plan's) and its launch.
+  std::vector<hal::Kernel> externKernels_;
+  std::vector<graph::PlanLaunch> externLaunches_;
+  std::vector<GemmChoice> gemmChoices_;
+  std::vector<hal::Buffer> pool_;          // one per plan buffer (Temp/Input)
   std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
   bool unified_ = false;                   // the device's memory is host-visible
   bool hostWaited_ = false;                // this run has waited for the previous one on the host

@@ -1,0 +1,273 @@
+// The CPU driver's "extern" executable format (docs/hal.md, "Extern kernels"): kernels built
+// into the driver that call a vendor library, today "blas.gemm.f32" (cblas_sgemm of OpenBLAS,
+// dlopen'ed on first use by openblas.h). They launch like any kernel: the HAL checks the
+// argument kinds and buffer views, checkExternGemm (run by streamLaunch before enqueueing)
+// checks that every element the GEMM touches lies inside its view, and the call runs on the
+// stream's worker in order with the stream's other work.
+//
+// Why a built-in table and not a plugin: the arguments, the range check and the library's
+// quirks (OPENBLAS_CORETYPE) are specific to each routine, and the set is small.
+#include "backends/cpu/runtime/entry_points.h"
+#include "backends/cpu/runtime/openblas.h"
+
+#include <climits>
+#include <cstring>
+#include <new>
+
+namespace tessera::cpu {
+namespace {
+
+// Parameter order of blas.gemm.f32 (docs/hal.md): C[b] = A[b] x B[b], for b < batch, with
+// A[b][m][k] at a_off + b*a_bs + m*a_rs + k*a_cs (elements), likewise B (K x N) and C (M x N).
+enum GemmParam : uint32_t {
+  kA,
+  kB,
+  kC,
+  kAOff,
+  kBOff,
+  kCOff,
+  kM,
+  kN,
+  kK,
+  kBatch,
+  kARs,
+  kACs,
+  kBRs,
+  kBCs,
+  kCRs,
+  kCCs,
+  kABs,
+  kBBs,
+  kCBs,
+  kGemmParams
+};
+const char *const kGemmParamNames[kGemmParams] = {
+    "A",    "B",    "C",    "a_off", "b_off", "c_off", "M",    "N",    "K",   "batch",
+    "a_rs", "a_cs", "b_rs", "b_cs",  "c_rs",  "c_cs",  "a_bs", "b_bs", "c_bs"};
+
+const OpenBlas &openBlas() {
+  // Loaded on the first extern executable, never at process start: no static constructor,
+  // and processes that never ask for BLAS never load it.
+  static const OpenBlas blas(__builtin_cpu_supports("avx512f"),
+                             std::getenv("TESSERA_OPENBLAS_LIBRARY")
+                                 ? std::getenv("TESSERA_OPENBLAS_LIBRARY")
+                                 : "libopenblas.so.0");
+  return blas;
+}
+
+// How one row-major operand [rows x cols] reaches cblas: untransposed with leading dimension
+// rs when its columns are unit-stride, transposed with leading dimension cs when its rows are.
+struct BlasOperand {
+  bool trans = false;
+  int64_t ld = 1;
+};
+
+bool blasLayout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasOperand *out) {
+  // A dim of extent 1 never steps, so its stride is free; cblas wants ld >= max(1, extent).
+  // An empty operand is never read.
+  if (rows == 0 || cols == 0) {
+    *out = {false, std::max<int64_t>(1, cols)};
+    return true;
+  }
+  if (cols <= 1 || cs == 1) {
+    if (rows <= 1 || rs >= std::max<int64_t>(1, cols)) {
+      *out = {false, rows <= 1 ? std::max<int64_t>(1, cols) : rs};
+      return true;
+    }
+  }
+  if (rows <= 1 || rs == 1) {
+    if (cols <= 1 || cs >= std::max<int64_t>(1, rows)) {
+      *out = {true, cols <= 1 ? std::max<int64_t>(1, rows) : cs};
+      return true;
+    }
+  }
+  return false;
+}
+
+struct GemmArgs {
+  int64_t off[3], M, N, K, batch, rs[3], cs[3], bs[3];
+};
+
+GemmArgs readGemm(const int64_t *v) {
+  GemmArgs g;
+  for (int i = 0; i < 3; ++i) {
+    g.off[i] = v[kAOff + i];
+    g.rs[i] = v[kARs + 2 * i];
+    g.cs[i] = v[kACs + 2 * i];
+    g.bs[i] = v[kABs + i];
+  }
+  g.M = v[kM];
+  g.N = v[kN];
+  g.K = v[kK];
+  g.batch = v[kBatch];
+  return g;
+}
+
+// The cblas call of one batch entry. A column-major C (rs == 1) is computed as
+// C^T = B^T x A^T, so every operand with one unit stride is accepted.
+struct GemmCall {
+  bool swap = false;
+  BlasOperand a, b, c;
+};
+
+std::string gemmLayout(const GemmArgs &g, GemmCall *call) {
+  BlasOperand c;
+  if (blasLayout(g.M, g.N, g.rs[2], g.cs[2], &c) && !c.trans) {
+    call->swap = false;
+  } else if (blasLayout(g.N, g.M, g.cs[2], g.rs[2], &c) && !c.trans) {
+    call->swap = true;
+  } else {
+    return "C has neither a unit column stride nor a unit row stride with a leading dimension "
+           "covering a row (c_rs " +
+           std::to_string(g.rs[2]) + ", c_cs " + std::to_string(g.cs[2]) + ")";
+  }
+  call->c = c;
+  // Swapped: A' = B^T (N x K: rs b_cs, cs b_rs), B' = A^T (K x M: rs a_cs, cs a_rs).
+  const bool okA = call->swap ? blasLayout(g.N, g.K, g.cs[1], g.rs[1], &call->a)
+                              : blasLayout(g.M, g.K, g.rs[0], g.cs[0], &call->a);
+  const bool okB = call->swap ? blasLayout(g.K, g.M, g.cs[0], g.rs[0], &call->b)
+                              : blasLayout(g.K, g.N, g.rs[1], g.cs[1], &call->b);
+  if (!okA || !okB)
+    return std::string((call->swap ? !okB : !okA) ? "A" : "B") +
+           " has no unit stride (with a leading dimension covering the other dim): a_rs " +
+           std::to_string(g.rs[0]) + " a_cs " + std::to_string(g.cs[0]) + ", b_rs " +
+           std::to_string(g.rs[1]) + " b_cs " + std::to_string(g.cs[1]);
+  return "";
+}
+
+void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
+  // One workgroup does the whole GEMM (the launch is 1 x 1 x 1, checked at launch);
+  // OpenBLAS parallelises inside the call.
+  if (ctx->group_id[0] || ctx->group_id[1] || ctx->group_id[2])
+    return;
+  int64_t v[kGemmParams] = {};
+  for (uint32_t i = kAOff; i < kGemmParams; ++i)
+    std::memcpy(&v[i], args[i], sizeof(int64_t));
+  const GemmArgs g = readGemm(v);
+  GemmCall call;
+  gemmLayout(g, &call); // checked at launch: cannot fail here
+  const float *base[2];
+  std::memcpy(&base[0], args[kA], sizeof(void *));
+  std::memcpy(&base[1], args[kB], sizeof(void *));
+  float *c;
+  std::memcpy(&c, args[kC], sizeof(void *));
+  const OpenBlas &blas = openBlas();
+  for (int64_t b = 0; b < g.batch; ++b) {
+    if (ctx->cancel && *ctx->cancel)
+      return; // past the deadline: runLaunch reports it
+    const float *a = base[0] + g.off[0] + b * g.bs[0];
+    const float *bm = base[1] + g.off[1] + b * g.bs[1];
+    float *cm = c + g.off[2] + b * g.bs[2];
+    if (g.M == 0 || g.N == 0)
+      continue;
+    const int m = int(call.swap ? g.N : g.M), n = int(call.swap ? g.M : g.N);
+    const float *x = call.swap ? bm : a, *y = call.swap ? a : bm;
+    blas.sgemm(101 /*RowMajor*/, call.a.trans ? 112 : 111, call.b.trans ? 112 : 111, m, n, int(g.K),
+               1.0f, x, int(call.a.ld), y, int(call.b.ld), 0.0f, cm, int(call.c.ld));
+  }
+}
+
+// The largest element offset (inclusive) one operand touches, or -1 when it touches none.
+int64_t lastElement(int64_t off, int64_t batch, int64_t bs, int64_t rows, int64_t rs, int64_t cols,
+                    int64_t cs) {
+  if (batch == 0 || rows == 0 || cols == 0)
+    return -1;
+  return off + (batch - 1) * bs + (rows - 1) * rs + (cols - 1) * cs;
+}
+
+} // namespace
+
+tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
+                             const uint32_t workgroup[3], const tsr_drv_arg_t *args,
+                             uint32_t count) {
+  const char *name = k.name.c_str();
+  if (count != kGemmParams)
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: %s takes %u arguments, got %u", name,
+                           uint32_t(kGemmParams), count);
+  if (grid[0] * uint64_t(grid[1]) * grid[2] != 1 ||
+      workgroup[0] * uint64_t(workgroup[1]) * workgroup[2] != 1)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: %s launches as grid 1x1x1, workgroup 1x1x1 (got grid "
+                           "%ux%ux%u, workgroup %ux%ux%u)",
+                           name, grid[0], grid[1], grid[2], workgroup[0], workgroup[1],
+                           workgroup[2]);
+  int64_t v[kGemmParams] = {};
+  for (uint32_t i = kAOff; i < kGemmParams; ++i)
+    v[i] = args[i].value.i64;
+  for (uint32_t i = kAOff; i < kGemmParams; ++i)
+    if (v[i] < 0 || (i >= kM && i <= kK && v[i] > INT_MAX))
+      return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: %s argument %s = %lld is %s", name,
+                             kGemmParamNames[i], (long long)v[i],
+                             v[i] < 0 ? "negative" : "past 2^31 - 1 (cblas int)");
+  const GemmArgs g = readGemm(v);
+  GemmCall call;
+  std::string layout = gemmLayout(g, &call);
+  if (!layout.empty())
+    return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: %s: %s", name, layout.c_str());
+  if (call.a.ld > INT_MAX || call.b.ld > INT_MAX || call.c.ld > INT_MAX)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: %s: a leading dimension is past 2^31 - 1 (cblas int)",
+                           name);
+  const int64_t rows[3] = {g.M, g.K, g.M}, cols[3] = {g.K, g.N, g.N};
+  for (int i = 0; i < 3; ++i) {
+    // Overflow-safe: each factor < 2^63 / 4 is enough for a product bound below the view.
+    const int64_t last =
+        lastElement(g.off[i], g.batch, g.bs[i], rows[i], g.rs[i], cols[i], g.cs[i]);
+    const uint64_t elems = args[i].value.buffer.length / sizeof(float);
+    if (last >= 0 && uint64_t(last) >= elems)
+      return tsr_status_make(TSR_INVALID_ARGUMENT,
+                             "cpu driver: %s reads or writes %s element %lld, past its view of "
+                             "%llu f32 elements",
+                             name, kGemmParamNames[i], (long long)last, (unsigned long long)elems);
+  }
+  return nullptr;
+}
+
+tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &executable) {
+  std::string text(static_cast<const char *>(data), size);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t start = text.find_first_not_of(" \t\r\n,", pos);
+    if (start == std::string::npos)
+      break;
+    size_t end = text.find_first_of(" \t\r\n,", start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string name = text.substr(start, end - start);
+    pos = end;
+    if (name != "blas.gemm.f32")
+      return tsr_status_make(TSR_INVALID_ARGUMENT,
+                             "cpu driver: extern kernel '%s' is not built in (known: "
+                             "blas.gemm.f32)",
+                             name.c_str());
+    for (const CpuKernel &k : executable.kernels)
+      if (k.name == name)
+        return tsr_status_make(TSR_INVALID_ARGUMENT,
+                               "cpu driver: extern kernel '%s' is named twice", name.c_str());
+    const OpenBlas &blas = openBlas();
+    if (!blas)
+      return tsr_status_make(TSR_UNAVAILABLE,
+                             "cpu driver: extern kernel %s needs OpenBLAS, which cannot be "
+                             "loaded: %s",
+                             name.c_str(), blas.error.c_str());
+    CpuKernel k;
+    k.name = name;
+    for (uint32_t p = 0; p < kGemmParams; ++p) {
+      k.paramNames.push_back(kGemmParamNames[p]);
+      k.params.push_back({p < kAOff ? TSR_TYPE_BUFFER : TSR_TYPE_I64, nullptr});
+    }
+    k.requiredWorkgroup[0] = k.requiredWorkgroup[1] = k.requiredWorkgroup[2] = 1;
+    k.fn = gemmKernel;
+    k.check = checkExternGemm;
+    executable.kernels.push_back(std::move(k));
+  }
+  if (executable.kernels.empty())
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: the extern module names no kernel (e.g. blas.gemm.f32)");
+  for (CpuKernel &k : executable.kernels)
+    for (size_t p = 0; p < k.params.size(); ++p)
+      k.params[p].name = k.paramNames[p].c_str();
+  return nullptr;
+}
+
+} // namespace tessera::cpu

@@ -1,0 +1,212 @@
+// The "extern" executable format's blas.gemm.f32 (OpenBLAS through the HAL) against a naive
+// double-precision loop: untransposed and transposed operands, a column-major C, batches with
+// broadcast (stride 0) operands, odd sizes, element and byte offsets; bad launches are
+// INVALID_ARGUMENT before anything runs, and a missing library is UNAVAILABLE.
+#include "backends/cpu/runtime/openblas.h"
+#include "backends/cpu/tests/test_kernels.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+namespace tessera::cpu::testing {
+namespace {
+
+struct Layout {
+  int64_t off = 0, rs = 0, cs = 0, bs = 0;
+};
+
+// A row-major [rows x cols] operand, or its transpose's storage when `colMajor`, `batch`
+// copies apart (or one shared copy when `broadcast`), after `off` unused elements.
+Layout layoutOf(int64_t rows, int64_t cols, bool colMajor, int64_t batch, bool broadcast,
+                int64_t off, int64_t pad) {
+  Layout l;
+  l.off = off;
+  l.rs = colMajor ? 1 : cols + pad;
+  l.cs = colMajor ? rows + pad : 1;
+  l.bs = broadcast || batch == 1 ? 0 : (colMajor ? l.cs * cols : l.rs * rows);
+  return l;
+}
+
+int64_t elementsOf(const Layout &l, int64_t rows, int64_t cols, int64_t batch) {
+  return l.off + (batch - 1) * l.bs + (rows - 1) * l.rs + (cols - 1) * l.cs + 1;
+}
+
+struct Case {
+  int64_t M, N, K, batch;
+  bool aT, bT, cT, broadcastB;
+  int64_t aOff, bOff, cOff, pad;
+};
+
+class ExternGemm : public CpuTest {
+protected:
+  tsr_kernel_t gemm() {
+    tsr_executable_t exe = nullptr;
+    const char names[] = "blas.gemm.f32";
+    EXPECT_EQ(hal::testing::consume(
+                  tsr_executable_create(device_, "extern", names, sizeof(names) - 1, &exe)),
+              "");
+    tsr_kernel_t k = nullptr;
+    EXPECT_EQ(hal::testing::consume(tsr_executable_kernel(exe, "blas.gemm.f32", &k)), "");
+    tsr_executable_release(exe); // the kernel keeps it alive
+    kernels_.push_back(k);
+    return k;
+  }
+  void TearDown() override {
+    for (tsr_kernel_t k : kernels_)
+      tsr_kernel_release(k);
+    CpuTest::TearDown();
+  }
+  std::vector<tsr_arg_t> args(tsr_buffer_t a, tsr_buffer_t b, tsr_buffer_t c, const Case &t,
+                              const Layout &la, const Layout &lb, const Layout &lc,
+                              uint64_t cByteOffset = 0) {
+    std::vector<tsr_arg_t> v = {tsr_arg_buffer(a, 0), tsr_arg_buffer(b, 0),
+                                tsr_arg_buffer(c, cByteOffset)};
+    for (int64_t x : {la.off, lb.off, lc.off, t.M, t.N, t.K, t.batch, la.rs, la.cs, lb.rs, lb.cs,
+                      lc.rs, lc.cs, la.bs, lb.bs, lc.bs})
+      v.push_back(tsr_arg_i64(x));
+    return v;
+  }
+  std::vector<tsr_kernel_t> kernels_;
+};
+
+const uint32_t kOne[3] = {1, 1, 1};
+
+TEST_F(ExternGemm, MatchesANaiveLoopOverLayoutsBatchesAndOffsets) {
+  const Case cases[] = {
+      {1, 1, 1, 1, false, false, false, false, 0, 0, 0, 0},
+      {37, 29, 53, 1, false, false, false, false, 3, 5, 7, 0},
+      {37, 29, 53, 1, true, false, false, false, 1, 0, 2, 3},
+      {37, 29, 53, 1, false, true, false, false, 0, 4, 0, 1},
+      {17, 65, 9, 1, true, true, true, false, 2, 2, 9, 2},
+      {16, 24, 31, 3, false, true, false, true, 0, 1, 3, 0},
+      {5, 7, 130, 4, true, false, true, false, 6, 0, 1, 1},
+      {64, 1, 40, 2, false, false, false, false, 0, 0, 0, 0},
+      {0, 5, 3, 2, false, false, false, false, 0, 0, 0, 0},
+      {4, 6, 0, 2, false, false, false, false, 0, 0, 0, 0}, // K = 0: C = 0
+  };
+  tsr_kernel_t k = gemm();
+  ASSERT_NE(k, nullptr);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Case &t : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << "M " << t.M << " N " << t.N << " K " << t.K << " batch " << t.batch << " aT "
+                 << t.aT << " bT " << t.bT << " cT " << t.cT);
+    Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, t.aOff, t.pad);
+    Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, t.broadcastB, t.bOff, t.pad);
+    Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, t.cOff, t.pad);
+    auto fill = [&](int64_t n) {
+      std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
+      for (float &x : v)
+        x = dist(rng);
+      return v;
+    };
+    std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
+    std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
+    std::vector<float> c(size_t(std::max<int64_t>(elementsOf(lc, t.M, t.N, t.batch), 1)), 99.0f);
+    tsr_buffer_t ba = allocate(a.size() * 4), bb = allocate(b.size() * 4),
+                 bc = allocate(c.size() * 4);
+    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), ba, 0, a.size() * 4));
+    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), bb, 0, b.size() * 4));
+    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, c.data(), bc, 0, c.size() * 4));
+    std::vector<tsr_arg_t> v = args(ba, bb, bc, t, la, lb, lc);
+    TSR_ASSERT_OK(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())));
+    std::vector<float> got(c.size());
+    TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
+    TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+    std::vector<bool> written(c.size(), false);
+    for (int64_t n = 0; n < t.batch; ++n)
+      for (int64_t i = 0; i < t.M; ++i)
+        for (int64_t j = 0; j < t.N; ++j) {
+          double ref = 0, mag = 0;
+          for (int64_t p = 0; p < t.K; ++p) {
+            double x = a[size_t(la.off + n * la.bs + i * la.rs + p * la.cs)];
+            double y = b[size_t(lb.off + n * lb.bs + p * lb.rs + j * lb.cs)];
+            ref += x * y;
+            mag += std::fabs(x * y);
+          }
+          const size_t at = size_t(lc.off + n * lc.bs + i * lc.rs + j * lc.cs);
+          written[at] = true;
+          // f32 accumulation of K products: |error| <= K * 2^-24 * sum |a||b| (rounding of
+          // each product and sum), doubled for the blocked order's slack.
+          ASSERT_NEAR(got[at], ref, 2.0 * double(t.K) * std::ldexp(mag, -24) + 1e-30)
+              << "C[" << n << "][" << i << "][" << j << "]";
+        }
+    for (size_t e = 0; e < c.size(); ++e)
+      if (!written[e])
+        ASSERT_EQ(got[e], 99.0f) << "element " << e << " outside C was written";
+  }
+}
+
+TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
+  tsr_kernel_t k = gemm();
+  ASSERT_NE(k, nullptr);
+  Case t = {8, 8, 8, 1, false, false, false, false, 0, 0, 0, 0};
+  Layout l = layoutOf(8, 8, false, 1, false, 0, 0);
+  tsr_buffer_t a = allocate(64 * 4), b = allocate(64 * 4), c = allocate(64 * 4);
+  std::vector<tsr_arg_t> v = args(a, b, c, t, l, l, l);
+  TSR_EXPECT_OK(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())));
+  // C's view starts 4 bytes in: its last element is past the view.
+  v = args(a, b, c, t, l, l, l, 16);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "reads or writes C element 63, past its view of 60");
+  Layout off = l;
+  off.off = 1;
+  v = args(a, b, c, t, off, l, l);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "A element 64");
+  Layout strided = {0, 2, 2, 0}; // no unit stride
+  v = args(a, b, c, t, strided, l, l);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "A has no unit stride");
+  Case neg = t;
+  neg.K = -1;
+  v = args(a, b, c, neg, l, l, l);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "K = -1 is negative");
+  v = args(a, b, c, t, l, l, l);
+  const uint32_t two[3] = {2, 1, 1};
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, two, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "");
+  v.pop_back();
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "");
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
+}
+
+TEST_F(ExternGemm, UnknownNamesAreRefused) {
+  tsr_executable_t exe = nullptr;
+  const char names[] = "blas.gemm.f32, blas.gemm.f64";
+  TSR_EXPECT_ERROR(tsr_executable_create(device_, "extern", names, sizeof(names) - 1, &exe),
+                   TSR_INVALID_ARGUMENT, "extern kernel 'blas.gemm.f64' is not built in");
+  TSR_EXPECT_ERROR(tsr_executable_create(device_, "extern", " ", 1, &exe), TSR_INVALID_ARGUMENT,
+                   "names no kernel");
+}
+
+TEST(OpenBlasLoader, AMissingLibrarySaysWhy) {
+  OpenBlas missing(false, "libtessera-no-such-blas.so");
+  EXPECT_FALSE(missing);
+  EXPECT_NE(missing.error.find("libtessera-no-such-blas.so"), std::string::npos) << missing.error;
+}
+
+// The driver loads the library once per process, so the missing-library path runs in a
+// fresh process (the threadsafe death-test style re-executes this binary).
+TEST_F(ExternGemm, AMissingLibraryIsUnavailable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TESSERA_OPENBLAS_LIBRARY", "libtessera-no-such-blas.so", 1);
+        tsr_executable_t exe = nullptr;
+        tsr_status_t st = tsr_executable_create(device_, "extern", "blas.gemm.f32", 13, &exe);
+        const bool ok =
+            tsr_status_code(st) == TSR_UNAVAILABLE &&
+            std::string(tsr_status_message(st)).find("needs OpenBLAS") != std::string::npos;
+        tsr_status_free(st);
+        std::_Exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+} // namespace
+} // namespace tessera::cpu::testing

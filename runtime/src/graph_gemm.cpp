@@ -1,0 +1,357 @@
+// Extern GEMMs for GraphExecutable (graph_exec.h: GemmImpl, GemmChoice, GemmChoiceCache;
+// docs/torch.md, "Extern GEMMs"): which matmul kernels of a plan may run as the device's
+// vendor GEMM (the HAL "extern" format's blas.gemm.f32: an epilogue-free f32 GEMM whose batch
+// dims flatten to one stride and whose operands each have a unit stride), timing both on
+// scratch buffers of the plan's sizes the first time a shape is compiled, and the cache of
+// the outcome (memory, and a text file next to the compile cache).
+//
+// Why measure and not a rule: which one wins depends on the shape, the layout and the host
+// (OpenBLAS wins large square GEMMs; Tessera's kernels win small and skinny ones, where the
+// library's packing dominates), so each shape is decided by its own numbers, as Inductor's
+// autotuning does.
+#include "runtime/src/graph_exec_internal.h"
+#include "tessera/graph_exec.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+using hal::Status;
+
+constexpr const char kExternGemm[] = "blas.gemm.f32";
+constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
+
+const char *externLibrary(const std::string &backend) {
+  return backend == "cpu" ? "openblas" : "vendor";
+}
+
+struct FlatBatch {
+  int64_t count = 1;
+  int64_t strides[3] = {0, 0, 0}; // a, b, out
+};
+
+// The batch dims as one count and one stride per operand: each outer dim's stride must be the
+// next inner (non-unit) dim's stride times its extent, for every operand.
+bool flattenBatch(const graph::PlanGemm &g, FlatBatch *f, std::string *why) {
+  const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
+  int64_t next[3] = {0, 0, 0};
+  bool first = true;
+  for (size_t d = g.batch.size(); d-- > 0;) {
+    const int64_t n = g.batch[d];
+    if (n == 1)
+      continue;
+    for (int i = 0; i < 3; ++i) {
+      if (ops[i]->batchStrides.size() != g.batch.size()) {
+        *why = "the GEMM description has " + std::to_string(ops[i]->batchStrides.size()) +
+               " batch strides for " + std::to_string(g.batch.size()) + " batch dims";
+        return false;
+      }
+      const int64_t s = ops[i]->batchStrides[d];
+      if (!first && s != next[i]) {
+        *why = "its batch dims do not collapse into one stride per operand";
+        return false;
+      }
+      if (first)
+        f->strides[i] = s;
+      next[i] = s * n;
+    }
+    first = false;
+    f->count *= n;
+  }
+  return true;
+}
+
+bool unitStride(int64_t rows, int64_t cols, const graph::PlanGemmOperand &o) {
+  return rows <= 1 || cols <= 1 || o.colStride == 1 || o.rowStride == 1;
+}
+
+graph::PlanArg bufferArg(int buffer) {
+  graph::PlanArg a;
+  a.kind = graph::PlanArg::Kind::Buffer;
+  a.buffer = buffer;
+  return a;
+}
+
+graph::PlanArg i64Arg(int64_t v) {
+  graph::PlanArg a;
+  a.kind = graph::PlanArg::Kind::I64;
+  a.i = v;
+  return a;
+}
+
+// blas.gemm.f32's launch (docs/hal.md, "Extern kernels") over the plan's buffers.
+graph::PlanLaunch externLaunch(const graph::PlanGemm &g, const FlatBatch &f) {
+  graph::PlanLaunch l;
+  l.kernel = kExternGemm;
+  l.args = {bufferArg(g.a.buffer), bufferArg(g.b.buffer), bufferArg(g.out.buffer)};
+  for (int64_t v : {g.a.offset, g.b.offset, g.out.offset, g.M, g.N, g.K, f.count, g.a.rowStride,
+                    g.a.colStride, g.b.rowStride, g.b.colStride, g.out.rowStride, g.out.colStride,
+                    f.strides[0], f.strides[1], f.strides[2]})
+    l.args.push_back(i64Arg(v));
+  return l;
+}
+
+std::string shapeKey(const tsr_device_info_t &info, const graph::PlanGemm &g, const FlatBatch &f) {
+  std::ostringstream k;
+  k << info.name << '/' << info.architecture << " M" << g.M << " N" << g.N << " K" << g.K << " b"
+    << f.count;
+  const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
+  for (int i = 0; i < 3; ++i)
+    k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
+  return k.str();
+}
+
+std::string msText(double ms) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.3g ms", ms);
+  return b;
+}
+
+// Launches `l` on scratch buffers: one warm-up run, then kTimedRuns timed ones (launch to
+// synchronize); the median in ms. `timed` false: the warm-up only (a check that it launches).
+hal::Expected<double> timeLaunch(tsr_stream_t stream, tsr_kernel_t kernel,
+                                 const graph::PlanLaunch &l,
+                                 const std::vector<hal::Buffer> &scratch, bool timed) {
+  std::vector<tsr_arg_t> args;
+  for (const graph::PlanArg &a : l.args)
+    args.push_back(a.kind == graph::PlanArg::Kind::Buffer
+                       ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
+                       : detail::planScalarArg(a));
+  auto once = [&]() -> hal::Expected<double> {
+    auto t0 = std::chrono::steady_clock::now();
+    if (Status st = Status::fromC(tsr_stream_launch(stream, kernel, l.grid, l.workgroup,
+                                                    args.data(), uint32_t(args.size())));
+        !st.ok())
+      return st;
+    if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
+      return st;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto warm = once();
+  if (!warm.ok() || !timed)
+    return warm;
+  std::vector<double> ms;
+  for (int r = 0; r < kTimedRuns; ++r) {
+    auto t = once();
+    if (!t.ok())
+      return t;
+    ms.push_back(t.value());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::string choicesFile(const std::string &dir) {
+  return (std::filesystem::path(dir) / "gemm_choices.txt").string();
+}
+
+} // namespace
+
+GemmImpl gemmImplFromEnv() {
+  const char *e = std::getenv("TESSERA_GEMM_IMPL");
+  if (!e)
+    return GemmImpl::Auto;
+  if (std::strcmp(e, "tessera") == 0)
+    return GemmImpl::Tessera;
+  if (std::strcmp(e, "openblas") == 0 || std::strcmp(e, "extern") == 0)
+    return GemmImpl::Extern;
+  return GemmImpl::Auto;
+}
+
+// --- GemmChoiceCache ----------------------------------------------------------------------
+
+GemmChoiceCache &GemmChoiceCache::global() {
+  static GemmChoiceCache cache; // constructed on first use
+  return cache;
+}
+
+void GemmChoiceCache::loadDir(const std::string &dir) {
+  if (dir.empty() || loadedDirs_[dir])
+    return;
+  loadedDirs_[dir] = true;
+  // Lines "key<TAB>impl<TAB>tessera_ms<TAB>extern_ms"; a malformed line is skipped (the shape
+  // is measured again), never an error.
+  std::ifstream in(choicesFile(dir));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key, impl, t, x;
+    if (!std::getline(fields, key, '\t') || !std::getline(fields, impl, '\t') ||
+        !std::getline(fields, t, '\t') || !std::getline(fields, x, '\t'))
+      continue;
+    GemmChoice c;
+    c.impl = impl;
+    c.tesseraMs = std::strtod(t.c_str(), nullptr);
+    c.externMs = std::strtod(x.c_str(), nullptr);
+    if (impl == "tessera" || impl == "openblas")
+      entries_.emplace(key, c);
+  }
+}
+
+bool GemmChoiceCache::find(const std::string &key, const std::string &dir, GemmChoice *out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  loadDir(dir);
+  auto it = entries_.find(key);
+  if (it == entries_.end())
+    return false;
+  *out = it->second;
+  return true;
+}
+
+void GemmChoiceCache::store(const std::string &key, const std::string &dir, const GemmChoice &c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[key] = c;
+  if (dir.empty())
+    return;
+  // Appended: a later line for the same key wins when read back. A write failure only
+  // costs a measurement in a later process.
+  std::ofstream out(choicesFile(dir), std::ios::app);
+  out.precision(17); // the times read back exactly
+  out << key << '\t' << c.impl << '\t' << c.tesseraMs << '\t' << c.externMs << '\n';
+}
+
+void GemmChoiceCache::clearMemory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+  loadedDirs_.clear();
+}
+
+// --- GraphExecutable::chooseGemms ---------------------------------------------------------
+
+hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
+  externKernels_.clear();
+  externKernels_.resize(plan_.launches.size());
+  externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
+  gemmChoices_.clear();
+  const std::string backend = info_.backend;
+  const char *library = externLibrary(backend);
+  const std::string dir = cache ? cache->dir().string() : "";
+  hal::Executable externExe;
+  std::string unavailable; // why the library cannot be used on this device ("" : not tried)
+  hal::Stream stream;
+  for (const graph::PlanKernelInfo &info : plan_.kernels) {
+    if (!info.gemm)
+      continue;
+    GemmChoice c;
+    c.kernel = info.kernel;
+    gemmChoices_.push_back(c);
+    GemmChoice &choice = gemmChoices_.back();
+    const graph::PlanGemm &g = *info.gemm;
+    size_t launch = plan_.launches.size();
+    for (size_t i = 0; i < plan_.launches.size(); ++i)
+      if (plan_.launches[i].kernel == info.kernel)
+        launch = i;
+    FlatBatch flat;
+    std::string why;
+    if (launch == plan_.launches.size())
+      choice.reason = "the plan never launches it";
+    else if (g.dtype != graph::DType::F32 || g.outDtype != graph::DType::F32)
+      choice.reason = std::string("the library takes f32, this GEMM is ") +
+                      graph::dtypeName(g.dtype) + " -> " + graph::dtypeName(g.outDtype);
+    else if (!g.epilogueEmpty)
+      choice.reason = "its epilogue is fused into Tessera's kernel";
+    else if (!unitStride(g.M, g.K, g.a) || !unitStride(g.K, g.N, g.b) ||
+             !unitStride(g.M, g.N, g.out))
+      choice.reason = "an operand has no unit stride";
+    else if (!flattenBatch(g, &flat, &why))
+      choice.reason = why;
+    else if (mode == GemmImpl::Tessera)
+      choice.reason = "forced to tessera (gemm_impl or TESSERA_GEMM_IMPL)";
+    if (!choice.reason.empty())
+      continue;
+    if (!externExe && unavailable.empty()) {
+      tsr_executable_t exe = nullptr;
+      Status st = Status::fromC(tsr_executable_create(device_.get(), "extern", kExternGemm,
+                                                      sizeof(kExternGemm) - 1, &exe));
+      if (st.ok())
+        externExe = hal::Executable(exe);
+      else
+        unavailable = st.code() == TSR_UNIMPLEMENTED
+                          ? "the " + backend + " device has no vendor GEMM (extern kernels)"
+                          : std::string(library) + " is unavailable: " + st.message();
+    }
+    if (!externExe) {
+      choice.reason = unavailable;
+      continue;
+    }
+    const std::string key = shapeKey(info_, g, flat);
+    if (mode == GemmImpl::Auto && GemmChoiceCache::global().find(key, dir, &choice)) {
+      choice.kernel = info.kernel;
+      choice.reason = "measured earlier for this shape: tessera " + msText(choice.tesseraMs) +
+                      ", " + library + " " + msText(choice.externMs);
+    } else {
+      // Scratch buffers of the plan's sizes (every buffer either launch names), filled with
+      // 0.25: GEMM time does not depend on the values, but denormals or NaNs could.
+      if (!stream) {
+        auto s = device_.createStream();
+        if (!s.ok())
+          return s.status();
+        stream = std::move(s.value());
+      }
+      auto kernel = externExe.kernel(kExternGemm);
+      if (!kernel.ok())
+        return kernel.status();
+      const graph::PlanLaunch ext = externLaunch(g, flat);
+      std::vector<hal::Buffer> scratch(plan_.buffers.size());
+      for (const graph::PlanLaunch *l :
+           {static_cast<const graph::PlanLaunch *>(&plan_.launches[launch]), &ext})
+        for (const graph::PlanArg &a : l->args) {
+          if (a.kind != graph::PlanArg::Kind::Buffer || scratch[size_t(a.buffer)])
+            continue;
+          const graph::PlanBuffer &pb = plan_.buffers[size_t(a.buffer)];
+          const uint64_t bytes =
+              std::max<uint64_t>(1, uint64_t(pb.elements) * graph::dtypeBytes(pb.dtype));
+          auto b = device_.allocate(bytes);
+          if (!b.ok())
+            return b.status();
+          const float quarter = 0.25f;
+          if (Status st =
+                  Status::fromC(tsr_stream_fill(stream.get(), b.value().get(), 0,
+                                                bytes & ~uint64_t(3), &quarter, sizeof(quarter)));
+              !st.ok() && bytes >= 4)
+            return st;
+          scratch[size_t(a.buffer)] = std::move(b.value());
+        }
+      const bool timed = mode == GemmImpl::Auto;
+      auto xt = timeLaunch(stream.get(), kernel.value().get(), ext, scratch, timed);
+      if (!xt.ok()) {
+        choice.reason = std::string(library) + " refused it: " + xt.status().message();
+        continue;
+      }
+      if (!timed) {
+        choice.impl = library;
+        choice.reason = std::string("forced to ") + library + " (gemm_impl or TESSERA_GEMM_IMPL)";
+        externKernels_[launch] = std::move(kernel.value());
+        externLaunches_[launch] = ext;
+        continue;
+      }
+      auto tt = timeLaunch(stream.get(), launchKernels_[launch]->kernel, plan_.launches[launch],
+                           scratch, true);
+      if (!tt.ok())
+        return tt.status();
+      choice.tesseraMs = tt.value();
+      choice.externMs = xt.value();
+      choice.impl = choice.externMs < choice.tesseraMs ? library : "tessera";
+      choice.reason = "measured: tessera " + msText(choice.tesseraMs) + ", " + library + " " +
+                      msText(choice.externMs);
+      GemmChoiceCache::global().store(key, dir, choice);
+    }
+    if (choice.impl != "tessera") {
+      auto kernel = externExe.kernel(kExternGemm);
+      if (!kernel.ok())
+        return kernel.status();
+      externKernels_[launch] = std::move(kernel.value());
+      externLaunches_[launch] = externLaunch(g, flat);
+    }
+  }
+  return Status();
+}
+
+} // namespace tessera
