@@ -11,7 +11,9 @@ Every check compares with eager through torch.testing.assert_close at its defaul
 for the dtype (never loosened), forward and backward. Segments compile with strict=True, so a
 lowering failure is an error, not a silent eager fallback; ops the front end does not support
 must show up in explain()'s fallbacks while the result stays correct. A subset runs on
-vulkan:0 (lavapipe, a CPU emulation: small sizes only).
+vulkan:0 (lavapipe, a CPU emulation whose kernel compiles take seconds each: one small
+pointwise+softmax model, forward and backward, keeps the file inside its CI budget; measured
+here, a Linear model's forward+backward took 76 s on lavapipe).
 """
 
 import copy
@@ -104,7 +106,7 @@ class GPT2Block(nn.Module):
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_gpt2_block_sdpa_causal(device):
     torch.manual_seed(0)
     small = device != "cpu:0"
@@ -152,7 +154,7 @@ class BN(nn.Module):
         return F.relu(self.bn(self.lin(x)))
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 @pytest.mark.parametrize("train", [True, False])
 def test_batchnorm1d_train_and_eval(device, train):
     torch.manual_seed(2)
@@ -215,7 +217,7 @@ class InPlace(nn.Module):
         return self.act(y)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_inplace_ops(device):
     torch.manual_seed(5)
     check(InPlace(), [torch.randn(6, 8)], device)
@@ -235,7 +237,7 @@ def test_inplace_on_input_is_visible(device):
     torch.testing.assert_close(x_c, x_r)  # the caller's tensor was mutated, as in eager
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_integer_and_bool_tensors(device):
     def f(a, b, m):
         s = a * 3 + b // 2 - (a % 5)
@@ -249,7 +251,7 @@ def test_integer_and_bool_tensors(device):
     check(f, [a, b, m], device, backward=False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_int32_arithmetic(device):
     def f(a):
         return a * a + 7, (a.abs() > 3).to(torch.int32), a.max(), a.sum(dim=1)
@@ -258,7 +260,7 @@ def test_int32_arithmetic(device):
     check(f, [a], device, backward=False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU + VK)
 def test_mask_from_comparison_and_where_scalars(device):
     def f(x, y):
         mask = (x > 0) & (y < 0.5)
@@ -270,14 +272,14 @@ def test_mask_from_comparison_and_where_scalars(device):
     check(f, [torch.randn(4, 9), torch.randn(4, 9)], device)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_softmax_over_dim0(device):
     torch.manual_seed(8)
     check(lambda x: torch.softmax(x * 2, dim=0), [torch.randn(6, 5)], device)
     check(lambda x: torch.log_softmax(x, dim=1), [torch.randn(3, 6, 5)], device)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_mean_sum_over_several_dims(device):
     def f(x):
         return (x.mean(dim=(0, 2)), x.sum(dim=(1, 2), keepdim=True), x.sum(), x.mean(),
@@ -287,7 +289,7 @@ def test_mean_sum_over_several_dims(device):
     check(f, [torch.randn(3, 4, 5)], device)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_max_dim_values_and_indices(device):
     def f(x):
         v, i = x.max(dim=1)
@@ -389,7 +391,7 @@ class TupleDict(nn.Module):
         return {"y": y, "pair": (y.relu(), x[:, 1:3]), "t": x.t()}
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_tuple_dict_and_view_of_input(device):
     torch.manual_seed(14)
     check(TupleDict(), [torch.randn(3, 4)], device)
@@ -405,12 +407,12 @@ class ConstAttr(nn.Module):
         return x * self.scale + self.shift
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_constant_tensor_attribute(device):
     check(ConstAttr(), [torch.randn(3, 6)], device)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_scalar_loss_output(device):
     class Loss(nn.Module):
         def __init__(self):
@@ -432,7 +434,7 @@ def test_empty_batch(device):
     check(lambda x: (x.sum(0), x.mean(1), x * 2), [torch.randn(0, 5)], device, backward=False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_batch_size_change(device):
     torch.manual_seed(17)
     model = Small()
@@ -443,7 +445,7 @@ def test_batch_size_change(device):
         torch.testing.assert_close(compiled(x), ref(x))
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_non_contiguous_inputs(device):
     def f(a, b, c):
         return a @ b + c.sum(-1, keepdim=True), (a * 2).softmax(0)
@@ -458,7 +460,7 @@ def test_non_contiguous_inputs(device):
     check(f, [a2, b.contiguous(), c.contiguous()], device)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_zero_stride_expanded_input(device):
     def f(x, y):
         return x * y + y.relu(), (x - y).amax(-1)
@@ -469,7 +471,7 @@ def test_zero_stride_expanded_input(device):
     check(f, [x, y], device, keep_strides=True, backward=False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", CPU)
 def test_inf_nan_propagation(device):
     def f(x):
         return (x.exp(), torch.log(x.abs()), x.relu(), torch.maximum(x, torch.zeros_like(x)),
