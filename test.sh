@@ -54,8 +54,12 @@ if compgen -G "build/$preset/python/tessera/_C*.so" >/dev/null; then
   ./scripts/install-python.sh
   echo "== pytest python/tests"
   TESSERA_BUILD_DIR="$PWD/build/$preset" "$PYTHON" -m pytest -q python/tests
+elif [ "$preset" = default ]; then
+  # setup-deps installs nanobind before the build: a default build without the module is broken.
+  echo "test.sh: build/default has no tessera._C (was nanobind importable at configure time?)" >&2
+  exit 1
 else
-  echo "== python/tests skipped: build/$preset has no tessera._C (sanitizer preset, or nanobind was missing at configure time)"
+  echo "== python/tests skipped: build/$preset has no tessera._C (a sanitizer preset: a plain interpreter cannot load a sanitized module)"
 fi
 
 if [ "$preset" = default ] && [ "$fuzz_seconds" -gt 0 ]; then
