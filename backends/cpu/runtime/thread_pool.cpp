@@ -63,6 +63,19 @@ void keepSubnormals() {
 #endif
 }
 
+SubnormalScope::SubnormalScope() {
+#if defined(__SSE__)
+  saved_ = _mm_getcsr();
+#endif
+  keepSubnormals();
+}
+
+SubnormalScope::~SubnormalScope() {
+#if defined(__SSE__)
+  _mm_setcsr(saved_);
+#endif
+}
+
 void ThreadPool::workerLoop() {
   keepSubnormals();
   for (;;) {

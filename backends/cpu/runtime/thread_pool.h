@@ -20,6 +20,19 @@ namespace tessera::cpu {
 /// driver thread that runs kernels calls it first (TSR_FEATURE_DENORM_PRESERVE).
 void keepSubnormals();
 
+/// keepSubnormals() for a scope on a thread that is not the driver's (a synchronizing caller
+/// that runs queued work itself): the caller's MXCSR is restored on exit.
+class SubnormalScope {
+public:
+  SubnormalScope();
+  ~SubnormalScope();
+  SubnormalScope(const SubnormalScope &) = delete;
+  SubnormalScope &operator=(const SubnormalScope &) = delete;
+
+private:
+  unsigned saved_ = 0;
+};
+
 class ThreadPool {
 public:
   /// `workers` threads (0 is allowed: everything then runs on the calling thread).
