@@ -43,6 +43,12 @@ public:
 
   unsigned workerCount() const { return unsigned(threads_.size()); }
 
+  /// How many jobs were handed to the workers so far (the others ran on their caller alone).
+  uint64_t sharedJobs() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sharedJobs_;
+  }
+
   /// Calls body(i) once for every i in [0, count), on the pool and the calling thread, and
   /// returns when every call has returned.
   void parallelFor(uint64_t count, const std::function<void(uint64_t)> &body);
@@ -59,6 +65,7 @@ private:
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
   bool stopping_ = false;
+  uint64_t sharedJobs_ = 0; // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 
