@@ -25,12 +25,18 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::enqueue(std::function<void()> work) {
+  bool wasEmpty;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    wasEmpty = queue_.empty();
     queue_.push_back(std::move(work));
     ++submitted_;
   }
-  workCv_.notify_one();
+  // Only the first item wakes the worker: with items queued it is awake already, or asleep
+  // because a synchronizing thread runs one, which wakes it afterwards (runFront). A wake-up
+  // is a syscall and, on a busy host, a context switch per enqueue.
+  if (wasEmpty)
+    workCv_.notify_one();
 }
 
 void CpuStream::run() {

@@ -4,6 +4,7 @@
 #include "backends/cpu/runtime/entry_points.h"
 
 #include <atomic>
+#include <chrono>
 #include <gtest/gtest.h>
 #include <thread>
 #include <vector>
@@ -49,6 +50,20 @@ TEST(CpuStream, EnqueueNeverRunsTheItem) {
   release = true;
   stream.synchronize();
   EXPECT_TRUE(ran.load());
+}
+
+TEST(CpuStream, TheWorkerRunsEverythingWithoutASynchronize) {
+  // Items enqueued behind others wake no one (stream.cpp): the worker must still reach them.
+  CpuStream stream;
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 5; ++i)
+      stream.enqueue([&] { ran.fetch_add(1); });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!stream.idle() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    ASSERT_EQ(ran.load(), 5 * (round + 1)) << "round " << round;
+  }
 }
 
 #if defined(__SSE__)
