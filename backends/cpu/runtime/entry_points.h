@@ -39,9 +39,9 @@ struct CpuDriver {
 struct CpuDevice {
   explicit CpuDevice(const tsr_device_info_t &info);
   tsr_device_info_t info;
-  ThreadPool pool;               // runs the workgroups of every launch on this device
-  Watchdog watchdog;             // raises the cancel flag of a launch past its deadline
-  backend::DeviceMemory memory;  // live buffers against info.total_memory
+  ThreadPool pool;              // runs the workgroups of every launch on this device
+  Watchdog watchdog;            // raises the cancel flag of a launch past its deadline
+  backend::DeviceMemory memory; // live buffers against info.total_memory
 };
 
 /// A kernel fault or deadline, kept until a synchronize reports it (a copy, so that event
@@ -97,13 +97,16 @@ public:
 
 private:
   void run();
+  /// Pops and runs the front item with the lock released; `lock` holds mutex_ on entry/exit.
+  void runFront(std::unique_lock<std::mutex> &lock);
   std::mutex mutex_;
   std::condition_variable workCv_, idleCv_;
   std::deque<std::function<void()>> queue_;
   uint64_t submitted_ = 0, completed_ = 0;
   bool stopping_ = false;
+  bool busy_ = false;          // an item runs (on the worker or a synchronizing thread)
   std::optional<Fault> fault_; // guarded by mutex_
-  std::thread worker_; // last: starts after the members above exist
+  std::thread worker_;         // last: starts after the members above exist
 };
 
 struct CpuKernel {

@@ -1,4 +1,5 @@
-// CPU streams: a worker thread per stream that runs an in-order queue, and the stream
+// CPU streams: a worker thread per stream that runs an in-order queue (a thread that
+// synchronizes runs the queued items itself, still one at a time and in order), and the stream
 // entry points (fill, copies, launch, synchronize, query, set_timeout) that enqueue into it.
 // A launch's kernel fault or deadline is kept on the stream until a synchronize reports it.
 //
@@ -24,36 +25,62 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::enqueue(std::function<void()> work) {
+  bool wasEmpty;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    wasEmpty = queue_.empty();
     queue_.push_back(std::move(work));
     ++submitted_;
   }
-  workCv_.notify_one();
+  // Only the first item wakes the worker: with items queued it is awake already, or asleep
+  // because a synchronizing thread runs one, which wakes it afterwards (runFront). A wake-up
+  // is a syscall and, on a busy host, a context switch per enqueue.
+  if (wasEmpty)
+    workCv_.notify_one();
 }
 
 void CpuStream::run() {
   keepSubnormals(); // kernels run on this thread too (TSR_FEATURE_DENORM_PRESERVE)
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    workCv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    // busy_: a synchronizing thread runs an item; the next one must wait for it (in order).
+    workCv_.wait(lock,
+                 [this] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !busy_); });
     if (queue_.empty())
       return; // stopping, and everything enqueued has run
-    std::function<void()> work = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    work();
-    work = nullptr; // drop captured state before reporting completion
-    lock.lock();
-    ++completed_;
-    idleCv_.notify_all();
+    runFront(lock);
   }
+}
+
+void CpuStream::runFront(std::unique_lock<std::mutex> &lock) {
+  std::function<void()> work = std::move(queue_.front());
+  queue_.pop_front();
+  busy_ = true;
+  lock.unlock();
+  work();
+  work = nullptr; // drop captured state before reporting completion
+  lock.lock();
+  busy_ = false;
+  ++completed_;
+  idleCv_.notify_all();
+  if (!queue_.empty() || stopping_)
+    workCv_.notify_one(); // the worker may have skipped the next item (or its exit) meanwhile
 }
 
 void CpuStream::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   uint64_t target = submitted_;
-  idleCv_.wait(lock, [&] { return completed_ >= target; });
+  while (completed_ < target) {
+    // The caller blocks anyway: it runs the queued items itself, in order, rather than
+    // waiting for the worker to wake up for each (two thread hand-offs per small launch,
+    // which dominated small graphs' run time). Enqueue still returns before the work runs.
+    if (!busy_ && !queue_.empty()) {
+      SubnormalScope keep; // this thread's MXCSR is the caller's: kernels must keep subnormals
+      runFront(lock);
+      continue;
+    }
+    idleCv_.wait(lock);
+  }
 }
 
 bool CpuStream::idle() {

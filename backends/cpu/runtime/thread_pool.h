@@ -20,6 +20,19 @@ namespace tessera::cpu {
 /// driver thread that runs kernels calls it first (TSR_FEATURE_DENORM_PRESERVE).
 void keepSubnormals();
 
+/// keepSubnormals() for a scope on a thread that is not the driver's (a synchronizing caller
+/// that runs queued work itself): the caller's MXCSR is restored on exit.
+class SubnormalScope {
+public:
+  SubnormalScope();
+  ~SubnormalScope();
+  SubnormalScope(const SubnormalScope &) = delete;
+  SubnormalScope &operator=(const SubnormalScope &) = delete;
+
+private:
+  unsigned saved_ = 0;
+};
+
 class ThreadPool {
 public:
   /// `workers` threads (0 is allowed: everything then runs on the calling thread).
@@ -29,6 +42,12 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   unsigned workerCount() const { return unsigned(threads_.size()); }
+
+  /// How many jobs were handed to the workers so far (the others ran on their caller alone).
+  uint64_t sharedJobs() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sharedJobs_;
+  }
 
   /// Calls body(i) once for every i in [0, count), on the pool and the calling thread, and
   /// returns when every call has returned.
@@ -46,6 +65,7 @@ private:
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
   bool stopping_ = false;
+  uint64_t sharedJobs_ = 0; // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 

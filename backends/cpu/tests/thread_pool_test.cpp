@@ -2,8 +2,11 @@
 // of workers and with several callers at once. Expected counts come from the loop bounds.
 #include "backends/cpu/runtime/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <gtest/gtest.h>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -38,6 +41,39 @@ TEST(ThreadPool, SeveralCallersShareThePool) {
   for (std::thread &t : callers)
     t.join();
   EXPECT_EQ(total.load(), uint64_t(6) * 50 * (37 * 38 / 2));
+}
+
+// A job shorter than waking a helper runs on the caller alone (thread_pool.cpp); a long one
+// still spreads over the pool. Which threads ran is recorded per index.
+std::vector<std::thread::id> threadsOf(ThreadPool &pool, uint64_t count,
+                                       std::chrono::microseconds each) {
+  std::vector<std::thread::id> ran(count);
+  pool.parallelFor(count, [&](uint64_t i) {
+    if (each.count())
+      std::this_thread::sleep_for(each);
+    ran[i] = std::this_thread::get_id();
+  });
+  return ran;
+}
+
+TEST(ThreadPool, ShortJobsStayOnTheCallerLongOnesSpread) {
+  ThreadPool pool(3);
+  const std::thread::id me = std::this_thread::get_id();
+  // A preemption during the timed first chunk can send a short job to the pool: any round
+  // that stays on the caller proves the rule.
+  bool someAlone = false;
+  for (int round = 0; round < 50 && !someAlone; ++round) {
+    uint64_t shared = pool.sharedJobs();
+    std::vector<std::thread::id> ran = threadsOf(pool, 64, std::chrono::microseconds(0));
+    someAlone = pool.sharedJobs() == shared &&
+                std::all_of(ran.begin(), ran.end(), [&](std::thread::id t) { return t == me; });
+  }
+  EXPECT_TRUE(someAlone) << "a job of 64 empty indices never ran on the caller alone";
+  uint64_t shared = pool.sharedJobs();
+  std::vector<std::thread::id> ran = threadsOf(pool, 100, std::chrono::microseconds(200));
+  EXPECT_EQ(pool.sharedJobs(), shared + 1);
+  std::set<std::thread::id> distinct(ran.begin(), ran.end());
+  EXPECT_GT(distinct.size(), 1u) << "a 20 ms job ran on one thread";
 }
 
 } // namespace
