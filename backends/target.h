@@ -112,6 +112,17 @@ public:
   virtual bool buffersInHostMemory() const { return false; }
   /// Whether the bare artefact (rawOutput) is text, printed to stdout without -o (PTX).
   virtual bool textOutput() const { return false; }
+  /// Graph lowering (ir/graph/lower.h, ScheduleCaps): whether GEMMs may use matrix ops on
+  /// this target (a matrix lowering that is conformance-tested), and the smallest GEMM, in
+  /// flops, worth a matrix kernel on a device with capability record `caps` (where matrix
+  /// ops are lowered in software, their larger kernels cost driver compile time).
+  virtual bool graphMatrixOps() const { return false; }
+  virtual uint64_t graphMatrixMinFlops(std::string_view caps) const {
+    (void)caps;
+    return 0;
+  }
+  /// The vendor library behind the driver's extern GEMM kernel ("openblas"), or "" if none.
+  virtual std::string_view externGemmLibrary() const { return {}; }
 
   /// The options for a device: `info` and its capability record `caps` (empty when the
   /// driver has none) complete `*opts` (arch, subgroup size, caps). False with `*error`

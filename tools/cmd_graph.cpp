@@ -216,7 +216,7 @@ std::string planText(const graph::Graph &g, const graph::Plan &p) {
 }
 
 int lowerCmd(int argc, char **argv) {
-  std::string file, outPath, backend = "cpu";
+  std::string file, outPath, backend = graph::ScheduleCaps().backend;
   uint64_t subgroup = 16, maxWg = 256, seed = 1;
   bool noMatrix = false, check = false;
   auto app = makeApp("graph lower",

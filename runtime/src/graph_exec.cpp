@@ -126,29 +126,15 @@ hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps) {
   c.bf16 = info.features & TSR_FEATURE_BF16;
   c.f64 = info.features & TSR_FEATURE_FP64;
   c.i64 = info.features & TSR_FEATURE_INT64;
-  // Matrix ops have a correct lowering on these targets (docs/ir.md "Matrix ops"); the GPU
-  // targets get them once their matrix lowering is conformance-tested.
-  c.matrixOps = c.backend == "cpu" || c.backend == "vulkan";
-  // Vulkan without cooperative matrices lowers matrix ops in software: measured on lavapipe,
-  // an MLP's training step compiled in 23 s with matrix-op GEMMs and 10 s with the tiled
-  // kernel, for GEMMs too small to run measurably faster either way. 2 * 256^3 flops is about
-  // where the matrix kernel starts to pay for its compile time there.
-  if (c.backend == "vulkan") {
-    std::string caps, error;
-    // The record's line is "vulkan.cooperativeMatrix=none" without them.
-    bool coop = false;
-    if (deviceCompilerCaps(device, &caps, &error)) {
-      const std::string key = "vulkan.cooperativeMatrix=";
-      if (size_t at = caps.find(key); at != std::string::npos) {
-        size_t end = caps.find('\n', at);
-        std::string value = caps.substr(at + key.size(), end == std::string::npos
-                                                              ? std::string::npos
-                                                              : end - at - key.size());
-        coop = !value.empty() && value != "none";
-      }
-    }
-    if (!coop)
-      c.matrixMinFlops = 2ull * 256 * 256 * 256;
+  // Matrix ops where the target has a conformance-tested matrix lowering (backends/target.h).
+  if (const Target *target = targetForDevice(info)) {
+    std::string record, error;
+    if (!deviceCompilerCaps(device, &record, &error))
+      return Status(TSR_INTERNAL, error);
+    c.matrixOps = target->graphMatrixOps();
+    c.matrixMinFlops = target->graphMatrixMinFlops(record);
+  } else {
+    c.matrixOps = false;
   }
   *caps = c;
   return Status();
@@ -157,7 +143,9 @@ hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps) {
 ProgramOptions graphProgramOptions(tsr_device_t device, const graph::ScheduleCaps &caps) {
   ProgramOptions opts;
   opts.bounds = TSR_BOUNDS_ROBUST;
-  if (caps.backend == "cpu")
+  // Targets that emulate subgroups (cpu) compile for the width the schedule assumed.
+  const Target *target = defaultTargets().forBackend(caps.backend);
+  if (target && target->subgroupSizeOption())
     opts.subgroupSize = caps.subgroupSize;
   return withSupportedBounds(device, opts);
 }

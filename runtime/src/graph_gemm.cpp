@@ -28,8 +28,11 @@ using hal::Status;
 constexpr const char kExternGemm[] = "blas.gemm.f32";
 constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
 
-const char *externLibrary(const std::string &backend) {
-  return backend == "cpu" ? "openblas" : "vendor";
+// The library behind the device's extern GEMM, as its target names it ("vendor" if none).
+std::string externLibrary(const tsr_device_info_t &info) {
+  const Target *target = targetForDevice(info);
+  std::string_view name = target ? target->externGemmLibrary() : std::string_view();
+  return name.empty() ? "vendor" : std::string(name);
 }
 
 struct FlatBatch {
@@ -230,8 +233,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   externKernels_.resize(plan_.launches.size());
   externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
   gemmChoices_.clear();
-  const std::string backend = info_.backend;
-  const char *library = externLibrary(backend);
+  const std::string library = externLibrary(info_);
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
   std::string unavailable; // why the library cannot be used on this device ("" : not tried)
@@ -274,8 +276,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
         externExe = hal::Executable(exe);
       else
         unavailable = st.code() == TSR_UNIMPLEMENTED
-                          ? "the " + backend + " device has no vendor GEMM (extern kernels)"
-                          : std::string(library) + " is unavailable: " + st.message();
+                          ? "the " + std::string(info_.backend) + " device has no vendor GEMM (extern kernels)"
+                          : library + " is unavailable: " + st.message();
     }
     if (!externExe) {
       choice.reason = unavailable;
@@ -322,7 +324,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       const bool timed = mode == GemmImpl::Auto;
       auto xt = timeLaunch(stream.get(), kernel.value().get(), ext, scratch, timed);
       if (!xt.ok()) {
-        choice.reason = std::string(library) + " refused it: " + xt.status().message();
+        choice.reason = library + " refused it: " + xt.status().message();
         continue;
       }
       if (!timed) {

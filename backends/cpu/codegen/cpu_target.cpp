@@ -24,6 +24,8 @@ public:
   std::vector<std::string> stageFiles() const override {
     return {"0-kir.tir", "1-llvm.ll", "2-llvm.opt.ll", "3-obj.o"};
   }
+  bool graphMatrixOps() const override { return true; }
+  std::string_view externGemmLibrary() const override { return "openblas"; }
   bool subgroupSizeOption() const override { return true; }
   bool buffersInHostMemory() const override { return true; }
 
