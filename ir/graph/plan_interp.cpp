@@ -7,9 +7,8 @@
 #include <cmath>
 
 namespace tessera::graph {
-namespace {
 
-ir::Scalar scalarOf(DType t) {
+ir::Scalar storageScalar(DType t) {
   switch (t) {
   case DType::Bool:
     return ir::Scalar::I8;
@@ -28,6 +27,8 @@ ir::Scalar scalarOf(DType t) {
   }
   return ir::Scalar::F32;
 }
+
+namespace {
 
 ir::Literal literalOf(DType t, double v) {
   ir::Literal l;
@@ -92,7 +93,7 @@ bool runPlanOnInterpreter(const Plan &plan, const Graph &g, const std::vector<Ho
   }
   std::vector<ir::HostBuffer> bufs;
   for (const PlanBuffer &b : plan.buffers)
-    bufs.emplace_back(scalarOf(b.dtype), b.elements);
+    bufs.emplace_back(storageScalar(b.dtype), b.elements);
   for (size_t bi = 0; bi < plan.buffers.size(); ++bi) {
     const PlanBuffer &b = plan.buffers[bi];
     if (b.role != PlanBuffer::Role::Input)

@@ -4,6 +4,7 @@
 // Never used to run models: it is slow by design (fp64, one work-item at a time).
 #pragma once
 
+#include "ir/core/types.h"
 #include "ir/graph/eval.h"
 #include "ir/graph/lower.h"
 
@@ -12,6 +13,10 @@
 #include <vector>
 
 namespace tessera::graph {
+
+/// The kernel-IR scalar a plan buffer of dtype `t` holds (bool is stored as i8, lower_internal.h
+/// storageType): what host buffers for the interpreter or a device are allocated as.
+ir::Scalar storageScalar(DType t);
 
 struct PlanInterpOptions {
   uint32_t subgroupSize = 32; // the interpreter's subgroup size (kernels must not assume one)

@@ -5,6 +5,7 @@
 // error names the kernel, the parameter and both types.
 #include "common.h"
 
+#include "ir/graph/plan_interp.h"
 #include "ir/interp/numerics.h"
 #include "ir/text/parser.h"
 #include "tessera/graph_exec.h"
@@ -40,26 +41,6 @@ struct PyProgram {
   DevicePtr device;
   std::shared_ptr<Program> program;
 };
-
-ir::Scalar bufferScalar(graph::DType t) {
-  switch (t) {
-  case graph::DType::Bool:
-    return ir::Scalar::I8;
-  case graph::DType::I32:
-    return ir::Scalar::I32;
-  case graph::DType::I64:
-    return ir::Scalar::I64;
-  case graph::DType::F16:
-    return ir::Scalar::F16;
-  case graph::DType::BF16:
-    return ir::Scalar::BF16;
-  case graph::DType::F32:
-    return ir::Scalar::F32;
-  case graph::DType::F64:
-    return ir::Scalar::F64;
-  }
-  return ir::Scalar::F32;
-}
 
 tsr_arg_t scalarArg(const std::string &where, const ir::Type &t, nb::handle v) {
   if (ir::isFloatScalar(t.elem)) {
@@ -170,7 +151,7 @@ void launch(PyProgram &p, const std::string &name, nb::handle grid, nb::handle w
     if (b->storage->device.get() != p.device.get())
       raise(TSR_INVALID_ARGUMENT, where + ": the buffer is on " + b->storage->device->name +
                                       ", the program on " + p.device->name);
-    if (bufferScalar(b->dtype) != t.elem)
+    if (graph::storageScalar(b->dtype) != t.elem)
       raise(TSR_INVALID_ARGUMENT,
             where + ": a " + graph::dtypeName(b->dtype) + " buffer for " + ir::toString(t));
     hal.push_back(tsr_arg_buffer(b->storage->buffer.get(),

@@ -12,26 +12,6 @@ namespace {
 using graph::HostTensor;
 using graph::Plan;
 
-ir::Scalar scalarOf(graph::DType t) {
-  switch (t) {
-  case graph::DType::Bool:
-    return ir::Scalar::I8;
-  case graph::DType::I32:
-    return ir::Scalar::I32;
-  case graph::DType::I64:
-    return ir::Scalar::I64;
-  case graph::DType::F16:
-    return ir::Scalar::F16;
-  case graph::DType::BF16:
-    return ir::Scalar::BF16;
-  case graph::DType::F32:
-    return ir::Scalar::F32;
-  case graph::DType::F64:
-    return ir::Scalar::F64;
-  }
-  return ir::Scalar::F32;
-}
-
 /// Runs `plan` on the device: every launch through runOnDevice on host copies of the buffers.
 /// Inputs are written through their strides like the interpreter path does.
 bool runPlanOnDevice(testing::DeviceSession &s, const Plan &plan, const graph::Graph &g,
@@ -50,7 +30,7 @@ bool runPlanOnDevice(testing::DeviceSession &s, const Plan &plan, const graph::G
     return false;
   std::vector<ir::HostBuffer> bufs;
   for (const graph::PlanBuffer &b : plan.buffers)
-    bufs.emplace_back(scalarOf(b.dtype), b.elements);
+    bufs.emplace_back(graph::storageScalar(b.dtype), b.elements);
   for (size_t bi = 0; bi < plan.buffers.size(); ++bi) {
     const graph::PlanBuffer &b = plan.buffers[bi];
     if (b.role != graph::PlanBuffer::Role::Input)

@@ -7,6 +7,7 @@
 
 #include "ir/graph/graph.h"
 #include "ir/graph/lower_internal.h"
+#include "ir/graph/plan_interp.h"
 #include "ir/interp/interpreter.h"
 
 #include <algorithm>
@@ -56,26 +57,6 @@ struct BuiltCase {
   DType outType = DType::F32;
   std::vector<double> expect, tolerance; // per output element, row-major
 };
-
-inline ir::Scalar storageScalar(DType t) {
-  switch (t) {
-  case DType::Bool:
-    return ir::Scalar::I8;
-  case DType::I32:
-    return ir::Scalar::I32;
-  case DType::I64:
-    return ir::Scalar::I64;
-  case DType::F16:
-    return ir::Scalar::F16;
-  case DType::BF16:
-    return ir::Scalar::BF16;
-  case DType::F32:
-    return ir::Scalar::F32;
-  case DType::F64:
-    return ir::Scalar::F64;
-  }
-  return ir::Scalar::F32;
-}
 
 inline std::vector<int64_t> contiguous(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
