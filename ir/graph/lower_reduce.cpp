@@ -128,6 +128,30 @@ std::string ln(KernelText &k, const std::string &s, const char *hint = "r") {
   return v;
 }
 
+/// One element `x` (in the accumulator type) folded into the running (acc[, acci]) of a row or
+/// column loop, whose index is `j`: var's second pass squares its deviation from `mean`
+/// first; argmax keeps the better (value, index) pair. Emits the `yield` of the loop body's
+/// in-range branch and the out-of-range branch that keeps the running value.
+void emitFoldElement(KernelText &k, const Red &r, std::string x, const std::string &mean,
+                     const std::string &acc, const std::string &acci, const std::string &j,
+                     bool arg) {
+  if (!mean.empty()) { // var's second pass: squared deviation from the mean
+    std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
+    x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
+  }
+  if (arg) {
+    std::string b = argBetter(k, r, acc, acci, x, j);
+    std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
+    std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
+    k.line("yield " + bv + ", " + bi);
+  } else {
+    k.line("yield " + combine(k, r, acc, x));
+  }
+  k.close("} else {");
+  k.line("  yield " + acc + (arg ? ", " + acci : ""));
+  k.line("}");
+}
+
 /// The reduction's value from its accumulated total(s), in the result's compute type and
 /// rounded to its dtype. `count` is the i64 number of elements reduced; `m2` the sum of squared
 /// deviations for var.
@@ -302,22 +326,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty + (arg ? ", i64" : "") +
            ") {");
     EmitCtx c = elementCtx(j);
-    std::string x = toAcc(k, r, value(kb, c, input));
-    if (!mean.empty()) { // var's second pass: squared deviation from the mean
-      std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
-      x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
-    }
-    if (arg) {
-      std::string b = argBetter(k, r, acc, acci, x, j);
-      std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-      std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.line("yield " + bv + ", " + bi);
-    } else {
-      k.line("yield " + combine(k, r, acc, x));
-    }
-    k.close("} else {");
-    k.line("  yield " + acc + (arg ? ", " + acci : ""));
-    k.line("}");
+    emitFoldElement(k, r, toAcc(k, r, value(kb, c, input)), mean, acc, acci, j, arg);
     closeRowLoop(arg ? nv + ", " + ni : nv);
     std::string sh = sharedOf(r.ty);
     bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
@@ -504,23 +513,9 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
     size_t ki = 0, ri = 0;
     for (size_t d = 0; d < it.shape.size(); ++d)
       c.coords.push_back(reduced[d] ? red[ri++] : kept[ki++]);
-    std::string x = toAcc(k, r, value(kb, c, n.inputs[0]));
-    if (!mean.empty()) {
-      std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
-      x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
-    }
-    if (arg) {
-      std::string b = argBetter(k, r, acc, acci, x, j);
-      std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-      std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-      k.line("yield " + bv + ", " + bi);
+    emitFoldElement(k, r, toAcc(k, r, value(kb, c, n.inputs[0])), mean, acc, acci, j, arg);
+    if (arg)
       *idxOut = resi;
-    } else {
-      k.line("yield " + combine(k, r, acc, x));
-    }
-    k.close("} else {");
-    k.line("  yield " + acc + (arg ? ", " + acci : ""));
-    k.line("}");
     if (caps.backend == "cpu")
       k.line("barrier");
     k.line("yield " + nv + (arg ? ", " + ni : ""));
