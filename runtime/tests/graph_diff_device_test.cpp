@@ -52,7 +52,7 @@ void forEachIndex(const std::vector<int64_t> &shape, const std::vector<int64_t> 
 
 /// `t` laid out in the parameter's storage (its strides), in the dtype's real format.
 ir::HostBuffer pack(const graph::TensorType &param, const HostTensor &t) {
-  ir::HostBuffer b(graph::testing::storageScalar(param.dtype),
+  ir::HostBuffer b(graph::storageScalar(param.dtype),
                    std::max<int64_t>(param.storageElements(), 1));
   forEachIndex(param.shape, param.effectiveStrides(), 0, [&](int64_t i, int64_t at) {
     ir::Literal l;
@@ -74,7 +74,7 @@ bool readOutput(tsr_device_t device, const GraphOutput &o, HostTensor *out, std:
   int64_t last = o.offset;
   for (size_t d = 0; d < o.shape.size(); ++d)
     last += (o.shape[d] - 1) * o.strides[d];
-  ir::HostBuffer all(graph::testing::storageScalar(o.dtype), last + 1);
+  ir::HostBuffer all(graph::storageScalar(o.dtype), last + 1);
   tsr_device_retain(device);
   hal::Device dev(device);
   auto s = dev.createStream();
