@@ -79,9 +79,12 @@ typedef struct tsr_stream_s *tsr_stream_t;
 typedef struct tsr_event_s *tsr_event_t;
 typedef struct tsr_executable_s *tsr_executable_t;
 typedef struct tsr_kernel_s *tsr_kernel_t;
+typedef struct tsr_comm_s *tsr_comm_t;
 
 /* The driver table (defined in hal_driver.h). */
 typedef struct tsr_driver_v1 tsr_driver_v1;
+/* A cross-process transport's table (defined in hal_transport.h). */
+typedef struct tsr_comm_transport_v1 tsr_comm_transport_v1;
 
 /* ---------------------------------------------------------------------------------------
  * Value types shared by kernels, arguments and device descriptions
@@ -421,6 +424,131 @@ tsr_status_t tsr_executable_kernel_at(tsr_executable_t executable, uint32_t inde
 void tsr_kernel_retain(tsr_kernel_t kernel);
 void tsr_kernel_release(tsr_kernel_t kernel);
 tsr_status_t tsr_kernel_info(tsr_kernel_t kernel, tsr_kernel_info_t *out_info);
+
+/* ---------------------------------------------------------------------------------------
+ * Collectives (ncclComm_t / iree_hal_channel_t). docs/hal.md "Collectives" is the guide.
+ *
+ * A communicator is one rank of a group. Operations are enqueued on a HAL stream of the
+ * rank's device, ordered with the kernels and copies on that stream, and complete through
+ * the stream (tsr_stream_synchronize, events), like NCCL's. Every enqueue returns at once:
+ * enqueueing the ranks of an in-process group one after another from one thread never
+ * blocks. An error found after the enqueue returned (a mismatch between ranks, a peer that
+ * died or never arrived, an abort) is reported by the stream's next synchronize.
+ *
+ * Determinism: element i of a reduction is folded in rank order, ((x0 op x1) op x2) ...,
+ * in f32 for f16/bf16/f32 (rounded once at the end), f64 for f64, and in the integer type
+ * itself (wrapping) for integers; AVG is the SUM divided by the rank count (integers:
+ * truncated toward zero). So for a given rank count every path (in-process, shared memory,
+ * MPI) gives bitwise identical results, run after run.
+ *
+ * Buffers are (buffer, byte offset) pairs on the communicator's device; counts are
+ * elements of `type` (any tsr_type_t but TSR_TYPE_BUFFER). In place means the same
+ * storage and offset for send and recv (all_gather: send is recv's own slot, at
+ * recv_offset + rank * count * size); any other overlap is INVALID_ARGUMENT.
+ * ------------------------------------------------------------------------------------- */
+
+/* MIN/MAX read integers as signed, UMIN/UMAX as unsigned (integers are signless, as in the
+ * kernel IR); for floats UMIN/UMAX are INVALID_ARGUMENT. MIN/MAX of a NaN is NaN. */
+typedef enum tsr_reduce_op_t TSR_ENUM_BASE {
+  TSR_REDUCE_SUM = 1,
+  TSR_REDUCE_PROD = 2,
+  TSR_REDUCE_MIN = 3,
+  TSR_REDUCE_MAX = 4,
+  TSR_REDUCE_AVG = 5,
+  TSR_REDUCE_UMIN = 6,
+  TSR_REDUCE_UMAX = 7
+} tsr_reduce_op_t;
+
+/* "sum", "prod", ... ("invalid" otherwise). */
+const char *tsr_reduce_op_name(tsr_reduce_op_t op);
+
+/* An opaque rendezvous token (ncclUniqueId): made by one process, passed by the caller's
+ * own means (a launcher, a store, MPI_Bcast) to every rank. */
+#define TSR_COMM_UNIQUE_ID_BYTES 128
+typedef struct tsr_comm_unique_id_t {
+  char internal[TSR_COMM_UNIQUE_ID_BYTES];
+} tsr_comm_unique_id_t;
+
+/* How long a rank waits for its peers before the operation (and the stream's next
+ * synchronize) fails with DEADLINE_EXCEEDED. A new communicator starts with
+ * TESSERA_COMM_TIMEOUT_MS (milliseconds, 0 = wait forever) or else this default. */
+#define TSR_COMM_DEFAULT_TIMEOUT_MS 300000
+
+/* ncclCommInitAll: one communicator per device, all in this process, rank i on
+ * devices[i]. The devices may belong to different backends (cpu:0 with vulkan:0); memory
+ * that is not host-visible is staged through host memory. A device may appear only once.
+ * out_comms receives `count` handles. */
+tsr_status_t tsr_comm_create_local(uint32_t count, const tsr_device_t *devices,
+                                   tsr_comm_t *out_comms);
+
+/* ncclGetUniqueId: a fresh id for tsr_comm_create_rank. */
+tsr_status_t tsr_comm_unique_id(tsr_comm_unique_id_t *out_id);
+
+/* ncclCommInitRank: this process's rank of `size`, on `device`, meeting the others through
+ * `id` over shared memory (all ranks on this node). Blocks until every rank has joined, or
+ * DEADLINE_EXCEEDED after the default timeout. */
+tsr_status_t tsr_comm_create_rank(tsr_device_t device, const tsr_comm_unique_id_t *id,
+                                  uint32_t size, uint32_t rank, tsr_comm_t *out_comm);
+
+/* A rank whose bytes move through a caller-supplied transport (hal_transport.h; Tessera's
+ * MPI transport is runtime/include/tessera/comm_mpi.h). The communicator takes ownership
+ * of `transport_ctx` (the table's destroy releases it), also when the call fails. */
+tsr_status_t tsr_comm_create_with_transport(tsr_device_t device,
+                                            const tsr_comm_transport_v1 *transport,
+                                            void *transport_ctx, tsr_comm_t *out_comm);
+
+/* ncclCommSplit: collective over `comm`; ranks with the same colour form a new
+ * communicator, ordered by (key, old rank). colour TSR_COMM_SPLIT_NOCOLOR gives NULL. */
+#define TSR_COMM_SPLIT_NOCOLOR (-1)
+tsr_status_t tsr_comm_split(tsr_comm_t comm, int32_t color, int32_t key, tsr_comm_t *out_comm);
+
+void tsr_comm_retain(tsr_comm_t comm);
+/* The last release waits for the communicator's enqueued operations to finish. */
+void tsr_comm_release(tsr_comm_t comm);
+tsr_status_t tsr_comm_rank(tsr_comm_t comm, uint32_t *out_rank);
+tsr_status_t tsr_comm_size(tsr_comm_t comm, uint32_t *out_size);
+/* The device of this rank (a new public reference: release it). */
+tsr_status_t tsr_comm_device(tsr_comm_t comm, tsr_device_t *out_device);
+/* "local", "shm", "mpi", "nccl", ...: how this rank's bytes move. Static string. */
+tsr_status_t tsr_comm_transport_name(tsr_comm_t comm, const char **out_name);
+/* See TSR_COMM_DEFAULT_TIMEOUT_MS; applies to operations enqueued after the call. */
+tsr_status_t tsr_comm_set_timeout(tsr_comm_t comm, uint64_t timeout_ns);
+/* ncclCommAbort: every pending and later operation of this rank fails with ABORTED and
+ * its peers' fail too (they stop waiting for it); streams stay usable. */
+tsr_status_t tsr_comm_abort(tsr_comm_t comm);
+
+/* ncclAllReduce: recv = op over ranks of send; count elements each. */
+tsr_status_t tsr_comm_all_reduce(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                                 uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                                 uint64_t count, tsr_type_t type, tsr_reduce_op_t op);
+/* ncclAllGather: recv[r * count ...] = send of rank r (recv holds size * count). */
+tsr_status_t tsr_comm_all_gather(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                                 uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                                 uint64_t count, tsr_type_t type);
+/* ncclReduceScatter: recv = op over ranks of send[rank * count ...] (send holds
+ * size * count). */
+tsr_status_t tsr_comm_reduce_scatter(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                                     uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                                     uint64_t count, tsr_type_t type, tsr_reduce_op_t op);
+/* ncclBroadcast: recv = send of `root`; send is only read on the root (NULL elsewhere). */
+tsr_status_t tsr_comm_broadcast(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                                uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                                uint64_t count, tsr_type_t type, uint32_t root);
+/* ncclReduce: recv on `root` = op over ranks of send; recv is NULL elsewhere. */
+tsr_status_t tsr_comm_reduce(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                             uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                             uint64_t count, tsr_type_t type, tsr_reduce_op_t op, uint32_t root);
+/* ncclAlltoAll: recv[r * count ...] = send[rank * count ...] of rank r (both hold
+ * size * count). Never in place. */
+tsr_status_t tsr_comm_all_to_all(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
+                                 uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
+                                 uint64_t count, tsr_type_t type);
+/* ncclSend / ncclRecv: point to point; the n-th send from a to b matches the n-th recv on b
+ * from a, and both must agree on count and type. */
+tsr_status_t tsr_comm_send(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t buffer,
+                           uint64_t offset, uint64_t count, tsr_type_t type, uint32_t peer);
+tsr_status_t tsr_comm_recv(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t buffer,
+                           uint64_t offset, uint64_t count, tsr_type_t type, uint32_t peer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -37,8 +37,9 @@ extern "C" {
 /* 1.0: the initial table, up to and including executable_kernel.
  * 1.1: appended stream_query.
  * 1.2: appended stream_set_timeout (kernel deadlines).
- * 1.3: appended device_compiler_caps (the capability record of tsr_device_compiler_caps). */
-#define TSR_DRIVER_ABI_MINOR 3
+ * 1.3: appended device_compiler_caps (the capability record of tsr_device_compiler_caps).
+ * 1.4: appended the native collective channel (channel_unique_id ... stream_collective). */
+#define TSR_DRIVER_ABI_MINOR 4
 
 /* Name of the function a plugin .so exports: `const tsr_driver_v1* tsr_driver_entry(void)`. */
 #define TSR_DRIVER_ENTRY_SYMBOL "tsr_driver_entry"
@@ -59,6 +60,24 @@ typedef struct tsr_drv_stream_s *tsr_drv_stream_t;
 typedef struct tsr_drv_event_s *tsr_drv_event_t;
 typedef struct tsr_drv_executable_s *tsr_drv_executable_t;
 typedef struct tsr_drv_kernel_s *tsr_drv_kernel_t;
+typedef struct tsr_drv_channel_s *tsr_drv_channel_t;
+
+/* One collective as a native channel (NCCL, RCCL) sees it. `kind` numbers as in
+ * docs/hal.md "Collectives": 1 all_reduce, 2 all_gather, 3 reduce_scatter, 4 broadcast,
+ * 5 reduce, 6 all_to_all, 7 send, 8 recv. Buffers are allocations of this device with
+ * absolute offsets (as tsr_drv_arg_t); send or recv is NULL where hal.h says it is unused.
+ * Counts and layouts are those of the public call of the same name. */
+typedef struct tsr_drv_collective_t {
+  uint32_t kind;
+  tsr_type_t type;
+  tsr_reduce_op_t op;    /* reductions only */
+  uint32_t root_or_peer; /* broadcast / reduce: root; send / recv: peer */
+  uint64_t count;
+  tsr_drv_buffer_t send;
+  uint64_t send_offset;
+  tsr_drv_buffer_t recv;
+  uint64_t recv_offset;
+} tsr_drv_collective_t;
 
 /* A launch argument as the driver sees it: buffer views are already resolved to the
  * allocation (the driver never sees a view) and a byte range inside it. */
@@ -221,6 +240,25 @@ struct tsr_driver_v1 {
    * (or absent) answers UNIMPLEMENTED: targets then use tsr_device_info_t alone. */
   tsr_status_t (*device_compiler_caps)(tsr_drv_device_t device, char *buffer, size_t capacity,
                                        size_t *out_len);
+
+  /* ---- ABI 1.4: a native collective channel (NCCL for cuda, RCCL for rocm) ------------
+   * Optional: when absent (NULL, an older ABI, or UNAVAILABLE because the library is not
+   * installed) the HAL runs collectives itself through host memory. The HAL uses a channel
+   * only when every rank of a communicator is a device of this driver. */
+  /* ncclGetUniqueId. UNAVAILABLE naming the library and the dlopen error when absent. */
+  tsr_status_t (*channel_unique_id)(tsr_drv_driver_t driver, tsr_comm_unique_id_t *out_id);
+  /* ncclCommInitRank: blocks until all `size` ranks joined (the HAL calls the ranks of an
+   * in-process group from one thread each). Guaranteed: rank < size. */
+  tsr_status_t (*channel_create)(tsr_drv_device_t device, const tsr_comm_unique_id_t *id,
+                                 uint32_t size, uint32_t rank, tsr_drv_channel_t *out_channel);
+  /* ncclCommAbort: pending and later work of the channel fails; never blocks for peers. */
+  void (*channel_abort)(tsr_drv_device_t device, tsr_drv_channel_t channel);
+  /* ncclCommDestroy. Guaranteed: no enqueued work uses it any more. */
+  void (*channel_destroy)(tsr_drv_device_t device, tsr_drv_channel_t channel);
+  /* ncclAllReduce ... on the stream (asynchronous, like every enqueue). Guaranteed: the
+   * collective was validated (types, ranges, root, peer); the channel is of this device. */
+  tsr_status_t (*stream_collective)(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                                    tsr_drv_channel_t channel, const tsr_drv_collective_t *op);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */
@@ -231,6 +269,8 @@ struct tsr_driver_v1 {
 #define TSR_DRIVER_V1_1_SIZE (offsetof(tsr_driver_v1, stream_set_timeout))
 /* struct_size of a driver built against ABI 1.2. */
 #define TSR_DRIVER_V1_2_SIZE (offsetof(tsr_driver_v1, device_compiler_caps))
+/* struct_size of a driver built against ABI 1.3. */
+#define TSR_DRIVER_V1_3_SIZE (offsetof(tsr_driver_v1, channel_unique_id))
 
 #ifdef __cplusplus
 } /* extern "C" */
