@@ -69,7 +69,9 @@
       .name = driverName,                                                                          \
       TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                       \
           ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(             \
-              __VA_ARGS__)}
+              __VA_ARGS__),                                                                \
+      .channel_unique_id = nullptr, .channel_create = nullptr, .channel_abort = nullptr,           \
+      .channel_destroy = nullptr, .stream_collective = nullptr}
 
 namespace tessera {
 /// The optional entry given to TSR_DEFINE_DRIVER_TABLE, or NULL when none was.
