@@ -248,26 +248,6 @@ void tsr_comm_s::destroy() {
 
 extern "C" {
 
-const char *tsr_reduce_op_name(tsr_reduce_op_t op) {
-  switch (op) {
-  case TSR_REDUCE_SUM:
-    return "sum";
-  case TSR_REDUCE_PROD:
-    return "prod";
-  case TSR_REDUCE_MIN:
-    return "min";
-  case TSR_REDUCE_MAX:
-    return "max";
-  case TSR_REDUCE_AVG:
-    return "avg";
-  case TSR_REDUCE_UMIN:
-    return "umin";
-  case TSR_REDUCE_UMAX:
-    return "umax";
-  }
-  return "invalid";
-}
-
 tsr_status_t tsr_comm_create_local(uint32_t count, const tsr_device_t *devices,
                                    tsr_comm_t *out_comms) {
   static const char *kCall = "tsr_comm_create_local";
