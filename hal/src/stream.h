@@ -37,7 +37,12 @@ struct Fence {
 
 namespace comm {
 struct PendingOp;
-}
+/// Deletes an op that never started (engine.cpp), so this header needs no comm types.
+struct PendingOpDelete {
+  void operator()(PendingOp *op) const;
+};
+using PendingOpPtr = std::unique_ptr<PendingOp, PendingOpDelete>;
+} // namespace comm
 
 /// One enqueue kept behind a gate: a driver call (with the objects it uses, retained), or a
 /// collective that starts when the gate reaches it.
@@ -45,7 +50,7 @@ struct Deferred {
   std::function<tsr_status_t()> call;
   std::vector<Object *> used;
   tsr_event_s *recorded = nullptr; // a deferred tsr_stream_record_event of this event
-  std::unique_ptr<comm::PendingOp> op;
+  comm::PendingOpPtr op;
 };
 
 } // namespace tessera::hal

@@ -315,6 +315,13 @@ void workerLoop(std::shared_ptr<Worker> worker, tsr_comm_s *comm) {
 
 } // namespace
 
+void PendingOpDelete::operator()(PendingOp *op) const {
+  // Only a stream destroyed with ops still queued behind its gate gets here.
+  for (Object *object : op->used)
+    object->releaseInternal();
+  delete op;
+}
+
 uint64_t nextOpId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
@@ -337,7 +344,7 @@ tsr_status_t submit(std::unique_ptr<PendingOp> op) {
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     if (stream->gated) {
-      stream->deferred.push_back({{}, {}, nullptr, std::move(op)});
+      stream->deferred.push_back({{}, {}, nullptr, PendingOpPtr(op.release())});
       return nullptr;
     }
     started = op.release();

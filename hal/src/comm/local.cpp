@@ -45,6 +45,7 @@ struct Slot {
   uint64_t opId = 0;
   PendingOp *posted = nullptr; // NULL: a thread waits in run()
   bool done = false;
+  uint64_t gaveUpOnSeq = UINT64_MAX; // this rank timed out waiting for op `seq`
   tsr_status_t status = nullptr;
 };
 
@@ -91,7 +92,7 @@ struct Group : std::enable_shared_from_this<Group> {
   void settle(Slot &slot, tsr_status_t status, std::vector<Completion> &out);
   void arriveLocked(uint32_t rank, std::vector<Completion> &out, bool *parallel);
   bool p2pLocked(uint32_t rank, Slot slot, std::vector<Completion> &others, tsr_status_t *mine);
-  std::string missing() const;
+  std::string missing(uint64_t seq) const;
 };
 
 // Part `part` of n of the op every slot holds (see the file comment).
@@ -158,10 +159,11 @@ tsr_status_t Group::mismatch(uint32_t rank) const {
   return nullptr;
 }
 
-std::string Group::missing() const {
+// The ranks that never entered op `seq` (a rank that entered and gave up is not missing).
+std::string Group::missing(uint64_t seq) const {
   std::string list;
   for (uint32_t r = 0; r < n; ++r)
-    if (!slots[r].present)
+    if (!slots[r].present && slots[r].gaveUpOnSeq != seq)
       list += (list.empty() ? "" : ", ") + std::to_string(r);
   return list;
 }
@@ -235,13 +237,9 @@ bool Group::p2pLocked(uint32_t rank, Slot slot, std::vector<Completion> &others,
                       tsr_status_t *mine) {
   const OpDesc d = slot.op.desc;
   const uint64_t bytes = d.count * typeSize(d.type);
-  // The pair agrees on count and type (kind and peer differ by construction).
+  // The receiver's view of a pair that disagrees on count or type.
   auto agree = [](const OpDesc &send, uint32_t from, const OpDesc &recv, uint32_t to) {
-    OpDesc a = send, b = recv;
-    a.kind = b.kind = OpKind::Send;
-    a.root = b.root = 0;
-    a.seq = b.seq = 0;
-    return describeMismatch(b, to, a, from);
+    return describeMismatch(recv, to, send, from);
   };
   *mine = nullptr;
   if (d.kind == OpKind::Send) {
@@ -251,7 +249,7 @@ bool Group::p2pLocked(uint32_t rank, Slot slot, std::vector<Completion> &others,
       if (!s && bytes)
         std::memcpy(recv.op.recv, slot.op.send, bytes);
       if (s)
-        *mine = agree(recv.op.desc, d.root, d, rank);
+        *mine = describeMismatch(d, rank, recv.op.desc, d.root);
       settle(recv, s, others);
       cv.notify_all();
       return true;
@@ -312,7 +310,7 @@ tsr_status_t LocalTransport::timeoutStatus(const OpDesc &d) const {
                   "tsr_comm_%s: op %llu on rank %u: rank(s) %s did not arrive within the "
                   "communicator's timeout",
                   opKindName(d.kind), static_cast<unsigned long long>(d.seq), rank_,
-                  group_->missing().c_str());
+                  group_->missing(d.seq).c_str());
 }
 
 bool LocalTransport::enter(const HostOp &op, Deadline deadline, uint64_t opId,
@@ -344,6 +342,7 @@ bool LocalTransport::enter(const HostOp &op, Deadline deadline, uint64_t opId,
     return true;
   }
   slot.present = true;
+  slot.gaveUpOnSeq = g.slots[rank_].gaveUpOnSeq;
   g.slots[rank_] = std::move(slot);
   if (++g.arrived < g.n)
     return false;
@@ -395,6 +394,7 @@ tsr_status_t LocalTransport::run(const HostOp &op, Deadline deadline) {
     if (!started && deadline != kNoDeadline && nowNs() >= deadline && mine.present) {
       status = timeoutStatus(op.desc);
       mine.present = false;
+      mine.gaveUpOnSeq = op.desc.seq;
       if (!p2p)
         --g.arrived;
       break;
@@ -436,6 +436,7 @@ bool LocalTransport::cancelPosted(uint64_t opId, tsr_status_t *out_status) {
     }
     *out_status = timeoutStatus(slot->op.desc);
     slot->present = false;
+    slot->gaveUpOnSeq = slot->op.desc.seq;
     slot->posted = nullptr;
     return true;
   }
