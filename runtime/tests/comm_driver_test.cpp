@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace tessera::testing {
@@ -236,6 +237,69 @@ TEST_F(CommDriver, TheCppWrapperRunsAnAllReduce) {
     EXPECT_EQ(got[1], 2);
     EXPECT_EQ(got[2], 3);
     EXPECT_EQ(got[3], -7);
+  }
+}
+
+} // namespace
+} // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// tsr_comm_create_rank (the shared-memory transport) through the engine, one rank per
+// thread here, gives the same bits as the in-process group for the same inputs.
+TEST_F(CommDriver, SharedMemoryRanksMatchTheInProcessGroupBitwise) {
+  constexpr uint32_t kRanks = 3;
+  constexpr uint64_t kCount = 20000;
+  auto inputs = [](uint32_t r, uint64_t i) { return float(int(i * 13 + r * 7) % 23 - 11) * 0.31f; };
+  // In process.
+  Group local(devices(kRanks));
+  local.resize(kCount * 4);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    for (uint64_t i = 0; i < kCount; ++i)
+      static_cast<float *>(local.ranks[r].sendPtr)[i] = inputs(r, i);
+    Rank &k = local.ranks[r];
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount,
+                                      TSR_TYPE_F32, TSR_REDUCE_AVG));
+  }
+  for (Rank &k : local.ranks)
+    TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
+  // Shared memory, one thread per rank.
+  tsr_comm_unique_id_t id;
+  TSR_ASSERT_OK(tsr_comm_unique_id(&id));
+  std::vector<std::vector<float>> got(kRanks, std::vector<float>(kCount));
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::thread> threads;
+  for (uint32_t r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      tsr_comm_t comm = nullptr;
+      tsr_stream_t stream = nullptr;
+      tsr_buffer_t buffer = nullptr;
+      std::vector<float> in(kCount);
+      for (uint64_t i = 0; i < kCount; ++i)
+        in[i] = inputs(r, i);
+      errors[r] = hal::testing::consume(tsr_comm_create_rank(devices_[r], &id, kRanks, r, &comm));
+      if (!errors[r].empty())
+        return;
+      const char *name = nullptr;
+      tsr_status_free(tsr_comm_transport_name(comm, &name));
+      EXPECT_STREQ(name, "shm");
+      TSR_EXPECT_OK(tsr_stream_create(devices_[r], &stream));
+      TSR_EXPECT_OK(tsr_buffer_allocate(devices_[r], kCount * 4, TSR_MEMORY_DEVICE_LOCAL, &buffer));
+      TSR_EXPECT_OK(tsr_stream_copy_h2d(stream, in.data(), buffer, 0, kCount * 4));
+      TSR_EXPECT_OK(tsr_comm_all_reduce(comm, stream, buffer, 0, buffer, 0, kCount, TSR_TYPE_F32,
+                                        TSR_REDUCE_AVG));
+      TSR_EXPECT_OK(tsr_stream_copy_d2h(stream, buffer, 0, got[r].data(), kCount * 4));
+      errors[r] = hal::testing::consume(tsr_stream_synchronize(stream));
+      tsr_buffer_release(buffer);
+      tsr_stream_release(stream);
+      tsr_comm_release(comm);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(errors[r], "") << "rank " << r;
+    ASSERT_EQ(std::memcmp(got[r].data(), local.ranks[r].recvPtr, kCount * 4), 0) << "rank " << r;
   }
 }
 
