@@ -9,6 +9,9 @@
 #include "tessera/hal.hpp"
 #include "tessera/hal_driver.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -300,6 +303,40 @@ TEST_F(CommDriver, SharedMemoryRanksMatchTheInProcessGroupBitwise) {
   for (uint32_t r = 0; r < kRanks; ++r) {
     ASSERT_EQ(errors[r], "") << "rank " << r;
     ASSERT_EQ(std::memcmp(got[r].data(), local.ranks[r].recvPtr, kCount * 4), 0) << "rank " << r;
+  }
+}
+
+} // namespace
+} // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// Not a test of values: prints the in-process latency and bandwidth when
+// TESSERA_COMM_TIMING=1 (`tessera collbench` is the benchmark proper).
+TEST_F(CommDriver, Timing) {
+  if (!std::getenv("TESSERA_COMM_TIMING"))
+    GTEST_SKIP() << "set TESSERA_COMM_TIMING=1 to print timings";
+  using Clock = std::chrono::steady_clock;
+  Group group(devices(4));
+  auto run = [&](uint64_t count, int iters) {
+    for (int i = 0; i < iters; ++i)
+      for (Rank &k : group.ranks)
+        TSR_EXPECT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count,
+                                          TSR_TYPE_F32, TSR_REDUCE_SUM));
+    for (Rank &k : group.ranks)
+      TSR_EXPECT_OK(tsr_stream_synchronize(k.stream));
+  };
+  group.resize(uint64_t(64) << 20);
+  for (uint64_t bytes : {uint64_t(8), uint64_t(64) << 10, uint64_t(1) << 20, uint64_t(64) << 20}) {
+    const int iters = bytes <= (64 << 10) ? 20000 : bytes <= (1 << 20) ? 200 : 10;
+    run(bytes / 4, 2);
+    auto start = Clock::now();
+    run(bytes / 4, iters);
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+    double algbw = double(bytes) / us / 1e3; // GB/s
+    std::printf("all_reduce f32 4 ranks %10llu B: %10.2f us  algbw %7.2f GB/s  busbw %7.2f GB/s\n",
+                static_cast<unsigned long long>(bytes), us, algbw, algbw * 2 * 3 / 4);
   }
 }
 
