@@ -328,7 +328,11 @@ TEST_F(CommDriver, Timing) {
       TSR_EXPECT_OK(tsr_stream_synchronize(k.stream));
   };
   group.resize(uint64_t(64) << 20);
+  // TESSERA_COMM_TIMING=<bytes> times that size alone (for a profiler).
+  const uint64_t only = std::strtoull(std::getenv("TESSERA_COMM_TIMING"), nullptr, 10);
   for (uint64_t bytes : {uint64_t(8), uint64_t(64) << 10, uint64_t(1) << 20, uint64_t(64) << 20}) {
+    if (only > 1 && bytes != only)
+      continue;
     const int iters = bytes <= (64 << 10) ? 20000 : bytes <= (1 << 20) ? 200 : 10;
     run(bytes / 4, 2);
     auto start = Clock::now();

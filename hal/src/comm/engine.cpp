@@ -271,12 +271,15 @@ void finish(PendingOp *op, tsr_status_t status) {
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     storeAsyncErrorLocked(stream, status);
-    holdUntilRetiredLocked(stream, op->used);
     stream->current = nullptr;
     stream->gated = false;
     flushLocked(stream, started, release);
     stream->gateOpened.notify_all();
   }
+  // The op's buffers are no longer touched (a staged op waited for its copies above), so
+  // its references go now rather than through the stream's fences: a fence is driver work
+  // that would make the next op find the stream busy and leave the inline path.
+  release.insert(release.end(), op->used.begin(), op->used.end());
   delete op;
   for (Object *object : release)
     object->releaseInternal();
@@ -330,11 +333,15 @@ uint64_t nextOpId() {
 void completePosted(PendingOp *op, tsr_status_t status) {
   std::shared_ptr<Worker> worker = op->comm->worker;
   finish(op, status);
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(worker->mutex);
     worker->postedInline = nullptr;
+    queued = !worker->queue.empty();
   }
-  worker->wake.notify_one();
+  // Waking an idle progress thread for nothing costs two context switches per op.
+  if (queued)
+    worker->wake.notify_one();
 }
 
 tsr_status_t submit(std::unique_ptr<PendingOp> op) {
