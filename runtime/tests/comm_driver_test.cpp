@@ -142,8 +142,8 @@ TEST_F(CommDriver, StagedDevicesGiveTheSameBitsAsMappedOnes) {
       Rank &k = group.ranks[r];
       tsr_buffer_t send = inPlace ? k.recv : k.send;
       TSR_ASSERT_OK(tsr_stream_copy_h2d(k.stream, in[r].data(), send, 0, kCount * 4));
-      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, send, 0, k.recv, 0, kCount,
-                                        TSR_TYPE_F32, TSR_REDUCE_SUM));
+      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, send, 0, k.recv, 0, kCount, TSR_TYPE_F32,
+                                        TSR_REDUCE_SUM));
       TSR_ASSERT_OK(tsr_stream_copy_d2h(k.stream, k.recv, 0, out[r].data(), kCount * 4));
     }
     for (Rank &k : group.ranks)
@@ -156,10 +156,10 @@ TEST_F(CommDriver, StagedDevicesGiveTheSameBitsAsMappedOnes) {
     // all_gather in place: each rank's slot r of its own recv is its input.
     for (uint32_t r = 0; r < 3; ++r) {
       Rank &k = group.ranks[r];
-      TSR_ASSERT_OK(tsr_stream_copy_h2d(k.stream, in[r].data(), k.recv, r * kCount * 4,
-                                        kCount * 4));
-      TSR_ASSERT_OK(tsr_comm_all_gather(k.comm, k.stream, k.recv, r * kCount * 4, k.recv, 0,
-                                        kCount, TSR_TYPE_F32));
+      TSR_ASSERT_OK(
+          tsr_stream_copy_h2d(k.stream, in[r].data(), k.recv, r * kCount * 4, kCount * 4));
+      TSR_ASSERT_OK(tsr_comm_all_gather(k.comm, k.stream, k.recv, r * kCount * 4, k.recv, 0, kCount,
+                                        TSR_TYPE_F32));
       TSR_ASSERT_OK(tsr_stream_copy_d2h(k.stream, k.recv, 0, out[r].data(), kCount * 12));
     }
     for (Rank &k : group.ranks)
@@ -191,8 +191,8 @@ TEST_F(CommDriver, ANativeChannelTakesTheOpsAndAFailingOneFallsBack) {
         Rank &k = group.ranks[r];
         for (int i = 0; i < 16; ++i)
           static_cast<float *>(k.sendPtr)[i] = float(r * 10 + i);
-        TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 16,
-                                          TSR_TYPE_F32, TSR_REDUCE_SUM));
+        TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 16, TSR_TYPE_F32,
+                                          TSR_REDUCE_SUM));
       }
       for (Rank &k : group.ranks)
         TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
@@ -228,10 +228,10 @@ TEST_F(CommDriver, TheCppWrapperRunsAnAllReduce) {
     ASSERT_TRUE(streams[r].synchronize().ok());
   }
   for (int r = 0; r < 2; ++r)
-    ASSERT_TRUE(comms->at(r)
-                    .allReduce(streams[r], buffers[r], 0, buffers[r], 0, 4, TSR_TYPE_I32,
-                               TSR_REDUCE_MAX)
-                    .ok());
+    ASSERT_TRUE(
+        comms->at(r)
+            .allReduce(streams[r], buffers[r], 0, buffers[r], 0, 4, TSR_TYPE_I32, TSR_REDUCE_MAX)
+            .ok());
   for (int r = 0; r < 2; ++r) {
     int32_t got[4] = {};
     ASSERT_TRUE(streams[r].copyToHost(buffers[r], 0, got, 16).ok());
@@ -262,8 +262,8 @@ TEST_F(CommDriver, SharedMemoryRanksMatchTheInProcessGroupBitwise) {
     for (uint64_t i = 0; i < kCount; ++i)
       static_cast<float *>(local.ranks[r].sendPtr)[i] = inputs(r, i);
     Rank &k = local.ranks[r];
-    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount,
-                                      TSR_TYPE_F32, TSR_REDUCE_AVG));
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount, TSR_TYPE_F32,
+                                      TSR_REDUCE_AVG));
   }
   for (Rank &k : local.ranks)
     TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
