@@ -67,9 +67,13 @@ template <typename A> A add(A a, A b) {
   else
     return a + b;
 }
+// i8/i16 promote to int before multiplying: widen to unsigned first, or 0xffff * 0xffff
+// overflows int (UB that UBSan reports).
+template <typename A>
+using Wide = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
 template <typename A> A mul(A a, A b) {
   if constexpr (std::is_integral_v<A>)
-    return A(std::make_unsigned_t<A>(a) * std::make_unsigned_t<A>(b));
+    return A(Wide<A>(std::make_unsigned_t<A>(a)) * Wide<A>(std::make_unsigned_t<A>(b)));
   else
     return a * b;
 }
@@ -123,8 +127,7 @@ void foldBlocks(void *dst, const void *const *srcs, uint32_t n, size_t count, Fo
 }
 
 template <typename S>
-void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count,
-                 tsr_reduce_op_t op) {
+void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count, tsr_reduce_op_t op) {
   using A = typename Traits<S>::Acc;
   switch (op) {
   case TSR_REDUCE_SUM:
