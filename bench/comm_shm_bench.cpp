@@ -1,6 +1,7 @@
 // The shared-memory transport's all_reduce against OpenMPI's MPI_Allreduce, in the same run
 // (issue #15: shm busbw >= 1.2x MPI's at 64 MiB f32, 4 ranks). Run under mpirun:
-//   mpirun --allow-run-as-root --oversubscribe -np 4 build/default/bench/comm_shm_bench [MiB]
+//   mpirun --allow-run-as-root --oversubscribe -np 4 build/default/bench/comm_shm_bench \
+//       [BYTES (64M; K/M suffixes) [ITERATIONS (10)]]
 // MPI is used for the baseline and to pass the unique id only; the transport is driven
 // directly (comm::Transport, host memory), so this measures the transport, not the engine.
 // Prints nccl-tests figures (algbw = bytes / time, busbw = algbw * 2(n-1)/n) and the ratio.
@@ -18,14 +19,16 @@ using namespace tessera::hal::comm;
 
 namespace {
 
-/// Median of `iters` timed runs (each started together after a barrier), in seconds.
-template <typename Fn> double medianSeconds(int iters, Fn fn) {
+/// Median over `iters` samples (each started together after a barrier) of the time of one
+/// run, in seconds; a sample times `batch` back-to-back runs (small messages).
+template <typename Fn> double medianSeconds(int iters, int batch, Fn fn) {
   std::vector<double> times;
   for (int i = 0; i < iters; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    fn();
-    double local = MPI_Wtime() - t0, slowest = 0;
+    for (int b = 0; b < batch; ++b)
+      fn();
+    double local = (MPI_Wtime() - t0) / batch, slowest = 0;
     MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     times.push_back(slowest);
   }
@@ -40,9 +43,15 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
+  // BYTES: a number with an optional K or M suffix (64M by default).
+  char *suffix = nullptr;
+  uint64_t bytesArg = argc > 1 ? std::strtoull(argv[1], &suffix, 10) : 64;
+  if (argc <= 1 || *suffix == 'M')
+    bytesArg <<= 20;
+  else if (*suffix == 'K')
+    bytesArg <<= 10;
   int iters = argc > 2 ? std::atoi(argv[2]) : 10;
-  uint64_t count = mib * (1u << 20) / sizeof(float);
+  uint64_t count = std::max<uint64_t>(1, bytesArg / sizeof(float));
   std::vector<float> send(count, float(rank + 1)), recv(count);
 
   tsr_comm_unique_id_t id;
@@ -77,11 +86,12 @@ int main(int argc, char **argv) {
   };
   runShm(); // warm up: page faults of recv and of the segment
   runMpi();
+  int batch = int(std::clamp<uint64_t>((1u << 20) / (count * sizeof(float)), 1, 1000));
   // Interleaved, so a noisy neighbour hurts both alike.
   double shmTime = 0, mpiTime = 0;
   for (int round = 0; round < 2; ++round) {
-    shmTime += medianSeconds(iters, runShm);
-    mpiTime += medianSeconds(iters, runMpi);
+    shmTime += medianSeconds(iters, batch, runShm);
+    mpiTime += medianSeconds(iters, batch, runMpi);
   }
   shmTime /= 2;
   mpiTime /= 2;

@@ -29,6 +29,9 @@ namespace {
 using shm::RankState;
 using shm::Segment;
 
+/// all_reduce / reduce up to this size take one barrier instead of two.
+constexpr uint64_t kSmallBytes = 16 << 10;
+
 class ShmTransport final : public Transport {
 public:
   explicit ShmTransport(std::unique_ptr<Segment> seg) : seg_(std::move(seg)) {}
@@ -38,7 +41,13 @@ public:
   uint32_t size() const override { return seg_->size(); }
 
   tsr_status_t run(const HostOp &op, Deadline deadline) override {
-    what_ = std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq);
+    return runAs(std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq), op,
+                 deadline);
+  }
+
+  /// run() with `what` starting every error message.
+  tsr_status_t runAs(std::string what, const HostOp &op, Deadline deadline) {
+    what_ = std::move(what);
     if (aborted_.load(std::memory_order_acquire))
       return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what_.c_str());
     if (brokenCode_ != TSR_OK)
@@ -54,6 +63,7 @@ public:
       brokenMessage_ = tsr_status_message(st);
       uint32_t none = 0;
       seg_->self().failed.compare_exchange_strong(none, uint32_t(brokenCode_));
+      seg_->notify();
     }
     return st;
   }
@@ -65,6 +75,7 @@ public:
     aborted_.store(true, std::memory_order_release);
     uint32_t none = 0;
     seg_->self().failed.compare_exchange_strong(none, uint32_t(TSR_ABORTED));
+    seg_->notify();
   }
 
 private:
@@ -110,6 +121,7 @@ private:
   tsr_status_t barrier() {
     uint64_t target = ++epoch_;
     seg_->self().epoch.store(target, std::memory_order_release);
+    seg_->notify();
     const Segment &s = *seg_;
     auto behind = [&](uint32_t r) {
       return s.state(r).epoch.load(std::memory_order_acquire) < target;
@@ -138,6 +150,18 @@ private:
     bool copyOut = d.kind == OpKind::AllReduce || me == d.root;
     std::vector<const void *> srcs(n);
     publish(d);
+    if (d.count * elem <= kSmallBytes && d.count <= perPiece) {
+      // Small: one barrier, then every rank that needs the result folds all of it (the same
+      // rank-order fold; redundant work is cheaper than a second barrier here).
+      uint32_t h = nextHalf();
+      std::memcpy(s.half(me, h), send, d.count * elem);
+      TSR_RETURN_IF_ERROR(barrier());
+      for (uint32_t r = 0; r < n; ++r)
+        srcs[r] = s.half(r, h);
+      if (copyOut)
+        reduce(recv, srcs.data(), n, d.count, d.type, d.op);
+      return nullptr;
+    }
     uint64_t off = 0;
     do {
       uint64_t p = std::min(perPiece, d.count - off);
@@ -266,6 +290,7 @@ private:
       me.postBytes = p;
       uint64_t seq = me.postSeq.load(std::memory_order_relaxed) + 1;
       me.postSeq.store(seq, std::memory_order_release);
+      s.notify();
       auto taken = [&] { return me.ackSeq.load(std::memory_order_acquire) == seq; };
       TSR_RETURN_IF_ERROR(s.waitFor(taken, isPeer, deadline_, aborted_, what_));
       if (me.nack.load(std::memory_order_acquire)) {
@@ -298,6 +323,7 @@ private:
           peer.nackDesc = d;
           peer.nack.store(1, std::memory_order_relaxed);
           peer.ackSeq.store(seq, std::memory_order_release);
+          s.notify();
           return st;
         }
         first = false;
@@ -305,6 +331,7 @@ private:
       uint64_t p = std::min(peer.postBytes, bytes - off);
       std::memcpy(recv + off, s.p2p(d.root), p);
       peer.ackSeq.store(seq, std::memory_order_release);
+      s.notify();
       off += p;
     } while (off < bytes);
     return nullptr;
@@ -344,7 +371,7 @@ tsr_status_t ShmTransport::split(int32_t color, int32_t key, Deadline deadline,
   op.desc.seq = UINT64_MAX; // not a user collective: never equal to one's seq
   op.send = &mine;
   op.recv = all.data();
-  TSR_RETURN_IF_ERROR(run(op, deadline));
+  TSR_RETURN_IF_ERROR(runAs("tsr_comm_split", op, deadline));
   if (color < 0)
     return nullptr;
   // New rank: position by (key, old rank) among the ranks of this colour.
