@@ -6,6 +6,7 @@
 // a rank that never arrives or never runs the op, abort.
 #include "hal/src/comm/transport.h"
 #include "hal/tests/comm_transport_check.h"
+#include "hal/tests/fork_ranks.h"
 
 #include <gtest/gtest.h>
 
@@ -28,44 +29,7 @@ std::string segmentPath(const tsr_comm_unique_id_t &id) {
   return std::string("/dev/shm") + (id.internal + 8); // IdBlob: magic, version, then name
 }
 
-/// Forks `n` children running `body(rank)` (its return value is the exit code) and returns
-/// their wait statuses by rank. Children still running after `limitSec` are killed (status
-/// shows SIGKILL, and the test fails).
-std::vector<int> forkRanks(uint32_t n, const std::function<int(uint32_t)> &body,
-                           int limitSec = 120) {
-  std::fflush(nullptr);
-  std::vector<pid_t> pids(n);
-  for (uint32_t r = 0; r < n; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      int code = body(r);
-      std::fflush(nullptr);
-      _exit(code);
-    }
-  }
-  std::vector<int> status(n, -1);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(limitSec);
-  for (uint32_t left = n; left > 0;) {
-    int st = 0;
-    pid_t pid = waitpid(-1, &st, WNOHANG); // any child: a killed rank is reaped at once
-    if (pid > 0) {
-      for (uint32_t r = 0; r < n; ++r)
-        if (pids[r] == pid)
-          status[r] = st;
-      --left;
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      ADD_FAILURE() << "ranks still running after " << limitSec << " s: killed";
-      for (uint32_t r = 0; r < n; ++r)
-        if (status[r] == -1)
-          kill(pids[r], SIGKILL);
-      until = std::chrono::steady_clock::now() + std::chrono::hours(1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return status;
-}
+using hal::testing::forkRanks;
 
 void expectExitedZero(const std::vector<int> &status) {
   for (size_t r = 0; r < status.size(); ++r)

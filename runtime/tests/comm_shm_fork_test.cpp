@@ -6,6 +6,7 @@
 // others' synchronize fail with DEADLINE_EXCEEDED, and they still release and exit cleanly.
 #include "backends/builtin_drivers.h"
 #include "hal/tests/comm_transport_check.h"
+#include "hal/tests/fork_ranks.h"
 #include "hal/tests/hal_test_util.h"
 #include "tessera/hal.h"
 
@@ -70,25 +71,7 @@ struct ChildRank {
   }
 };
 
-std::vector<int> forkRanks(uint32_t n, const std::function<int(uint32_t)> &body) {
-  std::fflush(nullptr);
-  std::vector<pid_t> pids(n);
-  for (uint32_t r = 0; r < n; ++r)
-    if ((pids[r] = fork()) == 0) {
-      int code = body(r);
-      std::fflush(nullptr);
-      _exit(code);
-    }
-  std::vector<int> status(n, -1);
-  for (uint32_t left = n; left > 0; --left) {
-    int st = 0;
-    pid_t pid = waitpid(-1, &st, 0); // any child: a killed rank is reaped at once
-    for (uint32_t r = 0; r < n; ++r)
-      if (pids[r] == pid)
-        status[r] = st;
-  }
-  return status;
-}
+using hal::testing::forkRanks;
 
 // Every op on one type: inputs copied in (h2d), recv filled with 0xab, the op, recv copied
 // out (d2h), one synchronize; compared element by element.
