@@ -223,6 +223,43 @@ TEST(CommShm, KilledRankFailsTheOthersQuicklyAndLeaksNothing) {
   EXPECT_NE(access(segmentPath(id).c_str(), F_OK), 0);
 }
 
+// Killed from another thread while the ranks are inside a stream of large all_reduces, so
+// the peers are stopped at whatever barrier or copy they were in.
+TEST(CommShm, RankKilledInsideAnOpFailsTheOthers) {
+  const uint32_t n = 3;
+  tsr_comm_unique_id_t id = freshId();
+  std::vector<int> status = forkRanks(n, [&](uint32_t rank) {
+    std::vector<std::string> errors;
+    std::unique_ptr<Transport> t = join(id, n, rank, errors);
+    if (!t)
+      return report(errors);
+    std::thread killer;
+    if (rank == 1)
+      killer = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        raise(SIGKILL);
+      });
+    std::vector<float> send(3 << 20, 1.0f), recv(send.size());
+    tsr_status_t st = nullptr;
+    uint64_t seq = 0, failedAt = 0;
+    while (!st && seq < 100000) {
+      failedAt = nowNs();
+      st = t->run(sumF32(seq++, send, recv), deadlineAfter(30000 * kMs));
+    }
+    if (nowNs() - failedAt > 5000 * kMs)
+      errors.push_back("the dead rank was noticed late");
+    expectCode(errors, "all_reduce while rank 1 is killed", st, TSR_DEADLINE_EXCEEDED,
+               "rank 1 (pid ");
+    if (killer.joinable())
+      killer.join();
+    return report(errors);
+  });
+  EXPECT_TRUE(WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL) << status[1];
+  for (uint32_t r : {0u, 2u})
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r;
+  EXPECT_NE(access(segmentPath(id).c_str(), F_OK), 0);
+}
+
 TEST(CommShm, RankThatNeverArrivesTimesOutAndLeaksNothing) {
   const uint32_t n = 3;
   tsr_comm_unique_id_t id = freshId();
