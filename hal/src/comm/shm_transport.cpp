@@ -29,6 +29,12 @@ namespace {
 using shm::RankState;
 using shm::Segment;
 
+/// memcpy that accepts NULL pointers for 0 bytes (count 0 ops may pass no buffer).
+void copyBytes(void *dst, const void *src, size_t bytes) {
+  if (bytes)
+    std::memcpy(dst, src, bytes);
+}
+
 /// all_reduce / reduce up to this size take one barrier instead of two.
 constexpr uint64_t kSmallBytes = 16 << 10;
 
@@ -154,7 +160,7 @@ private:
       // Small: one barrier, then every rank that needs the result folds all of it (the same
       // rank-order fold; redundant work is cheaper than a second barrier here).
       uint32_t h = nextHalf();
-      std::memcpy(s.half(me, h), send, d.count * elem);
+      copyBytes(s.half(me, h), send, d.count * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
         srcs[r] = s.half(r, h);
@@ -166,7 +172,7 @@ private:
     do {
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
-      std::memcpy(s.half(me, h), send + off * elem, p * elem);
+      copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       uint64_t lo = p * me / n, hi = p * (me + 1) / n;
       for (uint32_t r = 0; r < n; ++r)
@@ -175,7 +181,7 @@ private:
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; copyOut && r < n; ++r) {
         uint64_t rlo = p * r / n, rhi = p * (r + 1) / n;
-        std::memcpy(recv + (off + rlo) * elem, s.half(r, h) + rlo * elem, (rhi - rlo) * elem);
+        copyBytes(recv + (off + rlo) * elem, s.half(r, h) + rlo * elem, (rhi - rlo) * elem);
       }
       off += p;
     } while (off < d.count);
@@ -193,7 +199,7 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       for (uint32_t c = 0; c < n; ++c)
-        std::memcpy(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
+        copyBytes(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
         srcs[r] = s.half(r, h) + me * p * elem;
@@ -213,11 +219,11 @@ private:
     do {
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
-      std::memcpy(s.half(me, h), send + off * elem, p * elem);
+      copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
         if (r != me || !inPlace)
-          std::memcpy(recv + (r * d.count + off) * elem, s.half(r, h), p * elem);
+          copyBytes(recv + (r * d.count + off) * elem, s.half(r, h), p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -236,12 +242,12 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       if (me == d.root)
-        std::memcpy(s.half(me, h), send + off * elem, p * elem);
+        copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       if (me != d.root)
-        std::memcpy(recv + off * elem, s.half(d.root, h), p * elem);
+        copyBytes(recv + off * elem, s.half(d.root, h), p * elem);
       else if (send != recv)
-        std::memcpy(recv + off * elem, send + off * elem, p * elem);
+        copyBytes(recv + off * elem, send + off * elem, p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -257,10 +263,10 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       for (uint32_t c = 0; c < n; ++c)
-        std::memcpy(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
+        copyBytes(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
-        std::memcpy(recv + (r * d.count + off) * elem, s.half(r, h) + me * p * elem, p * elem);
+        copyBytes(recv + (r * d.count + off) * elem, s.half(r, h) + me * p * elem, p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -286,7 +292,7 @@ private:
     auto isPeer = [&](uint32_t r) { return r == d.root; };
     do {
       uint64_t p = std::min(s.p2pBytes(), bytes - off);
-      std::memcpy(s.p2p(s.rank()), send + off, p);
+      copyBytes(s.p2p(s.rank()), send + off, p);
       me.postBytes = p;
       uint64_t seq = me.postSeq.load(std::memory_order_relaxed) + 1;
       me.postSeq.store(seq, std::memory_order_release);
@@ -329,7 +335,7 @@ private:
         first = false;
       }
       uint64_t p = std::min(peer.postBytes, bytes - off);
-      std::memcpy(recv + off, s.p2p(d.root), p);
+      copyBytes(recv + off, s.p2p(d.root), p);
       peer.ackSeq.store(seq, std::memory_order_release);
       s.notify();
       off += p;

@@ -214,7 +214,7 @@ private:
     uint64_t bytes = d.count * elem;
     // In place (send is recv's own slot): the table gets a copy, so its input and output never
     // overlap (MPI_Allgather would need MPI_IN_PLACE).
-    if (send == recv + rank() * bytes)
+    if (bytes != 0 && send == recv + rank() * bytes)
       send = static_cast<const char *>(std::memcpy(scratch(packed_, bytes), send, bytes));
     return call(t_->all_gather(ctx_, send, recv, bytes, deadline_));
   }
