@@ -6,6 +6,7 @@
 // a rank that never arrives or never runs the op, abort.
 #include "hal/src/comm/transport.h"
 #include "hal/tests/comm_transport_check.h"
+#include "hal/tests/fork_ranks.h"
 
 #include <gtest/gtest.h>
 
@@ -28,44 +29,7 @@ std::string segmentPath(const tsr_comm_unique_id_t &id) {
   return std::string("/dev/shm") + (id.internal + 8); // IdBlob: magic, version, then name
 }
 
-/// Forks `n` children running `body(rank)` (its return value is the exit code) and returns
-/// their wait statuses by rank. Children still running after `limitSec` are killed (status
-/// shows SIGKILL, and the test fails).
-std::vector<int> forkRanks(uint32_t n, const std::function<int(uint32_t)> &body,
-                           int limitSec = 120) {
-  std::fflush(nullptr);
-  std::vector<pid_t> pids(n);
-  for (uint32_t r = 0; r < n; ++r) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      int code = body(r);
-      std::fflush(nullptr);
-      _exit(code);
-    }
-  }
-  std::vector<int> status(n, -1);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(limitSec);
-  for (uint32_t left = n; left > 0;) {
-    int st = 0;
-    pid_t pid = waitpid(-1, &st, WNOHANG); // any child: a killed rank is reaped at once
-    if (pid > 0) {
-      for (uint32_t r = 0; r < n; ++r)
-        if (pids[r] == pid)
-          status[r] = st;
-      --left;
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      ADD_FAILURE() << "ranks still running after " << limitSec << " s: killed";
-      for (uint32_t r = 0; r < n; ++r)
-        if (status[r] == -1)
-          kill(pids[r], SIGKILL);
-      until = std::chrono::steady_clock::now() + std::chrono::hours(1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return status;
-}
+using hal::testing::forkRanks;
 
 void expectExitedZero(const std::vector<int> &status) {
   for (size_t r = 0; r < status.size(); ++r)
@@ -256,6 +220,43 @@ TEST(CommShm, KilledRankFailsTheOthersQuicklyAndLeaksNothing) {
     else
       EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r;
   }
+  EXPECT_NE(access(segmentPath(id).c_str(), F_OK), 0);
+}
+
+// Killed from another thread while the ranks are inside a stream of large all_reduces, so
+// the peers are stopped at whatever barrier or copy they were in.
+TEST(CommShm, RankKilledInsideAnOpFailsTheOthers) {
+  const uint32_t n = 3;
+  tsr_comm_unique_id_t id = freshId();
+  std::vector<int> status = forkRanks(n, [&](uint32_t rank) {
+    std::vector<std::string> errors;
+    std::unique_ptr<Transport> t = join(id, n, rank, errors);
+    if (!t)
+      return report(errors);
+    std::thread killer;
+    if (rank == 1)
+      killer = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        raise(SIGKILL);
+      });
+    std::vector<float> send(3 << 20, 1.0f), recv(send.size());
+    tsr_status_t st = nullptr;
+    uint64_t seq = 0, failedAt = 0;
+    while (!st && seq < 100000) {
+      failedAt = nowNs();
+      st = t->run(sumF32(seq++, send, recv), deadlineAfter(30000 * kMs));
+    }
+    if (nowNs() - failedAt > 5000 * kMs)
+      errors.push_back("the dead rank was noticed late");
+    expectCode(errors, "all_reduce while rank 1 is killed", st, TSR_DEADLINE_EXCEEDED,
+               "rank 1 (pid ");
+    if (killer.joinable())
+      killer.join();
+    return report(errors);
+  });
+  EXPECT_TRUE(WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL) << status[1];
+  for (uint32_t r : {0u, 2u})
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r;
   EXPECT_NE(access(segmentPath(id).c_str(), F_OK), 0);
 }
 

@@ -123,7 +123,7 @@ struct Checker {
       for (uint64_t i = 0; i < count; ++i)
         putBits(want, r * count + i, elem, input(r, i));
     const char *in = send.data();
-    if (inPlace) {
+    if (inPlace && count) {
       std::memcpy(recv.data() + me() * count * elem, send.data(), send.size());
       in = recv.data() + me() * count * elem;
     }

@@ -67,15 +67,14 @@ template <typename A> A add(A a, A b) {
   else
     return a + b;
 }
-// i8/i16 promote to int before multiplying: widen to unsigned first, or 0xffff * 0xffff
-// overflows int (UB that UBSan reports).
-template <typename A>
-using Wide = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
 template <typename A> A mul(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return A(Wide<A>(std::make_unsigned_t<A>(a)) * Wide<A>(std::make_unsigned_t<A>(b)));
-  else
+  if constexpr (std::is_integral_v<A>) {
+    // At least unsigned int: two uint16_t would promote to (signed) int and overflow.
+    using U = std::common_type_t<std::make_unsigned_t<A>, unsigned>;
+    return A(U(std::make_unsigned_t<A>(a)) * U(std::make_unsigned_t<A>(b)));
+  } else {
     return a * b;
+  }
 }
 // min/max keep a NaN from either side; ties keep the earlier rank's value.
 template <typename A> A minOf(A a, A b) {
@@ -127,7 +126,8 @@ void foldBlocks(void *dst, const void *const *srcs, uint32_t n, size_t count, Fo
 }
 
 template <typename S>
-void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count, tsr_reduce_op_t op) {
+void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count,
+                 tsr_reduce_op_t op) {
   using A = typename Traits<S>::Acc;
   switch (op) {
   case TSR_REDUCE_SUM:

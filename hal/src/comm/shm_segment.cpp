@@ -9,13 +9,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,8 +74,10 @@ std::string rankList(const std::vector<uint32_t> &ranks) {
 }
 
 Segment::~Segment() {
-  if (ranks_)
+  if (ranks_) {
     self().left.store(1, std::memory_order_release);
+    notify();
+  }
   if (base_)
     munmap(base_, mapped_);
   if (!unlinked_ && !name_.empty())
@@ -211,6 +216,7 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
     shm_unlink(name);
     seg->unlinked_ = true;
   }
+  seg->notify();
   static const std::atomic<bool> notAborted{false};
   Segment &s = *seg;
   TSR_RETURN_IF_ERROR(seg->waitFor(
@@ -241,9 +247,8 @@ bool Segment::peerDead(uint32_t r) const {
   return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-tsr_status_t Segment::slowStep(WaitState &w, const std::vector<uint32_t> &waitingOn,
-                               Deadline deadline, const std::atomic<bool> &aborted,
-                               const std::string &what) const {
+tsr_status_t Segment::check(WaitState &w, const std::vector<uint32_t> &waitingOn, Deadline deadline,
+                            const std::atomic<bool> &aborted, const std::string &what) const {
   if (aborted.load(std::memory_order_acquire))
     return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what.c_str());
   uint32_t failedRank = size(), code = 0;
@@ -252,8 +257,6 @@ tsr_status_t Segment::slowStep(WaitState &w, const std::vector<uint32_t> &waitin
     failedRank = r;
   }
   uint64_t now = nowNs();
-  if (w.start == 0)
-    w.start = now;
   // Liveness every 5 ms, and at once when a peer gave up (most likely on the same dead
   // rank: name it rather than the peer).
   if (code != 0 || now - w.lastLivenessNs > 5000000) {
@@ -274,11 +277,33 @@ tsr_status_t Segment::slowStep(WaitState &w, const std::vector<uint32_t> &waitin
   if (now >= deadline)
     return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: timed out waiting for rank(s) %s", what.c_str(),
                     rankList(waitingOn).c_str());
-  if (now - w.start < 1000000)
-    sched_yield();
-  else
-    sleepNs(50000);
   return nullptr;
+}
+
+// The futex protocol: a sleeper counts itself in `sleepers`, reads `wake`, re-checks its
+// condition and sleeps only while `wake` is unchanged; a notifier changes its state, bumps
+// `wake`, and calls FUTEX_WAKE if anyone sleeps. Sequentially consistent on both sides, so
+// either the notifier sees the sleeper or the sleeper sees the new state.
+uint32_t Segment::sleepBegin() const {
+  header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  return header_->wake.load(std::memory_order_seq_cst);
+}
+
+void Segment::sleepEnd() const { header_->sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+
+void Segment::sleepUntilNotified(uint32_t seen, Deadline deadline) const {
+  uint64_t now = nowNs(), wait = 2000000; // wake up every 2 ms for the liveness checks
+  if (deadline != kNoDeadline)
+    wait = std::min(wait, deadline > now ? deadline - now : 0);
+  timespec ts{0, long(wait)};
+  // Not FUTEX_PRIVATE: the word is shared between processes.
+  syscall(SYS_futex, &header_->wake, FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+void Segment::notify() const {
+  header_->wake.fetch_add(1, std::memory_order_seq_cst);
+  if (header_->sleepers.load(std::memory_order_seq_cst) != 0)
+    syscall(SYS_futex, &header_->wake, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 } // namespace tessera::hal::comm::shm

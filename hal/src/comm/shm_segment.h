@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <sched.h>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,8 @@ struct Header {
   uint64_t ranksOffset, dataOffset, p2pOffset;
   std::atomic<uint32_t> ready; // == magic once the creator initialised everything above
   std::atomic<uint32_t> joinedCount;
+  std::atomic<uint32_t> wake;     // the futex word: bumped by notify()
+  std::atomic<uint32_t> sleepers; // ranks in a futex wait (notify skips the syscall at 0)
 };
 
 /// A mapped, joined segment. Destruction unmaps (and unlinks if the rendezvous never
@@ -97,48 +100,64 @@ public:
   /// DEADLINE_EXCEEDED message and checked for being alive). Fails with ABORTED when this
   /// rank was aborted (`aborted`), with the peer's code when a peer gave up, with
   /// DEADLINE_EXCEEDED "rank r (pid p) died" for a dead awaited peer, and at `deadline`.
-  /// `what` starts every message ("all_reduce (seq 3)").
+  /// `what` starts every message ("all_reduce #3").
+  ///
+  /// Spins briefly, yields for kYieldNs, then sleeps on the segment's futex until a peer
+  /// changes something (notify()) or 2 ms pass: with four ranks on two cores, a waiting
+  /// rank must leave the core to the rank everyone waits for.
   template <typename Done, typename Pending>
   tsr_status_t waitFor(Done done, Pending pending, Deadline deadline,
                        const std::atomic<bool> &aborted, const std::string &what) const {
+    for (uint32_t spin = 0; spin < 64; ++spin) {
+      if (done())
+        return nullptr;
+      cpuRelax();
+    }
     WaitState w;
+    w.start = nowNs();
+    std::vector<uint32_t> waitingOn;
     while (!done()) {
-      tsr_status_t st = waitStep(w, pending, deadline, aborted, what);
-      if (!st)
+      waitingOn.clear();
+      for (uint32_t r = 0; r < size(); ++r)
+        if (pending(r))
+          waitingOn.push_back(r);
+      if (tsr_status_t st = check(w, waitingOn, deadline, aborted, what)) {
+        // The peer may have finished (and then left) between done() and the check.
+        if (!done())
+          return st;
+        tsr_status_free(st);
+        return nullptr;
+      }
+      if (nowNs() - w.start < kYieldNs) {
+        sched_yield();
         continue;
-      // The peer may have finished (and then left) between done() and the check.
+      }
+      uint32_t seen = sleepBegin();
       if (!done())
-        return st;
-      tsr_status_free(st);
+        sleepUntilNotified(seen, deadline);
+      sleepEnd();
     }
     return nullptr;
   }
 
-  /// Each waiting step: spin, then yield, then sleep (four ranks on two cores must not
-  /// starve the rank everybody waits for); checks abort, peers' failures, deaths, deadline.
+  /// Wakes the ranks sleeping in waitFor; called after every change a peer may wait for
+  /// (arrival, barrier counter, p2p post and acknowledgement, failure, leaving).
+  void notify() const;
+
+private:
+  static constexpr uint64_t kYieldNs = 50000;
   struct WaitState {
-    uint32_t spins = 0;
     uint64_t start = 0;
     uint64_t lastLivenessNs = 0;
   };
-  template <typename Pending>
-  tsr_status_t waitStep(WaitState &w, Pending pending, Deadline deadline,
-                        const std::atomic<bool> &aborted, const std::string &what) const {
-    if (++w.spins < 128) {
-      cpuRelax();
-      return nullptr;
-    }
-    std::vector<uint32_t> waitingOn;
-    for (uint32_t r = 0; r < size(); ++r)
-      if (pending(r))
-        waitingOn.push_back(r);
-    return slowStep(w, waitingOn, deadline, aborted, what);
-  }
+  /// The checks of one waiting step (abort, peers' failures, deaths, deadline); no sleeping.
+  tsr_status_t check(WaitState &w, const std::vector<uint32_t> &waitingOn, Deadline deadline,
+                     const std::atomic<bool> &aborted, const std::string &what) const;
+  uint32_t sleepBegin() const;
+  void sleepUntilNotified(uint32_t seen, Deadline deadline) const;
+  void sleepEnd() const;
 
-private:
   Segment() = default;
-  tsr_status_t slowStep(WaitState &w, const std::vector<uint32_t> &waitingOn, Deadline deadline,
-                        const std::atomic<bool> &aborted, const std::string &what) const;
   bool peerDead(uint32_t r) const;
 
   std::string name_;

@@ -29,6 +29,15 @@ namespace {
 using shm::RankState;
 using shm::Segment;
 
+/// memcpy that accepts NULL pointers for 0 bytes (count 0 ops may pass no buffer).
+void copyBytes(void *dst, const void *src, size_t bytes) {
+  if (bytes)
+    std::memcpy(dst, src, bytes);
+}
+
+/// all_reduce / reduce up to this size take one barrier instead of two.
+constexpr uint64_t kSmallBytes = 16 << 10;
+
 class ShmTransport final : public Transport {
 public:
   explicit ShmTransport(std::unique_ptr<Segment> seg) : seg_(std::move(seg)) {}
@@ -38,7 +47,13 @@ public:
   uint32_t size() const override { return seg_->size(); }
 
   tsr_status_t run(const HostOp &op, Deadline deadline) override {
-    what_ = std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq);
+    return runAs(std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq), op,
+                 deadline);
+  }
+
+  /// run() with `what` starting every error message.
+  tsr_status_t runAs(std::string what, const HostOp &op, Deadline deadline) {
+    what_ = std::move(what);
     if (aborted_.load(std::memory_order_acquire))
       return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what_.c_str());
     if (brokenCode_ != TSR_OK)
@@ -54,6 +69,7 @@ public:
       brokenMessage_ = tsr_status_message(st);
       uint32_t none = 0;
       seg_->self().failed.compare_exchange_strong(none, uint32_t(brokenCode_));
+      seg_->notify();
     }
     return st;
   }
@@ -65,6 +81,7 @@ public:
     aborted_.store(true, std::memory_order_release);
     uint32_t none = 0;
     seg_->self().failed.compare_exchange_strong(none, uint32_t(TSR_ABORTED));
+    seg_->notify();
   }
 
 private:
@@ -110,6 +127,7 @@ private:
   tsr_status_t barrier() {
     uint64_t target = ++epoch_;
     seg_->self().epoch.store(target, std::memory_order_release);
+    seg_->notify();
     const Segment &s = *seg_;
     auto behind = [&](uint32_t r) {
       return s.state(r).epoch.load(std::memory_order_acquire) < target;
@@ -138,11 +156,23 @@ private:
     bool copyOut = d.kind == OpKind::AllReduce || me == d.root;
     std::vector<const void *> srcs(n);
     publish(d);
+    if (d.count * elem <= kSmallBytes && d.count <= perPiece) {
+      // Small: one barrier, then every rank that needs the result folds all of it (the same
+      // rank-order fold; redundant work is cheaper than a second barrier here).
+      uint32_t h = nextHalf();
+      copyBytes(s.half(me, h), send, d.count * elem);
+      TSR_RETURN_IF_ERROR(barrier());
+      for (uint32_t r = 0; r < n; ++r)
+        srcs[r] = s.half(r, h);
+      if (copyOut)
+        reduce(recv, srcs.data(), n, d.count, d.type, d.op);
+      return nullptr;
+    }
     uint64_t off = 0;
     do {
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
-      std::memcpy(s.half(me, h), send + off * elem, p * elem);
+      copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       uint64_t lo = p * me / n, hi = p * (me + 1) / n;
       for (uint32_t r = 0; r < n; ++r)
@@ -151,7 +181,7 @@ private:
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; copyOut && r < n; ++r) {
         uint64_t rlo = p * r / n, rhi = p * (r + 1) / n;
-        std::memcpy(recv + (off + rlo) * elem, s.half(r, h) + rlo * elem, (rhi - rlo) * elem);
+        copyBytes(recv + (off + rlo) * elem, s.half(r, h) + rlo * elem, (rhi - rlo) * elem);
       }
       off += p;
     } while (off < d.count);
@@ -169,7 +199,7 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       for (uint32_t c = 0; c < n; ++c)
-        std::memcpy(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
+        copyBytes(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
         srcs[r] = s.half(r, h) + me * p * elem;
@@ -189,11 +219,11 @@ private:
     do {
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
-      std::memcpy(s.half(me, h), send + off * elem, p * elem);
+      copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
         if (r != me || !inPlace)
-          std::memcpy(recv + (r * d.count + off) * elem, s.half(r, h), p * elem);
+          copyBytes(recv + (r * d.count + off) * elem, s.half(r, h), p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -212,12 +242,12 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       if (me == d.root)
-        std::memcpy(s.half(me, h), send + off * elem, p * elem);
+        copyBytes(s.half(me, h), send + off * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       if (me != d.root)
-        std::memcpy(recv + off * elem, s.half(d.root, h), p * elem);
+        copyBytes(recv + off * elem, s.half(d.root, h), p * elem);
       else if (send != recv)
-        std::memcpy(recv + off * elem, send + off * elem, p * elem);
+        copyBytes(recv + off * elem, send + off * elem, p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -233,10 +263,10 @@ private:
       uint64_t p = std::min(perPiece, d.count - off);
       uint32_t h = nextHalf();
       for (uint32_t c = 0; c < n; ++c)
-        std::memcpy(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
+        copyBytes(s.half(me, h) + c * p * elem, send + (c * d.count + off) * elem, p * elem);
       TSR_RETURN_IF_ERROR(barrier());
       for (uint32_t r = 0; r < n; ++r)
-        std::memcpy(recv + (r * d.count + off) * elem, s.half(r, h) + me * p * elem, p * elem);
+        copyBytes(recv + (r * d.count + off) * elem, s.half(r, h) + me * p * elem, p * elem);
       off += p;
     } while (off < d.count);
     return nullptr;
@@ -262,10 +292,11 @@ private:
     auto isPeer = [&](uint32_t r) { return r == d.root; };
     do {
       uint64_t p = std::min(s.p2pBytes(), bytes - off);
-      std::memcpy(s.p2p(s.rank()), send + off, p);
+      copyBytes(s.p2p(s.rank()), send + off, p);
       me.postBytes = p;
       uint64_t seq = me.postSeq.load(std::memory_order_relaxed) + 1;
       me.postSeq.store(seq, std::memory_order_release);
+      s.notify();
       auto taken = [&] { return me.ackSeq.load(std::memory_order_acquire) == seq; };
       TSR_RETURN_IF_ERROR(s.waitFor(taken, isPeer, deadline_, aborted_, what_));
       if (me.nack.load(std::memory_order_acquire)) {
@@ -298,13 +329,15 @@ private:
           peer.nackDesc = d;
           peer.nack.store(1, std::memory_order_relaxed);
           peer.ackSeq.store(seq, std::memory_order_release);
+          s.notify();
           return st;
         }
         first = false;
       }
       uint64_t p = std::min(peer.postBytes, bytes - off);
-      std::memcpy(recv + off, s.p2p(d.root), p);
+      copyBytes(recv + off, s.p2p(d.root), p);
       peer.ackSeq.store(seq, std::memory_order_release);
+      s.notify();
       off += p;
     } while (off < bytes);
     return nullptr;
@@ -344,7 +377,7 @@ tsr_status_t ShmTransport::split(int32_t color, int32_t key, Deadline deadline,
   op.desc.seq = UINT64_MAX; // not a user collective: never equal to one's seq
   op.send = &mine;
   op.recv = all.data();
-  TSR_RETURN_IF_ERROR(run(op, deadline));
+  TSR_RETURN_IF_ERROR(runAs("tsr_comm_split", op, deadline));
   if (color < 0)
     return nullptr;
   // New rank: position by (key, old rank) among the ranks of this colour.

@@ -214,7 +214,7 @@ private:
     uint64_t bytes = d.count * elem;
     // In place (send is recv's own slot): the table gets a copy, so its input and output never
     // overlap (MPI_Allgather would need MPI_IN_PLACE).
-    if (send == recv + rank() * bytes)
+    if (bytes != 0 && send == recv + rank() * bytes)
       send = static_cast<const char *>(std::memcpy(scratch(packed_, bytes), send, bytes));
     return call(t_->all_gather(ctx_, send, recv, bytes, deadline_));
   }
@@ -259,10 +259,11 @@ tsr_status_t makeTableTransport(const tsr_comm_transport_v1 *table, void *ctx,
   if (!table)
     return TSR_FAIL(TSR_INVALID_ARGUMENT, "tsr_comm_create_with_transport: transport is NULL");
   const char *missing = nullptr;
-  if (table->struct_size < offsetof(tsr_comm_transport_v1, destroy) + sizeof(table->destroy))
-    missing = "struct_size";
-  else if (!table->destroy)
-    missing = "destroy";
+  bool hasDestroy =
+      table->struct_size >= offsetof(tsr_comm_transport_v1, destroy) + sizeof(table->destroy) &&
+      table->destroy;
+  if (!hasDestroy)
+    missing = table->struct_size < sizeof(tsr_comm_transport_v1) ? "struct_size" : "destroy";
   else if (!table->all_gather)
     missing = "all_gather";
   else if (!table->all_to_all)
@@ -273,23 +274,24 @@ tsr_status_t makeTableTransport(const tsr_comm_transport_v1 *table, void *ctx,
     missing = "recv";
   else if (!table->abort)
     missing = "abort";
-  if (missing) {
-    // Ownership of ctx passed to us: release it if the table can.
-    if (table->struct_size >= offsetof(tsr_comm_transport_v1, destroy) + sizeof(table->destroy) &&
-        table->destroy)
-      table->destroy(ctx);
-    return TSR_FAIL(TSR_INVALID_ARGUMENT,
-                    "tsr_comm_create_with_transport: transport '%s' has no %s (struct_size %u)",
-                    table->name ? table->name : "?", missing, table->struct_size);
+  bool badRank = !missing && (table->size == 0 || table->rank >= table->size);
+  if (!missing && !badRank) {
+    *out = std::make_unique<TableTransport>(table, ctx);
+    return nullptr;
   }
-  if (table->size == 0 || table->rank >= table->size) {
+  // The message first: the table may live in ctx, which destroy frees (ownership of ctx
+  // passed to us, also on failure).
+  tsr_status_t st =
+      missing ? TSR_FAIL(TSR_INVALID_ARGUMENT,
+                         "tsr_comm_create_with_transport: transport '%s' has no %s "
+                         "(struct_size %u)",
+                         table->name ? table->name : "?", missing, table->struct_size)
+              : TSR_FAIL(TSR_INVALID_ARGUMENT,
+                         "tsr_comm_create_with_transport: transport '%s' has rank %u of size %u",
+                         table->name ? table->name : "?", table->rank, table->size);
+  if (hasDestroy)
     table->destroy(ctx);
-    return TSR_FAIL(TSR_INVALID_ARGUMENT,
-                    "tsr_comm_create_with_transport: transport '%s' has rank %u of size %u",
-                    table->name ? table->name : "?", table->rank, table->size);
-  }
-  *out = std::make_unique<TableTransport>(table, ctx);
-  return nullptr;
+  return st;
 }
 
 } // namespace tessera::hal::comm
