@@ -154,6 +154,11 @@ TEST_F(CommFaults, MisuseIsReportedNamingTheArgument) {
   TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_BUFFER,
                                        TSR_REDUCE_SUM),
                    TSR_INVALID_ARGUMENT, "type");
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_comm_device(k.comm, &device));
+  EXPECT_EQ(device, k.device);
+  tsr_device_release(device);
+  TSR_EXPECT_ERROR(tsr_comm_device(k.comm, nullptr), TSR_INVALID_ARGUMENT, "out_device");
   tsr_device_t twice[2] = {k.device, k.device};
   tsr_comm_t comms[2] = {};
   TSR_EXPECT_ERROR(tsr_comm_create_local(2, twice, comms), TSR_INVALID_ARGUMENT,
