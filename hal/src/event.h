@@ -8,6 +8,8 @@
 #include "hal/src/object.h"
 
 #include <atomic>
+#include <mutex>
+#include <vector>
 
 struct tsr_stream_s;
 
@@ -20,6 +22,10 @@ struct tsr_event_s final : tessera::hal::Handle<tsr_event_s> {
   // that stream's gate, since the driver has not seen the record yet.
   std::atomic<uint32_t> deferredRecords{0};
   std::atomic<tsr_stream_s *> deferredOn{nullptr};
+  // Streams gated by a tsr_stream_wait_event on a record still behind a gate (internal
+  // references); opened when the last deferred record reaches the driver.
+  std::mutex waitersMutex;
+  std::vector<tsr_stream_s *> waiters;
   // Recorded after a collective failed on this stream (internal reference): the event's
   // synchronize reports that error, once, unless the stream's synchronize did first.
   std::atomic<tsr_stream_s *> errorOf{nullptr};

@@ -72,17 +72,19 @@ void pollFences(tsr_stream_s *stream, std::vector<Object *> &retired) {
 // arguments (captured by value) because a deferred call runs later, on another thread.
 template <typename DriverCall>
 tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, DriverCall &&call,
-                     tsr_event_s *recorded = nullptr) {
+                     tsr_event_s *recorded = nullptr, tsr_event_s *waitFor = nullptr) {
   for (Object *object : used)
     object->retainInternal();
   std::vector<Object *> retired;
   tsr_status_t status;
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
-    if (stream->gated) {
+    // A wait on a record that is still behind another stream's gate gates this stream too
+    // (the driver has not seen the record yet), without blocking the caller.
+    if (stream->gated || (waitFor && gateOnDeferredRecordLocked(stream, waitFor))) {
       stream->deferred.push_back({std::function<tsr_status_t()>(std::forward<DriverCall>(call)),
                                   std::vector<Object *>(used.begin(), used.end()), recorded,
-                                  nullptr});
+                                  waitFor, nullptr});
       if (recorded) {
         recorded->deferredOn.store(stream, std::memory_order_relaxed);
         recorded->deferredRecords.fetch_add(1, std::memory_order_release);
@@ -370,15 +372,15 @@ tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event) {
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "stream", stream));
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
   TSR_RETURN_IF_ERROR(checkSameDevice(kCall, "event", event->device, stream->device));
-  // A record still behind another stream's gate is not known to the driver yet: wait (on
-  // the host) until that gate hands it over, so the driver waits for the right record.
-  waitForDeferredRecord(event);
   tsr_device_s *device = stream->device;
   Object *used[] = {event};
-  return enqueue(stream, used, [=] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_wait_event, device->handle,
-                           stream->handle, event->handle);
-  });
+  return enqueue(
+      stream, used,
+      [=] {
+        return TSR_CALL_DRIVER(kCall, *device->driver, stream_wait_event, device->handle,
+                               stream->handle, event->handle);
+      },
+      nullptr, event);
 }
 
 tsr_status_t tsr_stream_synchronize(tsr_stream_t stream) {
@@ -417,8 +419,27 @@ tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns) {
 namespace tessera::hal {
 
 tsr_status_t enqueueOnStream(tsr_stream_s *stream, std::span<Object *const> used,
-                             std::function<tsr_status_t()> call, tsr_event_s *recorded) {
-  return enqueue(stream, used, std::move(call), recorded);
+                             std::function<tsr_status_t()> call, tsr_event_s *recorded,
+                             tsr_event_s *waitFor) {
+  return enqueue(stream, used, std::move(call), recorded, waitFor);
+}
+
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
+  std::lock_guard<std::mutex> lock(event->waitersMutex);
+  if (event->deferredRecords.load(std::memory_order_acquire) == 0)
+    return false;
+  stream->retainInternal();
+  event->waiters.push_back(stream);
+  stream->gated = true;
+  return true;
+}
+
+void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened) {
+  std::lock_guard<std::mutex> lock(event->waitersMutex);
+  if (event->deferredRecords.fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  opened.insert(opened.end(), event->waiters.begin(), event->waiters.end());
+  event->waiters.clear();
 }
 
 void holdUntilRetiredLocked(tsr_stream_s *stream, std::span<Object *const> used) {

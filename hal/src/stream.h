@@ -50,6 +50,7 @@ struct Deferred {
   std::function<tsr_status_t()> call;
   std::vector<Object *> used;
   tsr_event_s *recorded = nullptr; // a deferred tsr_stream_record_event of this event
+  tsr_event_s *waitFor = nullptr;  // a deferred tsr_stream_wait_event on this event
   comm::PendingOpPtr op;
 };
 
@@ -70,6 +71,7 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   bool gated = false; // a collective is in flight: defer later work
   std::deque<tessera::hal::Deferred> deferred;
   tessera::hal::comm::PendingOp *current = nullptr; // the collective the gate waits for
+                                                    // (NULL: a record behind another gate)
   tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
   std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
 
@@ -82,7 +84,8 @@ namespace tessera::hal {
 /// holds `used` until the work completes. `call` must own its arguments (it may run later,
 /// on another thread). Errors of a deferred call go to the next synchronize.
 tsr_status_t enqueueOnStream(tsr_stream_s *stream, std::span<Object *const> used,
-                             std::function<tsr_status_t()> call, tsr_event_s *recorded = nullptr);
+                             std::function<tsr_status_t()> call, tsr_event_s *recorded = nullptr,
+                             tsr_event_s *waitFor = nullptr);
 
 /// The stream's lock must be held. Hands `used` of completed driver work to the stream's
 /// retirement (fences / synchronize).
@@ -95,6 +98,18 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock);
 
 /// Returns once no record of `event` is kept behind a gate (host wait).
 void waitForDeferredRecord(tsr_event_s *event);
+
+/// The stream's lock must be held. When a record of `event` is still behind another
+/// stream's gate, gates `stream` until it reaches the driver (true); else false.
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event);
+
+/// A deferred record of `event` reached the driver: when it was the last, the streams
+/// gated on it are moved to `opened` (the caller opens them without holding a stream lock).
+void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened);
+
+/// Opens the gate of a stream gated by gateOnDeferredRecordLocked, flushing what it kept
+/// (engine.cpp); drops the reference the gate held.
+void openEventGate(tsr_stream_s *stream);
 
 /// The stream's lock must be held: `event` was just recorded on `stream`; when a collective's
 /// error waits for the stream's synchronize, the event's synchronize may report it instead.

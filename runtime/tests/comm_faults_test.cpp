@@ -70,6 +70,43 @@ TEST_F(CommFaults, EventsRecordedBehindTheGateCompleteAfterTheOp) {
   tsr_event_release(event);
 }
 
+TEST_F(CommFaults, AStreamWaitingOnARecordBehindAGateWaitsWithoutBlockingTheCaller) {
+  Group group(devices(2));
+  group.resize(64);
+  Rank &a = group.ranks[0], &b = group.ranks[1];
+  tsr_event_t event = nullptr;
+  tsr_stream_t other = nullptr;
+  tsr_buffer_t out = nullptr;
+  TSR_ASSERT_OK(tsr_event_create(a.device, &event));
+  TSR_ASSERT_OK(tsr_stream_create(a.device, &other));
+  TSR_ASSERT_OK(
+      tsr_buffer_allocate(a.device, 4, TSR_MEMORY_DEVICE_LOCAL | TSR_MEMORY_HOST_VISIBLE, &out));
+  floats(a.sendPtr)[0] = 1.25f;
+  floats(b.sendPtr)[0] = 2.0f;
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 1, TSR_TYPE_F32, TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(tsr_stream_record_event(a.stream, event));
+  // The record is behind rank 0's gate (rank 1 has not arrived): `other` must wait for it
+  // without this thread blocking, which would never let rank 1 be enqueued.
+  TSR_ASSERT_OK(tsr_stream_wait_event(other, event));
+  TSR_ASSERT_OK(tsr_stream_copy_d2d(other, a.recv, 0, out, 0, 4));
+  bool idle = true;
+  TSR_ASSERT_OK(tsr_stream_query(other, &idle));
+  EXPECT_FALSE(idle);
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, 1, TSR_TYPE_F32, TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(tsr_stream_synchronize(other));
+  void *p = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_map(out, 0, 4, &p));
+  EXPECT_EQ(floats(p)[0], 3.25f);
+  TSR_EXPECT_OK(tsr_buffer_unmap(out));
+  for (Rank &k : group.ranks)
+    TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
+  tsr_buffer_release(out);
+  tsr_stream_release(other);
+  tsr_event_release(event);
+}
+
 TEST_F(CommFaults, SendAndRecvInARingFromOneThread) {
   Group group(devices(4));
   group.resize(100 * 8);

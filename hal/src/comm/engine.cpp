@@ -210,10 +210,14 @@ void dispatch(PendingOp *op) {
 }
 
 // Driver work behind the gate, in order, up to the next collective (which starts and
-// keeps the gate closed). S's lock is held.
+// keeps the gate closed) or a wait on a record still behind another gate. S's lock is held.
+// Streams gated on a record flushed here are added to `opened`.
 void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
-                 std::vector<Object *> &release) {
+                 std::vector<Object *> &release, std::vector<tsr_stream_s *> &opened) {
   while (!stream->deferred.empty()) {
+    if (stream->deferred.front().waitFor &&
+        gateOnDeferredRecordLocked(stream, stream->deferred.front().waitFor))
+      return;
     Deferred item = std::move(stream->deferred.front());
     stream->deferred.pop_front();
     if (item.op) {
@@ -226,7 +230,7 @@ void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
     if (item.recorded && !status)
       noteRecordLocked(stream, item.recorded);
     if (item.recorded)
-      item.recorded->deferredRecords.fetch_sub(1, std::memory_order_release);
+      recordFlushed(item.recorded, opened);
     if (status) {
       storeAsyncErrorLocked(stream, status);
       release.insert(release.end(), item.used.begin(), item.used.end());
@@ -235,6 +239,11 @@ void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
     holdUntilRetiredLocked(stream, item.used);
   }
 }
+
+// After a flush (no stream lock held): releases, streams whose record gate opened, and
+// collectives that started.
+void afterFlush(std::vector<PendingOp *> &started, std::vector<Object *> &release,
+                std::vector<tsr_stream_s *> &opened);
 
 // Completion of an op on its rank (any thread; S's lock not held): staging copies back,
 // the gate opens, deferred work flows to the driver, the error is kept for synchronize.
@@ -269,12 +278,13 @@ void finish(PendingOp *op, tsr_status_t status) {
     device->table().event_destroy(device->handle, op->ready);
   std::vector<PendingOp *> started;
   std::vector<Object *> release;
+  std::vector<tsr_stream_s *> opened;
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     storeAsyncErrorLocked(stream, status);
     stream->current = nullptr;
     stream->gated = false;
-    flushLocked(stream, started, release);
+    flushLocked(stream, started, release, opened);
     stream->gateOpened.notify_all();
   }
   // The op's buffers are no longer touched (a staged op waited for its copies above), so
@@ -282,8 +292,15 @@ void finish(PendingOp *op, tsr_status_t status) {
   // that would make the next op find the stream busy and leave the inline path.
   release.insert(release.end(), op->used.begin(), op->used.end());
   delete op;
+  afterFlush(started, release, opened);
+}
+
+void afterFlush(std::vector<PendingOp *> &started, std::vector<Object *> &release,
+                std::vector<tsr_stream_s *> &opened) {
   for (Object *object : release)
     object->releaseInternal();
+  for (tsr_stream_s *stream : opened)
+    openEventGate(stream);
   for (PendingOp *next : started)
     dispatch(next);
 }
@@ -351,7 +368,7 @@ tsr_status_t submit(std::unique_ptr<PendingOp> op) {
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     if (stream->gated) {
-      stream->deferred.push_back({{}, {}, nullptr, PendingOpPtr(op.release())});
+      stream->deferred.push_back({{}, {}, nullptr, nullptr, PendingOpPtr(op.release())});
       return nullptr;
     }
     started = op.release();
@@ -384,6 +401,20 @@ void stopWorker(tsr_comm_s *comm) {
 } // namespace tessera::hal::comm
 
 namespace tessera::hal {
+
+void openEventGate(tsr_stream_s *stream) {
+  std::vector<comm::PendingOp *> started;
+  std::vector<Object *> release;
+  std::vector<tsr_stream_s *> opened;
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    stream->gated = false;
+    comm::flushLocked(stream, started, release, opened);
+    stream->gateOpened.notify_all();
+  }
+  comm::afterFlush(started, release, opened);
+  stream->releaseInternal();
+}
 
 void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
   using namespace std::chrono;
