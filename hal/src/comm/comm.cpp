@@ -281,7 +281,7 @@ tsr_status_t tsr_comm_create_local(uint32_t count, const tsr_device_t *devices,
 tsr_status_t tsr_comm_unique_id(tsr_comm_unique_id_t *out_id) {
   static const char *kCall = "tsr_comm_unique_id";
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_id", out_id));
-  return TSR_FAIL(TSR_UNIMPLEMENTED, "%s: the shared-memory transport is not built yet", kCall);
+  return makeUniqueId(out_id);
 }
 
 tsr_status_t tsr_comm_create_rank(tsr_device_t device, const tsr_comm_unique_id_t *id,
@@ -293,7 +293,11 @@ tsr_status_t tsr_comm_create_rank(tsr_device_t device, const tsr_comm_unique_id_
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "id", id));
   if (rank >= size)
     return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: rank %u is not below size %u", kCall, rank, size);
-  return TSR_FAIL(TSR_UNIMPLEMENTED, "%s: the shared-memory transport is not built yet", kCall);
+  std::unique_ptr<Transport> t;
+  TSR_RETURN_IF_ERROR(
+      makeShmTransport(*id, size, rank, deadlineAfter(defaultTimeoutNs()), &t));
+  *out_comm = newComm(device, std::move(t), nullptr, rank, size);
+  return nullptr;
 }
 
 tsr_status_t tsr_comm_create_with_transport(tsr_device_t device,
@@ -314,8 +318,13 @@ tsr_status_t tsr_comm_create_with_transport(tsr_device_t device,
     destroyCtx();
     return s;
   }
-  destroyCtx();
-  return TSR_FAIL(TSR_UNIMPLEMENTED, "%s: the table transport is not built yet", kCall);
+  if (!transport)
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: transport is NULL", kCall);
+  uint32_t rank = transport->rank, size = transport->size;
+  std::unique_ptr<Transport> t;
+  TSR_RETURN_IF_ERROR(makeTableTransport(transport, transport_ctx, &t));
+  *out_comm = newComm(device, std::move(t), nullptr, rank, size);
+  return nullptr;
 }
 
 tsr_status_t tsr_comm_split(tsr_comm_t comm, int32_t color, int32_t key, tsr_comm_t *out_comm) {
