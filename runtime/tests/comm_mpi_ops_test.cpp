@@ -458,8 +458,7 @@ TEST(MpiComm, BadBootstrapArgumentsOnOneRankFailEveryRank) {
   Status st(tsr_comm_create_mpi(device, MPI_COMM_WORLD, mine, &comm));
   EXPECT_EQ(st.code(), TSR_INVALID_ARGUMENT) << st.message();
   EXPECT_EQ(comm, nullptr);
-  EXPECT_NE(st.message().find("rank " + std::to_string(last)), std::string::npos)
-      << st.message();
+  EXPECT_NE(st.message().find("rank " + std::to_string(last)), std::string::npos) << st.message();
   tsr_device_release(device);
   tsr_registry_release(registry);
 }
