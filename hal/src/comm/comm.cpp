@@ -281,7 +281,7 @@ tsr_status_t tsr_comm_create_local(uint32_t count, const tsr_device_t *devices,
 tsr_status_t tsr_comm_unique_id(tsr_comm_unique_id_t *out_id) {
   static const char *kCall = "tsr_comm_unique_id";
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_id", out_id));
-  return makeUniqueId(out_id);
+  return annotate(kCall, makeUniqueId(out_id));
 }
 
 tsr_status_t tsr_comm_create_rank(tsr_device_t device, const tsr_comm_unique_id_t *id,
@@ -291,12 +291,14 @@ tsr_status_t tsr_comm_create_rank(tsr_device_t device, const tsr_comm_unique_id_
   *out_comm = nullptr;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "device", device));
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "id", id));
+  if (size == 0)
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: size is 0", kCall);
   if (rank >= size)
     return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: rank %u is not below size %u", kCall, rank, size);
-  std::unique_ptr<Transport> t;
-  TSR_RETURN_IF_ERROR(
-      makeShmTransport(*id, size, rank, deadlineAfter(defaultTimeoutNs()), &t));
-  *out_comm = newComm(device, std::move(t), nullptr, rank, size);
+  std::unique_ptr<Transport> transport;
+  TSR_RETURN_IF_ERROR(annotate(
+      kCall, makeShmTransport(*id, size, rank, deadlineAfter(defaultTimeoutNs()), &transport)));
+  *out_comm = newComm(device, std::move(transport), nullptr, rank, size);
   return nullptr;
 }
 
@@ -305,24 +307,22 @@ tsr_status_t tsr_comm_create_with_transport(tsr_device_t device,
                                             void *transport_ctx, tsr_comm_t *out_comm) {
   static const char *kCall = "tsr_comm_create_with_transport";
   // The communicator owns transport_ctx even when the call fails.
-  auto destroyCtx = [&] {
+  auto fail = [&](tsr_status_t status) {
     if (transport && transport->destroy)
       transport->destroy(transport_ctx);
+    return status;
   };
-  if (tsr_status_t s = checkPointer(kCall, "out_comm", out_comm)) {
-    destroyCtx();
-    return s;
-  }
+  if (tsr_status_t s = checkPointer(kCall, "out_comm", out_comm))
+    return fail(s);
   *out_comm = nullptr;
-  if (tsr_status_t s = checkHandle(kCall, "device", device)) {
-    destroyCtx();
-    return s;
-  }
-  if (!transport)
-    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: transport is NULL", kCall);
-  uint32_t rank = transport->rank, size = transport->size;
+  if (tsr_status_t s = checkHandle(kCall, "device", device))
+    return fail(s);
+  if (tsr_status_t s = checkPointer(kCall, "transport", transport))
+    return fail(s);
   std::unique_ptr<Transport> t;
-  TSR_RETURN_IF_ERROR(makeTableTransport(transport, transport_ctx, &t));
+  // makeTableTransport takes ctx over (destroy is called also on failure).
+  TSR_RETURN_IF_ERROR(annotate(kCall, makeTableTransport(transport, transport_ctx, &t)));
+  const uint32_t rank = t->rank(), size = t->size();
   *out_comm = newComm(device, std::move(t), nullptr, rank, size);
   return nullptr;
 }

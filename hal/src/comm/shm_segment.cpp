@@ -38,7 +38,7 @@ uint64_t halfBytesFromEnv() {
 }
 
 uint64_t pidNamespace() {
-  struct stat st {};
+  struct stat st{};
   return stat("/proc/self/ns/pid", &st) == 0 ? uint64_t(st.st_ino) : 0;
 }
 
@@ -72,7 +72,7 @@ std::string rankList(const std::vector<uint32_t> &ranks) {
 
 Segment::~Segment() {
   if (ranks_)
-    self().failed.store(TSR_ABORTED, std::memory_order_release);
+    self().left.store(1, std::memory_order_release);
   if (base_)
     munmap(base_, mapped_);
   if (!unlinked_ && !name_.empty())
@@ -154,7 +154,7 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
     h.ready.store(kMagic, std::memory_order_release);
   } else {
     // Map only the header until the creator published the layout: its size tells the rest.
-    struct stat st {};
+    struct stat st{};
     while (fstat(fd, &st) == 0 && uint64_t(st.st_size) < sizeof(Header)) {
       if (nowNs() >= deadline) {
         close(fd);
@@ -200,8 +200,8 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
   RankState &me = seg->self();
   if (me.joined.load(std::memory_order_acquire)) {
     seg->ranks_ = nullptr; // not ours: leave the other process's state alone
-    return TSR_FAIL(TSR_INVALID_ARGUMENT, "tsr_comm_create_rank: rank %u joined %s twice",
-                    rank, name);
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "tsr_comm_create_rank: rank %u joined %s twice", rank,
+                    name);
   }
   me.pid = int32_t(getpid());
   me.pidNamespace = pidNamespace();
@@ -216,8 +216,8 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
   TSR_RETURN_IF_ERROR(seg->waitFor(
       [&] { return s.header_->joinedCount.load(std::memory_order_acquire) >= size; },
       [&](uint32_t r) { return !s.state(r).joined.load(std::memory_order_acquire); }, deadline,
-      notAborted, "tsr_comm_create_rank (rank " + std::to_string(rank) + " of " +
-                      std::to_string(size) + ")"));
+      notAborted,
+      "tsr_comm_create_rank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")"));
   *out = std::move(seg);
   return nullptr;
 }
@@ -263,9 +263,14 @@ tsr_status_t Segment::slowStep(WaitState &w, const std::vector<uint32_t> &waitin
         return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: rank %u (pid %d) died", what.c_str(), r,
                         state(r).pid);
   }
+  // A failed or aborted rank ends the communicator for all; one that merely destroyed its
+  // transport only fails those still waiting for it.
   if (code != 0)
-    return TSR_FAIL(tsr_status_code_t(code), "%s: rank %u left the communicator (%s)",
-                    what.c_str(), failedRank, tsr_status_code_name(tsr_status_code_t(code)));
+    return TSR_FAIL(tsr_status_code_t(code), "%s: rank %u left the communicator (%s)", what.c_str(),
+                    failedRank, tsr_status_code_name(tsr_status_code_t(code)));
+  for (uint32_t r : waitingOn)
+    if (state(r).left.load(std::memory_order_acquire))
+      return TSR_FAIL(TSR_ABORTED, "%s: rank %u destroyed its communicator", what.c_str(), r);
   if (now >= deadline)
     return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: timed out waiting for rank(s) %s", what.c_str(),
                     rankList(waitingOn).c_str());

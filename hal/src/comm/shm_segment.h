@@ -45,6 +45,7 @@ static_assert(sizeof(IdBlob) <= TSR_COMM_UNIQUE_ID_BYTES, "unique id too small")
 struct alignas(64) RankState {
   std::atomic<uint32_t> joined;
   std::atomic<uint32_t> failed; // 0, or the tsr_status_code_t that ended this rank's use
+  std::atomic<uint32_t> left;   // the rank destroyed its transport (a normal end)
   int32_t pid;
   uint64_t pidNamespace; // st_ino of /proc/self/ns/pid: liveness checks only within one
   alignas(64) std::atomic<uint64_t> epoch; // barriers this rank has arrived at
@@ -102,8 +103,13 @@ public:
                        const std::atomic<bool> &aborted, const std::string &what) const {
     WaitState w;
     while (!done()) {
-      if (tsr_status_t st = waitStep(w, pending, deadline, aborted, what))
+      tsr_status_t st = waitStep(w, pending, deadline, aborted, what);
+      if (!st)
+        continue;
+      // The peer may have finished (and then left) between done() and the check.
+      if (!done())
         return st;
+      tsr_status_free(st);
     }
     return nullptr;
   }

@@ -40,8 +40,7 @@ public:
   tsr_status_t run(const HostOp &op, Deadline deadline) override {
     what_ = std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq);
     if (aborted_.load(std::memory_order_acquire))
-      return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank",
-                      what_.c_str());
+      return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what_.c_str());
     if (brokenCode_ != TSR_OK)
       return TSR_FAIL(brokenCode_, "%s: the communicator failed earlier: %s", what_.c_str(),
                       brokenMessage_.c_str());
@@ -94,8 +93,7 @@ private:
     case OpKind::Recv:
       return recvOp(d, recv, elem);
     }
-    return TSR_FAIL(TSR_INVALID_ARGUMENT, "shm: op kind %u is not an operation",
-                    unsigned(d.kind));
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "shm: op kind %u is not an operation", unsigned(d.kind));
   }
 
   /// Starts a collective: this rank's desc is compared with everyone's at the next barrier.
@@ -373,8 +371,7 @@ tsr_status_t makeUniqueId(tsr_comm_unique_id_t *out) {
   while (got < sizeof(random)) {
     ssize_t rc = getrandom(random + got, sizeof(random) - got, 0);
     if (rc < 0 && errno != EINTR)
-      return TSR_FAIL(TSR_UNAVAILABLE, "tsr_comm_unique_id: getrandom: %s",
-                      std::strerror(errno));
+      return TSR_FAIL(TSR_UNAVAILABLE, "tsr_comm_unique_id: getrandom: %s", std::strerror(errno));
     got += rc > 0 ? size_t(rc) : 0;
   }
   shm::IdBlob blob{};

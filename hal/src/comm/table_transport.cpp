@@ -42,8 +42,7 @@ public:
   tsr_status_t run(const HostOp &op, Deadline deadline) override {
     what_ = std::string(opKindName(op.desc.kind)) + " #" + std::to_string(op.desc.seq);
     if (aborted_.load(std::memory_order_acquire))
-      return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank",
-                      what_.c_str());
+      return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what_.c_str());
     deadline_ = deadline;
     size_t elem = typeSize(op.desc.type);
     if (elem == 0)
@@ -78,8 +77,7 @@ public:
                      std::unique_ptr<Transport> *out) override {
     out->reset();
     if (!t_->split)
-      return TSR_FAIL(TSR_UNIMPLEMENTED, "tsr_comm_split: the %s transport cannot split",
-                      name());
+      return TSR_FAIL(TSR_UNIMPLEMENTED, "tsr_comm_split: the %s transport cannot split", name());
     what_ = "split";
     const tsr_comm_transport_v1 *table = nullptr;
     void *ctx = nullptr;
@@ -99,8 +97,8 @@ private:
   tsr_status_t call(tsr_status_t st) const {
     if (!st)
       return nullptr;
-    tsr_status_t wrapped = TSR_FAIL(tsr_status_code(st), "%s over %s: %s", what_.c_str(),
-                                    name(), tsr_status_message(st));
+    tsr_status_t wrapped = TSR_FAIL(tsr_status_code(st), "%s over %s: %s", what_.c_str(), name(),
+                                    tsr_status_message(st));
     tsr_status_free(st);
     return wrapped;
   }
