@@ -10,12 +10,12 @@
 #include "hal/src/executable.h"
 #include "hal/src/validation.h"
 
+#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <array>
 #include <span>
 
 using namespace tessera::hal;
@@ -80,9 +80,9 @@ tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, Driver
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     if (stream->gated) {
-      stream->deferred.push_back(
-          {std::function<tsr_status_t()>(std::forward<DriverCall>(call)),
-           std::vector<Object *>(used.begin(), used.end()), recorded, nullptr});
+      stream->deferred.push_back({std::function<tsr_status_t()>(std::forward<DriverCall>(call)),
+                                  std::vector<Object *>(used.begin(), used.end()), recorded,
+                                  nullptr});
       if (recorded) {
         recorded->deferredOn.store(stream, std::memory_order_relaxed);
         recorded->deferredRecords.fetch_add(1, std::memory_order_release);

@@ -67,10 +67,10 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   bool fencesUnsupported = false;              // the driver has no usable events
 
   // Collective gating (all under `mutex`).
-  bool gated = false;                      // a collective is in flight: defer later work
+  bool gated = false; // a collective is in flight: defer later work
   std::deque<tessera::hal::Deferred> deferred;
   tessera::hal::comm::PendingOp *current = nullptr; // the collective the gate waits for
-  tsr_status_t asyncError = nullptr; // first error of gated work, for the next synchronize
+  tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
   std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
 
   void destroy();

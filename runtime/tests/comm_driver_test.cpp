@@ -9,6 +9,9 @@
 #include "tessera/hal.hpp"
 #include "tessera/hal_driver.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -139,8 +142,8 @@ TEST_F(CommDriver, StagedDevicesGiveTheSameBitsAsMappedOnes) {
       Rank &k = group.ranks[r];
       tsr_buffer_t send = inPlace ? k.recv : k.send;
       TSR_ASSERT_OK(tsr_stream_copy_h2d(k.stream, in[r].data(), send, 0, kCount * 4));
-      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, send, 0, k.recv, 0, kCount,
-                                        TSR_TYPE_F32, TSR_REDUCE_SUM));
+      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, send, 0, k.recv, 0, kCount, TSR_TYPE_F32,
+                                        TSR_REDUCE_SUM));
       TSR_ASSERT_OK(tsr_stream_copy_d2h(k.stream, k.recv, 0, out[r].data(), kCount * 4));
     }
     for (Rank &k : group.ranks)
@@ -153,10 +156,10 @@ TEST_F(CommDriver, StagedDevicesGiveTheSameBitsAsMappedOnes) {
     // all_gather in place: each rank's slot r of its own recv is its input.
     for (uint32_t r = 0; r < 3; ++r) {
       Rank &k = group.ranks[r];
-      TSR_ASSERT_OK(tsr_stream_copy_h2d(k.stream, in[r].data(), k.recv, r * kCount * 4,
-                                        kCount * 4));
-      TSR_ASSERT_OK(tsr_comm_all_gather(k.comm, k.stream, k.recv, r * kCount * 4, k.recv, 0,
-                                        kCount, TSR_TYPE_F32));
+      TSR_ASSERT_OK(
+          tsr_stream_copy_h2d(k.stream, in[r].data(), k.recv, r * kCount * 4, kCount * 4));
+      TSR_ASSERT_OK(tsr_comm_all_gather(k.comm, k.stream, k.recv, r * kCount * 4, k.recv, 0, kCount,
+                                        TSR_TYPE_F32));
       TSR_ASSERT_OK(tsr_stream_copy_d2h(k.stream, k.recv, 0, out[r].data(), kCount * 12));
     }
     for (Rank &k : group.ranks)
@@ -188,8 +191,8 @@ TEST_F(CommDriver, ANativeChannelTakesTheOpsAndAFailingOneFallsBack) {
         Rank &k = group.ranks[r];
         for (int i = 0; i < 16; ++i)
           static_cast<float *>(k.sendPtr)[i] = float(r * 10 + i);
-        TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 16,
-                                          TSR_TYPE_F32, TSR_REDUCE_SUM));
+        TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 16, TSR_TYPE_F32,
+                                          TSR_REDUCE_SUM));
       }
       for (Rank &k : group.ranks)
         TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
@@ -225,10 +228,10 @@ TEST_F(CommDriver, TheCppWrapperRunsAnAllReduce) {
     ASSERT_TRUE(streams[r].synchronize().ok());
   }
   for (int r = 0; r < 2; ++r)
-    ASSERT_TRUE(comms->at(r)
-                    .allReduce(streams[r], buffers[r], 0, buffers[r], 0, 4, TSR_TYPE_I32,
-                               TSR_REDUCE_MAX)
-                    .ok());
+    ASSERT_TRUE(
+        comms->at(r)
+            .allReduce(streams[r], buffers[r], 0, buffers[r], 0, 4, TSR_TYPE_I32, TSR_REDUCE_MAX)
+            .ok());
   for (int r = 0; r < 2; ++r) {
     int32_t got[4] = {};
     ASSERT_TRUE(streams[r].copyToHost(buffers[r], 0, got, 16).ok());
@@ -259,8 +262,8 @@ TEST_F(CommDriver, SharedMemoryRanksMatchTheInProcessGroupBitwise) {
     for (uint64_t i = 0; i < kCount; ++i)
       static_cast<float *>(local.ranks[r].sendPtr)[i] = inputs(r, i);
     Rank &k = local.ranks[r];
-    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount,
-                                      TSR_TYPE_F32, TSR_REDUCE_AVG));
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount, TSR_TYPE_F32,
+                                      TSR_REDUCE_AVG));
   }
   for (Rank &k : local.ranks)
     TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
@@ -300,6 +303,44 @@ TEST_F(CommDriver, SharedMemoryRanksMatchTheInProcessGroupBitwise) {
   for (uint32_t r = 0; r < kRanks; ++r) {
     ASSERT_EQ(errors[r], "") << "rank " << r;
     ASSERT_EQ(std::memcmp(got[r].data(), local.ranks[r].recvPtr, kCount * 4), 0) << "rank " << r;
+  }
+}
+
+} // namespace
+} // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+// Not a test of values: prints the in-process latency and bandwidth when
+// TESSERA_COMM_TIMING=1 (`tessera collbench` is the benchmark proper).
+TEST_F(CommDriver, Timing) {
+  if (!std::getenv("TESSERA_COMM_TIMING"))
+    GTEST_SKIP() << "set TESSERA_COMM_TIMING=1 to print timings";
+  using Clock = std::chrono::steady_clock;
+  Group group(devices(4));
+  auto run = [&](uint64_t count, int iters) {
+    for (int i = 0; i < iters; ++i)
+      for (Rank &k : group.ranks)
+        TSR_EXPECT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count,
+                                          TSR_TYPE_F32, TSR_REDUCE_SUM));
+    for (Rank &k : group.ranks)
+      TSR_EXPECT_OK(tsr_stream_synchronize(k.stream));
+  };
+  group.resize(uint64_t(64) << 20);
+  // TESSERA_COMM_TIMING=<bytes> times that size alone (for a profiler).
+  const uint64_t only = std::strtoull(std::getenv("TESSERA_COMM_TIMING"), nullptr, 10);
+  for (uint64_t bytes : {uint64_t(8), uint64_t(64) << 10, uint64_t(1) << 20, uint64_t(64) << 20}) {
+    if (only > 1 && bytes != only)
+      continue;
+    const int iters = bytes <= (64 << 10) ? 20000 : bytes <= (1 << 20) ? 200 : 10;
+    run(bytes / 4, 2);
+    auto start = Clock::now();
+    run(bytes / 4, iters);
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+    double algbw = double(bytes) / us / 1e3; // GB/s
+    std::printf("all_reduce f32 4 ranks %10llu B: %10.2f us  algbw %7.2f GB/s  busbw %7.2f GB/s\n",
+                static_cast<unsigned long long>(bytes), us, algbw, algbw * 2 * 3 / 4);
   }
 }
 

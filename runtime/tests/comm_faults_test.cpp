@@ -28,8 +28,8 @@ TEST_F(CommFaults, OpsAreOrderedWithAFillBeforeAndACopyAfter) {
     // copy after the op (kept behind the gate) must read the op's result.
     float value = float(r + 1);
     TSR_ASSERT_OK(tsr_stream_fill(k.stream, k.send, 0, 4096 * 4, &value, 4));
-    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4096,
-                                      TSR_TYPE_F32, TSR_REDUCE_SUM));
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4096, TSR_TYPE_F32,
+                                      TSR_REDUCE_SUM));
     TSR_ASSERT_OK(tsr_stream_copy_d2d(k.stream, k.recv, 0, out[r], 0, 4096 * 4));
   }
   for (Rank &k : group.ranks)
@@ -53,16 +53,16 @@ TEST_F(CommFaults, EventsRecordedBehindTheGateCompleteAfterTheOp) {
   floats(group.ranks[1].sendPtr)[0] = 2.0f;
   // Rank 0 enqueues alone: its op waits for rank 1, so the record is kept behind the gate.
   Rank &a = group.ranks[0], &b = group.ranks[1];
-  TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 1, TSR_TYPE_F32,
-                                    TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 1, TSR_TYPE_F32, TSR_REDUCE_SUM));
   TSR_ASSERT_OK(tsr_stream_record_event(a.stream, event));
   bool ready = true;
   TSR_ASSERT_OK(tsr_event_query(event, &ready));
   EXPECT_FALSE(ready);
   TSR_ASSERT_OK(tsr_stream_query(a.stream, &ready));
   EXPECT_FALSE(ready);
-  TSR_ASSERT_OK(tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, 1, TSR_TYPE_F32,
-                                    TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, 1, TSR_TYPE_F32, TSR_REDUCE_SUM));
   TSR_ASSERT_OK(tsr_event_synchronize(event));
   EXPECT_EQ(floats(a.recvPtr)[0], 3.5f);
   TSR_ASSERT_OK(tsr_stream_synchronize(a.stream));
@@ -86,8 +86,7 @@ TEST_F(CommFaults, SendAndRecvInARingFromOneThread) {
     TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
   for (uint32_t r = 0; r < 4; ++r)
     for (int i = 0; i < 100; ++i)
-      ASSERT_EQ(static_cast<int64_t *>(group.ranks[r].recvPtr)[i],
-                int64_t((r + 3) % 4) * 1000 + i);
+      ASSERT_EQ(static_cast<int64_t *>(group.ranks[r].recvPtr)[i], int64_t((r + 3) % 4) * 1000 + i);
 }
 
 TEST_F(CommFaults, SplitByParityGivesTwoGroupsRankedByKey) {
@@ -129,31 +128,31 @@ TEST_F(CommFaults, MisuseIsReportedNamingTheArgument) {
   group.resize(64);
   Rank &k = group.ranks[0];
   tsr_stream_t other = group.ranks[1].stream;
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, other, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32,
-                                       TSR_REDUCE_SUM),
-                   TSR_INVALID_ARGUMENT, "stream is on device 'cpu:1'");
+  TSR_EXPECT_ERROR(
+      tsr_comm_all_reduce(k.comm, other, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32, TSR_REDUCE_SUM),
+      TSR_INVALID_ARGUMENT, "stream is on device 'cpu:1'");
   TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, group.ranks[1].send, 0, k.recv, 0, 4,
                                        TSR_TYPE_F32, TSR_REDUCE_SUM),
                    TSR_INVALID_ARGUMENT, "send");
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 17, TSR_TYPE_F32,
-                                       TSR_REDUCE_SUM),
-                   TSR_OUT_OF_RANGE, "send");
+  TSR_EXPECT_ERROR(
+      tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 17, TSR_TYPE_F32, TSR_REDUCE_SUM),
+      TSR_OUT_OF_RANGE, "send");
   TSR_EXPECT_ERROR(tsr_comm_all_gather(k.comm, k.stream, k.send, 0, k.recv, 0, 9, TSR_TYPE_F32),
                    TSR_OUT_OF_RANGE, "recv");
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.send, 4, 4, TSR_TYPE_F32,
-                                       TSR_REDUCE_SUM),
-                   TSR_INVALID_ARGUMENT, "overlap");
+  TSR_EXPECT_ERROR(
+      tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.send, 4, 4, TSR_TYPE_F32, TSR_REDUCE_SUM),
+      TSR_INVALID_ARGUMENT, "overlap");
   TSR_EXPECT_ERROR(tsr_comm_all_to_all(k.comm, k.stream, k.send, 0, k.send, 0, 2, TSR_TYPE_F32),
                    TSR_INVALID_ARGUMENT, "never in place");
   TSR_EXPECT_ERROR(tsr_comm_broadcast(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32, 2),
                    TSR_OUT_OF_RANGE, "root 2");
   TSR_EXPECT_ERROR(tsr_comm_send(k.comm, k.stream, k.send, 0, 4, TSR_TYPE_F32, 0),
                    TSR_INVALID_ARGUMENT, "peer 0 is this rank");
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32,
-                                       TSR_REDUCE_UMIN),
-                   TSR_INVALID_ARGUMENT, "umin");
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4,
-                                       TSR_TYPE_BUFFER, TSR_REDUCE_SUM),
+  TSR_EXPECT_ERROR(
+      tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32, TSR_REDUCE_UMIN),
+      TSR_INVALID_ARGUMENT, "umin");
+  TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_BUFFER,
+                                       TSR_REDUCE_SUM),
                    TSR_INVALID_ARGUMENT, "type");
   tsr_device_t twice[2] = {k.device, k.device};
   tsr_comm_t comms[2] = {};
@@ -163,9 +162,9 @@ TEST_F(CommFaults, MisuseIsReportedNamingTheArgument) {
   tsr_comm_t comm = nullptr;
   TSR_ASSERT_OK(tsr_comm_create_local(1, &k.device, &comm));
   tsr_comm_release(comm);
-  TSR_EXPECT_ERROR(tsr_comm_all_reduce(comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32,
-                                       TSR_REDUCE_SUM),
-                   TSR_INVALID_ARGUMENT, "comm");
+  TSR_EXPECT_ERROR(
+      tsr_comm_all_reduce(comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_F32, TSR_REDUCE_SUM),
+      TSR_INVALID_ARGUMENT, "comm");
 }
 
 TEST_F(CommFaults, AMismatchFailsEveryRankAndWritesNothing) {
@@ -178,8 +177,7 @@ TEST_F(CommFaults, AMismatchFailsEveryRankAndWritesNothing) {
                                       TSR_TYPE_F32, TSR_REDUCE_SUM));
   }
   for (uint32_t r = 0; r < 3; ++r) {
-    TSR_EXPECT_ERROR(tsr_stream_synchronize(group.ranks[r].stream), TSR_INVALID_ARGUMENT,
-                     "count=");
+    TSR_EXPECT_ERROR(tsr_stream_synchronize(group.ranks[r].stream), TSR_INVALID_ARGUMENT, "count=");
     EXPECT_EQ(static_cast<uint8_t *>(group.ranks[r].recvPtr)[0], 0x5a);
   }
   // Reported once; the streams and the communicator stay usable.
@@ -204,8 +202,8 @@ TEST_F(CommFaults, ARankThatNeverArrivesTimesOutTheOthers) {
   for (uint64_t count : {uint64_t(4), uint64_t(200000)}) {
     for (uint32_t r : {0u, 2u}) {
       Rank &k = group.ranks[r];
-      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count,
-                                        TSR_TYPE_F32, TSR_REDUCE_SUM));
+      TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count, TSR_TYPE_F32,
+                                        TSR_REDUCE_SUM));
     }
     for (uint32_t r : {0u, 2u})
       TSR_EXPECT_ERROR(tsr_stream_synchronize(group.ranks[r].stream), TSR_DEADLINE_EXCEEDED,
@@ -217,12 +215,12 @@ TEST_F(CommFaults, AbortFailsThePendingOpsOfEveryRank) {
   Group group(devices(2));
   group.resize(64);
   Rank &a = group.ranks[0], &b = group.ranks[1];
-  TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 4, TSR_TYPE_F32,
-                                    TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 4, TSR_TYPE_F32, TSR_REDUCE_SUM));
   TSR_ASSERT_OK(tsr_comm_abort(b.comm));
   TSR_EXPECT_ERROR(tsr_stream_synchronize(a.stream), TSR_ABORTED, "rank 1");
-  TSR_ASSERT_OK(tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, 4, TSR_TYPE_F32,
-                                    TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, 4, TSR_TYPE_F32, TSR_REDUCE_SUM));
   TSR_EXPECT_ERROR(tsr_stream_synchronize(b.stream), TSR_ABORTED, "aborted");
   // The streams stay usable.
   float one = 1.0f;
@@ -277,8 +275,8 @@ TEST_F(CommFaults, CpuAndVulkanInOneGroupGiveTheSameBits) {
       in[r][i] = float(int(i * 7 + r * 3) % 19 - 9) * 0.37f;
     Rank &k = group.ranks[r];
     TSR_ASSERT_OK(tsr_stream_copy_h2d(k.stream, in[r].data(), k.send, 0, kCount * 4));
-    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount,
-                                      TSR_TYPE_F32, TSR_REDUCE_SUM));
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, kCount, TSR_TYPE_F32,
+                                      TSR_REDUCE_SUM));
     TSR_ASSERT_OK(tsr_stream_copy_d2h(k.stream, k.recv, 0, out[r].data(), kCount * 4));
   }
   for (Rank &k : group.ranks)

@@ -69,8 +69,8 @@ public:
                  tsr_memory_kind_t kind = TSR_MEMORY_DEVICE_LOCAL | TSR_MEMORY_HOST_VISIBLE)
       : kind_(kind), ranks(devices.size()) {
     std::vector<tsr_comm_t> comms(devices.size());
-    EXPECT_EQ(hal::testing::consume(tsr_comm_create_local(uint32_t(devices.size()),
-                                                          devices.data(), comms.data())),
+    EXPECT_EQ(hal::testing::consume(
+                  tsr_comm_create_local(uint32_t(devices.size()), devices.data(), comms.data())),
               "");
     for (size_t r = 0; r < devices.size(); ++r) {
       ranks[r].device = devices[r];

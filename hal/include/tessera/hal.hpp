@@ -314,8 +314,8 @@ public:
     for (const Device &d : devices)
       handles.push_back(d.get());
     std::vector<tsr_comm_t> raw(handles.size(), nullptr);
-    Status status = Status::fromC(
-        tsr_comm_create_local(uint32_t(handles.size()), handles.data(), raw.data()));
+    Status status =
+        Status::fromC(tsr_comm_create_local(uint32_t(handles.size()), handles.data(), raw.data()));
     if (!status.ok())
       return status;
     std::vector<Comm> comms;
@@ -325,9 +325,8 @@ public:
   }
   static Expected<Comm> createRank(const Device &device, const tsr_comm_unique_id_t &id,
                                    uint32_t size, uint32_t rank) {
-    return detail::make<Comm, tsr_comm_t>([&](tsr_comm_t *out) {
-      return tsr_comm_create_rank(device.get(), &id, size, rank, out);
-    });
+    return detail::make<Comm, tsr_comm_t>(
+        [&](tsr_comm_t *out) { return tsr_comm_create_rank(device.get(), &id, size, rank, out); });
   }
   /// An empty Comm (no error) for TSR_COMM_SPLIT_NOCOLOR.
   Expected<Comm> split(int32_t color, int32_t key) {
@@ -358,17 +357,16 @@ public:
     return Status::fromC(tsr_comm_all_gather(get(), stream.get(), send.get(), sendOffset,
                                              recv.get(), recvOffset, count, type));
   }
-  Status reduceScatter(Stream &stream, const Buffer &send, uint64_t sendOffset,
-                       const Buffer &recv, uint64_t recvOffset, uint64_t count, tsr_type_t type,
-                       tsr_reduce_op_t op) {
+  Status reduceScatter(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                       uint64_t recvOffset, uint64_t count, tsr_type_t type, tsr_reduce_op_t op) {
     return Status::fromC(tsr_comm_reduce_scatter(get(), stream.get(), send.get(), sendOffset,
                                                  recv.get(), recvOffset, count, type, op));
   }
   /// `send` is only read on the root (an empty Buffer elsewhere).
   Status broadcast(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
                    uint64_t recvOffset, uint64_t count, tsr_type_t type, uint32_t root) {
-    return Status::fromC(tsr_comm_broadcast(get(), stream.get(), send.get(), sendOffset,
-                                            recv.get(), recvOffset, count, type, root));
+    return Status::fromC(tsr_comm_broadcast(get(), stream.get(), send.get(), sendOffset, recv.get(),
+                                            recvOffset, count, type, root));
   }
   /// `recv` is only written on the root (an empty Buffer elsewhere).
   Status reduce(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,

@@ -140,8 +140,7 @@ tsr_status_t validate(const char *call, tsr_comm_s *comm, tsr_stream_s *stream, 
                     stream->device->info.name, comm->rank, comm->device->info.name);
   const size_t elementSize = typeSize(a.type);
   if (elementSize == 0)
-    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: type %d is not an element type", call,
-                    int(a.type));
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: type %d is not an element type", call, int(a.type));
   if (isReduction(a.kind))
     TSR_RETURN_IF_ERROR(checkReduceOp(call, a.type, a.op));
   const bool rooted = a.kind == OpKind::Broadcast || a.kind == OpKind::Reduce;
@@ -182,8 +181,7 @@ tsr_status_t validate(const char *call, tsr_comm_s *comm, tsr_stream_s *stream, 
   return nullptr;
 }
 
-tsr_status_t enqueueOp(const char *call, tsr_comm_s *comm, tsr_stream_s *stream,
-                       const OpArgs &a) {
+tsr_status_t enqueueOp(const char *call, tsr_comm_s *comm, tsr_stream_s *stream, const OpArgs &a) {
   bool sendUsed = false, recvUsed = false;
   uint64_t sendBytes = 0, recvBytes = 0;
   TSR_RETURN_IF_ERROR(
@@ -421,9 +419,9 @@ tsr_status_t tsr_comm_all_reduce(tsr_comm_t comm, tsr_stream_t stream, tsr_buffe
 tsr_status_t tsr_comm_all_gather(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
                                  uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
                                  uint64_t count, tsr_type_t type) {
-  return enqueueOp("tsr_comm_all_gather", comm, stream,
-                   {OpKind::AllGather, send, send_offset, recv, recv_offset, count, type,
-                    TSR_REDUCE_SUM, 0});
+  return enqueueOp(
+      "tsr_comm_all_gather", comm, stream,
+      {OpKind::AllGather, send, send_offset, recv, recv_offset, count, type, TSR_REDUCE_SUM, 0});
 }
 
 tsr_status_t tsr_comm_reduce_scatter(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
@@ -437,9 +435,9 @@ tsr_status_t tsr_comm_reduce_scatter(tsr_comm_t comm, tsr_stream_t stream, tsr_b
 tsr_status_t tsr_comm_broadcast(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
                                 uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
                                 uint64_t count, tsr_type_t type, uint32_t root) {
-  return enqueueOp("tsr_comm_broadcast", comm, stream,
-                   {OpKind::Broadcast, send, send_offset, recv, recv_offset, count, type,
-                    TSR_REDUCE_SUM, root});
+  return enqueueOp(
+      "tsr_comm_broadcast", comm, stream,
+      {OpKind::Broadcast, send, send_offset, recv, recv_offset, count, type, TSR_REDUCE_SUM, root});
 }
 
 tsr_status_t tsr_comm_reduce(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
@@ -452,9 +450,9 @@ tsr_status_t tsr_comm_reduce(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t 
 tsr_status_t tsr_comm_all_to_all(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t send,
                                  uint64_t send_offset, tsr_buffer_t recv, uint64_t recv_offset,
                                  uint64_t count, tsr_type_t type) {
-  return enqueueOp("tsr_comm_all_to_all", comm, stream,
-                   {OpKind::AllToAll, send, send_offset, recv, recv_offset, count, type,
-                    TSR_REDUCE_SUM, 0});
+  return enqueueOp(
+      "tsr_comm_all_to_all", comm, stream,
+      {OpKind::AllToAll, send, send_offset, recv, recv_offset, count, type, TSR_REDUCE_SUM, 0});
 }
 
 tsr_status_t tsr_comm_send(tsr_comm_t comm, tsr_stream_t stream, tsr_buffer_t buffer,

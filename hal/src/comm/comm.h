@@ -95,7 +95,6 @@ void completePosted(PendingOp *op, tsr_status_t status);
 /// Takes ownership of `op`.
 tsr_status_t submit(std::unique_ptr<PendingOp> op);
 
-
 /// The in-process group (local.cpp): `count` transports, rank i of the group.
 void makeLocalTransports(uint32_t count, std::vector<std::unique_ptr<Transport>> *out);
 

@@ -76,8 +76,8 @@ bool mappable(const tsr_buffer_s *buffer) {
 
 // A host pointer for [offset, offset+bytes) of `buffer` (offset relative to the handle):
 // the mapped allocation, or a staging copy.
-tsr_status_t resolve(PendingOp *op, tsr_buffer_s *buffer, uint64_t offset, uint64_t bytes,
-                     bool in, bool out, char **host) {
+tsr_status_t resolve(PendingOp *op, tsr_buffer_s *buffer, uint64_t offset, uint64_t bytes, bool in,
+                     bool out, char **host) {
   const char *call = callName(op->host.desc.kind);
   if (bytes == 0) {
     *host = nullptr;
@@ -107,11 +107,11 @@ tsr_status_t resolve(PendingOp *op, tsr_buffer_s *buffer, uint64_t offset, uint6
 tsr_status_t resolveBuffers(PendingOp *op) {
   char *send = nullptr, *recv = nullptr;
   if (op->sendBuffer)
-    TSR_RETURN_IF_ERROR(resolve(op, op->sendBuffer, op->sendOffset, op->sendBytes, true,
-                                false, &send));
+    TSR_RETURN_IF_ERROR(
+        resolve(op, op->sendBuffer, op->sendOffset, op->sendBytes, true, false, &send));
   if (op->recvBuffer) {
-    const bool sameAsSend = op->sendBuffer && op->sendBuffer->root == op->recvBuffer->root &&
-                            !op->stages.empty();
+    const bool sameAsSend =
+        op->sendBuffer && op->sendBuffer->root == op->recvBuffer->root && !op->stages.empty();
     if (sameAsSend) {
       // In place on staged memory: one stage covering both ranges, copied in and out.
       Stage &stage = op->stages.back();
@@ -128,10 +128,9 @@ tsr_status_t resolveBuffers(PendingOp *op) {
       stage.copyOut = true;
       recv = stage.host.get() + (recvStart - stage.offset);
     } else {
-      TSR_RETURN_IF_ERROR(resolve(op, op->recvBuffer, op->recvOffset, op->recvBytes,
-                                  op->host.desc.kind == OpKind::Reduce ||
-                                      op->host.desc.kind == OpKind::Recv,
-                                  true, &recv));
+      TSR_RETURN_IF_ERROR(resolve(
+          op, op->recvBuffer, op->recvOffset, op->recvBytes,
+          op->host.desc.kind == OpKind::Reduce || op->host.desc.kind == OpKind::Recv, true, &recv));
     }
   }
   op->host.send = send;
@@ -156,9 +155,9 @@ void startLocked(PendingOp *op) {
   for (Stage &stage : op->stages) {
     if (!stage.copyIn)
       continue;
-    if ((op->startError = TSR_CALL_DRIVER(call, *device->driver, stream_copy_d2h, device->handle,
-                                          stream->handle, stage.buffer->handle, stage.offset,
-                                          stage.host.get(), stage.bytes)))
+    if ((op->startError =
+             TSR_CALL_DRIVER(call, *device->driver, stream_copy_d2h, device->handle, stream->handle,
+                             stage.buffer->handle, stage.offset, stage.host.get(), stage.bytes)))
       return;
   }
   bool idle = false;
@@ -170,8 +169,8 @@ void startLocked(PendingOp *op) {
   }
   if (idle)
     return;
-  if ((op->startError = TSR_CALL_DRIVER(call, *device->driver, event_create, device->handle,
-                                        &op->ready)))
+  if ((op->startError =
+           TSR_CALL_DRIVER(call, *device->driver, event_create, device->handle, &op->ready)))
     return;
   op->startError = TSR_CALL_DRIVER(call, *device->driver, stream_record_event, device->handle,
                                    stream->handle, op->ready);
@@ -246,17 +245,17 @@ void finish(PendingOp *op, tsr_status_t status) {
     for (Stage &stage : op->stages) {
       if (!stage.copyOut || status)
         continue;
-      status = TSR_CALL_DRIVER(call, *device->driver, stream_copy_h2d, device->handle,
-                               stream->handle, stage.host.get(), stage.buffer->handle,
-                               stage.offset, stage.bytes);
+      status =
+          TSR_CALL_DRIVER(call, *device->driver, stream_copy_h2d, device->handle, stream->handle,
+                          stage.host.get(), stage.buffer->handle, stage.offset, stage.bytes);
       copiedBack = true;
     }
   }
   if (copiedBack || !op->stages.empty()) {
     // The staging memory must outlive the copies: wait for them here (staged ops only,
     // on the progress thread). A kernel fault of earlier work surfaces here; keep it.
-    tsr_status_t s = TSR_CALL_DRIVER(call, *device->driver, stream_synchronize, device->handle,
-                                     stream->handle);
+    tsr_status_t s =
+        TSR_CALL_DRIVER(call, *device->driver, stream_synchronize, device->handle, stream->handle);
     if (s && !status)
       status = s;
     else if (s)
@@ -271,12 +270,15 @@ void finish(PendingOp *op, tsr_status_t status) {
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     storeAsyncErrorLocked(stream, status);
-    holdUntilRetiredLocked(stream, op->used);
     stream->current = nullptr;
     stream->gated = false;
     flushLocked(stream, started, release);
     stream->gateOpened.notify_all();
   }
+  // The op's buffers are no longer touched (a staged op waited for its copies above), so
+  // its references go now rather than through the stream's fences: a fence is driver work
+  // that would make the next op find the stream busy and leave the inline path.
+  release.insert(release.end(), op->used.begin(), op->used.end());
   delete op;
   for (Object *object : release)
     object->releaseInternal();
@@ -288,9 +290,8 @@ void finish(PendingOp *op, tsr_status_t status) {
 void workerLoop(std::shared_ptr<Worker> worker, tsr_comm_s *comm) {
   std::unique_lock<std::mutex> lock(worker->mutex);
   for (;;) {
-    worker->wake.wait(lock, [&] {
-      return worker->stop || (!worker->queue.empty() && !worker->postedInline);
-    });
+    worker->wake.wait(
+        lock, [&] { return worker->stop || (!worker->queue.empty() && !worker->postedInline); });
     if (worker->queue.empty() && worker->stop)
       return;
     PendingOp *op = worker->queue.front();
@@ -330,11 +331,15 @@ uint64_t nextOpId() {
 void completePosted(PendingOp *op, tsr_status_t status) {
   std::shared_ptr<Worker> worker = op->comm->worker;
   finish(op, status);
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(worker->mutex);
     worker->postedInline = nullptr;
+    queued = !worker->queue.empty();
   }
-  worker->wake.notify_one();
+  // Waking an idle progress thread for nothing costs two context switches per op.
+  if (queued)
+    worker->wake.notify_one();
 }
 
 tsr_status_t submit(std::unique_ptr<PendingOp> op) {

@@ -75,7 +75,7 @@ struct Group : std::enable_shared_from_this<Group> {
   uint64_t goGeneration = 0; // a large op's parallel phase began
   uint32_t partsDone = 0;
   int64_t abortedRank = -1;
-  std::vector<Slot> recvSlots;                              // a recv waiting for its send
+  std::vector<Slot> recvSlots; // a recv waiting for its send
   std::map<std::pair<uint32_t, uint32_t>, std::deque<Message>> mailbox; // (from, to)
   std::vector<SplitEntry> splits;
   uint32_t splitArrived = 0;
@@ -313,9 +313,8 @@ tsr_status_t LocalTransport::timeoutStatus(const OpDesc &d) const {
                   group_->missing(d.seq).c_str());
 }
 
-bool LocalTransport::enter(const HostOp &op, Deadline deadline, uint64_t opId,
-                           PendingOp *pending, std::vector<Completion> &out, bool *parallel,
-                           tsr_status_t *status) {
+bool LocalTransport::enter(const HostOp &op, Deadline deadline, uint64_t opId, PendingOp *pending,
+                           std::vector<Completion> &out, bool *parallel, tsr_status_t *status) {
   Group &g = *group_;
   *parallel = false;
   *status = nullptr;
