@@ -148,3 +148,15 @@ def test_in_process_baseline_runs_mpirun_and_reads_it_back(tmp_path):
                   "--baseline", "mpi", "--iters", "2", "--warmup", "0", "--json", out)
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["results"][0]["baseline_busbw"] is None
+
+
+def test_mixed_cpu_and_vulkan_group_checks(tmp_path):
+    env = dict(MPI_ENV)
+    env.setdefault("XDG_RUNTIME_DIR", str(tmp_path))
+    if "vulkan:0" not in run([BIN, "devices"], env=env).stdout:
+        pytest.skip("no vulkan:0 here")
+    out = tmp_path / "r.json"
+    r = run([BIN, "collbench", "--op", "all", "--bytes", "64:4K", "--devices", "cpu:0,vulkan:0",
+             "--check", "--iters", "2", "--warmup", "1", "--json", out], env=env)
+    assert r.returncode == 0, r.stderr
+    check_results(json.loads(out.read_text())["results"], 2, OPS, [64 << i for i in range(7)])
