@@ -253,8 +253,8 @@ public:
     EXPECT_TRUE(c.ok()) << transport << ": " << c.message();
   }
   ~Rank() {
-    // No rank leaves before every rank is done: the shm transport fails a peer's pending
-    // recv when the sender has left, even if the message was already deposited.
+    // No rank leaves before every rank is done, so that what a test sees is never a peer's
+    // departure (shm reports a rank that left as ABORTED to peers still waiting on it).
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm_)
       tsr_comm_release(comm_);
