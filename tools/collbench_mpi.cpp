@@ -29,13 +29,16 @@ bool underMpirun() {
 
 namespace {
 
-void initMpi() {
+// MPI_THREAD_MULTIPLE only where the HAL's progress thread calls MPI (transport mpi): it
+// makes OpenMPI take locks, which the baseline and the shm bootstrap do not need.
+void initMpi(bool multiple) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized)
     return;
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Init_thread(nullptr, nullptr, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                  &provided);
 }
 
 // MPI's datatype for a Tessera dtype; MPI_DATATYPE_NULL for f16 / bf16 reductions (no MPI
@@ -75,7 +78,7 @@ MPI_Op mpiOp(tsr_reduce_op_t op) {
 } // namespace
 
 bool makeMpiGroup(const Options &o, tsr_registry_t registry, Group *g, std::string *error) {
-  initMpi();
+  initMpi(o.transport == "mpi");
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -127,7 +130,7 @@ void finishMpi() {
 }
 
 std::optional<double> mpiBaselineUs(const Options &o, Op op, uint64_t bytes) {
-  initMpi();
+  initMpi(false);
   int n = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
