@@ -19,10 +19,11 @@ int main(int argc, char **argv) {
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints the per-test progress; the others print their failures only.
+  // Only rank 0 prints the per-test progress; the others print their failures only (set
+  // before InitGoogleTest, which picks the result printer).
   if (rank != 0)
     GTEST_FLAG_SET(brief, true);
+  ::testing::InitGoogleTest(&argc, argv);
   int failed = RUN_ALL_TESTS() != 0;
   int anyFailed = 0;
   MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
