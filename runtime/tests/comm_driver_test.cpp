@@ -315,7 +315,8 @@ namespace {
 // Not a test of values: prints the in-process latency and bandwidth when
 // TESSERA_COMM_TIMING=1 (`tessera collbench` is the benchmark proper).
 TEST_F(CommDriver, Timing) {
-  if (!std::getenv("TESSERA_COMM_TIMING"))
+  const char *timing = std::getenv("TESSERA_COMM_TIMING");
+  if (!timing)
     GTEST_SKIP() << "set TESSERA_COMM_TIMING=1 to print timings";
   using Clock = std::chrono::steady_clock;
   Group group(devices(4));
@@ -329,7 +330,7 @@ TEST_F(CommDriver, Timing) {
   };
   group.resize(uint64_t(64) << 20);
   // TESSERA_COMM_TIMING=<bytes> times that size alone (for a profiler).
-  const uint64_t only = std::strtoull(std::getenv("TESSERA_COMM_TIMING"), nullptr, 10);
+  const uint64_t only = std::strtoull(timing, nullptr, 10);
   for (uint64_t bytes : {uint64_t(8), uint64_t(64) << 10, uint64_t(1) << 20, uint64_t(64) << 20}) {
     if (only > 1 && bytes != only)
       continue;
