@@ -10,6 +10,8 @@
 using namespace tessera::hal;
 
 void tsr_event_s::destroy() {
+  if (tsr_stream_s *stream = errorOf.exchange(nullptr))
+    stream->releaseInternal();
   device->table().event_destroy(device->handle, handle);
   device->releaseInternal();
 }
@@ -46,7 +48,19 @@ tsr_status_t tsr_event_synchronize(tsr_event_t event) {
   // A record kept behind a collective's gate counts as enqueued work: wait for the gate.
   waitForDeferredRecord(event);
   tsr_device_s *device = event->device;
-  return TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
+  tsr_status_t status =
+      TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
+  // A collective that failed before the record is reported here, once (like a kernel fault).
+  tsr_status_t collective = takeRecordedError(event);
+  if (!collective)
+    return status;
+  if (!status)
+    return collective;
+  tsr_status_t both = TSR_FAIL(tsr_status_code(collective), "%s (and then: %s)",
+                               tsr_status_message(collective), tsr_status_message(status));
+  tsr_status_free(collective);
+  tsr_status_free(status);
+  return both;
 }
 
 tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {

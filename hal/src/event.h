@@ -20,6 +20,9 @@ struct tsr_event_s final : tessera::hal::Handle<tsr_event_s> {
   // that stream's gate, since the driver has not seen the record yet.
   std::atomic<uint32_t> deferredRecords{0};
   std::atomic<tsr_stream_s *> deferredOn{nullptr};
+  // Recorded after a collective failed on this stream (internal reference): the event's
+  // synchronize reports that error, once, unless the stream's synchronize did first.
+  std::atomic<tsr_stream_s *> errorOf{nullptr};
 
   void destroy();
 };

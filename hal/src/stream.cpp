@@ -90,6 +90,8 @@ tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, Driver
       return nullptr;
     }
     status = call();
+    if (!status && recorded)
+      noteRecordLocked(stream, recorded);
     if (!status) {
       stream->pending.insert(stream->pending.end(), used.begin(), used.end());
       maybeFence(stream);
@@ -432,6 +434,27 @@ void storeAsyncErrorLocked(tsr_stream_s *stream, tsr_status_t status) {
     return;
   }
   stream->asyncError = status;
+}
+
+void noteRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
+  if (!stream->asyncError)
+    return;
+  stream->retainInternal();
+  if (tsr_stream_s *old = event->errorOf.exchange(stream))
+    old->releaseInternal();
+}
+
+tsr_status_t takeRecordedError(tsr_event_s *event) {
+  tsr_stream_s *stream = event->errorOf.exchange(nullptr);
+  if (!stream)
+    return nullptr;
+  tsr_status_t status = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::swap(status, stream->asyncError);
+  }
+  stream->releaseInternal();
+  return status;
 }
 
 void waitForDeferredRecord(tsr_event_s *event) {

@@ -96,6 +96,14 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock);
 /// Returns once no record of `event` is kept behind a gate (host wait).
 void waitForDeferredRecord(tsr_event_s *event);
 
+/// The stream's lock must be held: `event` was just recorded on `stream`; when a collective's
+/// error waits for the stream's synchronize, the event's synchronize may report it instead.
+void noteRecordLocked(tsr_stream_s *stream, tsr_event_s *event);
+
+/// The collective error noted on `event` by noteRecordLocked, taken (NULL when none or
+/// already reported).
+tsr_status_t takeRecordedError(tsr_event_s *event);
+
 /// Keeps `status` (taken over) for the stream's next synchronize; the first error wins.
 void storeAsyncErrorLocked(tsr_stream_s *stream, tsr_status_t status);
 

@@ -154,6 +154,11 @@ TEST_F(CommFaults, MisuseIsReportedNamingTheArgument) {
   TSR_EXPECT_ERROR(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, 4, TSR_TYPE_BUFFER,
                                        TSR_REDUCE_SUM),
                    TSR_INVALID_ARGUMENT, "type");
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_comm_device(k.comm, &device));
+  EXPECT_EQ(device, k.device);
+  tsr_device_release(device);
+  TSR_EXPECT_ERROR(tsr_comm_device(k.comm, nullptr), TSR_INVALID_ARGUMENT, "out_device");
   tsr_device_t twice[2] = {k.device, k.device};
   tsr_comm_t comms[2] = {};
   TSR_EXPECT_ERROR(tsr_comm_create_local(2, twice, comms), TSR_INVALID_ARGUMENT,
@@ -176,10 +181,18 @@ TEST_F(CommFaults, AMismatchFailsEveryRankAndWritesNothing) {
     TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, r == 2 ? 8 : 4,
                                       TSR_TYPE_F32, TSR_REDUCE_SUM));
   }
-  for (uint32_t r = 0; r < 3; ++r) {
+  // Rank 0 learns it from an event recorded after the op (then its stream has nothing left
+  // to report); the others from their stream's synchronize.
+  tsr_event_t event = nullptr;
+  TSR_ASSERT_OK(tsr_event_create(group.ranks[0].device, &event));
+  TSR_ASSERT_OK(tsr_stream_record_event(group.ranks[0].stream, event));
+  TSR_EXPECT_ERROR(tsr_event_synchronize(event), TSR_INVALID_ARGUMENT, "count=");
+  TSR_EXPECT_OK(tsr_stream_synchronize(group.ranks[0].stream));
+  tsr_event_release(event);
+  for (uint32_t r = 1; r < 3; ++r)
     TSR_EXPECT_ERROR(tsr_stream_synchronize(group.ranks[r].stream), TSR_INVALID_ARGUMENT, "count=");
+  for (uint32_t r = 0; r < 3; ++r)
     EXPECT_EQ(static_cast<uint8_t *>(group.ranks[r].recvPtr)[0], 0x5a);
-  }
   // Reported once; the streams and the communicator stay usable.
   for (uint32_t r = 0; r < 3; ++r) {
     Rank &k = group.ranks[r];

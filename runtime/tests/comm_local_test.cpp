@@ -106,8 +106,8 @@ template <typename S> S fold(const std::vector<S> &values, tsr_reduce_op_t op) {
       case TSR_REDUCE_AVG:
         acc = A(U(acc) + U(v));
         break;
-      case TSR_REDUCE_PROD:
-        acc = A(U(acc) * U(v));
+      case TSR_REDUCE_PROD: // through unsigned int at least: i16 * i16 would overflow int
+        acc = A(uint64_t(U(acc)) * uint64_t(U(v)));
         break;
       case TSR_REDUCE_MIN:
         acc = v < acc ? v : acc;

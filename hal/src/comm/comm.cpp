@@ -377,6 +377,12 @@ tsr_status_t tsr_comm_device(tsr_comm_t comm, tsr_device_t *out_device) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_device", out_device));
   *out_device = nullptr;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "comm", comm));
+  // The comm keeps its device alive, but a device whose public references are all gone is
+  // poisoned: handing it out again would make a released handle live.
+  if (!comm->device->isLive())
+    return TSR_FAIL(TSR_FAILED_PRECONDITION,
+                    "%s: the communicator's device '%s' was released by the caller", kCall,
+                    comm->device->info.name);
   comm->device->retainPublic();
   *out_device = comm->device;
   return nullptr;

@@ -223,6 +223,8 @@ void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
       return;
     }
     tsr_status_t status = item.call();
+    if (item.recorded && !status)
+      noteRecordLocked(stream, item.recorded);
     if (item.recorded)
       item.recorded->deferredRecords.fetch_sub(1, std::memory_order_release);
     if (status) {
