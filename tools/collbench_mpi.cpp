@@ -37,8 +37,7 @@ void initMpi(bool multiple) {
   if (initialized)
     return;
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                  &provided);
+  MPI_Init_thread(nullptr, nullptr, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
 }
 
 // MPI's datatype for a Tessera dtype; MPI_DATATYPE_NULL for f16 / bf16 reductions (no MPI

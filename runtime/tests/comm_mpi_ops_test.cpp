@@ -396,6 +396,47 @@ TEST(MpiComm, TransportNameIsReported) {
   }
 }
 
+// tsr_comm_split by parity, key = -rank: an i32 sum over the new group adds exactly the
+// ranks of this parity, and the new rank counts them in descending old rank.
+TEST(MpiComm, SplitByParityReducesOverItsGroupOnly) {
+  int n = worldSize(), me = worldRank();
+  for (const char *t : {"shm", "mpi"}) {
+    Rank rk(t);
+    ASSERT_NE(rk.comm(), nullptr);
+    tsr_comm_t sub = nullptr;
+    Status st(tsr_comm_split(rk.comm(), me % 2, -me, &sub));
+    ASSERT_TRUE(st.ok()) << t << ": " << st.message();
+    ASSERT_NE(sub, nullptr);
+    int32_t want = 0;
+    uint32_t members = 0, above = 0;
+    for (int r = 0; r < n; ++r)
+      if (r % 2 == me % 2) {
+        want += r + 1;
+        ++members;
+        above += r > me;
+      }
+    uint32_t subRank = 99, subSize = 99;
+    tsr_status_free(tsr_comm_rank(sub, &subRank));
+    tsr_status_free(tsr_comm_size(sub, &subSize));
+    EXPECT_EQ(subSize, members);
+    EXPECT_EQ(subRank, above);
+    int32_t mine = me + 1;
+    std::vector<uint8_t> bytes(4);
+    std::memcpy(bytes.data(), &mine, 4);
+    tsr_buffer_t b = rk.upload(bytes);
+    Status e(tsr_comm_all_reduce(sub, rk.stream(), b, 0, b, 0, 1, TSR_TYPE_I32, TSR_REDUCE_SUM));
+    EXPECT_TRUE(e.ok()) << e.message();
+    int32_t got = -1;
+    Status d(tsr_stream_copy_d2h(rk.stream(), b, 0, &got, 4));
+    EXPECT_TRUE(d.ok()) << d.message();
+    Status sy(tsr_stream_synchronize(rk.stream()));
+    EXPECT_TRUE(sy.ok()) << t << ": " << sy.message();
+    EXPECT_EQ(got, want) << t;
+    tsr_buffer_release(b);
+    tsr_comm_release(sub);
+  }
+}
+
 // Rank 0 asks for 1 more element: every rank's synchronize reports INVALID_ARGUMENT.
 TEST(MpiComm, MismatchIsInvalidArgumentOnEveryRank) {
   if (worldSize() < 2)
