@@ -1,6 +1,6 @@
 // The shm transport's segment: rendezvous (create-or-join by name), the layout, unlinking
 // once every rank has it mapped, and the slow half of the wait loop (abort, peers that gave
-// up or died, the deadline). See shm_segment.h.
+// up or died, the deadline; the futex sleep and wake). See shm_segment.h.
 //
 // Must never leave a segment name behind once the rendezvous ended (completed or failed), so
 // that a kill -9 later leaks nothing: the mapping dies with the last process.

@@ -126,11 +126,10 @@ private:
 
   tsr_status_t barrier() {
     uint64_t target = ++epoch_;
-    seg_->self().epoch.store(target, std::memory_order_release);
-    seg_->notify();
     const Segment &s = *seg_;
+    s.self().epoch.store(target, std::memory_order_seq_cst);
     auto behind = [&](uint32_t r) {
-      return s.state(r).epoch.load(std::memory_order_acquire) < target;
+      return s.state(r).epoch.load(std::memory_order_seq_cst) < target;
     };
     auto done = [&] {
       for (uint32_t r = 0; r < s.size(); ++r)
@@ -138,6 +137,11 @@ private:
           return false;
       return true;
     };
+    // Only the last rank to arrive wakes the sleepers (waking them at every arrival sent
+    // four ranks on two cores through a wake-up storm). Two ranks arriving together: with
+    // sequentially consistent stores and loads at least one of them sees the other.
+    if (done())
+      s.notify();
     TSR_RETURN_IF_ERROR(s.waitFor(done, behind, deadline_, aborted_, what_));
     if (!checkPending_)
       return nullptr;

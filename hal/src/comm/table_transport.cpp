@@ -30,6 +30,13 @@ namespace {
 /// scratch memory stays bounded and each table call stays well below 2 GiB (MPI's int counts).
 constexpr uint64_t kPieceBytes = 32ull << 20;
 
+/// What every collective all_gathers first: the desc, and the data of an op this small.
+constexpr size_t kInlineBytes = 1024;
+struct Record {
+  OpDesc desc;
+  char payload[kInlineBytes];
+};
+
 class TableTransport final : public Transport {
 public:
   TableTransport(const tsr_comm_transport_v1 *table, void *ctx) : t_(table), ctx_(ctx) {}
@@ -52,7 +59,16 @@ public:
     char *recv = static_cast<char *>(op.recv);
     if (op.desc.kind == OpKind::Send || op.desc.kind == OpKind::Recv)
       return pointToPoint(op.desc, send, recv, elem);
-    TSR_RETURN_IF_ERROR(exchangeDescs(op.desc));
+    // Small all_reduce / reduce / broadcast / all_gather ride along with the descs: one
+    // table call instead of two or three.
+    uint64_t bytes = op.desc.count * elem;
+    bool small = bytes <= kInlineBytes;
+    const void *payload =
+        op.desc.kind == OpKind::Broadcast && rank() != op.desc.root ? nullptr : send;
+    TSR_RETURN_IF_ERROR(
+        exchangeDescs(op.desc, small ? payload : nullptr, small && payload ? bytes : 0));
+    if (small && finishSmall(op.desc, send, recv, elem))
+      return nullptr;
     switch (op.desc.kind) {
     case OpKind::AllReduce:
       return allReduce(op.desc, send, recv, elem);
@@ -103,13 +119,47 @@ private:
     return wrapped;
   }
 
-  tsr_status_t exchangeDescs(const OpDesc &mine) {
-    std::vector<OpDesc> all(size());
-    TSR_RETURN_IF_ERROR(call(t_->all_gather(ctx_, &mine, all.data(), sizeof(OpDesc), deadline_)));
+  /// all_gathers every rank's desc (with up to kInlineBytes of payload: the record has the
+  /// same size on every rank whatever the op, as the table requires) and compares them.
+  tsr_status_t exchangeDescs(const OpDesc &mine, const void *payload, size_t bytes) {
+    Record record{};
+    record.desc = mine;
+    if (bytes)
+      std::memcpy(record.payload, payload, bytes);
+    records_.resize(size());
+    TSR_RETURN_IF_ERROR(
+        call(t_->all_gather(ctx_, &record, records_.data(), sizeof(Record), deadline_)));
     for (uint32_t r = 0; r < size(); ++r)
       if (r != rank())
-        TSR_RETURN_IF_ERROR(describeMismatch(mine, rank(), all[r], r));
+        TSR_RETURN_IF_ERROR(describeMismatch(mine, rank(), records_[r].desc, r));
     return nullptr;
+  }
+
+  /// Completes a small op from the payloads exchangeDescs gathered (the descs agree, so every
+  /// rank took this path); false for the ops that do not travel inline.
+  bool finishSmall(const OpDesc &d, const char *send, char *recv, size_t elem) {
+    uint32_t n = size();
+    uint64_t bytes = d.count * elem;
+    std::vector<const void *> srcs(n);
+    for (uint32_t r = 0; r < n; ++r)
+      srcs[r] = records_[r].payload;
+    switch (d.kind) {
+    case OpKind::AllReduce:
+    case OpKind::Reduce:
+      if (d.kind == OpKind::AllReduce || rank() == d.root)
+        reduce(recv, srcs.data(), n, d.count, d.type, d.op);
+      return true;
+    case OpKind::Broadcast:
+      if (bytes && recv != send)
+        std::memcpy(recv, records_[d.root].payload, bytes);
+      return true;
+    case OpKind::AllGather:
+      for (uint32_t r = 0; r < n && bytes; ++r)
+        std::memmove(recv + r * bytes, records_[r].payload, bytes);
+      return true;
+    default:
+      return false;
+    }
   }
 
   char *scratch(std::vector<char> &buf, size_t bytes) {
@@ -249,6 +299,7 @@ private:
   Deadline deadline_ = kNoDeadline;
   std::string what_;
   std::vector<char> packed_, received_;
+  std::vector<Record> records_;
 };
 
 } // namespace
