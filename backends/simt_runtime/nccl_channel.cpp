@@ -177,7 +177,7 @@ tsr_status_t reduction(const SimtApi &simt, const tsr_drv_collective_t &c, ncclD
                : c.type == TSR_TYPE_F32  ? ncclFloat32
                                          : ncclFloat64;
     return nullptr;
-  case TSR_TYPE_I16: // the HAL runs it through host memory instead
+  case TSR_TYPE_I16: // the caller must reduce i16 some other way (docs/backends.md)
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "%s: %s of i16 (%s): %s has no 16-bit integer type to reduce",
                            simt.driverName, kindName(c.kind), opName(c.op), label);
