@@ -7,11 +7,19 @@
 #include "hal/src/device.h"
 #include "hal/src/object.h"
 
+#include <atomic>
+
+struct tsr_stream_s;
+
 struct tsr_event_s final : tessera::hal::Handle<tsr_event_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Event;
 
   tsr_device_s *device = nullptr; // internal reference
   tsr_drv_event_t handle = nullptr;
+  // Records kept behind a collective's gate (stream.h): waits on the event first wait for
+  // that stream's gate, since the driver has not seen the record yet.
+  std::atomic<uint32_t> deferredRecords{0};
+  std::atomic<tsr_stream_s *> deferredOn{nullptr};
 
   void destroy();
 };

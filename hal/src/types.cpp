@@ -1,4 +1,5 @@
-// Names of the ABI's value types (tsr_type_t), for messages and tools.
+// Names of the ABI's value types (tsr_type_t) and reductions (tsr_reduce_op_t), for
+// messages and tools.
 //
 // Part of tessera_hal_base (linked by plugin drivers too): it must never depend on anything
 // else in the HAL.
@@ -26,6 +27,26 @@ const char *tsr_type_name(tsr_type_t type) {
     return "f32";
   case TSR_TYPE_F64:
     return "f64";
+  }
+  return "invalid";
+}
+
+const char *tsr_reduce_op_name(tsr_reduce_op_t op) {
+  switch (op) {
+  case TSR_REDUCE_SUM:
+    return "sum";
+  case TSR_REDUCE_PROD:
+    return "prod";
+  case TSR_REDUCE_MIN:
+    return "min";
+  case TSR_REDUCE_MAX:
+    return "max";
+  case TSR_REDUCE_AVG:
+    return "avg";
+  case TSR_REDUCE_UMIN:
+    return "umin";
+  case TSR_REDUCE_UMAX:
+    return "umax";
   }
   return "invalid";
 }

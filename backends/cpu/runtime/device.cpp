@@ -1,12 +1,17 @@
-// The CPU driver and its one device: probing what the host machine is (vendor, cores,
-// memory) and opening the device (which owns the workgroup thread pool).
+// The CPU driver and its devices: probing what the host machine is (vendor, cores, memory)
+// and opening a device (which owns the workgroup thread pool). TESSERA_CPU_DEVICES=N splits
+// the machine into N logical devices cpu:0..cpu:N-1 (cores and memory divided between them,
+// each with its own streams and memory accounting), so that N collective ranks can run on
+// one host.
 //
 // Must never report a limit the rest of the driver does not honour: the validation layer
 // trusts these numbers.
 #include "backends/cpu/runtime/entry_points.h"
 #include "backends/cpu/runtime/host_memory.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <new>
 #include <string>
@@ -67,14 +72,33 @@ void probe(tsr_device_info_t &info) {
                   TSR_FEATURE_DENORM_PRESERVE;
 }
 
+constexpr uint32_t kMaxLogicalDevices = 64;
+
+// TESSERA_CPU_DEVICES, or 1. A malformed value is ignored with a warning rather than making
+// the CPU backend unavailable.
+uint32_t logicalDeviceCount() {
+  const char *env = std::getenv("TESSERA_CPU_DEVICES");
+  if (!env || !*env)
+    return 1;
+  char *end = nullptr;
+  unsigned long v = std::strtoul(env, &end, 10);
+  if (*end == '\0' && env[0] != '-' && v >= 1 && v <= kMaxLogicalDevices)
+    return uint32_t(v);
+  std::fprintf(stderr,
+               "tessera: ignoring TESSERA_CPU_DEVICES='%s' (want a number of logical CPU devices "
+               "from 1 to %u); using 1\n",
+               env, kMaxLogicalDevices);
+  return 1;
+}
+
 } // namespace
 
-CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo)
+CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo, uint32_t index)
     // The stream thread that calls parallelFor works too: one pool thread fewer than cores
     // keeps a launch from oversubscribing the machine.
     : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0),
       // Every CPU device draws on the same host memory.
-      memory(backend::DeviceMemory::of("cpu:0", deviceInfo.total_memory)) {}
+      memory(backend::DeviceMemory::of("cpu:" + std::to_string(index), deviceInfo.total_memory)) {}
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
   auto *driver = new (std::nothrow) CpuDriver;
@@ -82,14 +106,19 @@ tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
   driver->info.struct_size = sizeof(tsr_device_info_t);
   probe(driver->info);
+  driver->deviceCount = logicalDeviceCount();
+  if (uint32_t n = driver->deviceCount; n > 1) {
+    driver->info.compute_units = std::max(1u, driver->info.compute_units / n);
+    driver->info.total_memory /= n;
+  }
   *out_driver = handleOf<tsr_drv_driver_t>(driver);
   return nullptr;
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<CpuDriver>(driver); }
 
-tsr_status_t deviceCount(tsr_drv_driver_t, uint32_t *out_count) {
-  *out_count = 1;
+tsr_status_t deviceCount(tsr_drv_driver_t driver, uint32_t *out_count) {
+  *out_count = as<CpuDriver>(driver)->deviceCount;
   return nullptr;
 }
 
@@ -100,8 +129,8 @@ tsr_status_t deviceInfo(tsr_drv_driver_t driver, uint32_t, tsr_device_info_t *ou
   return nullptr;
 }
 
-tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t, tsr_drv_device_t *out_device) {
-  auto *device = new (std::nothrow) CpuDevice(as<CpuDriver>(driver)->info);
+tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_t *out_device) {
+  auto *device = new (std::nothrow) CpuDevice(as<CpuDriver>(driver)->info, index);
   if (!device)
     return tsr_status_make(TSR_RESOURCE_EXHAUSTED, "cpu driver: out of host memory");
   *out_device = handleOf<tsr_drv_device_t>(device);

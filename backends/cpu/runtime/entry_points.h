@@ -33,11 +33,12 @@ template <typename Handle, typename T> Handle handleOf(T *object) {
 }
 
 struct CpuDriver {
-  tsr_device_info_t info = {}; // probed once at driver_open
+  tsr_device_info_t info = {}; // probed once at driver_open; the same for every device
+  uint32_t deviceCount = 1;    // TESSERA_CPU_DEVICES logical devices
 };
 
 struct CpuDevice {
-  explicit CpuDevice(const tsr_device_info_t &info);
+  CpuDevice(const tsr_device_info_t &info, uint32_t index);
   tsr_device_info_t info;
   ThreadPool pool;              // runs the workgroups of every launch on this device
   Watchdog watchdog;            // raises the cancel flag of a launch past its deadline
