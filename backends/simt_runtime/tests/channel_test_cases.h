@@ -70,9 +70,10 @@ inline void checkReductions(ChannelRig &rig) {
     }
 }
 
-/// all_gather, broadcast (every root), all_to_all and a ring of send/recv of every type:
-/// the bytes arrive unchanged where hal.h says.
-inline void checkMovements(ChannelRig &rig) {
+/// all_gather, broadcast (every root), all_to_all and (unless !ring) a ring of send/recv of
+/// every type: the bytes arrive unchanged where hal.h says. A real NCCL deadlocks on a send
+/// to itself that is not grouped with its receive, so a one-rank real test leaves the ring out.
+inline void checkMovements(ChannelRig &rig, bool ring = true) {
   const uint32_t n = rig.ranks();
   for (tsr_type_t type : kAllTypes) {
     SCOPED_TRACE(tsr_type_name(type));
@@ -111,6 +112,8 @@ inline void checkMovements(ChannelRig &rig) {
                   Bytes(wide[k].begin() + r * block, wide[k].begin() + (r + 1) * block))
             << "all_to_all: rank " << r << " block " << k;
     }
+    if (!ring)
+      continue;
     for (uint32_t r = 0; r < n; ++r) { // a ring: r sends to r + 1, receives from r - 1
       TSR_EXPECT_OK(rig.collective(
           r, op(kSend, type, kCount, send[r], nullptr, TSR_REDUCE_SUM, (r + 1) % n)));

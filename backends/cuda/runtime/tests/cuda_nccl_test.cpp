@@ -118,5 +118,25 @@ TEST(CudaNcclLibrary, TheInstalledLibraryThroughTheDriver) {
     d.t->channel_destroy(d.device, channel);
 }
 
+/// The system's CUDA and NCCL with one rank on GPU 0 (skipped without them): the real ABI
+/// (the id by value, the streams, device pointers with offsets) carries every reduction,
+/// movement (but the ungrouped send to itself) and in-place call.
+TEST(CudaNcclSystem, OneRankOnTheSystemsGpu) {
+  ScopedEnv cudaLibrary("TESSERA_CUDA_LIBRARY", std::nullopt);
+  ScopedEnv nccl("TESSERA_NCCL_LIBRARY", std::nullopt);
+  if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) ||
+      !dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL))
+    GTEST_SKIP() << "needs the system's libcuda.so.1 and libnccl.so.2: " << dlerror();
+  tsr_drv_driver_t probe = nullptr;
+  if (tsr_status_t status = tsr_cuda_driver()->driver_open(&probe))
+    GTEST_SKIP() << "no usable CUDA device: " << hal::testing::consume(status);
+  tsr_cuda_driver()->driver_close(probe);
+  ChannelRig rig(tsr_cuda_driver(), 1, 1);
+  ASSERT_TRUE(rig.ok());
+  checkReductions(rig);
+  checkMovements(rig, /*ring=*/false);
+  checkInPlace(rig);
+}
+
 } // namespace
 } // namespace tessera::cuda::testing
