@@ -11,8 +11,8 @@
  * the caller's thread: the k-th collective of a group runs when its last rank calls it, a
  * send when its matching receive is posted (or the reverse). That never blocks, so the ranks
  * of a test may be driven from one thread; a rank's results are complete once every rank
- * has made the call. Collectives of one seq must agree (kind, count, type, op, root), else
- * the last caller gets ncclInvalidUsage; this fake checks what NCCL leaves undefined.
+ * has made the call. Collectives of one seq must agree (kind, count, type, op, root): a
+ * call that differs from an earlier rank's gets ncclInvalidUsage (NCCL leaves it undefined).
  *
  * TESSERA_FAKE_NCCL_FAIL=<function>=<ncclResult_t> makes that function fail with that result
  * (ncclGetLastError then names it). Counters exported below let tests check what the driver
