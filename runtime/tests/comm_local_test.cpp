@@ -8,6 +8,7 @@
 #include "runtime/tests/comm_test_util.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -291,6 +292,36 @@ TEST_P(CommLocal, LargeOpsRunInPartsOnEveryRankThread) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CommLocal, ::testing::Values(1u, 2u, 3u, 4u));
+
+class CommMixed : public CpuDevices {};
+
+// The same matrix on a cpu:0 + vulkan:0 group (host-visible memory of both backends; the
+// device-local staging path is CommFaults.CpuAndVulkanInOneGroupGiveTheSameBits), and on
+// vulkan:0 + cpu:0 (rank 0 on Vulkan).
+TEST_F(CommMixed, CpuAndVulkanPassEveryOpAndType) {
+  if (!std::getenv("XDG_RUNTIME_DIR"))
+    ::setenv("XDG_RUNTIME_DIR", "/tmp", 0);
+  tsr_device_t vulkan = open("vulkan:0");
+  if (!vulkan)
+    GTEST_SKIP() << "vulkan:0 is not available here";
+  for (bool vulkanFirst : {false, true}) {
+    std::vector<tsr_device_t> mixed = {devices_[0], vulkan};
+    if (vulkanFirst)
+      std::swap(mixed[0], mixed[1]);
+    Group group(mixed);
+    for (uint64_t count : {uint64_t(1), uint64_t(37), uint64_t(20000)}) {
+      checkType<int8_t>(group, 2, count);
+      checkType<int16_t>(group, 2, count);
+      checkType<int32_t>(group, 2, count);
+      checkType<int64_t>(group, 2, count);
+      checkType<_Float16>(group, 2, count);
+      checkType<BF16>(group, 2, count);
+      checkType<float>(group, 2, count);
+      checkType<double>(group, 2, count);
+    }
+  }
+  tsr_device_release(vulkan);
+}
 
 } // namespace
 } // namespace tessera::testing
