@@ -95,10 +95,10 @@ int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint
 
 /// What `tessera conform` was asked to do.
 struct ConformOptions {
-  std::vector<std::string> devices, filters;
-  std::string jsonPath, junitPath, htmlPath, profile = "declared", xfailDir = TESSERA_XFAIL_DIR,
-                                             oraclePath;
-  std::string kernelsDir = TESSERA_KERNELS_DIR;
+  std::vector<std::string> devices, filters, drivers;
+  std::string jsonPath, junitPath, htmlPath,
+      profile = "declared", xfailDir = dataPath("xfail", TESSERA_XFAIL_DIR), oraclePath;
+  std::string kernelsDir = dataPath("examples:kernels", TESSERA_KERNELS_DIR);
   uint64_t seed = 1, progressEvery = 200, jobs = 1;
   bool list = false;
 };
@@ -109,6 +109,9 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
   addRepeatable(*app, "--device", o.devices,
                 "a device to test (repeatable); default: every available device")
       ->type_name("DEV");
+  addRepeatable(*app, "--driver", o.drivers,
+                "also load this plugin (a driver and its compiler target; repeatable)")
+      ->type_name("PATH.so");
   addRepeatable(*app, "--filter", o.filters,
                 "only cases whose id matches (e.g. 'exp.f32/*', '*/special/*'); repeatable")
       ->type_name("GLOB");
@@ -248,7 +251,7 @@ int cmdConform(int argc, char **argv) {
 
   RegistrySession session;
   std::string err;
-  if (!session.open(&err)) {
+  if (!session.open(&err, o.drivers)) {
     std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
     return 1;
   }

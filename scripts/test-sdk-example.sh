@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The ctest sdk_example_plugin: installs the build into a temporary prefix, builds
+# examples/plugin from a copy outside the repository against that prefix only
+# (find_package(Tessera)), then, with the installed tools: `tessera devices` lists mydev:0,
+# `tessera cts --driver PLUGIN --device mydev:0` passes, and `tessera conform --device mydev:0`
+# (plugin from TESSERA_DRIVER_PATH) passes with the target and profile the plugin declares.
+# A pkg-config build of a C program against the installed C ABI loads the plugin too.
+# Usage: scripts/test-sdk-example.sh BUILD_DIR CXX   (TESSERA_SDK_CONFORM_FILTER: a --filter)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd)
+cxx=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+echo "== install into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
+test -f "$prefix/lib/cmake/Tessera/TesseraConfigVersion.cmake"
+test -f "$prefix/include/tessera/hal_plugin.h"
+test -x "$prefix/bin/tessera"
+
+echo "== build examples/plugin from the install tree"
+cp -r "$root/examples/plugin" "$tmp/src"
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S "$tmp/src" -B "$tmp/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" >"$tmp/configure.log"
+cmake --build "$tmp/build" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
+plugin=$tmp/build/libtessera_mydev_plugin.so
+exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | grep -v '^_' | sort | tr '\n' ' ')
+[ "$exported" = "tsr_plugin_entry " ] || { echo "exports: $exported" >&2; exit 1; }
+
+tessera=$prefix/bin/tessera
+echo "== tessera devices --driver"
+"$tessera" devices --driver "$plugin" | tee "$tmp/devices.txt"
+grep -Eq '^ *mydev:0' "$tmp/devices.txt" || grep -q 'mydev:0' "$tmp/devices.txt"
+
+echo "== tessera cts --driver ... --device mydev:0"
+"$tessera" cts --driver "$plugin" --device mydev:0 --gtest_brief=1 | tail -5
+
+echo "== tessera conform --device mydev:0 (TESSERA_DRIVER_PATH)"
+filter=()
+if [ -n "${TESSERA_SDK_CONFORM_FILTER:-}" ]; then filter=(--filter "$TESSERA_SDK_CONFORM_FILTER"); fi
+TESSERA_DRIVER_PATH=$tmp/build TESSERA_CACHE_DIR=$tmp/cache "$tessera" conform \
+  --device mydev:0 --progress-every 1000000 --json "$tmp/conform.json" "${filter[@]}" \
+  | tee "$tmp/conform.txt" | grep -E '^\[mydev:0\]|pass|fail' | tail -4
+grep -q '^\[mydev:0\] target mydev, profile full' "$tmp/conform.txt"
+
+echo "== a C program through pkg-config"
+cat >"$tmp/load.c" <<'C'
+#include <stdio.h>
+#include "tessera/hal_plugin.h"
+int main(int argc, char **argv) {
+  tsr_registry_t r = NULL;
+  uint32_t plugins = 0, devices = 0;
+  (void)argc;
+  if (tsr_registry_create(&r) || tsr_registry_load_plugins(r, argv[1]) ||
+      tsr_registry_plugin_count(r, &plugins) || tsr_registry_device_count(r, &devices))
+    return 1;
+  printf("plugins %u devices %u\n", plugins, devices);
+  tsr_registry_release(r);
+  return plugins == 1 ? 0 : 1;
+}
+C
+PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+export PKG_CONFIG_PATH
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Werror "$tmp/load.c" -o "$tmp/load" $(pkg-config --cflags --libs tessera)
+"$tmp/load" "$prefix/lib/tessera/libtessera_null_driver.so"
+echo "sdk example: installed, built out of tree, cts and conform passed"
