@@ -1,5 +1,5 @@
-// Plugins with the tsr_plugin_entry face (hal_plugin.h): a good one registers its driver and
-// is listed by tsr_registry_plugin; a plugin built for another driver ABI major or another
+// Plugins with the tsr_plugin_entry face (hal_plugin.h): a good one registers its driver (not
+// the older tsr_driver_entry it also exports) and is listed by tsr_registry_plugin; a plugin built for another driver ABI major or another
 // Target interface version is refused as a whole (no device, not listed) with a reason that
 // names both versions and the plugin's path; a layering plugin re-registers a driver found
 // through the host's find_driver, and brings none when that driver is absent.
@@ -103,7 +103,7 @@ TEST_F(PluginVersions, ALayeringPluginFindsARegisteredDriver) {
   tsr_device_info_t info = {};
   info.struct_size = sizeof(info);
   TSR_EXPECT_OK(tsr_device_info(device, &info));
-  EXPECT_EQ(std::string(info.vendor), "Versioned Plugin Ltd.") << "the wrapped driver answers";
+  EXPECT_EQ(std::string(info.vendor), "Old Minor Ltd.") << "the wrapped driver answers";
   EXPECT_EQ(std::string(info.backend), "wrapvplug");
   tsr_device_release(device);
 }

@@ -4,13 +4,13 @@
  *   PLUGIN_DRIVER_MAJOR       the driver ABI major it claims (default: the header's)
  *   PLUGIN_TARGET_INTERFACE   the Target interface version it claims (default 0: no Target)
  *   PLUGIN_WRAPS              a backend whose registered table it re-registers under its own
- *                             name (through the host's find_driver), instead of its own driver
+ *                             name (through the host's find_driver), instead of the ABI 1.0
+ *                             driver of old_minor_plugin.c
  * Written in C99: the plugin contract serves C plugins. Its create_target returns NULL (a C
  * plugin cannot build a C++ Target); the loader never calls it.
  */
 #include "tessera/hal_plugin.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #ifndef PLUGIN_DRIVER_MAJOR
@@ -20,35 +20,9 @@
 #define PLUGIN_TARGET_INTERFACE 0
 #endif
 
-#ifndef PLUGIN_WRAPS
-static char driver_tag, device_tag;
-
-static tsr_status_t driver_open(tsr_drv_driver_t *out_driver) {
-  *out_driver = (tsr_drv_driver_t)&driver_tag;
-  return NULL;
-}
-static void driver_close(tsr_drv_driver_t driver) { (void)driver; }
-static tsr_status_t device_count(tsr_drv_driver_t driver, uint32_t *out_count) {
-  (void)driver;
-  *out_count = 1;
-  return NULL;
-}
-static tsr_status_t device_info(tsr_drv_driver_t driver, uint32_t index,
-                                tsr_device_info_t *out_info) {
-  (void)driver;
-  (void)index;
-  snprintf(out_info->vendor, sizeof(out_info->vendor), "Versioned Plugin Ltd.");
-  return NULL;
-}
-static tsr_status_t device_open(tsr_drv_driver_t driver, uint32_t index,
-                                tsr_drv_device_t *out_device) {
-  (void)driver;
-  (void)index;
-  *out_device = (tsr_drv_device_t)&device_tag;
-  return NULL;
-}
-static void device_close(tsr_drv_device_t device) { (void)device; }
-#endif
+/* Without PLUGIN_WRAPS the driver is old_minor_plugin.c's (linked in, ABI 1.0 size), renamed:
+ * the library then exports both entry symbols, and the loader must prefer tsr_plugin_entry. */
+const tsr_driver_v1 *tsr_driver_entry(void);
 
 static tsr_driver_v1 table;
 
@@ -62,16 +36,11 @@ static const tsr_driver_v1 *make_driver(const tsr_plugin_host_v1 *host) {
     memcpy(&table, wrapped,
            wrapped->struct_size < sizeof(table) ? wrapped->struct_size : sizeof(table));
   }
+  table.struct_size = (uint32_t)sizeof(table);
 #else
   (void)host;
-  table.driver_open = driver_open;
-  table.driver_close = driver_close;
-  table.device_count = device_count;
-  table.device_info = device_info;
-  table.device_open = device_open;
-  table.device_close = device_close;
+  memcpy(&table, tsr_driver_entry(), TSR_DRIVER_V1_0_SIZE);
 #endif
-  table.struct_size = (uint32_t)sizeof(table);
   table.abi_major = PLUGIN_DRIVER_MAJOR;
   table.abi_minor = TSR_DRIVER_ABI_MINOR;
   table.name = PLUGIN_NAME;
