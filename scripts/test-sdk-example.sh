@@ -3,7 +3,8 @@
 # examples/plugin from a copy outside the repository against that prefix only
 # (find_package(Tessera)), then, with the installed tools: `tessera devices` lists mydev:0,
 # `tessera cts --driver PLUGIN --device mydev:0` passes, and `tessera conform --device mydev:0`
-# (plugin from TESSERA_DRIVER_PATH) passes with the target and profile the plugin declares.
+# (plugin from TESSERA_DRIVER_PATH) passes with the target and profile the plugin declares;
+# a skip list of its own (--skips-dir) is honoured.
 # A pkg-config build of a C program against the installed C ABI loads the plugin too.
 # Usage: scripts/test-sdk-example.sh BUILD_DIR CXX   (TESSERA_SDK_CONFORM_FILTER: a --filter)
 set -euo pipefail
@@ -38,6 +39,14 @@ grep -Eq '^ *mydev:0' "$tmp/devices.txt" || grep -q 'mydev:0' "$tmp/devices.txt"
 
 echo "== tessera cts --driver ... --device mydev:0"
 "$tessera" cts --driver "$plugin" --device mydev:0 --gtest_brief=1 | tail -5
+
+echo "== a plugin's own skip list (--skips-dir)"
+mkdir -p "$tmp/skips"
+echo 'CtsBuffers.*  the example pretends its buffers are not ready' >"$tmp/skips/mydev.txt"
+"$tessera" cts --driver "$plugin" --device mydev:0 --skips-dir "$tmp/skips" \
+  --gtest_filter='*CtsBuffers*' >"$tmp/skips.txt"
+grep -q 'mydev declares: the example pretends its buffers are not ready' "$tmp/skips.txt" ||
+  { cat "$tmp/skips.txt"; exit 1; }
 
 echo "== tessera conform --device mydev:0 (TESSERA_DRIVER_PATH)"
 filter=()
