@@ -40,6 +40,13 @@ grep -Eq '^ *mydev:0' "$tmp/devices.txt" || grep -q 'mydev:0' "$tmp/devices.txt"
 echo "== tessera cts --driver ... --device mydev:0"
 "$tessera" cts --driver "$plugin" --device mydev:0 --gtest_brief=1 | tail -5
 
+echo "== tessera compile --target mydev --driver (the plugin's target, its stages dumped)"
+"$tessera" compile "$prefix/share/tessera/examples/saxpy.tir" --target mydev --driver "$plugin" \
+  --dump-dir "$tmp/dump"
+ls "$tmp/dump"
+test -s "$tmp/dump/0-kir.tir"
+[ "$(find "$tmp/dump" -type f | wc -l)" -ge 2 ] # the kernel IR and the CPU stages after it
+
 echo "== a plugin's own skip list (--skips-dir)"
 mkdir -p "$tmp/skips"
 echo 'CtsBuffers.*  the example pretends its buffers are not ready' >"$tmp/skips/mydev.txt"
