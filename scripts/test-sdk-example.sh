@@ -5,7 +5,8 @@
 # `tessera cts --driver PLUGIN --device mydev:0` passes, and `tessera conform --device mydev:0`
 # (plugin from TESSERA_DRIVER_PATH) passes with the target and profile the plugin declares;
 # a skip list of its own (--skips-dir) is honoured.
-# A pkg-config build of a C program against the installed C ABI loads the plugin too.
+# A C++ program linking Tessera::runtime builds from the package, and a pkg-config build of a
+# C program against the installed C ABI loads the installed null plugin.
 # Usage: scripts/test-sdk-example.sh BUILD_DIR CXX   (TESSERA_SDK_CONFORM_FILTER: a --filter)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +63,38 @@ TESSERA_DRIVER_PATH=$tmp/build TESSERA_CACHE_DIR=$tmp/cache "$tessera" conform \
   --device mydev:0 --progress-every 1000000 --json "$tmp/conform.json" "${filter[@]}" \
   | tee "$tmp/conform.txt" | grep -E '^\[mydev:0\]|pass|fail' | tail -4
 grep -q '^\[mydev:0\] target mydev, profile full' "$tmp/conform.txt"
+
+echo "== a C++ program linking Tessera::runtime and Tessera::builtin_drivers"
+mkdir -p "$tmp/consumer"
+cat >"$tmp/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(consumer CXX)
+find_package(Tessera 0.1 CONFIG REQUIRED)
+add_executable(consumer main.cpp)
+set_target_properties(consumer PROPERTIES CXX_STANDARD 20)
+target_link_libraries(consumer PRIVATE Tessera::runtime Tessera::builtin_drivers)
+CMAKE
+cat >"$tmp/consumer/main.cpp" <<'CPP'
+#include "backends/builtin_drivers.h"
+#include "backends/target.h"
+#include <cstdio>
+int main() {
+  tsr_registry_t r = nullptr;
+  if (tsr_registry_create(&r))
+    return 1;
+  tsr_status_free(tsr_registry_register_builtin_drivers(r));
+  uint32_t n = 0;
+  tsr_status_free(tsr_registry_device_count(r, &n));
+  std::printf("devices %u, targets %s\n", n, tessera::defaultTargets().names().c_str());
+  tsr_registry_release(r);
+  return n > 0 ? 0 : 1;
+}
+CPP
+cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" >"$tmp/consumer.log"
+cmake --build "$tmp/consumer/build" >>"$tmp/consumer.log" || { cat "$tmp/consumer.log"; exit 1; }
+"$tmp/consumer/build/consumer" | tee "$tmp/consumer.txt"
+grep -q 'targets cpu' "$tmp/consumer.txt"
 
 echo "== a C program through pkg-config"
 cat >"$tmp/load.c" <<'C'
