@@ -55,23 +55,44 @@
 #define TSR_DECLARE_DRIVER_ENTRY_POINTS() TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_DECLARE_ENTRY_POINT)
 
 #define TSR_DRIVER_TABLE_ENTRY(field, name) .field = name,
+#define TSR_DRIVER_TABLE_NULL_ENTRY(field, name) .field = nullptr,
+
+// X(table field, entry point name): the native collective channel (ABI 1.4), optional as a
+// whole. A driver with one (cuda through NCCL, rocm through RCCL) defines its table with
+// TSR_DEFINE_DRIVER_TABLE_WITH_CHANNEL; every other driver's entries stay NULL and the HAL
+// runs collectives itself.
+#define TSR_DRIVER_CHANNEL_ENTRY_POINTS(X)                                                         \
+  X(channel_unique_id, channelUniqueId)                                                            \
+  X(channel_create, channelCreate)                                                                 \
+  X(channel_abort, channelAbort)                                                                   \
+  X(channel_destroy, channelDestroy)                                                               \
+  X(stream_collective, streamCollective)
+
+// The table up to and including device_compiler_caps (the optional capability entry, or
+// NULL), then the channel's entries as `channelEntry` lists them.
+#define TSR_DRIVER_TABLE_INITIALIZER(driverName, channelEntry, ...)                                \
+  {.struct_size = sizeof(tsr_driver_v1),                                                           \
+   .abi_major = TSR_DRIVER_ABI_MAJOR,                                                              \
+   .abi_minor = TSR_DRIVER_ABI_MINOR,                                                              \
+   .name = driverName,                                                                             \
+   TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                          \
+       ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(__VA_ARGS__),   \
+   TSR_DRIVER_CHANNEL_ENTRY_POINTS(channelEntry)}
 
 /// `constexpr tsr_driver_v1 variable` for backend `driverName` ("cpu"), listing the entry
 /// points of the current namespace: a constant-initialised table, no static constructor.
 /// A driver with a capability record (ABI 1.3) names its entry as the third argument:
 /// `TSR_DEFINE_DRIVER_TABLE(kTable, "vulkan", deviceCompilerCaps)`; without it the entry is
-/// NULL and the HAL answers UNIMPLEMENTED.
+/// NULL and the HAL answers UNIMPLEMENTED. The channel entries (ABI 1.4) are NULL.
 #define TSR_DEFINE_DRIVER_TABLE(variable, driverName, ...)                                         \
-  constexpr tsr_driver_v1 variable = {                                                             \
-      .struct_size = sizeof(tsr_driver_v1),                                                        \
-      .abi_major = TSR_DRIVER_ABI_MAJOR,                                                           \
-      .abi_minor = TSR_DRIVER_ABI_MINOR,                                                           \
-      .name = driverName,                                                                          \
-      TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                       \
-          ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(             \
-              __VA_ARGS__),                                                                \
-      .channel_unique_id = nullptr, .channel_create = nullptr, .channel_abort = nullptr,           \
-      .channel_destroy = nullptr, .stream_collective = nullptr}
+  constexpr tsr_driver_v1 variable =                                                               \
+      TSR_DRIVER_TABLE_INITIALIZER(driverName, TSR_DRIVER_TABLE_NULL_ENTRY, __VA_ARGS__)
+
+/// As TSR_DEFINE_DRIVER_TABLE, with the channel entry points of the current namespace
+/// (channelUniqueId ... streamCollective, as TSR_DRIVER_CHANNEL_ENTRY_POINTS names them).
+#define TSR_DEFINE_DRIVER_TABLE_WITH_CHANNEL(variable, driverName, ...)                            \
+  constexpr tsr_driver_v1 variable =                                                               \
+      TSR_DRIVER_TABLE_INITIALIZER(driverName, TSR_DRIVER_TABLE_ENTRY, __VA_ARGS__)
 
 namespace tessera {
 /// The optional entry given to TSR_DEFINE_DRIVER_TABLE, or NULL when none was.

@@ -31,6 +31,8 @@ commands:
   fuzz [--device D]...    differential fuzzing: random kernels on the interpreter and on
                           devices, failures shrunk and saved; last line 'N kernels, M mismatches'
   cts [--driver PATH.so]  run the HAL conformance suite on every device (and on a plugin)
+  collbench --op OP       time collectives like nccl-tests (size, time, algbw, busbw, #wrong),
+                          in-process (--local N, --devices) or under mpirun; --baseline mpi
 
 Run 'tessera <command> --help' for the options of a command.
 )";
@@ -64,6 +66,8 @@ int dispatch(int argc, char **argv) {
     return tessera::cli::cmdFuzz(argc, argv);
   if (cmd == "conform")
     return tessera::cli::cmdConform(argc, argv);
+  if (cmd == "collbench")
+    return tessera::cli::cmdCollbench(argc, argv);
   std::fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", argv[1]);
   return 2;
 }

@@ -74,6 +74,7 @@ struct SimtApiNames {
 struct SimtApi;
 struct SimtDevice;
 struct GpuModuleCopy;
+class NcclLibrary;
 
 /// The table. A driver embeds it first in its own API struct (which adds its vendor-only
 /// entry points) and fills every field before any device opens; read-only afterwards.
@@ -104,6 +105,10 @@ struct SimtApi {
   tsr_status_t (*enqueueStagingFinish)(const SimtApi &api, Stream stream, void *block) = nullptr;
   /// Loads the module's code (the vendor picks from its image and fallback).
   tsr_status_t (*loadModule)(const SimtApi &api, const GpuModuleCopy &copy, Module *out) = nullptr;
+
+  /// The driver's collective library (NCCL, RCCL: nccl_api.h), loaded on first use by the
+  /// channel entries; set by the driver when it opens. Null: no native channel.
+  NcclLibrary *collectives = nullptr;
 };
 
 /// NULL for kSuccess; otherwise "<driver>: <call>: NAME (description)" with the HAL code of

@@ -1,7 +1,8 @@
 // The objects of the SIMT GPU drivers (CUDA, ROCm) and the hal_driver.h entry points they
 // share: buffers, fills and copies, streams, events, executables and launches, written once
-// over the vendor API table (simt_api.h). Each driver adds only driver_open/close and
-// device_count/info/open/close, and lists both sets in its table (driver_table.cpp).
+// over the vendor API table (simt_api.h), and the native collective channel over NCCL / RCCL
+// (nccl_channel.cpp). Each driver adds only driver_open/close, device_count/info/open/close
+// and channel_unique_id, and lists both sets in its table (driver_table.cpp).
 //
 // Internal to the SIMT drivers. Streams and events are the vendor's handles themselves; the
 // other handles are these structs. Every vendor call is made inside a DeviceScope (the
@@ -100,7 +101,8 @@ void closeDeviceStaging(SimtDevice &device);
   TSR_DRIVER_DECLARE_ENTRY_POINT(device_count, deviceCount)                                        \
   TSR_DRIVER_DECLARE_ENTRY_POINT(device_info, deviceInfo)                                          \
   TSR_DRIVER_DECLARE_ENTRY_POINT(device_open, deviceOpen)                                          \
-  TSR_DRIVER_DECLARE_ENTRY_POINT(device_close, deviceClose)
+  TSR_DRIVER_DECLARE_ENTRY_POINT(device_close, deviceClose)                                        \
+  TSR_DRIVER_DECLARE_ENTRY_POINT(channel_unique_id, channelUniqueId)
 
 // ---- the shared entry points (hal_driver.h documents each) ------------------------------
 TSR_DRIVER_DECLARE_ENTRY_POINT(buffer_allocate, bufferAllocate)
@@ -127,5 +129,14 @@ TSR_DRIVER_DECLARE_ENTRY_POINT(executable_create, executableCreate)
 TSR_DRIVER_DECLARE_ENTRY_POINT(executable_destroy, executableDestroy)
 TSR_DRIVER_DECLARE_ENTRY_POINT(executable_kernel_count, executableKernelCount)
 TSR_DRIVER_DECLARE_ENTRY_POINT(executable_kernel, executableKernel)
+// The native collective channel (nccl_channel.cpp) but channel_unique_id, which starts from
+// the vendor's driver object: it calls makeChannelUniqueId with the driver's table.
+TSR_DRIVER_DECLARE_ENTRY_POINT(channel_create, channelCreate)
+TSR_DRIVER_DECLARE_ENTRY_POINT(channel_abort, channelAbort)
+TSR_DRIVER_DECLARE_ENTRY_POINT(channel_destroy, channelDestroy)
+TSR_DRIVER_DECLARE_ENTRY_POINT(stream_collective, streamCollective)
+
+/// ncclGetUniqueId through the driver's collective library (UNAVAILABLE when absent).
+tsr_status_t makeChannelUniqueId(const SimtApi &api, tsr_comm_unique_id_t *out_id);
 
 } // namespace tessera::simt

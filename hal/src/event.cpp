@@ -4,11 +4,14 @@
 // Must never destroy a driver event that enqueued work still refers to (streams hold it).
 #include "hal/src/event.h"
 
+#include "hal/src/stream.h"
 #include "hal/src/validation.h"
 
 using namespace tessera::hal;
 
 void tsr_event_s::destroy() {
+  if (tsr_stream_s *stream = errorOf.exchange(nullptr))
+    stream->releaseInternal();
   device->table().event_destroy(device->handle, handle);
   device->releaseInternal();
 }
@@ -42,8 +45,22 @@ void tsr_event_release(tsr_event_t event) {
 tsr_status_t tsr_event_synchronize(tsr_event_t event) {
   static const char *kCall = "tsr_event_synchronize";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
+  // A record kept behind a collective's gate counts as enqueued work: wait for the gate.
+  waitForDeferredRecord(event);
   tsr_device_s *device = event->device;
-  return TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
+  tsr_status_t status =
+      TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
+  // A collective that failed before the record is reported here, once (like a kernel fault).
+  tsr_status_t collective = takeRecordedError(event);
+  if (!collective)
+    return status;
+  if (!status)
+    return collective;
+  tsr_status_t both = TSR_FAIL(tsr_status_code(collective), "%s (and then: %s)",
+                               tsr_status_message(collective), tsr_status_message(status));
+  tsr_status_free(collective);
+  tsr_status_free(status);
+  return both;
 }
 
 tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
@@ -51,6 +68,8 @@ tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_ready", out_ready));
   *out_ready = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
+  if (event->deferredRecords.load(std::memory_order_acquire) != 0)
+    return nullptr; // the record is still behind a collective's gate: not ready
   tsr_device_s *device = event->device;
   return TSR_CALL_DRIVER(kCall, *device->driver, event_query, device->handle, event->handle,
                          out_ready);

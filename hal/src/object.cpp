@@ -56,6 +56,8 @@ const char *kindName(ObjectKind kind) {
     return "executable";
   case ObjectKind::Kernel:
     return "kernel";
+  case ObjectKind::Comm:
+    return "communicator";
   }
   return "unknown";
 }

@@ -24,6 +24,7 @@ enum class ObjectKind : uint32_t {
   Event = 0x54455654,      // "TEVT"
   Executable = 0x54455845, // "TEXE"
   Kernel = 0x544b524e,     // "TKRN"
+  Comm = 0x54434f4d,       // "TCOM"
 };
 
 constexpr uint32_t kReleasedMagic = 0x52454c53;  // "RELS": no public reference left

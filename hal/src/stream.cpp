@@ -10,6 +10,7 @@
 #include "hal/src/executable.h"
 #include "hal/src/validation.h"
 
+#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -66,17 +67,33 @@ void pollFences(tsr_stream_s *stream, std::vector<Object *> &retired) {
   }
 }
 
-// Runs one driver enqueue under the stream's lock; on success the stream holds `used` until
-// the work completes.
+// Runs one driver enqueue under the stream's lock, or defers it while a collective gates the
+// stream; on success the stream holds `used` until the work completes. `call` owns its
+// arguments (captured by value) because a deferred call runs later, on another thread.
 template <typename DriverCall>
-tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, DriverCall &&call) {
+tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, DriverCall &&call,
+                     tsr_event_s *recorded = nullptr, tsr_event_s *waitFor = nullptr) {
   for (Object *object : used)
     object->retainInternal();
   std::vector<Object *> retired;
   tsr_status_t status;
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
+    // A wait on a record that is still behind another stream's gate gates this stream too
+    // (the driver has not seen the record yet), without blocking the caller.
+    if (stream->gated || (waitFor && gateOnDeferredRecordLocked(stream, waitFor))) {
+      stream->deferred.push_back({std::function<tsr_status_t()>(std::forward<DriverCall>(call)),
+                                  std::vector<Object *>(used.begin(), used.end()), recorded,
+                                  waitFor, nullptr});
+      if (recorded) {
+        recorded->deferredOn.store(stream, std::memory_order_relaxed);
+        recorded->deferredRecords.fetch_add(1, std::memory_order_release);
+      }
+      return nullptr;
+    }
     status = call();
+    if (!status && recorded)
+      noteRecordLocked(stream, recorded);
     if (!status) {
       stream->pending.insert(stream->pending.end(), used.begin(), used.end());
       maybeFence(stream);
@@ -126,19 +143,39 @@ void applyDefaultTimeout(tsr_device_s *device, tsr_drv_stream_t handle) {
     tsr_status_free(s);
 }
 
+// One status with `first`'s code naming both messages; takes both over.
+tsr_status_t mergeErrors(tsr_status_t first, tsr_status_t then) {
+  tsr_status_t both = TSR_FAIL(tsr_status_code(first), "%s (and then: %s)",
+                               tsr_status_message(first), tsr_status_message(then));
+  tsr_status_free(first);
+  tsr_status_free(then);
+  return both;
+}
+
 // Waits for the stream, then releases what the work enqueued before the call held.
 tsr_status_t synchronizeAndRetire(tsr_stream_s *stream, const char *call) {
   std::vector<Object *> objects;
   std::deque<Fence> fences;
+  tsr_status_t gatedError = nullptr;
   {
-    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::unique_lock<std::mutex> lock(stream->mutex);
+    if (stream->gated)
+      waitForGate(stream, lock);
     objects.swap(stream->pending);
     fences.swap(stream->fences);
+    std::swap(gatedError, stream->asyncError);
   }
   tsr_device_s *device = stream->device;
   tsr_status_t status =
       TSR_CALL_DRIVER(call, *device->driver, stream_synchronize, device->handle, stream->handle);
-  if (status && !isKernelFault(status)) {
+  const bool stateUnknown = status && !isKernelFault(status);
+  // The collective's error is the one the caller asked about first; a driver error behind
+  // it is named in the same message rather than lost.
+  if (gatedError && status)
+    status = mergeErrors(gatedError, status);
+  else if (gatedError)
+    status = gatedError;
+  if (stateUnknown) {
     // The work's state is unknown: keep every reference (leaking beats a use-after-free).
     std::lock_guard<std::mutex> lock(stream->mutex);
     stream->pending.insert(stream->pending.end(), objects.begin(), objects.end());
@@ -227,7 +264,7 @@ tsr_status_t tsr_stream_fill(tsr_stream_t stream, tsr_buffer_t buffer, uint64_t 
   std::memcpy(&value, pattern, pattern_size);
   tsr_device_s *device = stream->device;
   Object *used[] = {buffer};
-  return enqueue(stream, used, [&] {
+  return enqueue(stream, used, [=] {
     return TSR_CALL_DRIVER(kCall, *device->driver, stream_fill, device->handle, stream->handle,
                            buffer->handle, absolute, length, value, pattern_size);
   });
@@ -243,7 +280,7 @@ tsr_status_t tsr_stream_copy_h2d(tsr_stream_t stream, const void *src, tsr_buffe
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "src", src));
   tsr_device_s *device = stream->device;
   Object *used[] = {dst};
-  return enqueue(stream, used, [&] {
+  return enqueue(stream, used, [=] {
     return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_h2d, device->handle, stream->handle,
                            src, dst->handle, dst->offset + dst_offset, length);
   });
@@ -259,7 +296,7 @@ tsr_status_t tsr_stream_copy_d2h(tsr_stream_t stream, tsr_buffer_t src, uint64_t
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "dst", dst));
   tsr_device_s *device = stream->device;
   Object *used[] = {src};
-  return enqueue(stream, used, [&] {
+  return enqueue(stream, used, [=] {
     return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2h, device->handle, stream->handle,
                            src->handle, src->offset + src_offset, dst, length);
   });
@@ -284,7 +321,7 @@ tsr_status_t tsr_stream_copy_d2d(tsr_stream_t stream, tsr_buffer_t src, uint64_t
                     kCall, from, from + length, to, to + length);
   tsr_device_s *device = stream->device;
   Object *used[] = {src, dst};
-  return enqueue(stream, used, [&] {
+  return enqueue(stream, used, [=] {
     return TSR_CALL_DRIVER(kCall, *device->driver, stream_copy_d2d, device->handle, stream->handle,
                            src->handle, from, dst->handle, to, length);
   });
@@ -304,10 +341,14 @@ tsr_status_t tsr_stream_launch(tsr_stream_t stream, tsr_kernel_t kernel, const u
   TSR_RETURN_IF_ERROR(
       checkLaunch(kCall, stream, kernel, grid, workgroup, args, arg_count, driverArgs, used));
   tsr_device_s *device = stream->device;
-  return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_launch, device->handle, stream->handle,
-                           kernel->entry->handle, grid, workgroup, driverArgs.data(), arg_count);
-  });
+  std::array<uint32_t, 3> grid3 = {grid[0], grid[1], grid[2]};
+  std::array<uint32_t, 3> workgroup3 = {workgroup[0], workgroup[1], workgroup[2]};
+  return enqueue(stream, used,
+                 [=, driverArgs = std::move(driverArgs), entry = kernel->entry->handle] {
+                   return TSR_CALL_DRIVER(kCall, *device->driver, stream_launch, device->handle,
+                                          stream->handle, entry, grid3.data(), workgroup3.data(),
+                                          driverArgs.data(), arg_count);
+                 });
 }
 
 tsr_status_t tsr_stream_record_event(tsr_stream_t stream, tsr_event_t event) {
@@ -317,10 +358,13 @@ tsr_status_t tsr_stream_record_event(tsr_stream_t stream, tsr_event_t event) {
   TSR_RETURN_IF_ERROR(checkSameDevice(kCall, "event", event->device, stream->device));
   tsr_device_s *device = stream->device;
   Object *used[] = {event};
-  return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_record_event, device->handle,
-                           stream->handle, event->handle);
-  });
+  return enqueue(
+      stream, used,
+      [=] {
+        return TSR_CALL_DRIVER(kCall, *device->driver, stream_record_event, device->handle,
+                               stream->handle, event->handle);
+      },
+      event);
 }
 
 tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event) {
@@ -330,10 +374,13 @@ tsr_status_t tsr_stream_wait_event(tsr_stream_t stream, tsr_event_t event) {
   TSR_RETURN_IF_ERROR(checkSameDevice(kCall, "event", event->device, stream->device));
   tsr_device_s *device = stream->device;
   Object *used[] = {event};
-  return enqueue(stream, used, [&] {
-    return TSR_CALL_DRIVER(kCall, *device->driver, stream_wait_event, device->handle,
-                           stream->handle, event->handle);
-  });
+  return enqueue(
+      stream, used,
+      [=] {
+        return TSR_CALL_DRIVER(kCall, *device->driver, stream_wait_event, device->handle,
+                               stream->handle, event->handle);
+      },
+      nullptr, event);
 }
 
 tsr_status_t tsr_stream_synchronize(tsr_stream_t stream) {
@@ -347,6 +394,11 @@ tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_idle", out_idle));
   *out_idle = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "stream", stream));
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (stream->gated)
+      return nullptr; // a collective is in flight: not idle
+  }
   tsr_device_s *device = stream->device;
   return TSR_CALL_DRIVER(kCall, *device->driver, stream_query, device->handle, stream->handle,
                          out_idle);
@@ -363,3 +415,76 @@ tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns) {
 }
 
 } // extern "C"
+
+namespace tessera::hal {
+
+tsr_status_t enqueueOnStream(tsr_stream_s *stream, std::span<Object *const> used,
+                             std::function<tsr_status_t()> call, tsr_event_s *recorded,
+                             tsr_event_s *waitFor) {
+  return enqueue(stream, used, std::move(call), recorded, waitFor);
+}
+
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
+  std::lock_guard<std::mutex> lock(event->waitersMutex);
+  if (event->deferredRecords.load(std::memory_order_acquire) == 0)
+    return false;
+  stream->retainInternal();
+  event->waiters.push_back(stream);
+  stream->gated = true;
+  return true;
+}
+
+void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened) {
+  std::lock_guard<std::mutex> lock(event->waitersMutex);
+  if (event->deferredRecords.fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  opened.insert(opened.end(), event->waiters.begin(), event->waiters.end());
+  event->waiters.clear();
+}
+
+void holdUntilRetiredLocked(tsr_stream_s *stream, std::span<Object *const> used) {
+  stream->pending.insert(stream->pending.end(), used.begin(), used.end());
+  maybeFence(stream);
+}
+
+void storeAsyncErrorLocked(tsr_stream_s *stream, tsr_status_t status) {
+  if (!status)
+    return;
+  if (stream->asyncError) {
+    tsr_status_free(status);
+    return;
+  }
+  stream->asyncError = status;
+}
+
+void noteRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
+  if (!stream->asyncError)
+    return;
+  stream->retainInternal();
+  if (tsr_stream_s *old = event->errorOf.exchange(stream))
+    old->releaseInternal();
+}
+
+tsr_status_t takeRecordedError(tsr_event_s *event) {
+  tsr_stream_s *stream = event->errorOf.exchange(nullptr);
+  if (!stream)
+    return nullptr;
+  tsr_status_t status = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::swap(status, stream->asyncError);
+  }
+  stream->releaseInternal();
+  return status;
+}
+
+void waitForDeferredRecord(tsr_event_s *event) {
+  if (event->deferredRecords.load(std::memory_order_acquire) == 0)
+    return;
+  tsr_stream_s *stream = event->deferredOn.load(std::memory_order_relaxed);
+  std::unique_lock<std::mutex> lock(stream->mutex);
+  if (stream->gated)
+    waitForGate(stream, lock);
+}
+
+} // namespace tessera::hal

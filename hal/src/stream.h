@@ -5,15 +5,26 @@
 // event (a fence); once a fence has completed, everything enqueued before it is released.
 // Synchronize releases everything. Objects must never be released before the work using
 // them has completed.
+//
+// A collective gates its stream (docs/hal.md "Collectives", hal/src/comm/engine.cpp): while
+// `gated`, later enqueues are kept here in order (`deferred`, owning their arguments) and
+// handed to the driver when the collective completes. The ungated enqueue path costs one
+// flag test under the lock it already takes.
 #pragma once
 
 #include "hal/src/device.h"
 #include "hal/src/object.h"
 
+#include <condition_variable>
 #include <deque>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
+
+struct tsr_event_s;
 
 namespace tessera::hal {
 
@@ -22,6 +33,25 @@ constexpr size_t kFenceInterval = 64;
 struct Fence {
   tsr_drv_event_t event = nullptr;
   std::vector<Object *> objects;
+};
+
+namespace comm {
+struct PendingOp;
+/// Deletes an op that never started (engine.cpp), so this header needs no comm types.
+struct PendingOpDelete {
+  void operator()(PendingOp *op) const;
+};
+using PendingOpPtr = std::unique_ptr<PendingOp, PendingOpDelete>;
+} // namespace comm
+
+/// One enqueue kept behind a gate: a driver call (with the objects it uses, retained), or a
+/// collective that starts when the gate reaches it.
+struct Deferred {
+  std::function<tsr_status_t()> call;
+  std::vector<Object *> used;
+  tsr_event_s *recorded = nullptr; // a deferred tsr_stream_record_event of this event
+  tsr_event_s *waitFor = nullptr;  // a deferred tsr_stream_wait_event on this event
+  comm::PendingOpPtr op;
 };
 
 } // namespace tessera::hal
@@ -37,5 +67,59 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   std::deque<tessera::hal::Fence> fences;      // oldest first
   bool fencesUnsupported = false;              // the driver has no usable events
 
+  // Collective gating (all under `mutex`).
+  bool gated = false; // a collective is in flight: defer later work
+  std::deque<tessera::hal::Deferred> deferred;
+  tessera::hal::comm::PendingOp *current = nullptr; // the collective the gate waits for
+                                                    // (NULL: a record behind another gate)
+  tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
+  std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
+
   void destroy();
 };
+
+namespace tessera::hal {
+
+/// Runs `call` (a driver enqueue) now, or keeps it behind the gate; on success the stream
+/// holds `used` until the work completes. `call` must own its arguments (it may run later,
+/// on another thread). Errors of a deferred call go to the next synchronize.
+tsr_status_t enqueueOnStream(tsr_stream_s *stream, std::span<Object *const> used,
+                             std::function<tsr_status_t()> call, tsr_event_s *recorded = nullptr,
+                             tsr_event_s *waitFor = nullptr);
+
+/// The stream's lock must be held. Hands `used` of completed driver work to the stream's
+/// retirement (fences / synchronize).
+void holdUntilRetiredLocked(tsr_stream_s *stream, std::span<Object *const> used);
+
+/// The stream's lock (held by `lock`) is released while waiting: returns once the stream is
+/// not gated and nothing is deferred. A collective posted without a waiting thread (the
+/// inline path) that passes its deadline is failed here (engine.cpp).
+void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock);
+
+/// Returns once no record of `event` is kept behind a gate (host wait).
+void waitForDeferredRecord(tsr_event_s *event);
+
+/// The stream's lock must be held. When a record of `event` is still behind another
+/// stream's gate, gates `stream` until it reaches the driver (true); else false.
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event);
+
+/// A deferred record of `event` reached the driver: when it was the last, the streams
+/// gated on it are moved to `opened` (the caller opens them without holding a stream lock).
+void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened);
+
+/// Opens the gate of a stream gated by gateOnDeferredRecordLocked, flushing what it kept
+/// (engine.cpp); drops the reference the gate held.
+void openEventGate(tsr_stream_s *stream);
+
+/// The stream's lock must be held: `event` was just recorded on `stream`; when a collective's
+/// error waits for the stream's synchronize, the event's synchronize may report it instead.
+void noteRecordLocked(tsr_stream_s *stream, tsr_event_s *event);
+
+/// The collective error noted on `event` by noteRecordLocked, taken (NULL when none or
+/// already reported).
+tsr_status_t takeRecordedError(tsr_event_s *event);
+
+/// Keeps `status` (taken over) for the stream's next synchronize; the first error wins.
+void storeAsyncErrorLocked(tsr_stream_s *stream, tsr_status_t status);
+
+} // namespace tessera::hal

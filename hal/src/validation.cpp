@@ -25,6 +25,7 @@ bool isKnownMagic(uint32_t magic) {
   case ObjectKind::Event:
   case ObjectKind::Executable:
   case ObjectKind::Kernel:
+  case ObjectKind::Comm:
     return true;
   }
   return false;

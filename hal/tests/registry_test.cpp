@@ -151,13 +151,13 @@ TEST_F(Registry, RefusesAnotherMajorVersionWithAReason) {
   t.abi_minor = 0;
   int opensBefore = gOpens.load();
   TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_UNAVAILABLE,
-                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.3");
+                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.4");
   EXPECT_EQ(gOpens.load(), opensBefore) << "a refused driver is never opened";
   uint32_t count = 0;
   TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(unavailable(0), "future: driver 'future' was built for driver ABI 2.0 but this HAL "
-                            "speaks 1.3; major versions must match (rebuild the driver)");
+                            "speaks 1.4; major versions must match (rebuild the driver)");
 }
 
 TEST_F(Registry, FieldsBeyondStructSizeAreAbsent) {

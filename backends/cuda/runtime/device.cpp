@@ -35,6 +35,7 @@ tsr_status_t openDriver(CudaDriver &driver) {
   std::string error;
   if (!loadCudaApi(&driver.api, &error))
     return tsr_status_make(TSR_UNAVAILABLE, "%s: %s", kDriverName, error.c_str());
+  driver.api.collectives = &driver.collectives;
   const CudaApi &api = driver.api;
   if (tsr_status_t status = TSR_CU(api, cuInit, 0))
     return unavailable(status);
@@ -61,6 +62,10 @@ tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<CudaDriver>(driver); }
+
+tsr_status_t channelUniqueId(tsr_drv_driver_t driver, tsr_comm_unique_id_t *out_id) {
+  return simt::makeChannelUniqueId(as<CudaDriver>(driver)->api, out_id);
+}
 
 tsr_status_t deviceCount(tsr_drv_driver_t driver, uint32_t *out_count) {
   *out_count = uint32_t(as<CudaDriver>(driver)->deviceCount);

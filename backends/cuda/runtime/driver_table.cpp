@@ -12,7 +12,7 @@ namespace {
 
 using namespace simt; // the shared entry points, by the names the table lists
 
-TSR_DEFINE_DRIVER_TABLE(kCudaDriver, "cuda");
+TSR_DEFINE_DRIVER_TABLE_WITH_CHANNEL(kCudaDriver, "cuda");
 
 } // namespace
 } // namespace tessera::cuda

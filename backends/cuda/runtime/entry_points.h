@@ -8,13 +8,23 @@
 #pragma once
 
 #include "backends/cuda/runtime/cuda_api.h"
+#include "backends/simt_runtime/nccl_api.h"
 #include "backends/simt_runtime/simt_driver.h"
 
+#include <iterator>
+
 namespace tessera::cuda {
+
+/// Where the native collective channel finds NCCL: $TESSERA_NCCL_LIBRARY (e.g. a Python wheel's
+/// copy), else the loader's search path. Loaded on the first channel call only.
+inline constexpr const char *kNcclNames[] = {"libnccl.so.2", "libnccl.so"};
+inline constexpr simt::NcclLibrarySpec kNcclLibrary = {"NCCL", "TESSERA_NCCL_LIBRARY", kNcclNames,
+                                                       std::size(kNcclNames)};
 
 struct CudaDriver {
   CudaApi api;
   int deviceCount = 0;
+  simt::NcclLibrary collectives{kNcclLibrary}; // api.collectives points here
 };
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------

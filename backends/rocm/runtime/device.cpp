@@ -28,6 +28,7 @@ tsr_status_t openDriver(RocmDriver &driver) {
   std::string error;
   if (!loadHipApi(&driver.api, &error))
     return tsr_status_make(TSR_UNAVAILABLE, "%s: %s", kDriverName, error.c_str());
+  driver.api.collectives = &driver.collectives;
   const HipApi &api = driver.api;
   // The count first: without a GPU (or its kernel driver) it is the call that says so
   // (hipErrorNoDevice), while hipInit answers less clearly.
@@ -75,6 +76,10 @@ tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
 }
 
 void driverClose(tsr_drv_driver_t driver) { delete as<RocmDriver>(driver); }
+
+tsr_status_t channelUniqueId(tsr_drv_driver_t driver, tsr_comm_unique_id_t *out_id) {
+  return simt::makeChannelUniqueId(as<RocmDriver>(driver)->api, out_id);
+}
 
 tsr_status_t deviceCount(tsr_drv_driver_t driver, uint32_t *out_count) {
   *out_count = uint32_t(as<RocmDriver>(driver)->deviceCount);

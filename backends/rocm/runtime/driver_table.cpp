@@ -12,7 +12,7 @@ namespace {
 
 using namespace simt; // the shared entry points, by the names the table lists
 
-TSR_DEFINE_DRIVER_TABLE(kRocmDriver, "rocm");
+TSR_DEFINE_DRIVER_TABLE_WITH_CHANNEL(kRocmDriver, "rocm");
 
 } // namespace
 } // namespace tessera::rocm

@@ -301,6 +301,106 @@ public:
   }
 };
 
+/// One rank of a communicator (tsr_comm_*; docs/hal.md "Collectives"). Operations enqueue
+/// on `stream` and report later errors through its synchronize.
+class Comm : public detail::Ref<tsr_comm_t, tsr_comm_retain, tsr_comm_release> {
+public:
+  using Ref::Ref;
+  Comm share() const { return Comm(retained()); }
+
+  /// ncclCommInitAll: rank i on devices[i].
+  static Expected<std::vector<Comm>> createLocal(std::span<const Device> devices) {
+    std::vector<tsr_device_t> handles;
+    for (const Device &d : devices)
+      handles.push_back(d.get());
+    std::vector<tsr_comm_t> raw(handles.size(), nullptr);
+    Status status =
+        Status::fromC(tsr_comm_create_local(uint32_t(handles.size()), handles.data(), raw.data()));
+    if (!status.ok())
+      return status;
+    std::vector<Comm> comms;
+    for (tsr_comm_t c : raw)
+      comms.emplace_back(c);
+    return comms;
+  }
+  static Expected<Comm> createRank(const Device &device, const tsr_comm_unique_id_t &id,
+                                   uint32_t size, uint32_t rank) {
+    return detail::make<Comm, tsr_comm_t>(
+        [&](tsr_comm_t *out) { return tsr_comm_create_rank(device.get(), &id, size, rank, out); });
+  }
+  /// An empty Comm (no error) for TSR_COMM_SPLIT_NOCOLOR.
+  Expected<Comm> split(int32_t color, int32_t key) {
+    return detail::make<Comm, tsr_comm_t>(
+        [&](tsr_comm_t *out) { return tsr_comm_split(get(), color, key, out); });
+  }
+  Expected<uint32_t> rank() const { return query<uint32_t>(tsr_comm_rank); }
+  Expected<uint32_t> size() const { return query<uint32_t>(tsr_comm_size); }
+  Expected<std::string> transportName() const {
+    const char *name = nullptr;
+    Status status = Status::fromC(tsr_comm_transport_name(get(), &name));
+    if (!status.ok())
+      return status;
+    return std::string(name);
+  }
+  Status setTimeout(uint64_t timeoutNs) {
+    return Status::fromC(tsr_comm_set_timeout(get(), timeoutNs));
+  }
+  Status abort() { return Status::fromC(tsr_comm_abort(get())); }
+
+  Status allReduce(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                   uint64_t recvOffset, uint64_t count, tsr_type_t type, tsr_reduce_op_t op) {
+    return Status::fromC(tsr_comm_all_reduce(get(), stream.get(), send.get(), sendOffset,
+                                             recv.get(), recvOffset, count, type, op));
+  }
+  Status allGather(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                   uint64_t recvOffset, uint64_t count, tsr_type_t type) {
+    return Status::fromC(tsr_comm_all_gather(get(), stream.get(), send.get(), sendOffset,
+                                             recv.get(), recvOffset, count, type));
+  }
+  Status reduceScatter(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                       uint64_t recvOffset, uint64_t count, tsr_type_t type, tsr_reduce_op_t op) {
+    return Status::fromC(tsr_comm_reduce_scatter(get(), stream.get(), send.get(), sendOffset,
+                                                 recv.get(), recvOffset, count, type, op));
+  }
+  /// `send` is only read on the root (an empty Buffer elsewhere).
+  Status broadcast(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                   uint64_t recvOffset, uint64_t count, tsr_type_t type, uint32_t root) {
+    return Status::fromC(tsr_comm_broadcast(get(), stream.get(), send.get(), sendOffset, recv.get(),
+                                            recvOffset, count, type, root));
+  }
+  /// `recv` is only written on the root (an empty Buffer elsewhere).
+  Status reduce(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                uint64_t recvOffset, uint64_t count, tsr_type_t type, tsr_reduce_op_t op,
+                uint32_t root) {
+    return Status::fromC(tsr_comm_reduce(get(), stream.get(), send.get(), sendOffset, recv.get(),
+                                         recvOffset, count, type, op, root));
+  }
+  Status allToAll(Stream &stream, const Buffer &send, uint64_t sendOffset, const Buffer &recv,
+                  uint64_t recvOffset, uint64_t count, tsr_type_t type) {
+    return Status::fromC(tsr_comm_all_to_all(get(), stream.get(), send.get(), sendOffset,
+                                             recv.get(), recvOffset, count, type));
+  }
+  Status send(Stream &stream, const Buffer &buffer, uint64_t offset, uint64_t count,
+              tsr_type_t type, uint32_t peer) {
+    return Status::fromC(
+        tsr_comm_send(get(), stream.get(), buffer.get(), offset, count, type, peer));
+  }
+  Status recv(Stream &stream, const Buffer &buffer, uint64_t offset, uint64_t count,
+              tsr_type_t type, uint32_t peer) {
+    return Status::fromC(
+        tsr_comm_recv(get(), stream.get(), buffer.get(), offset, count, type, peer));
+  }
+
+private:
+  template <typename T, typename Fn> Expected<T> query(Fn fn) const {
+    T value{};
+    Status status = Status::fromC(fn(get(), &value));
+    if (!status.ok())
+      return status;
+    return value;
+  }
+};
+
 struct Unavailable {
   std::string backend;
   std::string reason;

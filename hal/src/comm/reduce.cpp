@@ -68,10 +68,13 @@ template <typename A> A add(A a, A b) {
     return a + b;
 }
 template <typename A> A mul(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return A(std::make_unsigned_t<A>(a) * std::make_unsigned_t<A>(b));
-  else
+  if constexpr (std::is_integral_v<A>) {
+    // At least unsigned int: two uint16_t would promote to (signed) int and overflow.
+    using U = std::common_type_t<std::make_unsigned_t<A>, unsigned>;
+    return A(U(std::make_unsigned_t<A>(a)) * U(std::make_unsigned_t<A>(b)));
+  } else {
     return a * b;
+  }
 }
 // min/max keep a NaN from either side; ties keep the earlier rank's value.
 template <typename A> A minOf(A a, A b) {

@@ -8,6 +8,7 @@
 #include "backends/cuda/runtime/cuda_driver.h"
 #include "backends/gpu_module.h"
 #include "hal/tests/hal_test_util.h"
+#include "hal/tests/scoped_env.h"
 
 #include <dlfcn.h>
 #include <fstream>
@@ -21,30 +22,7 @@
 
 namespace tessera::cuda::testing {
 
-/// Sets (or with nullopt unsets) an environment variable for the scope's lifetime.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, std::optional<std::string> value) : name_(name) {
-    if (const char *old = getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv &) = delete;
-  ScopedEnv &operator=(const ScopedEnv &) = delete;
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using hal::testing::ScopedEnv;
 
 /// Points the driver at the fake libcuda in `mode` ("" = one working device).
 struct UseFakeCuda {

@@ -8,6 +8,7 @@
 #include "backends/rocm/runtime/rocm_driver.h"
 #include "hal/tests/hal_test_util.h"
 #include "hal/tests/memory_accounting_check.h"
+#include "hal/tests/scoped_env.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -20,28 +21,7 @@
 namespace tessera::rocm::testing {
 namespace {
 
-/// Sets (or with nullopt unsets) an environment variable for the scope's lifetime.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, std::optional<std::string> value) : name_(name) {
-    if (const char *old = getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using hal::testing::ScopedEnv;
 
 struct UseFakeHip {
   explicit UseFakeHip(const std::string &mode)
