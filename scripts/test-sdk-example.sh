@@ -57,12 +57,17 @@ grep -q 'mydev declares: the example pretends its buffers are not ready' "$tmp/s
   { cat "$tmp/skips.txt"; exit 1; }
 
 echo "== tessera conform --device mydev:0 (TESSERA_DRIVER_PATH)"
+# A vendor's expected-failure list dropped into the installed share/tessera/xfail is read
+# (an installed tessera does not read the source tree's): the passing case is an xpass.
+echo 'kernel/saxpy/*  demo entry: the installed xfail directory is the one read' \
+  >"$prefix/share/tessera/xfail/mydev.txt"
 filter=()
 if [ -n "${TESSERA_SDK_CONFORM_FILTER:-}" ]; then filter=(--filter "$TESSERA_SDK_CONFORM_FILTER"); fi
 TESSERA_DRIVER_PATH=$tmp/build TESSERA_CACHE_DIR=$tmp/cache "$tessera" conform \
   --device mydev:0 --progress-every 1000000 --json "$tmp/conform.json" "${filter[@]}" \
   | tee "$tmp/conform.txt" | grep -E '^\[mydev:0\]|pass|fail' | tail -4
 grep -q '^\[mydev:0\] target mydev, profile full' "$tmp/conform.txt"
+grep -Eq ' 0 fail, 0 xfail, 1 xpass' "$tmp/conform.txt" || { tail -5 "$tmp/conform.txt"; exit 1; }
 
 echo "== a C++ program linking Tessera::runtime and Tessera::builtin_drivers"
 mkdir -p "$tmp/consumer"

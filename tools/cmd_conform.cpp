@@ -145,13 +145,15 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
              "-j needs a positive integer", unsignedIn(o.jobs, 1))
       ->type_name("N");
   app->add_option("--xfail-dir", o.xfailDir,
-                  "where BACKEND.txt expected-failure lists live (default: the source tree)")
+                  "where BACKEND.txt expected-failure lists live (default: an installed\n"
+                  "tessera's share/tessera/xfail, else the source tree's)")
       ->type_name("DIR");
   app->add_option("--kernels", o.kernelsDir,
                   "kernel-level cases: every kernel with a launch spec in DIR/*.tir for each\n"
                   "DIR of the ':'-separated list, each output judged with the budget of the\n"
                   "ops that reach it, under the device's profile (default:\n"
-                  "ir/examples and conformance/kernels of the source tree; 'none' to skip).\n"
+                  "ir/examples and conformance/kernels of the source tree, or their copies in\n"
+                  "an installed tessera's share/tessera; 'none' to skip).\n"
                   "Their ids are kernel/<file>/<kernel>.")
       ->type_name("DIRS");
   app->add_flag("--list", o.list, "print the selected case ids and their count, run nothing");
