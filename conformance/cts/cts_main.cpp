@@ -99,8 +99,13 @@ int setup(int argc, char **argv, std::vector<char *> &rest) {
     }
     rest.push_back(argv[i]);
   }
+  std::error_code ec;
   if (gSkipsDir.empty())
     gSkipsDir = defaultSkipsDir();
+  else if (!std::filesystem::is_directory(gSkipsDir, ec)) {
+    std::fprintf(stderr, "tessera cts: --skips-dir %s is not a directory\n", gSkipsDir.c_str());
+    return 2;
+  }
   tsr_status_t st = tsr_registry_create(&gRegistry);
   if (!st) {
     st = tsr_registry_register_builtin_drivers(gRegistry);
