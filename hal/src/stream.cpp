@@ -431,6 +431,10 @@ bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
   stream->retainInternal();
   event->waiters.push_back(stream);
   stream->gated = true;
+  if (!stream->gateEvent) {
+    event->retainInternal();
+    stream->gateEvent = event;
+  }
   return true;
 }
 

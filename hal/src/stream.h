@@ -72,6 +72,9 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   std::deque<tessera::hal::Deferred> deferred;
   tessera::hal::comm::PendingOp *current = nullptr; // the collective the gate waits for
                                                     // (NULL: a record behind another gate)
+  tsr_event_s *gateEvent = nullptr; // that record's event (internal reference), so a wait on
+                                    // this gate can wait on the other one, which enforces
+                                    // its collective's deadline
   tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
   std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
 

@@ -4,6 +4,7 @@
 // arrives (DEADLINE_EXCEEDED), abort (ABORTED), and many ops enqueued from N threads.
 #include "runtime/tests/comm_test_util.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -103,6 +104,30 @@ TEST_F(CommFaults, AStreamWaitingOnARecordBehindAGateWaitsWithoutBlockingTheCall
   for (Rank &k : group.ranks)
     TSR_ASSERT_OK(tsr_stream_synchronize(k.stream));
   tsr_buffer_release(out);
+  tsr_stream_release(other);
+  tsr_event_release(event);
+}
+
+TEST_F(CommFaults, AStreamWaitingOnARecordBehindAGateTimesOutWithTheCollective) {
+  // Only `other` is synchronized: its wait must still end when rank 0's inline collective
+  // (whose peer never arrives) passes its deadline, not hang for want of a watcher.
+  Group group(devices(2));
+  group.resize(64);
+  Rank &a = group.ranks[0];
+  TSR_ASSERT_OK(tsr_comm_set_timeout(a.comm, 100 * 1000 * 1000));
+  tsr_event_t event = nullptr;
+  tsr_stream_t other = nullptr;
+  TSR_ASSERT_OK(tsr_event_create(a.device, &event));
+  TSR_ASSERT_OK(tsr_stream_create(a.device, &other));
+  TSR_ASSERT_OK(
+      tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 1, TSR_TYPE_F32, TSR_REDUCE_SUM));
+  TSR_ASSERT_OK(tsr_stream_record_event(a.stream, event));
+  TSR_ASSERT_OK(tsr_stream_wait_event(other, event));
+  auto start = std::chrono::steady_clock::now();
+  TSR_EXPECT_OK(tsr_stream_synchronize(other)); // `other` itself did nothing wrong
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  TSR_EXPECT_ERROR(tsr_stream_synchronize(a.stream), TSR_DEADLINE_EXCEEDED,
+                   "rank(s) 1 did not arrive");
   tsr_stream_release(other);
   tsr_event_release(event);
 }

@@ -503,7 +503,8 @@ tsr_status_t tsr_comm_create_with_transport(tsr_device_t device,
 tsr_status_t tsr_comm_split(tsr_comm_t comm, int32_t color, int32_t key, tsr_comm_t *out_comm);
 
 void tsr_comm_retain(tsr_comm_t comm);
-/* The last release waits for the communicator's enqueued operations to finish. */
+/* Never blocks: each enqueued operation holds the communicator until it completes (a wait
+ * here would deadlock a thread that drives every rank of an in-process group). */
 void tsr_comm_release(tsr_comm_t comm);
 tsr_status_t tsr_comm_rank(tsr_comm_t comm, uint32_t *out_rank);
 tsr_status_t tsr_comm_size(tsr_comm_t comm, uint32_t *out_size);

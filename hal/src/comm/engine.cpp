@@ -406,13 +406,17 @@ void openEventGate(tsr_stream_s *stream) {
   std::vector<comm::PendingOp *> started;
   std::vector<Object *> release;
   std::vector<tsr_stream_s *> opened;
+  tsr_event_s *gateEvent = nullptr;
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     stream->gated = false;
+    std::swap(gateEvent, stream->gateEvent);
     comm::flushLocked(stream, started, release, opened);
     stream->gateOpened.notify_all();
   }
   comm::afterFlush(started, release, opened);
+  if (gateEvent)
+    gateEvent->releaseInternal();
   stream->releaseInternal();
 }
 
@@ -420,6 +424,18 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
   using namespace std::chrono;
   while (stream->gated || !stream->deferred.empty()) {
     comm::PendingOp *op = stream->current;
+    tsr_event_s *upstream = stream->gateEvent;
+    if (!op && upstream && upstream->deferredRecords.load(std::memory_order_acquire) != 0) {
+      // A record gate: wait on the stream that holds the record, which fails its collective
+      // at the deadline (an inline op has no thread of its own to do so); then this gate
+      // opens when the record reaches the driver.
+      upstream->retainInternal();
+      lock.unlock();
+      waitForDeferredRecord(upstream);
+      upstream->releaseInternal();
+      lock.lock();
+      continue;
+    }
     if (!op || !op->posted || op->deadline == comm::kNoDeadline) {
       stream->gateOpened.wait(lock);
       continue;
