@@ -5,6 +5,10 @@
 // plus one line in registerBuiltinTargets (backends/builtin_targets.cpp); a plugin or a test
 // registers its own with TargetRegistry::add.
 //
+// Plugins (tessera/hal_plugin.h) compile against this class: any change to it, or to the ir/
+// types its methods take, must bump TSR_TARGET_INTERFACE_VERSION in hal_plugin.h, so that a
+// plugin built against the old layout is refused instead of crashing.
+//
 // The shape follows Triton's backends (an ordered list of named stages sharing one metadata
 // record, frozen options hashed into the cache key, backends found by registration), written
 // for a C++ compiler library. This header never includes LLVM, a vendor header or a codegen

@@ -2,6 +2,7 @@
 #include "tools/cli.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -165,6 +166,25 @@ std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first) {
     std::string cmd = app.get_name().substr(std::string("tessera ").size());
     return usageError(cmd, messageOf(app, e));
   }
+}
+
+std::string dataPath(const std::string &installed, const std::string &fallback) {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return fallback;
+  std::filesystem::path share = exe.parent_path().parent_path() / "share" / "tessera";
+  std::string out;
+  size_t start = 0;
+  while (start <= installed.size()) {
+    size_t end = std::min(installed.find(':', start), installed.size());
+    std::filesystem::path p = share / installed.substr(start, end - start);
+    if (out.empty() && !std::filesystem::is_directory(p, ec))
+      return fallback;
+    out += (out.empty() ? "" : ":") + p.string();
+    start = end + 1;
+  }
+  return out;
 }
 
 } // namespace tessera::cli

@@ -55,6 +55,11 @@ CLI::Option *addProfileOption(CLI::App &app, bool &strict, const std::string &ex
 /// line naming the option, see usageError).
 std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, int first);
 
+/// Data an installed `tessera` reads beside it (cmake/install.cmake): `installed`, a
+/// ':'-separated list of paths under <prefix>/share/tessera, when its first one exists next to
+/// this binary's bin/; else `fallback` (the source tree's, compiled in).
+std::string dataPath(const std::string &installed, const std::string &fallback);
+
 inline int usageError(const std::string &cmd, const std::string &msg) {
   std::fprintf(stderr, "tessera %s: %s (see 'tessera %s --help')\n", cmd.c_str(), msg.c_str(),
                cmd.c_str());

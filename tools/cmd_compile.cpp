@@ -9,10 +9,12 @@
 #include "tessera/artefact.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/registry_session.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
 
@@ -42,6 +44,8 @@ struct Request {
   uint32_t subgroup = 0; // 0: not given
   bool strict = false;   // --profile strict
   FILE *info = stdout;   // the summary: stderr when the artefact itself goes to stdout
+  // --driver: plugins whose targets join the registry.
+  std::vector<std::string> drivers;
 };
 
 // "" writes nothing (no -o for a binary target), "-" writes to stdout.
@@ -170,7 +174,7 @@ std::string compileDescription() {
 
 constexpr const char *kCompileUsage =
     "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-    "                       [--subgroup-size N] [--profile default|strict]";
+    "                       [--subgroup-size N] [--profile default|strict] [--driver PATH.so]...";
 
 // The command line of `tessera compile`, stored in `rq` as it parses.
 std::unique_ptr<CLI::App> compileApp(Request &rq) {
@@ -193,6 +197,10 @@ std::unique_ptr<CLI::App> compileApp(Request &rq) {
              "--subgroup-size must be a power of two in [1, 64]", powerOfTwo(rq.subgroup, 64))
       ->type_name("N");
   addProfileOption(*app, rq.strict);
+  addRepeatable(*app, "--driver", rq.drivers,
+                "also load this plugin; its target can be named by --target\n"
+                "(TESSERA_DRIVER_PATH plugins are loaded too)")
+      ->type_name("PATH.so");
   return app;
 }
 
@@ -210,6 +218,14 @@ int cmdCompile(int argc, char **argv) {
     return *rc;
   if (rq.file.empty())
     return usageError("compile", "needs a FILE");
+  // Plugins bring targets: load them only when there are some (a session opens every driver).
+  RegistrySession session;
+  std::string err;
+  if ((!rq.drivers.empty() || std::getenv("TESSERA_DRIVER_PATH")) &&
+      !session.open(&err, rq.drivers)) {
+    std::fprintf(stderr, "tessera compile: %s\n", err.c_str());
+    return 1;
+  }
   const TargetRegistry &targets = defaultTargets();
   if (rq.target.empty())
     return usageError("compile", "needs --target (targets: " + targets.names() + ")");

@@ -95,10 +95,10 @@ int oracleDump(const conform::Catalog &cat, const std::vector<size_t> &sel, uint
 
 /// What `tessera conform` was asked to do.
 struct ConformOptions {
-  std::vector<std::string> devices, filters;
-  std::string jsonPath, junitPath, htmlPath, profile = "declared", xfailDir = TESSERA_XFAIL_DIR,
-                                             oraclePath;
-  std::string kernelsDir = TESSERA_KERNELS_DIR;
+  std::vector<std::string> devices, filters, drivers;
+  std::string jsonPath, junitPath, htmlPath,
+      profile = "declared", xfailDir = dataPath("xfail", TESSERA_XFAIL_DIR), oraclePath;
+  std::string kernelsDir = dataPath("examples:kernels", TESSERA_KERNELS_DIR);
   uint64_t seed = 1, progressEvery = 200, jobs = 1;
   bool list = false;
 };
@@ -109,6 +109,9 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
   addRepeatable(*app, "--device", o.devices,
                 "a device to test (repeatable); default: every available device")
       ->type_name("DEV");
+  addRepeatable(*app, "--driver", o.drivers,
+                "also load this plugin (a driver and its compiler target; repeatable)")
+      ->type_name("PATH.so");
   addRepeatable(*app, "--filter", o.filters,
                 "only cases whose id matches (e.g. 'exp.f32/*', '*/special/*'); repeatable")
       ->type_name("GLOB");
@@ -142,13 +145,15 @@ std::unique_ptr<CLI::App> conformApp(ConformOptions &o) {
              "-j needs a positive integer", unsignedIn(o.jobs, 1))
       ->type_name("N");
   app->add_option("--xfail-dir", o.xfailDir,
-                  "where BACKEND.txt expected-failure lists live (default: the source tree)")
+                  "where BACKEND.txt expected-failure lists live (default: an installed\n"
+                  "tessera's share/tessera/xfail, else the source tree's)")
       ->type_name("DIR");
   app->add_option("--kernels", o.kernelsDir,
                   "kernel-level cases: every kernel with a launch spec in DIR/*.tir for each\n"
                   "DIR of the ':'-separated list, each output judged with the budget of the\n"
                   "ops that reach it, under the device's profile (default:\n"
-                  "ir/examples and conformance/kernels of the source tree; 'none' to skip).\n"
+                  "ir/examples and conformance/kernels of the source tree, or their copies in\n"
+                  "an installed tessera's share/tessera; 'none' to skip).\n"
                   "Their ids are kernel/<file>/<kernel>.")
       ->type_name("DIRS");
   app->add_flag("--list", o.list, "print the selected case ids and their count, run nothing");
@@ -248,7 +253,7 @@ int cmdConform(int argc, char **argv) {
 
   RegistrySession session;
   std::string err;
-  if (!session.open(&err)) {
+  if (!session.open(&err, o.drivers)) {
     std::fprintf(stderr, "tessera conform: %s\n", err.c_str());
     return 1;
   }

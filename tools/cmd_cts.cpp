@@ -17,6 +17,7 @@ namespace tessera::cli {
 
 int cmdCts(int argc, char **argv) {
   std::vector<std::string> drivers, devices;
+  std::string skipsDir;
   auto app = makeApp(
       "cts", "usage: tessera cts [--driver PATH.so]... [--device NAME]... [gtest flags]",
       R"(The HAL conformance suite: buffers and mapping, copies and fills, stream ordering, events
@@ -28,6 +29,10 @@ A driver's known gaps are listed with reasons in conformance/cts/skips/<backend>
   addRepeatable(*app, "--device", devices,
                 "run only on this device, e.g. vulkan:0 (repeatable; default: all)")
       ->type_name("NAME");
+  app->add_option("--skips-dir", skipsDir,
+                  "read <backend>.txt skip lists from DIR (a plugin's own); default: the\n"
+                  "installed share/tessera/cts/skips, else the source tree's")
+      ->type_name("DIR");
   app->footer("gtest flags pass through, e.g. --gtest_filter='*Copies*' to select tests.");
   app->allow_extras();
   if (auto rc = parseArgs(*app, argc, argv, 2))

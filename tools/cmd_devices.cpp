@@ -96,7 +96,12 @@ nlohmann::ordered_json deviceInfoJson(const tsr_device_info_t &d) {
 
 int cmdDevices(int argc, char **argv) {
   bool json = false;
-  auto app = makeApp("devices", "usage: tessera devices [--json]", kDevicesDescription);
+  std::vector<std::string> drivers;
+  auto app = makeApp("devices", "usage: tessera devices [--json] [--driver PATH.so]...",
+                     kDevicesDescription);
+  addRepeatable(*app, "--driver", drivers,
+                "also load this plugin (a driver and its compiler target; repeatable)")
+      ->type_name("PATH.so");
   app->add_flag("--json", json,
                 "machine-readable output: {\"devices\":[...],\"unavailable\":[...]}; each\n"
                 "device with its target, declared profile and the exact capability\n"
@@ -106,7 +111,7 @@ int cmdDevices(int argc, char **argv) {
     return *rc;
   RegistrySession session;
   std::string err;
-  if (!session.open(&err)) {
+  if (!session.open(&err, drivers)) {
     std::fprintf(stderr, "tessera devices: %s\n", err.c_str());
     return 1;
   }

@@ -22,7 +22,7 @@ namespace {
 constexpr const char *kRunUsage =
     R"(usage: tessera run FILE --device DEV [--kernel NAME] [--check] [--no-cache]
                   [--bounds unchecked|robust|checked] [--timeout-ms N]
-                  [--profile default|strict])";
+                  [--profile default|strict] [--driver PATH.so]...)";
 constexpr const char *kRunDescription =
     R"(Compiles FILE for DEV (e.g. cpu:0; see 'tessera devices'), runs every kernel that has a
 launch spec (or only --kernel NAME) and prints a digest of its outputs.)";
@@ -36,6 +36,7 @@ The compile cache lives in $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, els
 /// What `tessera run` was asked to do.
 struct RunOptions {
   std::string file, kernelName, device;
+  std::vector<std::string> drivers;
   bool check = false, noCache = false;
   ProgramOptions program;
   std::optional<uint64_t> timeoutNs;
@@ -47,6 +48,9 @@ std::unique_ptr<CLI::App> runApp(RunOptions &o) {
   app->add_option("FILE", o.file, "the IR file");
   app->add_option("--device", o.device, "the device to run on, e.g. cpu:0 (required)")
       ->type_name("DEV");
+  addRepeatable(*app, "--driver", o.drivers,
+                "also load this plugin (a driver and its compiler target; repeatable)")
+      ->type_name("PATH.so");
   app->add_option("--kernel", o.kernelName, "run only this kernel (it must have a launch spec)")
       ->type_name("NAME");
   app->add_flag("--check", o.check,
@@ -187,7 +191,7 @@ int cmdRun(int argc, char **argv) {
     return 1;
   RegistrySession session;
   std::string err;
-  if (!session.open(&err) || !session.openDevice(device, &err)) {
+  if (!session.open(&err, o.drivers) || !session.openDevice(device, &err)) {
     std::fprintf(stderr, "tessera run: %s\n", err.c_str());
     return 1;
   }

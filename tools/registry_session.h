@@ -1,11 +1,15 @@
 // The device registry as the CLI uses it: built-in drivers plus plugins from
-// TESSERA_DRIVER_PATH, released on scope exit.
+// TESSERA_DRIVER_PATH and each `--driver PATH` (hal_plugin.h), whose compiler targets join
+// defaultTargets(); released on scope exit. A plugin named by --driver that is refused (a
+// version mismatch, no entry symbol, a missing file) is an error naming it and the reason.
 #pragma once
 
 #include "backends/builtin_drivers.h"
+#include "backends/plugin_targets.h"
 #include "tessera/hal.hpp"
 
 #include <string>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -23,7 +27,7 @@ public:
       tsr_registry_release(registry);
   }
 
-  bool open(std::string *error) {
+  bool open(std::string *error, const std::vector<std::string> &drivers = {}) {
     if (tsr_status_t st = tsr_registry_create(&registry)) {
       *error = takeMessage(st);
       return false;
@@ -40,7 +44,28 @@ public:
       *error = takeMessage(st);
       return false;
     }
-    return true;
+    for (const std::string &path : drivers)
+      if (!loadExplicit(path, error))
+        return false;
+    return addPluginTargets(registry, defaultTargets(), error);
+  }
+
+  /// Loads the plugin `path` names; false with "driver PATH is unavailable: REASON" when the
+  /// registry refused it.
+  bool loadExplicit(const std::string &path, std::string *error) {
+    uint32_t before = 0, after = 0;
+    tsr_status_free(tsr_registry_unavailable_count(registry, &before));
+    if (tsr_status_t st = tsr_registry_load_plugins(registry, path.c_str())) {
+      *error = takeMessage(st);
+      return false;
+    }
+    tsr_status_free(tsr_registry_unavailable_count(registry, &after));
+    if (after == before)
+      return true;
+    tsr_unavailable_t u = {};
+    tsr_status_free(tsr_registry_unavailable(registry, after - 1, &u));
+    *error = "driver " + path + " is unavailable: " + (u.reason ? u.reason : "?");
+    return false;
   }
 
   bool openDevice(const std::string &name, std::string *error) {

@@ -1,13 +1,16 @@
 // `tessera-cts`: the HAL conformance suite's main. Builds the registry (built-in drivers,
-// TESSERA_DRIVER_PATH plugins, and every --driver PATH.so), picks the devices (--device NAME,
-// repeatable; default: all), then runs gtest (gtest flags pass through).
+// TESSERA_DRIVER_PATH plugins, and every --driver PATH.so, whose compiler targets join
+// defaultTargets() for the launch tests), picks the devices (--device NAME, repeatable;
+// default: all), then runs gtest (gtest flags pass through).
 #include "conformance/cts/cts.h"
 
 #include "backends/builtin_drivers.h"
+#include "backends/plugin_targets.h"
 #include "tessera/hal.hpp"
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -18,8 +21,10 @@ namespace {
 tsr_registry_t gRegistry = nullptr;
 std::vector<std::string> gDevices;
 std::map<std::string, std::vector<std::pair<std::string, std::string>>> gSkips; // backend ->
+std::string gSkipsDir; // --skips-dir, else share/tessera/cts/skips beside bin/, else the source
 
-constexpr const char *kHelp = R"(usage: tessera cts [--driver PATH.so]... [--device NAME]... [gtest flags]
+constexpr const char *kHelp =
+    R"(usage: tessera cts [--driver PATH.so]... [--device NAME]... [gtest flags]
 
 The HAL conformance suite: buffers and mapping, copies and fills, stream ordering, events
 across streams, executables and launch (every argument type), misuse statuses — run on every
@@ -29,6 +34,8 @@ A driver's known gaps are listed with reasons in conformance/cts/skips/<backend>
 options:
   --driver PATH.so   also load this driver plugin (repeatable)
   --device NAME      run only on this device, e.g. vulkan:0 (repeatable; default: all)
+  --skips-dir DIR    read <backend>.txt skip lists from DIR (a plugin's own); default: the
+                     installed share/tessera/cts/skips, else the source tree's
   --gtest_filter=... select tests, e.g. '*Copies*'
 )";
 
@@ -37,7 +44,7 @@ void loadSkips(const std::string &backend) {
   if (gSkips.count(backend))
     return;
   auto &list = gSkips[backend];
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/conformance/cts/skips/" + backend + ".txt");
+  std::ifstream in(gSkipsDir + "/" + backend + ".txt");
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#')
@@ -49,6 +56,16 @@ void loadSkips(const std::string &backend) {
     size_t start = reason.find_first_not_of(" \t");
     list.push_back({glob, start == std::string::npos ? "(no reason given)" : reason.substr(start)});
   }
+}
+
+// An installed tessera-cts (bin/) reads ../share/tessera/cts/skips; a build reads the source's.
+std::string defaultSkipsDir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::filesystem::path installed = exe.parent_path().parent_path() / "share/tessera/cts/skips";
+  if (!ec && std::filesystem::is_directory(installed, ec))
+    return installed.string();
+  return std::string(TESSERA_SOURCE_DIR) + "/conformance/cts/skips";
 }
 
 bool globMatch(const char *p, const char *s) {
@@ -72,11 +89,22 @@ int setup(int argc, char **argv, std::vector<char *> &rest) {
       (a == "--driver" ? drivers : only).push_back(argv[++i]);
       continue;
     }
-    if (a == "--driver" || a == "--device") {
+    if (a == "--skips-dir" && i + 1 < argc) {
+      gSkipsDir = argv[++i];
+      continue;
+    }
+    if (a == "--driver" || a == "--device" || a == "--skips-dir") {
       std::fprintf(stderr, "tessera cts: %s needs a value\n", a.c_str());
       return 2;
     }
     rest.push_back(argv[i]);
+  }
+  std::error_code ec;
+  if (gSkipsDir.empty())
+    gSkipsDir = defaultSkipsDir();
+  else if (!std::filesystem::is_directory(gSkipsDir, ec)) {
+    std::fprintf(stderr, "tessera cts: --skips-dir %s is not a directory\n", gSkipsDir.c_str());
+    return 2;
   }
   tsr_status_t st = tsr_registry_create(&gRegistry);
   if (!st) {
@@ -104,6 +132,10 @@ int setup(int argc, char **argv, std::vector<char *> &rest) {
   }
   if (st) {
     std::fprintf(stderr, "tessera cts: %s\n", hal::Status::fromC(st).message().c_str());
+    return 1;
+  }
+  if (std::string err; !addPluginTargets(gRegistry, defaultTargets(), &err)) {
+    std::fprintf(stderr, "tessera cts: %s\n", err.c_str());
     return 1;
   }
   uint32_t n = 0;

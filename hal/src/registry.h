@@ -8,6 +8,7 @@
 #include "hal/src/object.h"
 #include "hal/src/validation.h"
 #include "tessera/hal_driver.h"
+#include "tessera/hal_plugin.h"
 
 #include <deque>
 #include <memory>
@@ -40,6 +41,12 @@ struct UnavailableRecord {
   std::string reason;
 };
 
+/// A plugin the loader accepted (hal_plugin.h): its path and the record it exported.
+struct PluginRecord {
+  std::string path;
+  const tsr_plugin_v1 *plugin;
+};
+
 /// UNIMPLEMENTED for an entry point the driver does not provide.
 tsr_status_t absentEntry(const char *call, const DriverRecord &driver, const char *entry);
 
@@ -68,10 +75,11 @@ void addUnavailable(tsr_registry_s *registry, std::string backend, std::string r
 struct tsr_registry_s final : tessera::hal::Handle<tsr_registry_s> {
   static constexpr tessera::hal::ObjectKind kKind = tessera::hal::ObjectKind::Registry;
 
-  std::mutex mutex; // guards the three lists
+  std::mutex mutex; // guards the four lists
   std::vector<std::unique_ptr<tessera::hal::DriverRecord>> drivers;
   std::vector<tessera::hal::DeviceRecord> devices;
   std::deque<tessera::hal::UnavailableRecord> unavailable; // stable addresses
+  std::deque<tessera::hal::PluginRecord> plugins;          // stable addresses
 
   void destroy();
 };

@@ -97,7 +97,9 @@ TEST_F(Plugins, SearchPathFromTheEnvironment) {
   EXPECT_EQ(records[0].rfind("/nonexistent/libtessera_cuda_driver.so: dlopen failed: ", 0), 0u)
       << records[0];
   EXPECT_NE(records[1].find("libgarbage.so: dlopen failed:"), std::string::npos) << records[1];
-  EXPECT_EQ(records[2], "libm.so.6: not a Tessera driver: it does not export tsr_driver_entry");
+  EXPECT_EQ(
+      records[2],
+      "libm.so.6: not a Tessera plugin: it exports neither tsr_plugin_entry nor tsr_driver_entry");
 }
 
 TEST_F(Plugins, UnsetSearchPathLoadsNothing) {
