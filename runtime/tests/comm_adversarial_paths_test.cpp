@@ -192,50 +192,62 @@ TEST_F(CommAdversarialPaths, PointToPointMatchesInOrderBothWaysAndRejectsMismatc
   EXPECT_EQ(ints(b.recvPtr)[0], 4242);
 }
 
+/// How a caller that never synchronizes the op's own stream watches it end.
+enum class Watch { EventQuery, StreamQuery, OtherStreamQuery, EventSynchronize };
+
 TEST_F(CommAdversarialPaths, AnOpWhosePeerNeverComesEndsForQueryAndEventsToo) {
-  // Small (inline) and large (progress thread) ops; nobody calls tsr_stream_synchronize on
-  // the waiting stream: a query, an event recorded after the op, and a second stream waiting
-  // on that event must all see the op end by its deadline.
-  for (uint64_t count : {uint64_t(2), uint64_t(40000)}) {
-    Group group(devices(2));
-    group.resize(count * 4);
-    shortTimeouts(group, 100'000'000);
-    Rank &a = group.ranks[0];
-    tsr_event_t event = nullptr;
-    tsr_stream_t other = nullptr;
-    TSR_ASSERT_OK(tsr_event_create(a.device, &event));
-    TSR_ASSERT_OK(tsr_stream_create(a.device, &other));
-    TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, count, TSR_TYPE_F32,
-                                      TSR_REDUCE_SUM));
-    TSR_ASSERT_OK(tsr_stream_record_event(a.stream, event));
-    TSR_ASSERT_OK(tsr_stream_wait_event(other, event));
-    auto t0 = std::chrono::steady_clock::now();
-    bool ready = false;
-    while (!ready && since(t0) < 3.0) {
-      std::string e = consume(tsr_event_query(event, &ready));
-      if (!e.empty())
-        break; // reporting the failure is an ending too
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Small (inline) and large (progress thread) ops whose peer never arrives; one way of
+  // watching each time, alone: a query of the event recorded after the op, of the op's
+  // stream, of a second stream waiting on that event, or the event's synchronize. Each must
+  // see the op end by its deadline (a query used to report "busy" forever for an inline op).
+  for (Watch how :
+       {Watch::EventQuery, Watch::StreamQuery, Watch::OtherStreamQuery, Watch::EventSynchronize})
+    for (uint64_t count : {uint64_t(2), uint64_t(40000)}) {
+      Group group(devices(2));
+      group.resize(count * 4);
+      shortTimeouts(group, 100'000'000);
+      Rank &a = group.ranks[0];
+      tsr_event_t event = nullptr;
+      tsr_stream_t other = nullptr;
+      TSR_ASSERT_OK(tsr_event_create(a.device, &event));
+      TSR_ASSERT_OK(tsr_stream_create(a.device, &other));
+      TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, count, TSR_TYPE_F32,
+                                        TSR_REDUCE_SUM));
+      TSR_ASSERT_OK(tsr_stream_record_event(a.stream, event));
+      TSR_ASSERT_OK(tsr_stream_wait_event(other, event));
+      auto t0 = std::chrono::steady_clock::now();
+      bool done = false;
+      std::string e;
+      while (!done && e.empty() && since(t0) < 3.0) {
+        switch (how) {
+        case Watch::EventQuery:
+          e = consume(tsr_event_query(event, &done));
+          break;
+        case Watch::StreamQuery:
+          e = consume(tsr_stream_query(a.stream, &done));
+          break;
+        case Watch::OtherStreamQuery:
+          e = consume(tsr_stream_query(other, &done));
+          break;
+        case Watch::EventSynchronize:
+          e = consume(tsr_event_synchronize(event));
+          done = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      EXPECT_LT(since(t0), 1.5) << "never ended: watch " << int(how) << ", count " << count;
+      EXPECT_TRUE(e.empty() || e.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce", 0) == 0) << e;
+      t0 = std::chrono::steady_clock::now();
+      tsr_status_free(tsr_stream_synchronize(other));
+      std::string s = consume(tsr_stream_synchronize(a.stream));
+      EXPECT_LT(since(t0), 1.5);
+      // The failure is reported once: by the event's synchronize, or else the stream's.
+      EXPECT_EQ((e + s).rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce", 0), 0u)
+          << "watch " << int(how) << ": '" << e << "' then '" << s << "'";
+      tsr_stream_release(other);
+      tsr_event_release(event);
     }
-    EXPECT_LT(since(t0), 1.5) << "event never became ready, count " << count;
-    bool idle = false;
-    t0 = std::chrono::steady_clock::now();
-    while (!idle && since(t0) < 3.0) {
-      std::string e = consume(tsr_stream_query(a.stream, &idle));
-      if (!e.empty())
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    EXPECT_LT(since(t0), 1.5) << "stream never became idle, count " << count;
-    t0 = std::chrono::steady_clock::now();
-    tsr_status_free(tsr_stream_synchronize(other));
-    EXPECT_LT(since(t0), 1.5);
-    // The queries only poll: the failure is still the stream's synchronize's to report.
-    std::string e = consume(tsr_stream_synchronize(a.stream));
-    EXPECT_EQ(e.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce", 0), 0u) << e;
-    tsr_stream_release(other);
-    tsr_event_release(event);
-  }
 }
 
 TEST_F(CommAdversarialPaths, APeerReleasedWithoutArrivingFailsTheOpByItsDeadline) {
