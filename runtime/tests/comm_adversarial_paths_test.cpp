@@ -299,5 +299,91 @@ TEST_F(CommAdversarialPaths, AStreamOfTheSameDeviceOpenedAgainIsAnotherDevice) {
   tsr_device_release(again);
 }
 
+TEST_F(CommAdversarialPaths, SplitWithOpsInFlightAndASplitOneRankRefuses) {
+  Group group(devices(3));
+  const uint64_t count = 40000;
+  group.resize(count * 4);
+  shortTimeouts(group, 300'000'000);
+  // Large ops in flight on every rank's stream while the ranks split (split has no stream).
+  for (uint32_t r = 0; r < 3; ++r) {
+    Rank &k = group.ranks[r];
+    int32_t v = int32_t(r + 1);
+    TSR_ASSERT_OK(tsr_stream_fill(k.stream, k.send, 0, count * 4, &v, 4));
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count, TSR_TYPE_I32,
+                                      TSR_REDUCE_SUM));
+  }
+  tsr_comm_t sub[3] = {};
+  std::string err[3];
+  {
+    std::vector<std::thread> threads;
+    for (uint32_t r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        err[r] = consume(tsr_comm_split(group.ranks[r].comm, 0, -int32_t(r), &sub[r]));
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  for (uint32_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(err[r], "") << r;
+    TSR_ASSERT_OK(tsr_comm_set_timeout(sub[r], 300'000'000));
+    Rank &k = group.ranks[r];
+    TSR_ASSERT_OK(
+        tsr_comm_broadcast(sub[r], k.stream, k.recv, 0, k.recv, 0, count, TSR_TYPE_I32, 0));
+  }
+  for (uint32_t r = 0; r < 3; ++r) {
+    TSR_ASSERT_OK(tsr_stream_synchronize(group.ranks[r].stream));
+    EXPECT_EQ(ints(group.ranks[r].recvPtr)[count - 1], 6);
+    tsr_comm_release(sub[r]);
+  }
+  // Rank 0 refuses at validation (no out_comm): the others must not wait forever.
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (uint32_t r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        err[r] = consume(tsr_comm_split(group.ranks[r].comm, 0, 0, r == 0 ? nullptr : &sub[r]));
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  EXPECT_LT(since(t0), 2.0) << "split waited past the communicator's timeout";
+  EXPECT_EQ(err[0].rfind("INVALID_ARGUMENT: tsr_comm_split: ", 0), 0u) << err[0];
+  EXPECT_NE(err[0].find("out_comm"), std::string::npos) << err[0];
+  for (uint32_t r = 1; r < 3; ++r) {
+    EXPECT_EQ(err[r].rfind("DEADLINE_EXCEEDED: tsr_comm_split", 0), 0u) << r << ": " << err[r];
+    EXPECT_EQ(sub[r], nullptr);
+  }
+}
+
+TEST_F(CommAdversarialPaths, AbortDuringALargeOpFailsEveryRankPromptly) {
+  Group group(devices(4));
+  const uint64_t count = 300000; // 1.2 MB: progress threads
+  group.resize(count * 4);
+  shortTimeouts(group, 5'000'000'000);
+  for (uint32_t r = 0; r < 3; ++r) {
+    Rank &k = group.ranks[r];
+    std::memset(k.recvPtr, 0x44, 16);
+    TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, count, TSR_TYPE_F32,
+                                      TSR_REDUCE_SUM));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  TSR_ASSERT_OK(tsr_comm_abort(group.ranks[1].comm)); // an arrived rank aborts
+  auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t r = 0; r < 3; ++r) {
+    std::string e = consume(tsr_stream_synchronize(group.ranks[r].stream));
+    EXPECT_EQ(e.rfind("ABORTED: tsr_comm_all_reduce", 0), 0u) << "rank " << r << ": " << e;
+    EXPECT_EQ(static_cast<uint8_t *>(group.ranks[r].recvPtr)[0], 0x44) << "rank " << r;
+  }
+  EXPECT_LT(since(t0), 1.0);
+  // The rank that never arrived finds its peers gone instead of waiting 5 s.
+  Rank &late = group.ranks[3];
+  TSR_ASSERT_OK(tsr_comm_all_reduce(late.comm, late.stream, late.send, 0, late.recv, 0, count,
+                                    TSR_TYPE_F32, TSR_REDUCE_SUM));
+  t0 = std::chrono::steady_clock::now();
+  std::string e = consume(tsr_stream_synchronize(late.stream));
+  EXPECT_LT(since(t0), 1.0) << e;
+  EXPECT_EQ(e.rfind("ABORTED: tsr_comm_all_reduce", 0), 0u) << e;
+}
+
 } // namespace
 } // namespace tessera::testing
