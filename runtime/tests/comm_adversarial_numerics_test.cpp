@@ -238,6 +238,23 @@ TEST_F(CommAdversarialMath, IntegersWrapAvgTruncatesAndMinMaxKnowTheirSign) {
       EXPECT_EQ(avg[r][i], wantAvg[i]) << "i8 avg " << i;
       EXPECT_EQ(umin[r][i], wantUmin[i]) << "i8 umin " << i;
     }
+  // i16 wraps; UMAX of i64 reads the sign bit as the top bit; f64 MIN/MAX keep a NaN.
+  std::vector<std::vector<int16_t>> i16 = {{32767, 1, 0, 0}, {-32768, -1, 5, 3}};
+  auto s16 = allReduce(devices(4), byRank(i16), TSR_TYPE_I16, TSR_REDUCE_SUM);
+  auto m16 = allReduce(devices(4), byRank(i16), TSR_TYPE_I16, TSR_REDUCE_MIN);
+  EXPECT_EQ(s16[1][0], int16_t(-32768));
+  EXPECT_EQ(s16[1][1], int16_t(32767 + 8)); // -32768 - 1 wraps to 32767, then + 8 wraps
+  EXPECT_EQ(m16[2][1], int16_t(-32768));
+  std::vector<std::vector<int64_t>> u64 = {{-1, 5, INT64_MAX, 0}};
+  auto um = allReduce(devices(4), byRank(u64), TSR_TYPE_I64, TSR_REDUCE_UMAX);
+  auto sm = allReduce(devices(4), byRank(u64), TSR_TYPE_I64, TSR_REDUCE_MAX);
+  EXPECT_EQ(um[0][0], -1);
+  EXPECT_EQ(sm[0][0], INT64_MAX);
+  std::vector<std::vector<double>> nan64 = {{1.0, std::nan(""), -2.0, 3.0}, {-0.0, -0.0, 1, 2}};
+  auto dmin = allReduce(devices(4), byRank(nan64), TSR_TYPE_F64, TSR_REDUCE_MIN);
+  EXPECT_TRUE(std::isnan(dmin[0][0])) << dmin[0][0];
+  EXPECT_EQ(dmin[0][1], 0.0);
+  EXPECT_TRUE(std::signbit(dmin[0][1])) << "min of -0.0 and -0.0 must be -0.0";
   // i64 and f64.
   std::vector<std::vector<int64_t>> i64 = {{INT64_MAX, 1, 0, 0}, {-9, 0, 0, 0}};
   auto s64 = allReduce(devices(4), byRank(i64), TSR_TYPE_I64, TSR_REDUCE_AVG);
