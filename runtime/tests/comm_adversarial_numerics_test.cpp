@@ -362,37 +362,44 @@ TEST_F(CommAdversarialMath, AbortFailsPendingAndLaterOpsPeersStopWaitingStreamsS
 }
 
 TEST_F(CommAdversarialMath, ATimeoutNamesTheOpAndTheMissingRankThenNothingHangsOrLies) {
-  Group group(devices(2));
-  group.resize(64);
-  for (Rank &k : group.ranks)
-    TSR_ASSERT_OK(tsr_comm_set_timeout(k.comm, 100'000'000)); // 100 ms
-  Rank &a = group.ranks[0], &b = group.ranks[1];
-  static_cast<int32_t *>(a.sendPtr)[0] = 5;
-  static_cast<int32_t *>(b.sendPtr)[0] = 7;
-  TSR_ASSERT_OK(
-      tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, 1, TSR_TYPE_I32, TSR_REDUCE_SUM));
-  double secs = 0;
-  std::string msg = timedSync(a.stream, &secs);
-  EXPECT_EQ(msg.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce", 0), 0u) << msg;
-  EXPECT_NE(msg.find("rank(s) 1"), std::string::npos) << msg;
-  EXPECT_LT(secs, 1.5);
-  // Both ranks now enqueue the next op, from new data (100 + 7). Whatever the communicator
-  // does, each rank must finish promptly, and any rank that reports OK must hold the right
-  // sum: pairing rank 1's first op with rank 0's dead one would give 5 + 7.
-  static_cast<int32_t *>(a.sendPtr)[1] = 100;
-  static_cast<int32_t *>(b.sendPtr)[1] = 7;
-  for (Rank *k : {&a, &b}) {
-    static_cast<int32_t *>(k->recvPtr)[0] = -1;
-    TSR_ASSERT_OK(tsr_comm_all_reduce(k->comm, k->stream, k->send, 4, k->recv, 0, 1, TSR_TYPE_I32,
+  // Inline (1 element) and progress-thread (40000) ops.
+  for (uint64_t count : {uint64_t(1), uint64_t(40000)}) {
+    Group group(devices(2));
+    group.resize(count * 8);
+    for (Rank &k : group.ranks)
+      TSR_ASSERT_OK(tsr_comm_set_timeout(k.comm, 100'000'000)); // 100 ms
+    Rank &a = group.ranks[0], &b = group.ranks[1];
+    for (uint64_t i = 0; i < count; ++i) {
+      static_cast<int32_t *>(a.sendPtr)[i] = 5;
+      static_cast<int32_t *>(b.sendPtr)[i] = 7;
+      static_cast<int32_t *>(a.sendPtr)[count + i] = 100;
+      static_cast<int32_t *>(b.sendPtr)[count + i] = 7;
+    }
+    TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, count, TSR_TYPE_I32,
                                       TSR_REDUCE_SUM));
-  }
-  for (Rank *k : {&a, &b}) {
-    std::string m = timedSync(k->stream, &secs);
-    EXPECT_LT(secs, 1.5) << m;
-    if (m.empty())
-      EXPECT_EQ(static_cast<int32_t *>(k->recvPtr)[0], 107);
-    else
-      EXPECT_EQ(static_cast<int32_t *>(k->recvPtr)[0], -1) << m;
+    double secs = 0;
+    std::string msg = timedSync(a.stream, &secs);
+    EXPECT_EQ(msg.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce", 0), 0u) << msg;
+    EXPECT_NE(msg.find("rank(s) 1"), std::string::npos) << msg;
+    EXPECT_LT(secs, 1.5);
+    TSR_EXPECT_OK(tsr_stream_synchronize(a.stream)); // reported once
+    // Both ranks now enqueue the next op, from new data (100 + 7). Whatever the
+    // communicator does, each rank must finish promptly, and any rank that reports OK must
+    // hold the right sum: pairing rank 1's first op with rank 0's dead one gives 5 + 7.
+    for (Rank *k : {&a, &b}) {
+      std::memset(k->recvPtr, 0xff, count * 4);
+      TSR_ASSERT_OK(tsr_comm_all_reduce(k->comm, k->stream, k->send, count * 4, k->recv, 0, count,
+                                        TSR_TYPE_I32, TSR_REDUCE_SUM));
+    }
+    for (Rank *k : {&a, &b}) {
+      std::string m = timedSync(k->stream, &secs);
+      EXPECT_LT(secs, 1.5) << m;
+      int32_t got = static_cast<int32_t *>(k->recvPtr)[count - 1];
+      if (m.empty())
+        EXPECT_EQ(got, 107) << "count " << count;
+      else
+        EXPECT_EQ(got, -1) << m;
+    }
   }
 }
 
