@@ -385,5 +385,61 @@ TEST_F(CommAdversarialPaths, AbortDuringALargeOpFailsEveryRankPromptly) {
   EXPECT_EQ(e.rfind("ABORTED: tsr_comm_all_reduce", 0), 0u) << e;
 }
 
+// DISABLED: still broken (see the report of the adversarial tests): the last release of a
+// stream waits for its gated op (hal.h documents the wait), so with count 40000 the
+// driving thread blocks until the op's deadline and both ranks fail; with count 1 rank 1
+// reports OK without its recv written.
+TEST_F(CommAdversarialPaths,
+       DISABLED_AStreamReleasedRightAfterTheEnqueueDoesNotBlockTheDrivingThread) {
+  // One thread drives both ranks (hal.h: enqueues never block). Rank 0's stream is released
+  // before rank 1 has enqueued: the release must not wait for the op (which waits for rank
+  // 1, which this thread has not enqueued yet), and the op must still run.
+  for (uint64_t count : {uint64_t(1), uint64_t(40000)}) {
+    Group group(devices(2));
+    group.resize(count * 4);
+    shortTimeouts(group, 1'000'000'000);
+    Rank &a = group.ranks[0], &b = group.ranks[1];
+    for (uint64_t i = 0; i < count; ++i) {
+      ints(a.sendPtr)[i] = 3;
+      ints(b.sendPtr)[i] = 4;
+    }
+    tsr_stream_t s = nullptr;
+    TSR_ASSERT_OK(tsr_stream_create(a.device, &s));
+    TSR_ASSERT_OK(
+        tsr_comm_all_reduce(a.comm, s, a.send, 0, a.recv, 0, count, TSR_TYPE_I32, TSR_REDUCE_SUM));
+    auto t0 = std::chrono::steady_clock::now();
+    tsr_stream_release(s);
+    EXPECT_LT(since(t0), 0.5) << "the release blocked on the op, count " << count;
+    TSR_ASSERT_OK(tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, count, TSR_TYPE_I32,
+                                      TSR_REDUCE_SUM));
+    std::string e = consume(tsr_stream_synchronize(b.stream));
+    EXPECT_EQ(e, "") << "count " << count;
+    // Never a blank list of ranks.
+    EXPECT_EQ(e.find("rank(s)  "), std::string::npos) << e;
+    EXPECT_EQ(ints(b.recvPtr)[count - 1], 7);
+  }
+}
+
+TEST_F(CommAdversarialPaths, ARankThatArrivesAfterItsPeerGaveUpIsToldSo) {
+  Group group(devices(2));
+  const uint64_t count = 40000; // the progress thread watches rank 0's deadline
+  group.resize(count * 4);
+  shortTimeouts(group, 100'000'000);
+  Rank &a = group.ranks[0], &b = group.ranks[1];
+  TSR_ASSERT_OK(tsr_comm_all_reduce(a.comm, a.stream, a.send, 0, a.recv, 0, count, TSR_TYPE_I32,
+                                    TSR_REDUCE_SUM));
+  std::string ea = consume(tsr_stream_synchronize(a.stream));
+  EXPECT_EQ(ea.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce: op 0 on rank 0: rank(s) 1 ", 0), 0u)
+      << ea;
+  std::memset(b.recvPtr, 0x66, 16);
+  TSR_ASSERT_OK(tsr_comm_all_reduce(b.comm, b.stream, b.send, 0, b.recv, 0, count, TSR_TYPE_I32,
+                                    TSR_REDUCE_SUM));
+  std::string eb = consume(tsr_stream_synchronize(b.stream));
+  // It fails (its peer is gone from op 0) and says why: never "rank(s)  did not arrive".
+  EXPECT_EQ(eb.rfind("DEADLINE_EXCEEDED: tsr_comm_all_reduce: op 0 on rank 1: ", 0), 0u) << eb;
+  EXPECT_EQ(eb.find("rank(s)  "), std::string::npos) << eb;
+  EXPECT_EQ(static_cast<uint8_t *>(b.recvPtr)[0], 0x66);
+}
+
 } // namespace
 } // namespace tessera::testing
