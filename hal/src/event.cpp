@@ -68,8 +68,11 @@ tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_ready", out_ready));
   *out_ready = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
-  if (event->deferredRecords.load(std::memory_order_acquire) != 0)
-    return nullptr; // the record is still behind a collective's gate: not ready
+  if (event->deferredRecords.load(std::memory_order_acquire) != 0) {
+    expireOverduePosted(event->deferredOn.load(std::memory_order_relaxed));
+    if (event->deferredRecords.load(std::memory_order_acquire) != 0)
+      return nullptr; // the record is still behind a collective's gate: not ready
+  }
   tsr_device_s *device = event->device;
   return TSR_CALL_DRIVER(kCall, *device->driver, event_query, device->handle, event->handle,
                          out_ready);

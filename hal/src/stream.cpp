@@ -394,6 +394,7 @@ tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_idle", out_idle));
   *out_idle = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "stream", stream));
+  expireOverduePosted(stream);
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     if (stream->gated)

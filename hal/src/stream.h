@@ -72,9 +72,9 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   std::deque<tessera::hal::Deferred> deferred;
   tessera::hal::comm::PendingOp *current = nullptr; // the collective the gate waits for
                                                     // (NULL: a record behind another gate)
-  tsr_event_s *gateEvent = nullptr; // that record's event (internal reference), so a wait on
-                                    // this gate can wait on the other one, which enforces
-                                    // its collective's deadline
+  tsr_event_s *gateEvent = nullptr;   // that record's event (internal reference), so a wait on
+                                      // this gate can wait on the other one, which enforces
+                                      // its collective's deadline
   tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
   std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
 
@@ -98,6 +98,12 @@ void holdUntilRetiredLocked(tsr_stream_s *stream, std::span<Object *const> used)
 /// not gated and nothing is deferred. A collective posted without a waiting thread (the
 /// inline path) that passes its deadline is failed here (engine.cpp).
 void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock);
+
+/// Fails, without waiting, a collective posted without a waiting thread that is past its
+/// deadline: on `stream`, or on the stream holding the record that gates it. For the calls
+/// that only poll (tsr_stream_query, tsr_event_query), which otherwise would never see such
+/// an op end; the failure is reported as waitForGate's is.
+void expireOverduePosted(tsr_stream_s *stream);
 
 /// Returns once no record of `event` is kept behind a gate (host wait).
 void waitForDeferredRecord(tsr_event_s *event);

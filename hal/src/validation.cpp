@@ -232,6 +232,11 @@ tsr_status_t checkLaunch(const char *call, const tsr_stream_s *stream, const tsr
 tsr_status_t annotate(const char *call, tsr_status_t status) {
   if (!status)
     return nullptr;
+  // Already starts with the call ("call: ..." or "call (rank 0 of 2): ..."): once is enough.
+  const char *message = tsr_status_message(status);
+  const size_t n = std::strlen(call);
+  if (std::strncmp(message, call, n) == 0 && (message[n] == ':' || message[n] == ' '))
+    return status;
   tsr_status_t annotated =
       tsr_status_make(tsr_status_code(status), "%s: %s", call, tsr_status_message(status));
   tsr_status_free(status);

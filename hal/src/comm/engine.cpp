@@ -420,6 +420,24 @@ void openEventGate(tsr_stream_s *stream) {
   stream->releaseInternal();
 }
 
+namespace {
+
+// `op` is the stream's current posted op, past its deadline; the stream's lock (held by
+// `lock`) is released around the cancel. Fails the op unless its transport completes it
+// first (then whoever completes it opens the gate).
+void cancelOverdueLocked(comm::PendingOp *op, std::unique_lock<std::mutex> &lock) {
+  comm::PostingTransport *posting = op->comm->posting;
+  const uint64_t id = op->id;
+  lock.unlock();
+  tsr_status_t status = nullptr;
+  // On success the op is ours alone (the transport forgot it), so `op` is still alive.
+  if (posting->cancelPosted(id, &status))
+    comm::completePosted(op, status);
+  lock.lock();
+}
+
+} // namespace
+
 void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
   using namespace std::chrono;
   while (stream->gated || !stream->deferred.empty()) {
@@ -446,16 +464,27 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
       stream->gateOpened.wait_for(lock, nanoseconds(op->deadline - now));
       continue;
     }
-    comm::PostingTransport *posting = op->comm->posting;
-    const uint64_t id = op->id;
-    lock.unlock();
-    tsr_status_t status = nullptr;
-    // On success the op is ours alone (the transport forgot it), so `op` is still alive.
-    if (posting->cancelPosted(id, &status))
-      comm::completePosted(op, status);
-    lock.lock();
+    cancelOverdueLocked(op, lock);
     if (stream->current == op)
       stream->gateOpened.wait_for(lock, milliseconds(1)); // completing on another thread
+  }
+}
+
+void expireOverduePosted(tsr_stream_s *stream) {
+  // Bounded: a chain of record gates across streams is short, and never a cycle.
+  for (int hop = 0; stream && hop < 16; ++hop) {
+    std::unique_lock<std::mutex> lock(stream->mutex);
+    if (!stream->gated)
+      return;
+    if (comm::PendingOp *op = stream->current) {
+      if (op->posted && op->deadline != comm::kNoDeadline && comm::nowNs() >= op->deadline)
+        cancelOverdueLocked(op, lock);
+      return;
+    }
+    tsr_event_s *upstream = stream->gateEvent;
+    if (!upstream || upstream->deferredRecords.load(std::memory_order_acquire) == 0)
+      return;
+    stream = upstream->deferredOn.load(std::memory_order_relaxed);
   }
 }
 

@@ -306,11 +306,17 @@ tsr_status_t LocalTransport::timeoutStatus(const OpDesc &d) const {
                     "tsr_comm_recv: rank %u waited for a send from rank %u past the "
                     "communicator's timeout",
                     rank_, d.root);
+  const std::string missing = group_->missing(d.seq);
+  if (missing.empty()) // every rank arrived, but one that came earlier had given up on it
+    return TSR_FAIL(TSR_DEADLINE_EXCEEDED,
+                    "tsr_comm_%s: op %llu on rank %u: every rank arrived, but not within the "
+                    "communicator's timeout (a rank that came earlier had given up on it)",
+                    opKindName(d.kind), static_cast<unsigned long long>(d.seq), rank_);
   return TSR_FAIL(TSR_DEADLINE_EXCEEDED,
                   "tsr_comm_%s: op %llu on rank %u: rank(s) %s did not arrive within the "
                   "communicator's timeout",
                   opKindName(d.kind), static_cast<unsigned long long>(d.seq), rank_,
-                  group_->missing(d.seq).c_str());
+                  missing.c_str());
 }
 
 bool LocalTransport::enter(const HostOp &op, Deadline deadline, uint64_t opId, PendingOp *pending,

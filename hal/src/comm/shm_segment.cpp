@@ -41,7 +41,7 @@ uint64_t halfBytesFromEnv() {
 }
 
 uint64_t pidNamespace() {
-  struct stat st{};
+  struct stat st {};
   return stat("/proc/self/ns/pid", &st) == 0 ? uint64_t(st.st_ino) : 0;
 }
 
@@ -159,7 +159,7 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
     h.ready.store(kMagic, std::memory_order_release);
   } else {
     // Map only the header until the creator published the layout: its size tells the rest.
-    struct stat st{};
+    struct stat st {};
     while (fstat(fd, &st) == 0 && uint64_t(st.st_size) < sizeof(Header)) {
       if (nowNs() >= deadline) {
         close(fd);
@@ -203,14 +203,17 @@ tsr_status_t Segment::join(const tsr_comm_unique_id_t &id, uint32_t size, uint32
   seg->ranks_ = reinterpret_cast<RankState *>(seg->base_ + seg->header_->ranksOffset);
   seg->rank_ = rank;
   RankState &me = seg->self();
-  if (me.joined.load(std::memory_order_acquire)) {
-    seg->ranks_ = nullptr; // not ours: leave the other process's state alone
+  // One atomic claim: two processes given the same rank must not both pass a check.
+  if (me.joined.exchange(1, std::memory_order_acq_rel)) {
+    // Not ours: leave the other process's state alone, and the name too (unlinking it would
+    // strand the ranks still to come of the group that owns this rank).
+    seg->ranks_ = nullptr;
+    seg->unlinked_ = true;
     return TSR_FAIL(TSR_INVALID_ARGUMENT, "tsr_comm_create_rank: rank %u joined %s twice", rank,
                     name);
   }
   me.pid = int32_t(getpid());
   me.pidNamespace = pidNamespace();
-  me.joined.store(1, std::memory_order_release);
   // The last rank to map the segment removes its name: from now on only mappings keep it.
   if (seg->header_->joinedCount.fetch_add(1, std::memory_order_acq_rel) + 1 == size) {
     shm_unlink(name);

@@ -62,8 +62,8 @@ void describe(const OpDesc &d, char *out, size_t size) {
                   d.root);
   if (d.kind == OpKind::Send || d.kind == OpKind::Recv)
     std::snprintf(extra, sizeof(extra), ", peer=%u", d.root);
-  std::snprintf(out, size, "%s #%" PRIu64 " (count=%" PRIu64 ", %s%s)", opKindName(d.kind),
-                d.seq, d.count, tsr_type_name(d.type), extra);
+  std::snprintf(out, size, "%s #%" PRIu64 " (count=%" PRIu64 ", %s%s)", opKindName(d.kind), d.seq,
+                d.count, tsr_type_name(d.type), extra);
 }
 
 } // namespace
@@ -87,10 +87,16 @@ tsr_status_t describeMismatch(const OpDesc &mine, uint32_t myRank, const OpDesc 
   char a[128], b[128];
   describe(mine, a, sizeof(a));
   describe(theirs, b, sizeof(b));
+  // Like every error, it starts with the call (hal.h); a pair names the pairing rule.
+  const bool p2p = mine.kind == OpKind::Send || mine.kind == OpKind::Recv;
   return tsr_status_make(TSR_INVALID_ARGUMENT,
-                         "collective mismatch: rank %u enqueued %s but rank %u enqueued %s; "
-                         "every rank must enqueue the same operations in the same order",
-                         myRank, a, theirRank, b);
+                         "tsr_comm_%s: %s mismatch: rank %u enqueued %s but rank %u enqueued %s; "
+                         "%s",
+                         opKindName(mine.kind), p2p ? "send/recv" : "collective", myRank, a,
+                         theirRank, b,
+                         p2p ? "the n-th send from a rank to a peer must match the peer's n-th "
+                               "recv from that rank in count and type"
+                             : "every rank must enqueue the same operations in the same order");
 }
 
 } // namespace tessera::hal::comm
