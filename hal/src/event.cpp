@@ -45,8 +45,9 @@ void tsr_event_release(tsr_event_t event) {
 tsr_status_t tsr_event_synchronize(tsr_event_t event) {
   static const char *kCall = "tsr_event_synchronize";
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
-  // A record kept behind a collective's gate counts as enqueued work: wait for the gate.
-  waitForDeferredRecord(event);
+  // The most recent record, when still behind a collective's gate, counts as enqueued work:
+  // wait for it to reach the driver (not for later records, nor the whole gate).
+  waitForDeferredRecord(event, event->lastRecord.load(std::memory_order_acquire));
   tsr_device_s *device = event->device;
   tsr_status_t status =
       TSR_CALL_DRIVER(kCall, *device->driver, event_synchronize, device->handle, event->handle);
@@ -68,9 +69,10 @@ tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
   TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_ready", out_ready));
   *out_ready = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
-  if (event->deferredRecords.load(std::memory_order_acquire) != 0) {
-    expireOverduePosted(event->deferredOn.load(std::memory_order_relaxed));
-    if (event->deferredRecords.load(std::memory_order_acquire) != 0)
+  const uint64_t last = event->lastRecord.load(std::memory_order_acquire);
+  if (tsr_stream_s *holder = heldRecordStream(event, last)) {
+    expireOverduePosted(holder);
+    if (heldRecordStream(event, last))
       return nullptr; // the record is still behind a collective's gate: not ready
   }
   tsr_device_s *device = event->device;

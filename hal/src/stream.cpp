@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <utility>
 
 using namespace tessera::hal;
 
@@ -79,18 +80,24 @@ tsr_status_t enqueue(tsr_stream_s *stream, std::span<Object *const> used, Driver
   tsr_status_t status;
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
+    // A wait follows the record that is the event's most recent at this call.
+    const uint64_t waitSeq = waitFor ? waitFor->lastRecord.load(std::memory_order_acquire) : 0;
     // A wait on a record that is still behind another stream's gate gates this stream too
     // (the driver has not seen the record yet), without blocking the caller.
-    if (stream->gated || (waitFor && gateOnDeferredRecordLocked(stream, waitFor))) {
+    if (stream->gated || (waitFor && gateOnDeferredRecordLocked(stream, waitFor, waitSeq))) {
+      uint64_t recordSeq = 0;
+      if (recorded) {
+        std::lock_guard<std::mutex> eventLock(recorded->mutex);
+        recordSeq = recorded->lastRecord.fetch_add(1, std::memory_order_acq_rel) + 1;
+        recorded->held.push_back({recordSeq, stream});
+      }
       stream->deferred.push_back({std::function<tsr_status_t()>(std::forward<DriverCall>(call)),
                                   std::vector<Object *>(used.begin(), used.end()), recorded,
-                                  waitFor, nullptr});
-      if (recorded) {
-        recorded->deferredOn.store(stream, std::memory_order_relaxed);
-        recorded->deferredRecords.fetch_add(1, std::memory_order_release);
-      }
+                                  waitFor, recordSeq, waitSeq, nullptr});
       return nullptr;
     }
+    if (recorded)
+      recorded->lastRecord.fetch_add(1, std::memory_order_acq_rel);
     status = call();
     if (!status && recorded)
       noteRecordLocked(stream, recorded);
@@ -425,26 +432,54 @@ tsr_status_t enqueueOnStream(tsr_stream_s *stream, std::span<Object *const> used
   return enqueue(stream, used, std::move(call), recorded, waitFor);
 }
 
-bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event) {
-  std::lock_guard<std::mutex> lock(event->waitersMutex);
-  if (event->deferredRecords.load(std::memory_order_acquire) == 0)
+namespace {
+
+// The event's lock must be held.
+tsr_stream_s *heldRecordStreamLocked(tsr_event_s *event, uint64_t number) {
+  if (number == 0)
+    return nullptr;
+  for (const tsr_event_s::HeldRecord &record : event->held)
+    if (record.number == number)
+      return record.stream;
+  return nullptr;
+}
+
+} // namespace
+
+tsr_stream_s *heldRecordStream(tsr_event_s *event, uint64_t number) {
+  if (number == 0)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(event->mutex);
+  return heldRecordStreamLocked(event, number);
+}
+
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event, uint64_t number) {
+  if (number == 0)
+    return false;
+  std::lock_guard<std::mutex> lock(event->mutex);
+  if (!heldRecordStreamLocked(event, number))
     return false;
   stream->retainInternal();
-  event->waiters.push_back(stream);
+  event->waiters.push_back({stream, number});
   stream->gated = true;
-  if (!stream->gateEvent) {
-    event->retainInternal();
-    stream->gateEvent = event;
-  }
+  // A stream is gated by one record at a time (later waits are deferred behind the gate).
+  event->retainInternal();
+  if (tsr_event_s *old = std::exchange(stream->gateEvent, event))
+    old->releaseInternal();
+  stream->gateRecord = number;
   return true;
 }
 
-void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened) {
-  std::lock_guard<std::mutex> lock(event->waitersMutex);
-  if (event->deferredRecords.fetch_sub(1, std::memory_order_acq_rel) != 1)
-    return;
-  opened.insert(opened.end(), event->waiters.begin(), event->waiters.end());
-  event->waiters.clear();
+void recordFlushed(tsr_event_s *event, uint64_t number, std::vector<tsr_stream_s *> &opened) {
+  std::lock_guard<std::mutex> lock(event->mutex);
+  std::erase_if(event->held,
+                [&](const tsr_event_s::HeldRecord &record) { return record.number == number; });
+  std::erase_if(event->waiters, [&](const tsr_event_s::RecordWaiter &waiter) {
+    if (waiter.number != number)
+      return false;
+    opened.push_back(waiter.stream);
+    return true;
+  });
 }
 
 void holdUntilRetiredLocked(tsr_stream_s *stream, std::span<Object *const> used) {
@@ -481,15 +516,6 @@ tsr_status_t takeRecordedError(tsr_event_s *event) {
   }
   stream->releaseInternal();
   return status;
-}
-
-void waitForDeferredRecord(tsr_event_s *event) {
-  if (event->deferredRecords.load(std::memory_order_acquire) == 0)
-    return;
-  tsr_stream_s *stream = event->deferredOn.load(std::memory_order_relaxed);
-  std::unique_lock<std::mutex> lock(stream->mutex);
-  if (stream->gated)
-    waitForGate(stream, lock);
 }
 
 } // namespace tessera::hal

@@ -51,6 +51,8 @@ struct Deferred {
   std::vector<Object *> used;
   tsr_event_s *recorded = nullptr; // a deferred tsr_stream_record_event of this event
   tsr_event_s *waitFor = nullptr;  // a deferred tsr_stream_wait_event on this event
+  uint64_t recordSeq = 0;          // the number of that record (tsr_event_s::lastRecord)
+  uint64_t waitSeq = 0;            // the record that wait follows (the most recent at its call)
   comm::PendingOpPtr op;
 };
 
@@ -75,6 +77,7 @@ struct tsr_stream_s final : tessera::hal::Handle<tsr_stream_s> {
   tsr_event_s *gateEvent = nullptr;   // that record's event (internal reference), so a wait on
                                       // this gate can wait on the other one, which enforces
                                       // its collective's deadline
+  uint64_t gateRecord = 0;            // and that record's number
   tsr_status_t asyncError = nullptr;  // first error of gated work, for the next synchronize
   std::condition_variable gateOpened; // notified when `gated` drops or `deferred` drains
 
@@ -105,16 +108,22 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock);
 /// an op end; the failure is reported as waitForGate's is.
 void expireOverduePosted(tsr_stream_s *stream);
 
-/// Returns once no record of `event` is kept behind a gate (host wait).
-void waitForDeferredRecord(tsr_event_s *event);
+/// The stream whose gate still holds record `number` of `event`; NULL when that record has
+/// reached the driver (or never was held).
+tsr_stream_s *heldRecordStream(tsr_event_s *event, uint64_t number);
 
-/// The stream's lock must be held. When a record of `event` is still behind another
+/// Returns once record `number` of `event` is no longer kept behind a gate (host wait). A
+/// record behind an inline collective ends at that collective's deadline.
+void waitForDeferredRecord(tsr_event_s *event, uint64_t number);
+
+/// The stream's lock must be held. When record `number` of `event` is still behind another
 /// stream's gate, gates `stream` until it reaches the driver (true); else false.
-bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event);
+bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event, uint64_t number);
 
-/// A deferred record of `event` reached the driver: when it was the last, the streams
-/// gated on it are moved to `opened` (the caller opens them without holding a stream lock).
-void recordFlushed(tsr_event_s *event, std::vector<tsr_stream_s *> &opened);
+/// Record `number` of `event`, held behind a gate, reached the driver: the streams gated on
+/// exactly that record are moved to `opened` (the caller opens them without holding a stream
+/// lock).
+void recordFlushed(tsr_event_s *event, uint64_t number, std::vector<tsr_stream_s *> &opened);
 
 /// Opens the gate of a stream gated by gateOnDeferredRecordLocked, flushing what it kept
 /// (engine.cpp); drops the reference the gate held.

@@ -310,13 +310,11 @@ TEST_F(CommAdversarial, HandlesReleasedRightAfterTheEnqueueStayAlive) {
   }
 }
 
-// DISABLED: still broken (see the adversarial tests' report). An event counts its records
-// still behind a gate (tsr_event_s::deferredRecords) instead of tracking each record, so a
-// wait on round r's record also waits for round r+1's: the producer (waiting on `reduced`)
-// and the collective's stream (waiting on `filled`) gate each other. Intermittently: wrong
-// values (round 0's result read in round 1), and a stack overflow in waitForGate <->
-// waitForDeferredRecord following the cycle (engine.cpp / stream.cpp).
-TEST_F(CommAdversarial, DISABLED_EventsAcrossThreeStreamsOrderAFillTheOpAndACopy) {
+// Events reused every round: a wait follows the record that was the event's most recent at
+// the wait's call, not a later record held behind another gate (an event that counted its
+// held records gated the producer and the collective's stream on each other: wrong values,
+// hangs, a stack overflow in waitForGate <-> waitForDeferredRecord).
+TEST_F(CommAdversarial, EventsAcrossThreeStreamsOrderAFillTheOpAndACopy) {
   Group group(devices(4));
   const uint64_t n = 30000;
   group.resize(n * 4);
@@ -368,6 +366,80 @@ TEST_F(CommAdversarial, DISABLED_EventsAcrossThreeStreamsOrderAFillTheOpAndACopy
     tsr_event_release(s.filled);
     tsr_event_release(s.reduced);
     tsr_buffer_release(s.out);
+  }
+}
+
+// One event for everything, reused over several rounds with no synchronize in between: the
+// producer records it after a fill, the collective's stream waits on it, records it after
+// the op, and the consumer and the producer wait on that record. Every round's result lands
+// in its own slot; all are checked bitwise at the end. Small (inline) and large (progress
+// thread) ops.
+TEST_F(CommAdversarial, OneEventReusedEveryRoundOrdersEachRoundOnItsOwnRecord) {
+  for (uint64_t n : {uint64_t(16), uint64_t(20000)}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    Group group(devices(4));
+    group.resize(n * 4);
+    shortTimeouts(group);
+    const int rounds = 6;
+    struct Side {
+      tsr_stream_t producer = nullptr, consumer = nullptr;
+      tsr_event_t event = nullptr;
+      tsr_buffer_t out = nullptr;
+    } side[4];
+    for (uint32_t r = 0; r < 4; ++r) {
+      Rank &k = group.ranks[r];
+      Side &s = side[r];
+      TSR_ASSERT_OK(tsr_stream_create(k.device, &s.producer));
+      TSR_ASSERT_OK(tsr_stream_create(k.device, &s.consumer));
+      TSR_ASSERT_OK(tsr_event_create(k.device, &s.event));
+      TSR_ASSERT_OK(tsr_buffer_allocate(k.device, n * 4 * rounds,
+                                        TSR_MEMORY_DEVICE_LOCAL | TSR_MEMORY_HOST_VISIBLE, &s.out));
+    }
+    auto value = [](int round, uint32_t r) {
+      return int32_t(0x01010101 * (round + 1)) ^ int32_t(r);
+    };
+    for (int round = 0; round < rounds; ++round)
+      for (uint32_t r = 0; r < 4; ++r) {
+        Rank &k = group.ranks[r];
+        Side &s = side[r];
+        int32_t v = value(round, r);
+        TSR_ASSERT_OK(tsr_stream_fill(s.producer, k.send, 0, n * 4, &v, 4));
+        TSR_ASSERT_OK(tsr_stream_record_event(s.producer, s.event));
+        TSR_ASSERT_OK(tsr_stream_wait_event(k.stream, s.event));
+        TSR_ASSERT_OK(tsr_comm_all_reduce(k.comm, k.stream, k.send, 0, k.recv, 0, n, TSR_TYPE_I32,
+                                          TSR_REDUCE_SUM));
+        TSR_ASSERT_OK(tsr_stream_record_event(k.stream, s.event));
+        TSR_ASSERT_OK(tsr_stream_wait_event(s.consumer, s.event));
+        TSR_ASSERT_OK(tsr_stream_copy_d2d(s.consumer, k.recv, 0, s.out, n * 4 * round, n * 4));
+        // The producer may not overwrite send before the op has read it.
+        TSR_ASSERT_OK(tsr_stream_wait_event(s.producer, s.event));
+        // Nor may the next op overwrite recv before the consumer has copied it.
+        TSR_ASSERT_OK(tsr_stream_record_event(s.consumer, s.event));
+        TSR_ASSERT_OK(tsr_stream_wait_event(k.stream, s.event));
+      }
+    for (uint32_t r = 0; r < 4; ++r) {
+      Side &s = side[r];
+      TSR_ASSERT_OK(tsr_stream_synchronize(s.consumer));
+      TSR_ASSERT_OK(tsr_event_synchronize(s.event));
+      void *p = nullptr;
+      TSR_ASSERT_OK(tsr_buffer_map(s.out, 0, n * 4 * rounds, &p));
+      for (int round = 0; round < rounds; ++round) {
+        uint32_t sum = 0;
+        for (uint32_t q = 0; q < 4; ++q)
+          sum += uint32_t(value(round, q));
+        std::vector<uint32_t> expect(n, sum);
+        EXPECT_EQ(std::memcmp(static_cast<char *>(p) + n * 4 * round, expect.data(), n * 4), 0)
+            << "rank " << r << " round " << round;
+      }
+      TSR_ASSERT_OK(tsr_buffer_unmap(s.out));
+    }
+    for (Side &s : side) {
+      TSR_EXPECT_OK(tsr_stream_synchronize(s.producer));
+      tsr_stream_release(s.producer);
+      tsr_stream_release(s.consumer);
+      tsr_event_release(s.event);
+      tsr_buffer_release(s.out);
+    }
   }
 }
 

@@ -215,8 +215,9 @@ void dispatch(PendingOp *op) {
 void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
                  std::vector<Object *> &release, std::vector<tsr_stream_s *> &opened) {
   while (!stream->deferred.empty()) {
-    if (stream->deferred.front().waitFor &&
-        gateOnDeferredRecordLocked(stream, stream->deferred.front().waitFor))
+    // A wait gates again only while the very record it follows is still held.
+    if (const Deferred &front = stream->deferred.front();
+        front.waitFor && gateOnDeferredRecordLocked(stream, front.waitFor, front.waitSeq))
       return;
     Deferred item = std::move(stream->deferred.front());
     stream->deferred.pop_front();
@@ -230,7 +231,7 @@ void flushLocked(tsr_stream_s *stream, std::vector<PendingOp *> &started,
     if (item.recorded && !status)
       noteRecordLocked(stream, item.recorded);
     if (item.recorded)
-      recordFlushed(item.recorded, opened);
+      recordFlushed(item.recorded, item.recordSeq, opened);
     if (status) {
       storeAsyncErrorLocked(stream, status);
       release.insert(release.end(), item.used.begin(), item.used.end());
@@ -368,7 +369,7 @@ tsr_status_t submit(std::unique_ptr<PendingOp> op) {
   {
     std::lock_guard<std::mutex> lock(stream->mutex);
     if (stream->gated) {
-      stream->deferred.push_back({{}, {}, nullptr, nullptr, PendingOpPtr(op.release())});
+      stream->deferred.push_back({{}, {}, nullptr, nullptr, 0, 0, PendingOpPtr(op.release())});
       return nullptr;
     }
     started = op.release();
@@ -438,41 +439,83 @@ void cancelOverdueLocked(comm::PendingOp *op, std::unique_lock<std::mutex> &lock
 
 } // namespace
 
-void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
+// waitForGate and waitForDeferredRecord call each other along a chain of record gates
+// (stream A gated on a record held by B's gate, ...). Numbered records make that chain
+// acyclic and at most one hop per stream, but its depth is bounded here anyway: past
+// kMaxRecordHops a wait polls the stream's condition instead of following the chain.
+namespace {
+
+constexpr int kMaxRecordHops = 16;
+thread_local int recordHops = 0;
+
+// One bounded wait for `stream`'s gate to move (its lock held by `lock`, released while
+// waiting); the caller re-checks its own condition. Enforces the deadline of a posted op
+// (which has no thread of its own to do so), also through a chain of record gates.
+void waitGateStep(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
   using namespace std::chrono;
-  while (stream->gated || !stream->deferred.empty()) {
-    comm::PendingOp *op = stream->current;
-    tsr_event_s *upstream = stream->gateEvent;
-    if (!op && upstream && upstream->deferredRecords.load(std::memory_order_acquire) != 0) {
-      // A record gate: wait on the stream that holds the record, which fails its collective
-      // at the deadline (an inline op has no thread of its own to do so); then this gate
-      // opens when the record reaches the driver.
-      upstream->retainInternal();
-      lock.unlock();
-      waitForDeferredRecord(upstream);
-      upstream->releaseInternal();
-      lock.lock();
-      continue;
+  if (!stream->gated) {
+    // Opening and flushing happen under one lock, so this is brief at most.
+    stream->gateOpened.wait_for(lock, milliseconds(1));
+    return;
+  }
+  comm::PendingOp *op = stream->current;
+  tsr_event_s *upstream = stream->gateEvent;
+  const uint64_t number = stream->gateRecord;
+  if (!op && upstream && heldRecordStream(upstream, number)) {
+    if (recordHops >= kMaxRecordHops) {
+      stream->gateOpened.wait_for(lock, milliseconds(1));
+      return;
     }
-    if (!op || !op->posted || op->deadline == comm::kNoDeadline) {
-      stream->gateOpened.wait(lock);
+    // A record gate: wait on the stream that holds the record, which fails its collective
+    // at the deadline (an inline op has no thread of its own to do so); then this gate
+    // opens when the record reaches the driver.
+    upstream->retainInternal();
+    lock.unlock();
+    ++recordHops;
+    waitForDeferredRecord(upstream, number);
+    --recordHops;
+    upstream->releaseInternal();
+    lock.lock();
+    return;
+  }
+  if (!op || !op->posted || op->deadline == comm::kNoDeadline) {
+    stream->gateOpened.wait(lock);
+    return;
+  }
+  // A posted op has no thread watching its deadline: this wait does.
+  const uint64_t now = comm::nowNs();
+  if (now < op->deadline) {
+    stream->gateOpened.wait_for(lock, nanoseconds(op->deadline - now));
+    return;
+  }
+  cancelOverdueLocked(op, lock);
+  if (stream->current == op)
+    stream->gateOpened.wait_for(lock, milliseconds(1)); // completing on another thread
+}
+
+} // namespace
+
+void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
+  while (stream->gated || !stream->deferred.empty())
+    waitGateStep(stream, lock);
+}
+
+void waitForDeferredRecord(tsr_event_s *event, uint64_t number) {
+  for (;;) {
+    tsr_stream_s *holder = heldRecordStream(event, number);
+    if (!holder)
+      return;
+    // The record is in holder's deferred work, so holder is alive until it is flushed.
+    std::unique_lock<std::mutex> lock(holder->mutex);
+    if (heldRecordStream(event, number) != holder)
       continue;
-    }
-    // A posted op has no thread watching its deadline: this wait does.
-    const uint64_t now = comm::nowNs();
-    if (now < op->deadline) {
-      stream->gateOpened.wait_for(lock, nanoseconds(op->deadline - now));
-      continue;
-    }
-    cancelOverdueLocked(op, lock);
-    if (stream->current == op)
-      stream->gateOpened.wait_for(lock, milliseconds(1)); // completing on another thread
+    waitGateStep(holder, lock);
   }
 }
 
 void expireOverduePosted(tsr_stream_s *stream) {
   // Bounded: a chain of record gates across streams is short, and never a cycle.
-  for (int hop = 0; stream && hop < 16; ++hop) {
+  for (int hop = 0; stream && hop < kMaxRecordHops; ++hop) {
     std::unique_lock<std::mutex> lock(stream->mutex);
     if (!stream->gated)
       return;
@@ -482,9 +525,9 @@ void expireOverduePosted(tsr_stream_s *stream) {
       return;
     }
     tsr_event_s *upstream = stream->gateEvent;
-    if (!upstream || upstream->deferredRecords.load(std::memory_order_acquire) == 0)
+    if (!upstream)
       return;
-    stream = upstream->deferredOn.load(std::memory_order_relaxed);
+    stream = heldRecordStream(upstream, stream->gateRecord);
   }
 }
 
