@@ -70,8 +70,9 @@ tsr_status_t tsr_event_query(tsr_event_t event, bool *out_ready) {
   *out_ready = false;
   TSR_RETURN_IF_ERROR(checkHandle(kCall, "event", event));
   const uint64_t last = event->lastRecord.load(std::memory_order_acquire);
-  if (tsr_stream_s *holder = heldRecordStream(event, last)) {
+  if (tsr_stream_s *holder = retainHeldRecordStream(event, last)) {
     expireOverduePosted(holder);
+    holder->releaseInternal();
     if (heldRecordStream(event, last))
       return nullptr; // the record is still behind a collective's gate: not ready
   }

@@ -453,6 +453,18 @@ tsr_stream_s *heldRecordStream(tsr_event_s *event, uint64_t number) {
   return heldRecordStreamLocked(event, number);
 }
 
+tsr_stream_s *retainHeldRecordStream(tsr_event_s *event, uint64_t number) {
+  if (number == 0)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(event->mutex);
+  // Alive: a stream holding a record is gated, and its gate (an op, or the waiter entry of a
+  // record gate) holds a reference until the record is flushed and dropped from `held`.
+  tsr_stream_s *stream = heldRecordStreamLocked(event, number);
+  if (stream)
+    stream->retainInternal();
+  return stream;
+}
+
 bool gateOnDeferredRecordLocked(tsr_stream_s *stream, tsr_event_s *event, uint64_t number) {
   if (number == 0)
     return false;

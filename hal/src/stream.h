@@ -112,6 +112,9 @@ void expireOverduePosted(tsr_stream_s *stream);
 /// reached the driver (or never was held).
 tsr_stream_s *heldRecordStream(tsr_event_s *event, uint64_t number);
 
+/// heldRecordStream, with an internal reference to the stream (NULL: none taken).
+tsr_stream_s *retainHeldRecordStream(tsr_event_s *event, uint64_t number);
+
 /// Returns once record `number` of `event` is no longer kept behind a gate (host wait). A
 /// record behind an inline collective ends at that collective's deadline.
 void waitForDeferredRecord(tsr_event_s *event, uint64_t number);

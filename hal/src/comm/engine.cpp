@@ -502,33 +502,38 @@ void waitForGate(tsr_stream_s *stream, std::unique_lock<std::mutex> &lock) {
 
 void waitForDeferredRecord(tsr_event_s *event, uint64_t number) {
   for (;;) {
-    tsr_stream_s *holder = heldRecordStream(event, number);
+    tsr_stream_s *holder = retainHeldRecordStream(event, number);
     if (!holder)
       return;
-    // The record is in holder's deferred work, so holder is alive until it is flushed.
-    std::unique_lock<std::mutex> lock(holder->mutex);
-    if (heldRecordStream(event, number) != holder)
-      continue;
-    waitGateStep(holder, lock);
+    {
+      std::unique_lock<std::mutex> lock(holder->mutex);
+      if (heldRecordStream(event, number) == holder)
+        waitGateStep(holder, lock);
+    }
+    holder->releaseInternal();
   }
 }
 
 void expireOverduePosted(tsr_stream_s *stream) {
-  // Bounded: a chain of record gates across streams is short, and never a cycle.
+  // Bounded: a chain of record gates across streams is short, and never a cycle. Each
+  // stream after the first is held by a reference taken here.
+  tsr_stream_s *taken = nullptr;
   for (int hop = 0; stream && hop < kMaxRecordHops; ++hop) {
-    std::unique_lock<std::mutex> lock(stream->mutex);
-    if (!stream->gated)
-      return;
-    if (comm::PendingOp *op = stream->current) {
-      if (op->posted && op->deadline != comm::kNoDeadline && comm::nowNs() >= op->deadline)
+    tsr_stream_s *next = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(stream->mutex);
+      comm::PendingOp *op = stream->gated ? stream->current : nullptr;
+      if (op && op->posted && op->deadline != comm::kNoDeadline && comm::nowNs() >= op->deadline)
         cancelOverdueLocked(op, lock);
-      return;
+      else if (stream->gated && !op && stream->gateEvent)
+        next = retainHeldRecordStream(stream->gateEvent, stream->gateRecord);
     }
-    tsr_event_s *upstream = stream->gateEvent;
-    if (!upstream)
-      return;
-    stream = heldRecordStream(upstream, stream->gateRecord);
+    if (taken)
+      taken->releaseInternal();
+    taken = stream = next;
   }
+  if (taken)
+    taken->releaseInternal();
 }
 
 } // namespace tessera::hal
