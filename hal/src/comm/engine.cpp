@@ -188,7 +188,10 @@ void dispatch(PendingOp *op) {
     return;
   }
   tsr_comm_s *comm = op->comm;
-  Worker &worker = *comm->worker;
+  // Once the op is queued the progress thread may finish it and the last reference to the
+  // communicator may go (destroying its Worker) before the notify below: keep the Worker.
+  std::shared_ptr<Worker> keep = comm->worker;
+  Worker &worker = *keep;
   bool inlinePost = false;
   {
     std::lock_guard<std::mutex> lock(worker.mutex);
