@@ -35,22 +35,6 @@ std::optional<Op> parseOp(const std::string &name) {
   return std::nullopt;
 }
 
-size_t elemBytes(tsr_type_t t) {
-  switch (t) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  default:
-    return 8;
-  }
-}
-
 void releaseGroup(Group &g) {
   for (tsr_comm_t c : g.comms)
     if (c)

@@ -58,8 +58,6 @@ struct Row {
   std::optional<double> baselineTimeUs, baselineBusbw;
 };
 
-/// Bytes of one element of an IR dtype (i8 .. f64).
-size_t elemBytes(tsr_type_t t);
 /// nccl-tests' bus bandwidth factor of `op` over n ranks.
 double busFactor(Op op, uint32_t n);
 /// Elements of dtype per rank's send (the `count` of the public call) for a "size" of

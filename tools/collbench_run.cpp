@@ -49,7 +49,7 @@ void writeElem(tsr_type_t t, double v, uint8_t *dst) {
     return;
   default: {
     int64_t iv = int64_t(v);
-    std::memcpy(dst, &iv, elemBytes(t)); // little endian: the low bytes
+    std::memcpy(dst, &iv, tsr_type_size(t)); // little endian: the low bytes
   }
   }
 }
@@ -175,7 +175,7 @@ tsr_status_t syncAll(const Group &g) {
 tsr_status_t makeBuffers(const Options &o, Op op, const Group &g, uint64_t count,
                          std::vector<RankBuffers> *out) {
   uint32_t n = g.size;
-  size_t es = elemBytes(o.dtype);
+  size_t es = tsr_type_size(o.dtype);
   uint64_t sendElems = count * (sendsBlocks(op) ? n : 1);
   uint64_t recvElems = count * (recvsBlocks(op) ? n : 1);
   out->resize(g.comms.size());
@@ -211,7 +211,7 @@ void freeBuffers(std::vector<RankBuffers> &bufs) {
 // #wrong over this process's ranks (recv read back after the timed ops).
 tsr_status_t countWrong(const Options &o, Op op, const Group &g, uint64_t count,
                         std::vector<RankBuffers> &bufs, uint64_t *wrong) {
-  size_t es = elemBytes(o.dtype);
+  size_t es = tsr_type_size(o.dtype);
   uint64_t recvElems = count * (recvsBlocks(op) ? g.size : 1);
   for (size_t k = 0; k < bufs.size(); ++k) {
     uint32_t me = uint32_t(g.firstRank + k);
@@ -233,7 +233,7 @@ tsr_status_t countWrong(const Options &o, Op op, const Group &g, uint64_t count,
 // One row: nullopt with `error` empty when the size holds no element per rank.
 std::optional<Row> measure(const Options &o, const Group &g, Op op, uint64_t bytes,
                            std::string *error) {
-  uint64_t count = countFor(op, bytes, elemBytes(o.dtype), g.size);
+  uint64_t count = countFor(op, bytes, tsr_type_size(o.dtype), g.size);
   if (count == 0)
     return std::nullopt;
   std::vector<RankBuffers> bufs;

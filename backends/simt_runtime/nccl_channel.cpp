@@ -117,31 +117,6 @@ const char *kindName(uint32_t kind) {
   return kind < std::size(kNames) ? kNames[kind] : "invalid";
 }
 
-const char *opName(tsr_reduce_op_t op) {
-  static const char *const kNames[] = {"invalid", "sum", "prod", "min",
-                                       "max",     "avg", "umin", "umax"};
-  return uint32_t(op) < std::size(kNames) ? kNames[op] : "invalid";
-}
-
-uint64_t elementBytes(tsr_type_t type) {
-  switch (type) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  case TSR_TYPE_I64:
-  case TSR_TYPE_F64:
-    return 8;
-  default:
-    return 0;
-  }
-}
-
 /// The NCCL type and operator whose arithmetic is the HAL's for `type` and `op`: integers
 /// wrap under SUM and PROD (NCCL's unsigned types, where overflow is defined), compare as
 /// signed for MIN/MAX and unsigned for UMIN/UMAX, and AVG divides the signed sum (NCCL
@@ -171,7 +146,7 @@ tsr_status_t reduction(const SimtApi &simt, const tsr_drv_collective_t &c, ncclD
     if (isUnsigned)
       return tsr_status_make(TSR_INVALID_ARGUMENT,
                              "%s: %s: %s is only defined for integers, not %s", simt.driverName,
-                             kindName(c.kind), opName(c.op), tsr_type_name(c.type));
+                             kindName(c.kind), tsr_reduce_op_name(c.op), tsr_type_name(c.type));
     *outType = c.type == TSR_TYPE_F16    ? ncclFloat16
                : c.type == TSR_TYPE_BF16 ? ncclBfloat16
                : c.type == TSR_TYPE_F32  ? ncclFloat32
@@ -180,7 +155,7 @@ tsr_status_t reduction(const SimtApi &simt, const tsr_drv_collective_t &c, ncclD
   case TSR_TYPE_I16: // the caller must reduce i16 some other way (docs/backends.md)
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "%s: %s of i16 (%s): %s has no 16-bit integer type to reduce",
-                           simt.driverName, kindName(c.kind), opName(c.op), label);
+                           simt.driverName, kindName(c.kind), tsr_reduce_op_name(c.op), label);
   default:
     break;
   }
@@ -302,8 +277,8 @@ tsr_status_t streamCollective(tsr_drv_device_t device, tsr_drv_stream_t stream,
   if (ch.aborted.load())
     return tsr_status_make(TSR_ABORTED, "%s: %s: the channel was aborted", d.api.driverName,
                            kindName(c.kind));
-  uint64_t bytes = c.count * elementBytes(c.type);
-  if (elementBytes(c.type) == 0)
+  uint64_t bytes = c.count * tsr_type_size(c.type);
+  if (tsr_type_size(c.type) == 0)
     return tsr_status_make(TSR_INVALID_ARGUMENT, "%s: %s: invalid element type %d",
                            d.api.driverName, kindName(c.kind), int(c.type));
   ncclDataType_t type = ncclUint8;

@@ -180,6 +180,19 @@ TEST(CommReduce, F64AndInPlace) {
   EXPECT_FALSE(std::signbit(a[2]));
 }
 
+TEST(CommReduce, TypeSizes) {
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_I8), 1u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_I16), 2u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_F16), 2u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_BF16), 2u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_I32), 4u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_F32), 4u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_I64), 8u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_F64), 8u);
+  EXPECT_EQ(tsr_type_size(TSR_TYPE_BUFFER), 0u);
+  EXPECT_EQ(tsr_type_size(tsr_type_t(99)), 0u);
+}
+
 TEST(CommReduce, ChecksOps) {
   EXPECT_EQ(checkReduceOp("t", TSR_TYPE_F32, TSR_REDUCE_SUM), nullptr);
   tsr_status_t s = checkReduceOp("tsr_comm_all_reduce", TSR_TYPE_F32, TSR_REDUCE_UMIN);

@@ -181,7 +181,7 @@ std::vector<std::string> checkEveryOp(Transport &t, Deadline deadline,
     for (uint64_t count : counts) {
       c.type = type;
       c.count = count;
-      c.elem = elemBytes(type);
+      c.elem = tsr_type_size(type);
       bool isInt = type == TSR_TYPE_I8 || type == TSR_TYPE_I16 || type == TSR_TYPE_I32 ||
                    type == TSR_TYPE_I64;
       for (tsr_reduce_op_t op : {TSR_REDUCE_SUM, TSR_REDUCE_PROD, TSR_REDUCE_MIN, TSR_REDUCE_MAX,

@@ -166,22 +166,6 @@ inline uint64_t referenceFold(tsr_type_t type, tsr_reduce_op_t op,
   }
 }
 
-inline size_t elemBytes(tsr_type_t type) {
-  switch (type) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  default:
-    return 8;
-  }
-}
-
 inline void putBits(std::vector<char> &buf, size_t index, size_t elem, uint64_t bits) {
   std::memcpy(buf.data() + index * elem, &bits, elem); // little endian: the low bytes
 }

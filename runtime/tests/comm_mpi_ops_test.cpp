@@ -29,21 +29,6 @@ const char *kindName(Kind k) {
 const tsr_type_t kTypes[] = {TSR_TYPE_I8,  TSR_TYPE_I16,  TSR_TYPE_I32, TSR_TYPE_I64,
                              TSR_TYPE_F16, TSR_TYPE_BF16, TSR_TYPE_F32, TSR_TYPE_F64};
 bool isFloat(tsr_type_t t) { return t >= TSR_TYPE_F16; }
-size_t sizeOf(tsr_type_t t) {
-  switch (t) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  default:
-    return 8;
-  }
-}
 
 // float -> bfloat16 bits, round to nearest even (no NaNs in these tests).
 uint16_t toBf16(float f) {
@@ -74,7 +59,7 @@ void store(tsr_type_t t, double v, int64_t iv, uint8_t *dst) {
     std::memcpy(dst, &v, 8);
     return;
   default:
-    std::memcpy(dst, &iv, sizeOf(t)); // little endian: the low bytes, i.e. wrap-around
+    std::memcpy(dst, &iv, tsr_type_size(t)); // little endian: the low bytes, i.e. wrap-around
   }
 }
 
@@ -107,9 +92,9 @@ double storedFloat(tsr_type_t t, int r, size_t j) {
 }
 
 void fillSend(tsr_type_t t, int r, size_t elems, std::vector<uint8_t> &out) {
-  out.assign(elems * sizeOf(t), 0);
+  out.assign(elems * tsr_type_size(t), 0);
   for (size_t j = 0; j < elems; ++j)
-    store(t, floatValue(r, j), intValue(r, j), out.data() + j * sizeOf(t));
+    store(t, floatValue(r, j), intValue(r, j), out.data() + j * tsr_type_size(t));
 }
 
 // The documented fold of element j of every rank (`at(r)` gives rank r's index).
@@ -130,7 +115,7 @@ template <typename At> void foldInto(tsr_type_t t, tsr_reduce_op_t op, int n, At
     store(t, acc, 0, dst);
     return;
   }
-  unsigned bits = unsigned(sizeOf(t) * 8);
+  unsigned bits = unsigned(tsr_type_size(t) * 8);
   auto wrap = [&](uint64_t u) { // sign-extend the low `bits` bits
     return bits == 64 ? int64_t(u) : int64_t(u << (64 - bits)) >> (64 - bits);
   };
@@ -201,7 +186,7 @@ constexpr size_t kCount = 133; // odd: no chunk or vector width divides it
 
 // What rank `me` of `n` must hold in recv after `c` (recv starts as 0xEE bytes).
 std::vector<uint8_t> expected(const Case &c, int n, int me) {
-  size_t es = sizeOf(c.type), out = kCount;
+  size_t es = tsr_type_size(c.type), out = kCount;
   if (c.kind == Kind::AllGather || c.kind == Kind::AllToAll)
     out = kCount * size_t(n);
   std::vector<uint8_t> e(out * es, 0xEE);
@@ -287,7 +272,7 @@ private:
 
 // Enqueues `c` on rank `me` of `n`; recv bytes after the stream's synchronize.
 std::vector<uint8_t> run(Rank &rk, const Case &c, int n, int me, Status *outSt) {
-  size_t es = sizeOf(c.type);
+  size_t es = tsr_type_size(c.type);
   size_t sendElems = kCount, recvElems = kCount;
   if (c.kind == Kind::ReduceScatter || c.kind == Kind::AllToAll)
     sendElems = kCount * size_t(n);
@@ -359,7 +344,7 @@ std::map<std::string, std::vector<uint8_t>> runAll(const char *transport) {
     std::vector<uint8_t> got = run(rk, c, n, me, &st);
     EXPECT_TRUE(st.ok()) << transport << " " << c.name() << ": " << st.message();
     std::vector<uint8_t> want = expected(c, n, me);
-    size_t wrong = 0, es = sizeOf(c.type), first = SIZE_MAX;
+    size_t wrong = 0, es = tsr_type_size(c.type), first = SIZE_MAX;
     for (size_t j = 0; j * es < want.size(); ++j)
       if (std::memcmp(got.data() + j * es, want.data() + j * es, es) != 0) {
         ++wrong;

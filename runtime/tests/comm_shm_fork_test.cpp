@@ -22,7 +22,6 @@
 namespace tessera::testing {
 namespace {
 
-using hal::comm::testing::elemBytes;
 using hal::comm::testing::inputBits;
 using hal::comm::testing::putBits;
 using hal::comm::testing::referenceFold;
@@ -77,7 +76,7 @@ using hal::testing::forkRanks;
 // out (d2h), one synchronize; compared element by element.
 void runOps(ChildRank &k, tsr_type_t type, uint64_t count, uint32_t salt) {
   uint32_t n = k.size, me = k.rank;
-  size_t e = elemBytes(type);
+  size_t e = tsr_type_size(type);
   auto in = [&](uint32_t r, uint64_t i) { return inputBits(type, r, i, salt); };
   std::vector<char> host(n * count * e), out(n * count * e);
   for (uint64_t i = 0; i < n * count; ++i)

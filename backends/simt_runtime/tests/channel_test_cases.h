@@ -24,7 +24,7 @@ inline void checkReductions(ChannelRig &rig) {
       if (!validOp(type, reduce))
         continue;
       SCOPED_TRACE(std::string(tsr_type_name(type)) + " op " + std::to_string(reduce));
-      const size_t es = bytesOf(type);
+      const size_t es = tsr_type_size(type);
       std::vector<Bytes> in, scatterIn;
       for (uint32_t r = 0; r < n; ++r) {
         in.push_back(inputs(type, kCount, n, r, 1));
@@ -77,7 +77,7 @@ inline void checkMovements(ChannelRig &rig, bool ring = true) {
   const uint32_t n = rig.ranks();
   for (tsr_type_t type : kAllTypes) {
     SCOPED_TRACE(tsr_type_name(type));
-    const size_t block = kCount * bytesOf(type);
+    const size_t block = kCount * tsr_type_size(type);
     std::vector<Bytes> in, wide;
     std::vector<tsr_drv_buffer_t> send(n), wideSend(n), recv(n), wideRecv(n);
     for (uint32_t r = 0; r < n; ++r) {
@@ -130,7 +130,7 @@ inline void checkMovements(ChannelRig &rig, bool ring = true) {
 inline void checkInPlace(ChannelRig &rig) {
   const uint32_t n = rig.ranks();
   const tsr_type_t type = TSR_TYPE_I32;
-  const size_t block = kCount * bytesOf(type);
+  const size_t block = kCount * tsr_type_size(type);
   std::vector<Bytes> in;
   std::vector<tsr_drv_buffer_t> buffer(n), gather(n);
   for (uint32_t r = 0; r < n; ++r) {

@@ -43,22 +43,6 @@ inline const tsr_reduce_op_t kAllOps[] = {TSR_REDUCE_SUM, TSR_REDUCE_PROD, TSR_R
                                           TSR_REDUCE_MAX, TSR_REDUCE_AVG,  TSR_REDUCE_UMIN,
                                           TSR_REDUCE_UMAX};
 
-inline size_t bytesOf(tsr_type_t type) {
-  switch (type) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  default:
-    return 8;
-  }
-}
-
 inline bool isFloat(tsr_type_t type) { return type >= TSR_TYPE_F16; }
 
 // ---- element values, by hal.h's rules ------------------------------------------------------
@@ -66,11 +50,11 @@ inline bool isFloat(tsr_type_t type) { return type >= TSR_TYPE_F16; }
 /// An integer element's bits (zero-extended) and its signed value.
 inline uint64_t bitsAt(const Bytes &b, tsr_type_t type, size_t i) {
   uint64_t v = 0;
-  std::memcpy(&v, b.data() + i * bytesOf(type), bytesOf(type));
+  std::memcpy(&v, b.data() + i * tsr_type_size(type), tsr_type_size(type));
   return v;
 }
 inline int64_t signedOf(tsr_type_t type, uint64_t bits) {
-  int shift = 64 - 8 * int(bytesOf(type));
+  int shift = 64 - 8 * int(tsr_type_size(type));
   return shift ? int64_t(bits << shift) >> shift : int64_t(bits);
 }
 
@@ -91,7 +75,7 @@ inline double fromHalf(uint16_t h) {
 }
 
 inline double floatAt(const Bytes &b, tsr_type_t type, size_t i) {
-  const unsigned char *p = b.data() + i * bytesOf(type);
+  const unsigned char *p = b.data() + i * tsr_type_size(type);
   uint16_t h = 0;
   float f = 0;
   double d = 0;
@@ -115,7 +99,7 @@ inline double floatAt(const Bytes &b, tsr_type_t type, size_t i) {
 }
 
 inline void setFloat(Bytes &b, tsr_type_t type, size_t i, double v) {
-  unsigned char *p = b.data() + i * bytesOf(type);
+  unsigned char *p = b.data() + i * tsr_type_size(type);
   float f = float(v);
   uint32_t bits = 0;
   uint16_t h = 0;
@@ -146,11 +130,11 @@ inline bool validOp(tsr_type_t type, tsr_reduce_op_t op) {
 /// exact in every float type and no rounding rule matters.
 inline Bytes inputs(tsr_type_t type, size_t count, uint32_t ranks, uint32_t rank, uint32_t salt) {
   std::mt19937_64 random(salt * 131 + rank * 7 + uint32_t(type));
-  Bytes b(count * bytesOf(type));
+  Bytes b(count * tsr_type_size(type));
   for (size_t i = 0; i < count; ++i) {
     if (!isFloat(type)) {
       uint64_t v = random();
-      std::memcpy(b.data() + i * bytesOf(type), &v, bytesOf(type));
+      std::memcpy(b.data() + i * tsr_type_size(type), &v, tsr_type_size(type));
       continue;
     }
     int k = int(random() % 5) - 2;
@@ -162,7 +146,7 @@ inline Bytes inputs(tsr_type_t type, size_t count, uint32_t ranks, uint32_t rank
 /// hal.h's fold of element `offset + i` over ranks in rank order, `count` elements.
 inline Bytes reference(tsr_type_t type, tsr_reduce_op_t op, const std::vector<Bytes> &in,
                        size_t offset, size_t count) {
-  Bytes out(count * bytesOf(type));
+  Bytes out(count * tsr_type_size(type));
   uint32_t n = uint32_t(in.size());
   for (size_t i = 0; i < count; ++i) {
     size_t e = offset + i;
@@ -179,7 +163,8 @@ inline Bytes reference(tsr_type_t type, tsr_reduce_op_t op, const std::vector<By
       continue;
     }
     // acc holds the type's bits, zero-extended: wrapping keeps the low bytes only.
-    uint64_t mask = bytesOf(type) == 8 ? ~uint64_t(0) : (uint64_t(1) << 8 * bytesOf(type)) - 1;
+    uint64_t mask =
+        tsr_type_size(type) == 8 ? ~uint64_t(0) : (uint64_t(1) << 8 * tsr_type_size(type)) - 1;
     uint64_t acc = bitsAt(in[0], type, e);
     for (uint32_t r = 1; r < n; ++r) {
       uint64_t x = bitsAt(in[r], type, e);
@@ -209,7 +194,7 @@ inline Bytes reference(tsr_type_t type, tsr_reduce_op_t op, const std::vector<By
     uint64_t low = acc;
     if (op == TSR_REDUCE_AVG) // the wrapped sum as a signed value, divided toward zero
       low = uint64_t(signedOf(type, acc) / int64_t(n));
-    std::memcpy(out.data() + i * bytesOf(type), &low, bytesOf(type));
+    std::memcpy(out.data() + i * tsr_type_size(type), &low, tsr_type_size(type));
   }
   return out;
 }

@@ -106,6 +106,9 @@ typedef enum tsr_type_t TSR_ENUM_BASE {
 
 /* "buffer", "i8", ... ("invalid" otherwise). */
 const char *tsr_type_name(tsr_type_t type);
+/* Bytes of one element of an element type (i8 1 ... f64 8); 0 for TSR_TYPE_BUFFER and for a
+ * value that is not a type. */
+size_t tsr_type_size(tsr_type_t type);
 
 /* Memory kinds (a bitmask): DEVICE_LOCAL is fast for kernels, HOST_VISIBLE can be mapped.
  * Both bits together ask for memory that is both (unified memory). */

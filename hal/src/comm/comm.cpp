@@ -138,7 +138,7 @@ tsr_status_t validate(const char *call, tsr_comm_s *comm, tsr_stream_s *stream, 
     return TSR_FAIL(TSR_INVALID_ARGUMENT,
                     "%s: stream is on device '%s' but the communicator's rank %u is on '%s'", call,
                     stream->device->info.name, comm->rank, comm->device->info.name);
-  const size_t elementSize = typeSize(a.type);
+  const size_t elementSize = tsr_type_size(a.type);
   if (elementSize == 0)
     return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: type %d is not an element type", call, int(a.type));
   if (isReduction(a.kind))

@@ -98,7 +98,7 @@ struct Group : std::enable_shared_from_this<Group> {
 // Part `part` of n of the op every slot holds (see the file comment).
 void Group::runPart(uint32_t p) const {
   const OpDesc &d = slots[0].op.desc;
-  const size_t es = typeSize(d.type);
+  const size_t es = tsr_type_size(d.type);
   const uint64_t count = d.count, one = count * es;
   // Elements [lo, hi) of part p when the count is split across n parts.
   const uint64_t lo = count * p / n, hi = count * (p + 1) / n;
@@ -211,7 +211,7 @@ void Group::arriveLocked(uint32_t rank, std::vector<Completion> &out, bool *para
     return;
   }
   const OpDesc &d = slots[0].op.desc;
-  const uint64_t bytes = d.count * typeSize(d.type) * n;
+  const uint64_t bytes = d.count * tsr_type_size(d.type) * n;
   bool threadsWait = n > 1;
   for (const Slot &slot : slots)
     threadsWait = threadsWait && !slot.posted;
@@ -236,7 +236,7 @@ void Group::arriveLocked(uint32_t rank, std::vector<Completion> &out, bool *para
 bool Group::p2pLocked(uint32_t rank, Slot slot, std::vector<Completion> &others,
                       tsr_status_t *mine) {
   const OpDesc d = slot.op.desc;
-  const uint64_t bytes = d.count * typeSize(d.type);
+  const uint64_t bytes = d.count * tsr_type_size(d.type);
   // The receiver's view of a pair that disagrees on count or type.
   auto agree = [](const OpDesc &send, uint32_t from, const OpDesc &recv, uint32_t to) {
     return describeMismatch(recv, to, send, from);

@@ -126,8 +126,7 @@ void foldBlocks(void *dst, const void *const *srcs, uint32_t n, size_t count, Fo
 }
 
 template <typename S>
-void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count,
-                 tsr_reduce_op_t op) {
+void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count, tsr_reduce_op_t op) {
   using A = typename Traits<S>::Acc;
   switch (op) {
   case TSR_REDUCE_SUM:
@@ -153,33 +152,13 @@ void reduceTyped(void *dst, const void *const *srcs, uint32_t n, size_t count,
 
 } // namespace
 
-size_t typeSize(tsr_type_t type) {
-  switch (type) {
-  case TSR_TYPE_I8:
-    return 1;
-  case TSR_TYPE_I16:
-  case TSR_TYPE_F16:
-  case TSR_TYPE_BF16:
-    return 2;
-  case TSR_TYPE_I32:
-  case TSR_TYPE_F32:
-    return 4;
-  case TSR_TYPE_I64:
-  case TSR_TYPE_F64:
-    return 8;
-  case TSR_TYPE_BUFFER:
-    return 0;
-  }
-  return 0;
-}
-
 bool isFloatType(tsr_type_t type) {
   return type == TSR_TYPE_F16 || type == TSR_TYPE_BF16 || type == TSR_TYPE_F32 ||
          type == TSR_TYPE_F64;
 }
 
 tsr_status_t checkReduceOp(const char *call, tsr_type_t type, tsr_reduce_op_t op) {
-  if (typeSize(type) == 0)
+  if (tsr_type_size(type) == 0)
     return tsr_status_make(TSR_INVALID_ARGUMENT,
                            "%s: type %d (%s) is not an element type (i8, i16, i32, i64, f16, "
                            "bf16, f32, f64)",

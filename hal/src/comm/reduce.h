@@ -13,8 +13,6 @@
 
 namespace tessera::hal::comm {
 
-/// Bytes of one element; 0 for TSR_TYPE_BUFFER or a value that is not a type.
-size_t typeSize(tsr_type_t type);
 bool isFloatType(tsr_type_t type);
 
 /// NULL when `op` is valid for `type` (UMIN/UMAX only for integers); else INVALID_ARGUMENT

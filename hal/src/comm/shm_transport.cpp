@@ -87,7 +87,7 @@ public:
 private:
   tsr_status_t dispatch(const HostOp &op) {
     const OpDesc &d = op.desc;
-    size_t elem = typeSize(d.type);
+    size_t elem = tsr_type_size(d.type);
     if (elem == 0)
       return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s is not an element type", what_.c_str(),
                       tsr_type_name(d.type));

@@ -51,7 +51,7 @@ public:
     if (aborted_.load(std::memory_order_acquire))
       return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what_.c_str());
     deadline_ = deadline;
-    size_t elem = typeSize(op.desc.type);
+    size_t elem = tsr_type_size(op.desc.type);
     if (elem == 0)
       return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: %s is not an element type", what_.c_str(),
                       tsr_type_name(op.desc.type));
