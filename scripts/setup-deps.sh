@@ -15,6 +15,7 @@ PKGS_DEVICES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-tools spirv-tools spirv-headers glslang-tools
   vulkan-validationlayers rocm-device-libs libamdhip64-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers clinfo
+  libze1 libze-dev llvm-spirv-15
   libopenmpi-dev openmpi-bin
 )
 # Test tools: headless Chromium renders the HTML conformance report (conformance/tests).
