@@ -122,6 +122,7 @@ Id Lowering::subgroupShuffle(Id T, Id x, Id lane, bool isXor) {
     return b_.op(isXor ? spv::OpGroupNonUniformShuffleXor : spv::OpGroupNonUniformShuffle, T,
                  {constU32(spv::ScopeSubgroup), x, lane});
   }
+  subgroupsUsed_ = true;
   // OpenCL has no core shuffle; SPV_INTEL_subgroups' (intel_sub_group_shuffle[_xor]) is
   // what Level Zero devices take. No scope operand: always the subgroup.
   b_.capability(spv::CapabilitySubgroupShuffleINTEL);

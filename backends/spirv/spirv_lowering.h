@@ -308,6 +308,9 @@ private:
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
   std::vector<Id> kparams_; // Kernel flavour: the entry's OpFunctionParameters, in ABI order
+  /// Kernel flavour: this kernel relies on the subgroup size (subgroup ops, ids or matrix
+  /// lanes), so its entry point requires caps.subgroupSize (ExecutionMode SubgroupSize).
+  bool subgroupsUsed_ = false;
 };
 
 /// Loop iterations between two polls of the cancel flag (a power of two): a cancelled loop

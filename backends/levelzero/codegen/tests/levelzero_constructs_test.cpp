@@ -62,6 +62,7 @@ TEST(LevelZeroConstructs, ContractionOffInsteadOfNoContraction) {
   const std::string &d = compiled(kAxpy).disassembly;
   EXPECT_CONTAINS(d, "OpExecutionMode %axpy ContractionOff");
   EXPECT_EQ(d.find("NoContraction"), std::string::npos);
+  EXPECT_EQ(d.find("SubgroupSize"), std::string::npos) << "no subgroup op, no required size";
 }
 
 TEST(LevelZeroConstructs, MathUsesOpenCLStd) {
@@ -125,6 +126,9 @@ TEST(LevelZeroConstructs, SubgroupOpsAreGroupAndIntelShuffles) {
   EXPECT_CONTAINS(d, "OpGroupIAdd %uint %uint_3 Reduce");
   EXPECT_CONTAINS(d, "OpSubgroupShuffleXorINTEL %float");
   EXPECT_EQ(d.find("GroupNonUniform"), std::string::npos);
+  // The lowering's subgroup size is required of the device (not left to its compiler).
+  EXPECT_CONTAINS(d, "OpExecutionMode %s SubgroupSize 16");
+  EXPECT_CONTAINS(d, "OpCapability SubgroupDispatch");
 }
 
 TEST(LevelZeroConstructs, FloatAtomicAddIsACompareExchangeLoop) {
