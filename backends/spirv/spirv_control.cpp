@@ -308,8 +308,8 @@ bool Lowering::emitSharedAlloc(const ir::Op &op) {
   if (sharedBytes_ > caps_.maxComputeSharedMemorySize)
     return fail("the kernel needs " + std::to_string(sharedBytes_) +
                 " bytes of shared memory; the target allows " +
-                std::to_string(caps_.maxComputeSharedMemorySize) +
-                " (caps.maxComputeSharedMemorySize)");
+                std::to_string(caps_.maxComputeSharedMemorySize) + " (" +
+                capsFieldName("maxComputeSharedMemorySize") + ")");
   Id arr = b_.typeArray(memType(t.elem), static_cast<uint32_t>(t.count));
   Id var = b_.globalVariable(b_.typePointer(spv::StorageClassWorkgroup, arr),
                              spv::StorageClassWorkgroup);

@@ -81,6 +81,23 @@ bool builtinIsSizeT(spv::BuiltIn bi) {
   }
 }
 
+std::string Lowering::capsFieldName(const char *field) const {
+  std::string f(field);
+  if (!kernel_)
+    return "caps." + f;
+  // The fields the Level Zero target fills from its record (LevelZeroCaps::lowering); the
+  // others are true on every Level Zero device.
+  if (f == "float64")
+    return "levelzero.fp64";
+  if (f == "shaderBufferInt64Atomics" || f == "shaderSharedInt64Atomics")
+    return "levelzero.int64Atomics";
+  if (f == "maxComputeSharedMemorySize")
+    return "levelzero.maxSharedBytes";
+  if (f == "subgroupSize")
+    return "levelzero.subgroupSize";
+  return "caps." + f;
+}
+
 void Lowering::noContraction(Id r) {
   if (!kernel_)
     b_.decorate(r, spv::DecorationNoContraction);

@@ -56,7 +56,7 @@ bool Lowering::need(bool have, const std::string &what, const char *field) {
   if (have)
     return true;
   std::string who = curOp_ ? "'" + std::string(curOp_->info().name) + "'" : "the kernel";
-  fail(who + " needs " + what + " (caps." + field + "), which the target lacks");
+  fail(who + " needs " + what + " (" + capsFieldName(field) + "), which the target lacks");
   return false;
 }
 

@@ -69,6 +69,9 @@ public:
 
   // --- flavour differences (spirv_flavour.cpp) -------------------------------------------
   bool kernel() const { return kernel_; }
+  /// Where a caps field comes from, for error messages: "caps.<field>" (Vulkan's record
+  /// names), or in the Kernel flavour the `levelzero.` key it is derived from.
+  std::string capsFieldName(const char *field) const;
   /// "Vulkan" or "Level Zero", for error messages.
   const char *targetName() const { return kernel_ ? "Level Zero" : "Vulkan"; }
   /// Shader: decorates `r` NoContraction. Kernel: nothing (the entry point's ContractionOff

@@ -157,7 +157,7 @@ TEST(LevelZeroErrors, DeviceWithoutFp64) {
 )",
                            &out, &err, opts));
   EXPECT_CONTAINS(err, "test.tir:");
-  EXPECT_CONTAINS(err, "64-bit floats");
+  EXPECT_CONTAINS(err, "needs 64-bit floats (levelzero.fp64), which the target lacks");
 }
 
 TEST(LevelZeroErrors, DeviceWithoutInt64Atomics) {
@@ -173,7 +173,7 @@ TEST(LevelZeroErrors, DeviceWithoutInt64Atomics) {
 )",
                            &out, &err, opts));
   EXPECT_CONTAINS(err, "test.tir:4:");
-  EXPECT_CONTAINS(err, "64-bit atomics on i64 buffers");
+  EXPECT_CONTAINS(err, "64-bit atomics on i64 buffers (levelzero.int64Atomics)");
 }
 
 TEST(LevelZeroErrors, UnsupportedAtomicType) {
@@ -199,7 +199,8 @@ TEST(LevelZeroErrors, SharedMemoryOverTheDeviceLimit) {
 }
 )",
                            &out, &err, opts));
-  EXPECT_CONTAINS(err, "needs 4096 bytes of shared memory; the target allows 1024");
+  EXPECT_CONTAINS(err, "needs 4096 bytes of shared memory; the target allows 1024 "
+                       "(levelzero.maxSharedBytes)");
 }
 
 TEST(LevelZeroCaps, RecordKeysAndErrors) {
