@@ -371,6 +371,65 @@ TEST_F(PoclRun, CheckedModeRecordsTheFirstOutOfBoundsStore) {
   EXPECT_EQ(ctl[7], 10u) << "the view's element count";
 }
 
+TEST_F(PoclRun, EveryElementTypeThroughItsPointer) {
+  // Each element type's view (a typed CrossWorkgroup pointer from base + offset): out = in
+  // + 1 (i1: not), f16/bf16 through their f32 registers, i64 and f64 full width.
+  std::string text =
+      R"(kernel @types(%a: buffer<i8>, %b: buffer<i16>, %c: buffer<i64>, %d: buffer<bf16>, %e: buffer<f16>, %f: buffer<i1>, %g: buffer<f64>) {
+  %i = global_id.x : i32
+  %av = load %a[%i] : i8
+  %a1 = const 1 : i8
+  %a2 = add %av, %a1 : i8
+  store %a2, %a[%i] : i8
+  %bv = load %b[%i] : i16
+  %b1 = const 1 : i16
+  %b2 = add %bv, %b1 : i16
+  store %b2, %b[%i] : i16
+  %cv = load %c[%i] : i64
+  %c1 = const 1 : i64
+  %c2 = add %cv, %c1 : i64
+  store %c2, %c[%i] : i64
+  %dv = load %d[%i] : bf16
+  %d1 = const 1.0 : bf16
+  %d2 = add %dv, %d1 : bf16
+  store %d2, %d[%i] : bf16
+  %ev = load %e[%i] : f16
+  %e1 = const 1.0 : f16
+  %e2 = add %ev, %e1 : f16
+  store %e2, %e[%i] : f16
+  %fv = load %f[%i] : i1
+  %t = const true : i1
+  %f2 = xor %fv, %t : i1
+  store %f2, %f[%i] : i1
+  %gv = load %g[%i] : f64
+  %g1 = const 1.0 : f64
+  %g2 = add %gv, %g1 : f64
+  store %g2, %g[%i] : f64
+}
+)";
+  std::vector<int8_t> a = {0, 127, -128, -1};
+  std::vector<int16_t> b = {0, 32767, -32768, -1};
+  std::vector<int64_t> c = {0, INT64_MAX, -(int64_t(1) << 40), -1};
+  std::vector<uint16_t> d = {0x3f80 /* 1 */, 0x4300 /* 128 */, 0xbf80 /* -1 */, 0x3c00};
+  std::vector<uint16_t> e = {0x3c00 /* 1 */, 0x6800 /* 2048 */, 0xbc00 /* -1 */, 0x0001};
+  std::vector<uint8_t> f = {0, 1, 0, 1};
+  std::vector<double> g = {0.5, 0x1p53, -1.0, 1e300};
+  std::vector<Arg> args = {buffer(a, 1), buffer(b, 3), buffer(c, 1), buffer(d, 5),
+                           buffer(e, 7), buffer(f, 2), buffer(g, 1)};
+  run(text, "types", args, 1, 4);
+  EXPECT_EQ(view<int8_t>(args[0]), (std::vector<int8_t>{1, -128, -127, 0}));
+  EXPECT_EQ(view<int16_t>(args[1]), (std::vector<int16_t>{1, -32768, -32767, 0}));
+  EXPECT_EQ(view<int64_t>(args[2]),
+            (std::vector<int64_t>{1, INT64_MIN, -(int64_t(1) << 40) + 1, 0}));
+  // bf16: 2, 129 (exact: spacing 1 in [128, 256)), 0, 0.0078125 (0x3c00) + 1 = 1.0078125
+  // (0x3f81, exact with 7 fraction bits).
+  EXPECT_EQ(view<uint16_t>(args[3]), (std::vector<uint16_t>{0x4000, 0x4301, 0x0000, 0x3f81}));
+  // f16: 2, 2049 -> 2048 (ties to even), 0, 1 + 2^-24 -> 1.
+  EXPECT_EQ(view<uint16_t>(args[4]), (std::vector<uint16_t>{0x4000, 0x6800, 0x0000, 0x3c00}));
+  EXPECT_EQ(view<uint8_t>(args[5]), (std::vector<uint8_t>{1, 0, 1, 0}));
+  EXPECT_EQ(view<double>(args[6]), (std::vector<double>{1.5, 0x1p53, 0.0, 1e300}));
+}
+
 TEST_F(PoclRun, ACancelledLaunchEndsWithADeadlineRecord) {
   // A loop of n iterations: uncancelled it sums 0..n-1; with the cancel flag already set the
   // kernel ends at its entry poll, writes nothing and claims the record as DEADLINE.
