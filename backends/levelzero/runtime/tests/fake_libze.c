@@ -5,7 +5,8 @@
  *
  * Environment:
  *   TESSERA_FAKE_ZE_MODE      init_error: zeInit fails (ZE_RESULT_ERROR_UNSUPPORTED_VERSION);
- *                             no_device: zeDeviceGet finds none; unset: one device
+ *                             no_device: zeDeviceGet finds none; ignore_cancel: `spin` never
+ *                             ends; unset: one device
  *   TESSERA_FAKE_ZE_FAIL      the name of one ze* function that fails (out of device memory
  *                             for allocations, a build failure for zeModuleCreate, device
  *                             lost for everything else)
@@ -18,11 +19,14 @@
  *   vadd(a, b, c: buffer<f32>, n: i32)   c[i] = a[i] + b[i] for every global id i < n
  *   store_params(out: buffer, scalars...) the scalars' bytes into out, each aligned to its size
  *   fault(out: buffer)                   writes an out-of-bounds store record to the control
+ *   spin()                               runs until the host sets its cancel flag (then
+ *                                        records TSR_FAULT_DEADLINE), as a polling loop does
  * Counters exported below let tests check what was called and that everything was released.
  * Test-only.
  */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include <stdio.h>
+#include <time.h>
 
 #include "backends/levelzero/runtime/tests/fake_libze.h"
 
@@ -32,6 +36,7 @@ EXPORT int fake_ze_launches;
 EXPORT uint32_t fake_ze_last_group_size[3], fake_ze_last_group_count[3];
 EXPORT int fake_ze_initialized;
 EXPORT struct _ze_device_handle_t fake_ze_device;
+struct FakeSpin fake_ze_spin;
 
 static struct _ze_driver_handle_t theDriver;
 
@@ -218,6 +223,8 @@ EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t c, ze_device
 }
 
 EXPORT ze_result_t zeCommandListDestroy(ze_command_list_handle_t list) {
+  if (fake_ze_spin.control)
+    endSpin(0); /* its work is abandoned with the list */
   untrack(list);
   return ZE_RESULT_SUCCESS;
 }
@@ -310,9 +317,25 @@ EXPORT ze_result_t zeEventDestroy(ze_event_handle_t event) {
   return ZE_RESULT_SUCCESS;
 }
 
+static uint64_t nowNs(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Work runs when appended, so only a spinning launch leaves an event unsignalled: poll its
+ * cancel flag until the timeout (at most 10 s, so a broken test cannot hang). */
 EXPORT ze_result_t zeEventHostSynchronize(ze_event_handle_t event, uint64_t timeout) {
-  (void)timeout; /* work runs when appended: an unsignalled event is never signalled */
   FAIL_IF_ASKED(ZE_RESULT_ERROR_DEVICE_LOST);
+  const uint64_t start = nowNs(), limit = timeout < 10000000000u ? timeout : 10000000000u;
+  while (!__atomic_load_n(&event->signalled, __ATOMIC_ACQUIRE) && fake_ze_spin.control) {
+    if (__atomic_load_n(&fake_ze_spin.control[0], __ATOMIC_ACQUIRE) && !modeIs("ignore_cancel"))
+      endSpin(1);
+    else if (nowNs() - start >= limit)
+      break;
+    else
+      nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
   return __atomic_load_n(&event->signalled, __ATOMIC_ACQUIRE) ? ZE_RESULT_SUCCESS
                                                               : ZE_RESULT_NOT_READY;
 }

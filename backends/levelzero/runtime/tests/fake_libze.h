@@ -89,9 +89,36 @@ static inline ze_result_t waitsDone(uint32_t n, ze_event_handle_t *events) {
   return ZE_RESULT_SUCCESS;
 }
 
+/* A launch of `spin` that has not ended (one at a time, process-wide): until its cancel flag
+ * is seen (zeEventHostSynchronize polls it), every event that work appended after it would
+ * signal is deferred, as an in-order device would leave it unsignalled. */
+struct FakeSpin {
+  uint32_t *control; /* NULL: nothing spins */
+  ze_event_handle_t deferred[256];
+  int count;
+};
+extern struct FakeSpin fake_ze_spin;
+
 static inline void signalIfAny(ze_event_handle_t event) {
-  if (event)
-    __atomic_store_n(&event->signalled, 1, __ATOMIC_RELEASE);
+  if (!event)
+    return;
+  if (fake_ze_spin.control && fake_ze_spin.count < 256) {
+    fake_ze_spin.deferred[fake_ze_spin.count++] = event;
+    return;
+  }
+  __atomic_store_n(&event->signalled, 1, __ATOMIC_RELEASE);
+}
+
+/* The spinning launch ends: with a deadline record when `cancelled`, then its events. */
+static inline void endSpin(int cancelled) {
+  uint32_t none = 0;
+  if (cancelled)
+    __atomic_compare_exchange_n(&fake_ze_spin.control[1], &none, 8 /* TSR_FAULT_DEADLINE */, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  fake_ze_spin.control = NULL;
+  for (int i = 0; i < fake_ze_spin.count; ++i)
+    __atomic_store_n(&fake_ze_spin.deferred[i]->signalled, 1, __ATOMIC_RELEASE);
+  fake_ze_spin.count = 0;
 }
 
 #endif

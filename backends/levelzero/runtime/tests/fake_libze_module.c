@@ -230,6 +230,19 @@ static ze_result_t runFault(const struct _ze_kernel_handle_t *k) {
   return ZE_RESULT_SUCCESS;
 }
 
+/* Runs until its cancel flag is set: see zeEventHostSynchronize. */
+static ze_result_t startSpin(const struct _ze_kernel_handle_t *k) {
+  static const size_t sizes[] = {0};
+  int count = 0;
+  ze_result_t r = checkArgs(k, sizes, &count);
+  if (r)
+    return r;
+  if (fake_ze_spin.control)
+    return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* one at a time */
+  fake_ze_spin.control = (uint32_t *)(uintptr_t)u64(&k->args[count - 1]);
+  return ZE_RESULT_SUCCESS;
+}
+
 EXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list,
                                                    ze_kernel_handle_t k,
                                                    const ze_group_count_t *groups,
@@ -247,6 +260,8 @@ EXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list
     r = runStoreParams(k);
   else if (strcmp(k->name, "fault") == 0)
     r = runFault(k);
+  else if (strcmp(k->name, "spin") == 0)
+    r = startSpin(k);
   else
     r = ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* an entry the fake cannot run */
   if (r)

@@ -5,6 +5,7 @@
 // a fault record becomes the launch's status, and every failing launch call is named.
 #include "backends/levelzero/runtime/tests/levelzero_test_support.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace tessera::levelzero::testing {
@@ -81,7 +82,7 @@ TEST(LevelZeroExecutable, AKernelMissingFromTheModuleIsNamed) {
 TEST_F(LaunchFixture, KernelsAreListedWithTheirParameters) {
   uint32_t count = 0;
   TSR_ASSERT_OK(tsr_executable_kernel_count(exe_, &count));
-  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(count, 4u);
   tsr_kernel_info_t info = {};
   info.struct_size = sizeof(info);
   TSR_ASSERT_OK(tsr_kernel_info(kernel("vadd"), &info));
@@ -218,6 +219,50 @@ TEST_F(LaunchFixture, FailingLaunchCallsAreNamed) {
   TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
   EXPECT_EQ(fakeGlobal("fake_ze_launches"), launches + 1);
   tsr_buffer_release(out);
+}
+
+TEST_F(LaunchFixture, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
+  TSR_ASSERT_OK(tsr_stream_set_timeout(stream_, 50 * 1000000ull));
+  const uint32_t one[3] = {1, 1, 1};
+  const auto start = std::chrono::steady_clock::now();
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, kernel("spin"), one, one, nullptr, 0));
+  // The host sets the cancel flag past the deadline; the fake's spin then records the fault.
+  TSR_EXPECT_ERROR(tsr_stream_synchronize(stream_), TSR_DEADLINE_EXCEEDED,
+                   "kernel @spin ran past its deadline of 50 ms and was cancelled");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
+  tsr_buffer_t out = buffer(16);
+  const float two = 2.0f;
+  TSR_ASSERT_OK(tsr_stream_fill(stream_, out, 0, 16, &two, 4));
+  tsr_arg_t args[4] = {tsr_arg_buffer(out, 0), tsr_arg_buffer(out, 0), tsr_arg_buffer(out, 0),
+                       tsr_arg_i32(4)};
+  const uint32_t four[3] = {4, 1, 1};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, kernel("vadd"), one, four, args, 4));
+  float result[4] = {};
+  TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, out, 0, result, 16));
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
+  EXPECT_EQ(result[0], 4.0f);
+  tsr_buffer_release(out);
+}
+
+TEST(LevelZeroDeadlines, ALaunchThatIgnoresItsCancelFlagIsReported) {
+  UseFakeZe fake("ignore_cancel");
+  FakeDevice device;
+  TestModule module;
+  tsr_executable_t exe = nullptr;
+  TSR_ASSERT_OK(module.create(device.get(), &exe));
+  tsr_kernel_t spin = nullptr;
+  TSR_ASSERT_OK(tsr_executable_kernel(exe, "spin", &spin));
+  tsr_stream_t stream = nullptr;
+  TSR_ASSERT_OK(tsr_stream_create(device.get(), &stream));
+  TSR_ASSERT_OK(tsr_stream_set_timeout(stream, 10 * 1000000ull));
+  const uint32_t one[3] = {1, 1, 1};
+  TSR_ASSERT_OK(tsr_stream_launch(stream, spin, one, one, nullptr, 0));
+  TSR_EXPECT_ERROR(tsr_stream_synchronize(stream), TSR_DEADLINE_EXCEEDED,
+                   "levelzero driver: a launch ran past its deadline and did not stop within "
+                   "2000 ms of being cancelled (the device may need a reset)");
+  tsr_stream_release(stream); // destroying its list abandons the spin in the fake
+  tsr_executable_release(exe);
 }
 
 TEST_F(LaunchFixture, DeadlinesAreAcceptedAndAFinishedLaunchMeetsThem) {

@@ -88,21 +88,22 @@ inline std::vector<uint32_t> spirvWithEntries(const std::vector<std::string> &na
 }
 
 /// vadd(a, b, c: buffer<f32>, n: i32), store_params(out, i8, i16, i32, i64, f16, bf16, f32,
-/// f64) and fault(out) as a "levelzero" module over `words`.
+/// f64), fault(out) and spin() as a "levelzero" module over `words`.
 class TestModule {
 public:
   explicit TestModule(std::vector<uint32_t> words = spirvWithEntries({"vadd", "store_params",
-                                                                      "fault"}))
+                                                                      "fault", "spin"}))
       : words_(std::move(words)) {
     kernels_[0] = {"vadd", vaddParams_, 4, nullptr, 0, 0};
     kernels_[1] = {"store_params", storeParams_, 9, nullptr, 0, 0};
     kernels_[2] = {"fault", faultParams_, 1, nullptr, 0, 0};
+    kernels_[3] = {"spin", nullptr, 0, nullptr, 0, 0};
     module_.struct_size = sizeof(module_);
     module_.version = TSR_GPU_MODULE_VERSION;
     module_.image = words_.data();
     module_.image_size = words_.size() * 4;
     module_.kernels = kernels_;
-    module_.kernel_count = 3;
+    module_.kernel_count = 4;
   }
   TestModule(const TestModule &) = delete;
   TestModule &operator=(const TestModule &) = delete;
@@ -121,7 +122,7 @@ private:
       {TSR_TYPE_I32, nullptr},  {TSR_TYPE_I64, nullptr}, {TSR_TYPE_F16, nullptr},
       {TSR_TYPE_BF16, nullptr}, {TSR_TYPE_F32, nullptr}, {TSR_TYPE_F64, nullptr}};
   const tsr_kernel_param_t faultParams_[1] = {{TSR_TYPE_BUFFER, "out"}};
-  tsr_gpu_kernel kernels_[3] = {};
+  tsr_gpu_kernel kernels_[4] = {};
   tsr_gpu_module module_ = {};
 };
 
