@@ -17,9 +17,8 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 
 ZeDeviceObj &deviceOf(tsr_drv_device_t d) { return *as<ZeDeviceObj>(d); }
 
-/// The module's SPIR-V, checked enough that zeModuleCreate gets words.
-tsr_status_t checkModule(const void *data, size_t size, const tsr_gpu_module **out) {
-  const auto *m = static_cast<const tsr_gpu_module *>(data);
+/// Checks the module enough that zeModuleCreate gets SPIR-V words.
+tsr_status_t checkModule(const tsr_gpu_module *m, size_t size) {
   if (size < offsetof(tsr_gpu_module, control_bindings) ||
       m->struct_size < offsetof(tsr_gpu_module, control_bindings))
     return tsr_status_make(TSR_INVALID_ARGUMENT,
@@ -39,7 +38,6 @@ tsr_status_t checkModule(const void *data, size_t size, const tsr_gpu_module **o
   if (m->kernel_count && !m->kernels)
     return tsr_status_make(TSR_INVALID_ARGUMENT, "%s: %u kernels listed without their table",
                            kDriverPrefix, m->kernel_count);
-  *out = m;
   return nullptr;
 }
 
@@ -81,8 +79,8 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
                            "%s: unknown executable format \"%s\" (accepted: "
                            "\"%s\")",
                            kDriverPrefix, format, TSR_LEVELZERO_FORMAT);
-  const tsr_gpu_module *m = nullptr;
-  if (tsr_status_t s = checkModule(data, size, &m))
+  const auto *m = static_cast<const tsr_gpu_module *>(data);
+  if (tsr_status_t s = checkModule(m, size))
     return s;
 
   ze_module_desc_t md = {};

@@ -15,12 +15,12 @@ constexpr const char *kLibraryEnv = "TESSERA_LEVELZERO_LIBRARY";
 constexpr const char *kDefaultLibrary = "libze_loader.so.1";
 
 struct ResultName {
-  ze_result_t result;
   const char *name;
+  ze_result_t result;
   tsr_status_code_t code;
 };
 
-#define TSR_ZE_RESULT(name, code) {name, #name, code}
+#define TSR_ZE_RESULT(name, code) {#name, name, code}
 constexpr ResultName kResults[] = {
     TSR_ZE_RESULT(ZE_RESULT_SUCCESS, TSR_OK),
     TSR_ZE_RESULT(ZE_RESULT_NOT_READY, TSR_INTERNAL),
