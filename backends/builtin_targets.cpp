@@ -8,7 +8,7 @@
 
 // X(namespace of the backend's makeTarget), in registration order: the order of
 // `tessera compile --help` and of the target list in errors.
-#define TSR_BUILTIN_TARGETS(X) X(cpu) X(vulkan) X(cuda) X(rocm)
+#define TSR_BUILTIN_TARGETS(X) X(cpu) X(vulkan) X(cuda) X(rocm) X(levelzero)
 
 namespace tessera {
 
@@ -19,9 +19,9 @@ namespace tessera {
 TSR_BUILTIN_TARGETS(TSR_DECLARE_MAKE_TARGET)
 #undef TSR_DECLARE_MAKE_TARGET
 
-void registerBuiltinTargets(TargetRegistry &registry) {
+void registerBuiltinTargets(TargetRegistry &registry){
 #define TSR_ADD_TARGET(ns) registry.add(ns::makeTarget());
-  TSR_BUILTIN_TARGETS(TSR_ADD_TARGET)
+    TSR_BUILTIN_TARGETS(TSR_ADD_TARGET)
 #undef TSR_ADD_TARGET
 }
 

@@ -207,6 +207,7 @@ Id ModuleBuilder::constant(Id type, uint64_t bits) {
     ops.push_back(static_cast<uint32_t>(bits >> 32));
   emit(globals_, spv::OpConstant, ops);
   constants_.emplace(key, id);
+  valueTypes_[id] = type;
   return id;
 }
 
@@ -289,6 +290,7 @@ Id ModuleBuilder::functionParameter(Id type) {
   assert(!functions_.empty() && "functionParameter() outside a function");
   Id id = newId();
   emit(functions_.back().header, spv::OpFunctionParameter, std::vector<uint32_t>{type, id});
+  valueTypes_[id] = type;
   return id;
 }
 
@@ -314,10 +316,23 @@ Id ModuleBuilder::currentBlock() const {
 }
 
 Id ModuleBuilder::op(spv::Op opcode, Id resultType, std::span<const uint32_t> operands) {
+  bool shift = opcode == spv::OpShiftLeftLogical || opcode == spv::OpShiftRightLogical ||
+               opcode == spv::OpShiftRightArithmetic;
+  if (flavour_ == Flavour::Kernel && shift && operands.size() == 2) {
+    // SPIR-V lets a shift's amount have another width than its base; OpenCL consumers
+    // (llvm-spirv, LLVM IR underneath) do not: widen or narrow a scalar amount to match.
+    auto t = valueTypes_.find(operands[1]);
+    uint32_t want = widthOf(resultType), have = t == valueTypes_.end() ? 0 : widthOf(t->second);
+    if (want && have && want != have) {
+      Id amount = op(spv::OpUConvert, resultType, {operands[1]});
+      return op(opcode, resultType, {operands[0], amount});
+    }
+  }
   Id id = newId();
   std::vector<uint32_t> ops = {resultType, id};
   ops.insert(ops.end(), operands.begin(), operands.end());
   emit(block().words, opcode, ops);
+  valueTypes_[id] = resultType;
   return id;
 }
 
@@ -334,6 +349,7 @@ Id ModuleBuilder::extInst(Id resultType, Id set, uint32_t inst, std::initializer
 PhiRef ModuleBuilder::phi(Id type, std::initializer_list<std::pair<Id, Id>> incoming) {
   Block &b = block();
   Phi p{type, newId(), {}};
+  valueTypes_[p.id] = type;
   for (auto [value, pred] : incoming) {
     p.incoming.push_back(value);
     p.incoming.push_back(pred);

@@ -202,6 +202,7 @@ private:
   std::map<std::pair<Id, uint64_t>, Id> constants_; // (type, bits) -> id
   std::map<std::vector<uint32_t>, Id> composites_;  // (type, parts) -> id
   std::map<Id, uint32_t> widths_;                   // int/float type -> width
+  std::map<Id, Id> valueTypes_;                     // value (constant, result ...) -> type
   std::vector<Function> functions_;
   bool blockOpen_ = false;
   bool vulkanMemoryModel_ = false;

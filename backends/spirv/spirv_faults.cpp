@@ -6,16 +6,17 @@
 // loop-limit record once per kernel, at its end: llvmpipe runs every `if` body under a mask,
 // taken or not.
 //
-// The control buffer (Binding = the kernel's parameter count) is a runtime array of u32:
+// The control buffer (Shader: Binding = the kernel's parameter count; Kernel: the entry's
+// last parameter, a CrossWorkgroup pointer) is an array of u32:
 // word 0 is the cancel flag that the host sets past a launch's deadline, words 1..14 the
 // tsr_kernel_fault record. The first faulting work-item claims the record by a compare-
 // exchange of `kind` from 0 and then writes the other words; nobody reads them before the
 // launch completes. Must never change what an in-bounds access or a valid division computes.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <climits>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::OpKind;
 using ir::Scalar;
@@ -72,8 +73,17 @@ Id Lowering::runtimeArrayBlock(Id memT, uint32_t stride) {
   return block;
 }
 
+Id Lowering::controlWord(uint32_t k) {
+  if (kernel_)
+    return b_.op(spv::OpInBoundsPtrAccessChain,
+                 b_.typePointer(spv::StorageClassCrossWorkgroup, u32T()),
+                 {controlVar(), constU32(k)});
+  return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32T()),
+               {controlVar(), constU32(0), constU32(k)});
+}
+
 Id Lowering::controlVar() {
-  if (control_)
+  if (control_) // the Kernel flavour's is its last parameter, set at the function's start
     return control_;
   Id block = runtimeArrayBlock(u32T(), 4);
   control_ = b_.globalVariable(b_.typePointer(spv::StorageClassStorageBuffer, block),
@@ -93,11 +103,7 @@ void Lowering::writeFault(Id fault, Id kind, uint32_t param, Id index, bool wide
 void Lowering::writeFaultAt(Id fault, Id kind, Id line, Id col, uint32_t param, Id index, bool wide,
                             Id count) {
   Id u32 = u32T();
-  Id var = controlVar();
-  Id ptrT = b_.typePointer(spv::StorageClassStorageBuffer, u32);
-  auto word = [&](uint32_t k) {
-    return b_.op(spv::OpAccessChain, ptrT, {var, constU32(0), constU32(k)});
-  };
+  auto word = [&](uint32_t k) { return controlWord(k); };
   Id scope = constU32(spv::ScopeDevice);
   Id relaxed = constU32(spv::MemorySemanticsMaskNone);
   spirv::IfBlocks outer = b_.beginIf(fault, false);
@@ -145,12 +151,19 @@ Id Lowering::boundsGuard(const MemRef &m, Id index, bool wide, tsr_fault_kind ki
                          Id *faultOut) {
   if (bounds_ == TSR_BOUNDS_UNCHECKED)
     return 0;
-  Id u32 = u32T();
-  Id count = m.shared ? constU32(m.count) : b_.op(spv::OpArrayLength, u32, {m.var, 0});
-  // One unsigned compare: a negative index reads as a huge one.
-  Id ok = wide ? b_.op(spv::OpULessThan, boolT(),
-                       {index, b_.op(spv::OpUConvert, b_.typeInt(64), {count})})
-               : b_.op(spv::OpULessThan, boolT(), {index, count});
+  Id count = m.shared ? constU32(m.count) : bufferCount32(m);
+  // One unsigned compare: a negative index reads as a huge one. Kernel buffers compare in
+  // 64 bits with their exact length (a u32 index is sign-extended: negative stays huge).
+  Id ok = 0;
+  if (kernel_ && !m.shared) {
+    Id i64 = b_.typeInt(64);
+    ok = b_.op(spv::OpULessThan, boolT(),
+               {wide ? index : b_.op(spv::OpSConvert, i64, {index}), m.length});
+  } else {
+    ok = wide ? b_.op(spv::OpULessThan, boolT(),
+                      {index, b_.op(spv::OpUConvert, b_.typeInt(64), {count})})
+              : b_.op(spv::OpULessThan, boolT(), {index, count});
+  }
   Id fault = b_.op(spv::OpLogicalNot, boolT(), {ok});
   if (accessed) {
     fault = b_.op(spv::OpLogicalAnd, boolT(), {accessed, fault});
@@ -195,8 +208,7 @@ Id Lowering::stepPositive(const ir::Op &op, Id step) {
 
 Id Lowering::loadCancelFlag() {
   Id u32 = u32T();
-  Id ptr = b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32),
-                 {controlVar(), constU32(0), constU32(kCancelWord)});
+  Id ptr = controlWord(kCancelWord);
   // An atomic load: the host writes the flag while the kernel runs, and the load is a side
   // effect that keeps an endless loop from being optimised away (LLVM deletes side-effect
   // free infinite loops). A plain Volatile load measured no faster on lavapipe.
@@ -222,8 +234,7 @@ void Lowering::claimDeadline(Id cancelled) {
   // Only `kind`: the deadline message names the kernel and its timeout, nothing the other
   // words hold, and each store would cost a lane-by-lane loop on llvmpipe.
   spirv::IfBlocks ib = b_.beginIf(cancelled, false);
-  Id ptr = b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, u32T()),
-                 {controlVar(), constU32(0), constU32(kRecordWord)});
+  Id ptr = controlWord(kRecordWord);
   Id relaxed = constU32(spv::MemorySemanticsMaskNone);
   b_.op(spv::OpAtomicCompareExchange, u32T(),
         {ptr, constU32(spv::ScopeDevice), relaxed, relaxed, constU32(TSR_FAULT_DEADLINE),
@@ -268,4 +279,4 @@ void Lowering::recordCutLoop() {
                0, false, 0);
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

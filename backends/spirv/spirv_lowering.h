@@ -1,5 +1,10 @@
-// Internal interface of the kernel IR -> SPIR-V (Shader flavour) lowering. Included only by
-// the .cpp files of backends/vulkan/codegen.
+// Internal interface of the kernel IR -> SPIR-V lowering shared by the Vulkan target (Shader
+// flavour) and the Level Zero target (Kernel flavour; the builder's flavour selects it).
+// Included only by the lowering's .cpp files in backends/spirv; targets call lowerModule
+// (spirv_target.h). Where the flavours differ (the kernel interface, buffer addressing,
+// builtins, barriers, subgroup ops, extended instructions, contraction) the difference is
+// one helper here with a branch on kernel_ (spirv_flavour.cpp holds the Kernel-only ones),
+// so that every op's semantics stay written once.
 //
 // Register representation (mirrors backends/llvm): i1 as OpTypeBool, i8..i64 as integers of
 // their width (signedness 0: the instruction carries it), f16/bf16/f32 as 32-bit floats
@@ -12,7 +17,7 @@
 #pragma once
 
 #include "backends/spirv/spirv_builder.h"
-#include "backends/vulkan/codegen/vulkan_codegen.h"
+#include "backends/spirv/spirv_target.h"
 
 #include <map>
 #include <set>
@@ -21,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using spirv::Id;
 
@@ -32,15 +37,18 @@ struct MemRef {
   ir::Scalar elem = ir::Scalar::I32;
   bool shared = false;
   uint32_t count = 0; // shared arrays: elements (buffers: OpArrayLength at run time)
+  /// Kernel flavour, buffers: `var` is a CrossWorkgroup pointer to the view's first element
+  /// (base + offset) and `length` the view's element count as a u64 (bytes / element size).
+  Id length = 0;
 };
 
 class Lowering {
 public:
-  Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps,
+  Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const TargetCaps &caps,
            tsr_bounds_mode bounds);
 
   /// Emits one kernel as a GLCompute entry point; false with error() set on failure.
-  bool lowerKernel(const ir::Function &f, VulkanKernelInfo &info);
+  bool lowerKernel(const ir::Function &f, KernelInfo &info);
   const std::string &error() const { return error_; }
 
   // --- types and constants (spirv_kernel.cpp) -------------------------------------------
@@ -55,7 +63,34 @@ public:
   Id constU32(uint32_t v) { return b_.constU32(v); }
   /// A float constant of type `ft` (32 or 64 bits, or 16 for half) equal to `v` rounded.
   Id constFloat(Id ft, double v);
+  /// A GLSL.std.450 instruction; in the Kernel flavour its OpenCL.std equivalent (only those
+  /// with the same semantics are mapped: see openclInst in spirv_flavour.cpp).
   Id glsl(Id type, uint32_t inst, std::initializer_list<Id> args);
+
+  // --- flavour differences (spirv_flavour.cpp) -------------------------------------------
+  bool kernel() const { return kernel_; }
+  /// "Vulkan" or "Level Zero", for error messages.
+  const char *targetName() const { return kernel_ ? "Level Zero" : "Vulkan"; }
+  /// Shader: decorates `r` NoContraction. Kernel: nothing (the entry point's ContractionOff
+  /// execution mode covers every instruction; NoContraction needs the Shader capability).
+  void noContraction(Id r);
+  /// A subgroup shuffle (`isXor`: by lane xor `lane`) of `x` of register type `T` (32 or 64
+  /// bits, or a vector of u32): GroupNonUniformShuffle(Xor) or OpSubgroupShuffle(Xor)INTEL.
+  Id subgroupShuffle(Id T, Id x, Id lane, bool isXor);
+  /// The Kernel flavour's group instruction for a Shader GroupNonUniform one (same operands:
+  /// scope, [group operation,] value).
+  spv::Op groupOp(spv::Op nonUniform) const;
+  /// A pointer to control word `k` (cancel flag, fault record).
+  Id controlWord(uint32_t k);
+  /// A buffer view's element count as a u32 (Kernel: clamped to UINT32_MAX).
+  Id bufferCount32(const MemRef &m);
+  /// A pointer to element `index` (a u32 or i64 register, already in bounds where guarded)
+  /// of buffer `m`.
+  Id bufferElementPtr(const MemRef &m, Id index, bool wide);
+  /// The storage class of buffer element pointers.
+  spv::StorageClass bufferClass() const {
+    return kernel_ ? spv::StorageClassCrossWorkgroup : spv::StorageClassStorageBuffer;
+  }
 
   // --- representation (spirv_scalar.cpp) ------------------------------------------------
   Id toMem(Id v, ir::Scalar s);
@@ -65,6 +100,15 @@ public:
   /// f32 -> bf16 bits in the low half of a u32, round to nearest even, NaN kept quiet.
   Id f32ToBF16Bits(Id v);
   Id bf16BitsToF32(Id bits32);
+  /// Kernel flavour (which has no half type: spirv-val's OpenCL environment refuses the
+  /// Float16 capability): f32 -> f16 bits in the low half of a u32 by integer ops, rounded
+  /// in `mode` (0 to nearest even, 1 toward zero, 2 up, 3 down), NaN kept quiet; and back,
+  /// exactly (spirv_flavour.cpp).
+  Id f32ToF16Bits(Id v, int mode = 0);
+  Id f16BitsToF32(Id bits32);
+  /// f64 -> f32 rounded to odd (exact, or the odd neighbour), so that one more rounding to a
+  /// narrower type is correct (spirv_flavour.cpp).
+  Id f64ToF32Odd(Id d);
   /// The sign bit of float `v` of type `ft` (true for -0 and negative NaNs too).
   Id isNegative(Id v, Id ft);
   /// IEEE 754-2019 minimumNumber / maximumNumber of two floats of type `ft`.
@@ -96,17 +140,28 @@ public:
 
   spirv::ModuleBuilder &b_;
   const ir::Module &module_;
-  const VulkanTargetCaps &caps_;
+  const TargetCaps &caps_;
   const ir::Op *curOp_ = nullptr; // for error locations
   const ir::Function *curFn_ = nullptr;
   const tsr_bounds_mode bounds_;
   bool strict_ = false; // the strict profile (VulkanCompileOptions::strict)
+  const bool kernel_;   // the Kernel flavour (Level Zero), from the builder
 
 private:
   // --- kernel structure (spirv_kernel.cpp) -----------------------------------------------
-  bool declareParams(const ir::Function &f, VulkanKernelInfo &info);
+  bool declareParams(const ir::Function &f, KernelInfo &info);
   Id bufferVar(MemRef &m);
   Id builtinVar(spv::BuiltIn bi, bool vec3);
+  /// A builtin's value as u32 (a uvec3 for `vec3`): the Kernel flavour's size_t builtins
+  /// are 64-bit and narrowed here (ids, counts and sizes fit 32 bits, as docs/ir.md says).
+  Id loadBuiltin(spv::BuiltIn bi, bool vec3);
+  /// Kernel flavour: OpFunction with the parameters of levelzero_abi.h; sets kparams_,
+  /// wgDims_ and control_.
+  Id beginKernelFunction(const ir::Function &f);
+  /// Kernel flavour: buffers (base + offset, typed; length) and scalars from kparams_.
+  bool declareKernelParams(const ir::Function &f, KernelInfo &info);
+  /// Kernel flavour: f32 atomic add as a compare-exchange loop on the bits.
+  Id atomicFAddLoop(Id ptr, spv::StorageClass sc, Id scope, Id v);
   Id workgroupSize();
   bool emitBlock(const ir::Block &blk, std::vector<Id> *terminatorValues);
   bool emitOp(const ir::Op &op);
@@ -252,6 +307,7 @@ private:
   Id cutLine_ = 0, cutCol_ = 0;     // u32 function variables: the first such loop's location
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
+  std::vector<Id> kparams_; // Kernel flavour: the entry's OpFunctionParameters, in ABI order
 };
 
 /// Loop iterations between two polls of the cancel flag (a power of two): a cancelled loop
@@ -266,6 +322,12 @@ bool constPositive(const ir::Value *v);
 /// `dynamicOnly` a `while` or a `for` without constant bounds.
 bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth);
 
+/// The OpenCL.std instruction with the semantics of GLSL.std.450 `inst`, for the insts the
+/// lowering uses (spirv_flavour.cpp; asserts on any other: a new use must be mapped there).
+uint32_t openclInst(uint32_t inst);
+/// Whether builtin `bi` is a size_t (64-bit under Physical64) in the Kernel flavour.
+bool builtinIsSizeT(spv::BuiltIn bi);
+
 /// Whether `b` (or a function it calls) holds a matrix op (spirv_matrix.cpp).
 bool usesMatrices(const ir::Module &m, const ir::Block &b, int depth);
 
@@ -273,4 +335,4 @@ bool usesMatrices(const ir::Module &m, const ir::Block &b, int depth);
 /// spirv_fma_f64.cpp.
 Id f64Fma(Lowering &L, Id a, Id b, Id c);
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -11,13 +11,13 @@
 // Vulkan's precision for GLSL.std.450 is relaxed (the SPIR-V precision table of the Vulkan
 // spec): the runtime conformance judges Vulkan under its `relaxed` profile. Never decorate
 // RelaxedPrecision. New polynomial approximations belong on the IR (ir/transforms/), not here.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
 #include <cmath>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::OpKind;
 using ir::Scalar;
@@ -43,7 +43,7 @@ struct MathHelper {
   /// A float op the driver must neither fuse nor reassociate.
   Id exact(spv::Op o, Id x, Id y) {
     Id r = fop(o, x, y);
-    b.decorate(r, spv::DecorationNoContraction);
+    L.noContraction(r);
     return r;
   }
   /// x with the sign bit of `signOf`.
@@ -245,4 +245,4 @@ Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
   return roundNarrow(r, t);
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -1,5 +1,7 @@
-// One kernel as a GLCompute entry point: its interface (the ABI of backends/gpu_module.h),
-// types and capability checks, and the walk over its ops.
+// One kernel as an entry point: GLCompute with the interface of backends/gpu_module.h
+// (Shader flavour) or Kernel with the parameters of backends/levelzero/levelzero_abi.h
+// (Kernel flavour, see spirv_flavour.cpp); types and capability checks, and the walk over
+// its ops.
 //
 // ABI: buffer parameter i -> DescriptorSet 0, Binding i, a Block struct holding a runtime
 // array; scalars -> one push-constant Block (32-bit slots, 64-bit ones aligned to 8);
@@ -9,27 +11,32 @@
 // record) -> Binding <parameter count>, when the kernel uses it. The interface of
 // each entry point lists every global variable it references (SPIR-V 1.4+). Must never
 // emit a capability the caps lack: every type is checked where an op first needs it.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cmath>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 // AcquireRelease | UniformMemory | WorkgroupMemory, as plain bits (spirv.hpp's operator|
 // on the mask enum makes values outside the enum).
 constexpr uint32_t kBarrierSemantics = 0x8 | 0x40 | 0x100;
+// The Kernel flavour's barrier: SequentiallyConsistent | WorkgroupMemory |
+// CrossWorkgroupMemory, as OpenCL's barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE).
+constexpr uint32_t kKernelBarrierSemantics = 0x10 | 0x100 | 0x200;
 
 using ir::OpForm;
 using ir::OpKind;
 using ir::Scalar;
 
-Lowering::Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const VulkanTargetCaps &caps,
+Lowering::Lowering(spirv::ModuleBuilder &b, const ir::Module &m, const TargetCaps &caps,
                    tsr_bounds_mode bounds)
-    : b_(b), module_(m), caps_(caps), bounds_(bounds) {}
+    : b_(b), module_(m), caps_(caps), bounds_(bounds),
+      kernel_(b.flavour() == spirv::Flavour::Kernel) {}
 
 // --------------------------------------------------------------- errors and checks
 
@@ -121,8 +128,8 @@ Id Lowering::memType(Scalar s) {
   switch (s) {
   case Scalar::I1:
     return b_.typeInt(8);
-  case Scalar::F16:
-    return b_.typeFloat(16);
+  case Scalar::F16: // Kernel: the bits (no half type there)
+    return kernel_ ? b_.typeInt(16) : b_.typeFloat(16);
   case Scalar::BF16:
     return b_.typeInt(16);
   default:
@@ -144,13 +151,15 @@ Id Lowering::constFloat(Id ft, double v) {
 }
 
 Id Lowering::glsl(Id type, uint32_t inst, std::initializer_list<Id> args) {
+  if (kernel_)
+    return b_.extInst(type, b_.extInstSet("OpenCL.std"), openclInst(inst), args);
   return b_.extInst(type, b_.extInstSet("GLSL.std.450"), inst, args);
 }
 
 // ---------------------------------------------------------------- kernel interface
 
 Id Lowering::workgroupSize() {
-  if (wgSize_)
+  if (wgSize_ || kernel_) // Kernel: wgDims_ are parameters, the driver sets the group size
     return wgSize_;
   Id u32 = u32T();
   for (uint32_t d = 0; d < 3; ++d)
@@ -171,27 +180,42 @@ Id Lowering::workgroupSize() {
 void Lowering::emitEntryIds() {
   workgroupSize();
   Id u32 = u32T();
-  Id lin = b_.op(spv::OpLoad, u32, {builtinVar(spv::BuiltInLocalInvocationIndex, false)});
+  // Kernel: the driver dispatches x*y*z work-items in x alone, so LocalInvocationId.x is
+  // the linear id.
+  Id lin = kernel_ ? b_.op(spv::OpCompositeExtract, u32,
+                           {loadBuiltin(spv::BuiltInLocalInvocationId, true), 0})
+                   : loadBuiltin(spv::BuiltInLocalInvocationIndex, false);
   if (!coop_ && usesMatrices(module_, *curFn_->body, 0) && caps_.subgroupSize > 0)
     lane_ = b_.op(spv::OpUMod, u32, {lin, constU32(caps_.subgroupSize)});
   Id q = b_.op(spv::OpUDiv, u32, {lin, wgDims_[0]});
   localIds_[0] = b_.op(spv::OpUMod, u32, {lin, wgDims_[0]});
   localIds_[1] = b_.op(spv::OpUMod, u32, {q, wgDims_[1]});
   localIds_[2] = b_.op(spv::OpUDiv, u32, {q, wgDims_[1]});
-  groupIds_ =
-      b_.op(spv::OpLoad, b_.typeVector(u32, 3), {builtinVar(spv::BuiltInWorkgroupId, true)});
+  groupIds_ = loadBuiltin(spv::BuiltInWorkgroupId, true);
 }
 
 Id Lowering::builtinVar(spv::BuiltIn bi, bool vec3) {
   auto it = builtins_.find(bi);
   if (it == builtins_.end()) {
     Id t = vec3 ? b_.typeVector(u32T(), 3) : u32T();
+    if (kernel_ && builtinIsSizeT(bi)) // size_t under Physical64
+      t = vec3 ? b_.typeVector(b_.typeInt(64), 3) : b_.typeInt(64);
     Id var = b_.globalVariable(b_.typePointer(spv::StorageClassInput, t), spv::StorageClassInput);
     b_.decorate(var, spv::DecorationBuiltIn, {static_cast<uint32_t>(bi)});
     it = builtins_.emplace(bi, var).first;
   }
   interface_.insert(it->second);
   return it->second;
+}
+
+Id Lowering::loadBuiltin(spv::BuiltIn bi, bool vec3) {
+  Id var = builtinVar(bi, vec3);
+  Id u32 = u32T(), want = vec3 ? b_.typeVector(u32, 3) : u32;
+  if (!kernel_ || !builtinIsSizeT(bi))
+    return b_.op(spv::OpLoad, want, {var});
+  Id u64 = b_.typeInt(64);
+  Id wide = b_.op(spv::OpLoad, vec3 ? b_.typeVector(u64, 3) : u64, {var});
+  return b_.op(spv::OpUConvert, want, {wide});
 }
 
 Id Lowering::bufferVar(MemRef &m) {
@@ -245,7 +269,7 @@ Id fromSlot(Lowering &L, Id raw, Scalar s) {
 
 } // namespace
 
-bool Lowering::declareParams(const ir::Function &f, VulkanKernelInfo &info) {
+bool Lowering::declareParams(const ir::Function &f, KernelInfo &info) {
   std::vector<Id> members;
   std::vector<uint32_t> offsets;
   std::vector<const ir::Value *> scalars;
@@ -259,7 +283,7 @@ bool Lowering::declareParams(const ir::Function &f, VulkanKernelInfo &info) {
     }
     if (!p->type.isScalar())
       return fail("parameter %" + p->name + " of type " + ir::toString(p->type) +
-                  " cannot be a kernel parameter on Vulkan");
+                  " cannot be a kernel parameter on " + targetName());
     if (!checkScalar(p->type.elem))
       return false;
     bool wide = ir::bitWidth(p->type.elem) == 64;
@@ -295,7 +319,7 @@ bool Lowering::declareParams(const ir::Function &f, VulkanKernelInfo &info) {
   return true;
 }
 
-bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
+bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   curFn_ = &f;
   curOp_ = nullptr;
   vals_.clear();
@@ -306,10 +330,12 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
   sharedBytes_ = 0;
   control_ = 0;
   cutLoop_ = cutLine_ = cutCol_ = 0;
-  info = VulkanKernelInfo{};
+  info = KernelInfo{};
   info.name = f.name;
   Id voidT = b_.typeVoid();
-  Id fn = b_.beginFunction(voidT, b_.typeFunction(voidT));
+  Id fn = kernel_ ? beginKernelFunction(f) : b_.beginFunction(voidT, b_.typeFunction(voidT));
+  if (!fn)
+    return false;
   b_.name(fn, f.name);
   bool loops = hasLoop(module_, *f.body, false, 0);
   bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
@@ -322,7 +348,7 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
     declareCoopVariables(f); // function variables lead the first block
   }
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
-  if (!declareParams(f, info))
+  if (!(kernel_ ? declareKernelParams(f, info) : declareParams(f, info)))
     return false;
   if (dynamicLoops)
     leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
@@ -338,9 +364,24 @@ bool Lowering::lowerKernel(const ir::Function &f, VulkanKernelInfo &info) {
     if (p->type.kind == ir::Type::Kind::Buffer && !bufferVar(mems_.at(p)))
       return false;
   info.sharedBytes = sharedBytes_;
-  if (control_)
+  if (control_ && !kernel_)
     info.controlBinding = static_cast<uint32_t>(f.params().size());
   std::vector<Id> iface(interface_.begin(), interface_.end());
+  if (kernel_) {
+    // SPIR-V 1.2: the interface lists Input variables only (the builtins); the control
+    // pointer is always the last parameter (levelzero_abi.h): controlBinding names it.
+    info.controlBinding = static_cast<uint32_t>(kparams_.size() - 1);
+    iface.clear();
+    for (const auto &[bi, var] : builtins_)
+      if (interface_.count(var))
+        iface.push_back(var);
+    std::sort(iface.begin(), iface.end());
+    b_.entryPoint(spv::ExecutionModelKernel, fn, f.name, iface);
+    // No contraction anywhere (docs/ir.md: an IR mul then add rounds twice); OpenCL's
+    // counterpart of the Shader flavour's NoContraction on every float op.
+    b_.executionMode(fn, spv::ExecutionModeContractionOff);
+    return true;
+  }
   b_.entryPoint(spv::ExecutionModelGLCompute, fn, f.name, iface);
   b_.executionMode(fn, spv::ExecutionModeLocalSize, {1, 1, 1}); // overridden by the built-in
   if (caps_.signedZeroInfNanPreserve) {
@@ -425,8 +466,10 @@ bool Lowering::emitOp(const ir::Op &op) {
   case OpForm::Barrier:
     // Workgroup execution barrier; acquire-release on shared (Workgroup) and global
     // (Uniform = storage buffers under the GLSL450 memory model) memory.
-    b_.opVoid(spv::OpControlBarrier, {constU32(spv::ScopeWorkgroup), constU32(spv::ScopeWorkgroup),
-                                      constU32(kBarrierSemantics)});
+    // Kernel: sequentially consistent on local and global memory, as OpenCL's barrier().
+    b_.opVoid(spv::OpControlBarrier,
+              {constU32(spv::ScopeWorkgroup), constU32(spv::ScopeWorkgroup),
+               constU32(kernel_ ? kKernelBarrierSemantics : kBarrierSemantics)});
     return true;
   case OpForm::SubgroupReduce:
     return emitSubgroupReduce(op);
@@ -468,4 +511,4 @@ bool Lowering::emitOp(const ir::Op &op) {
   return true;
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -8,9 +8,9 @@
 // Subgroup ops follow SPIR-V's GroupNonUniform rules, as the IR does; they must never be
 // given a type Vulkan would reject without the matching feature (small integers are widened
 // to 32 bits, 64-bit shuffles go through a uvec2).
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::OpKind;
 using ir::Scalar;
@@ -247,12 +247,12 @@ bool Lowering::emitWorkItem(const ir::Op &op) {
   Id u32 = u32T();
   uint32_t d = op.mods.dim;
   auto vec3 = [&](spv::BuiltIn bi) {
-    Id v = b_.op(spv::OpLoad, b_.typeVector(u32, 3), {builtinVar(bi, true)});
-    return b_.op(spv::OpCompositeExtract, u32, {v, d});
+    return b_.op(spv::OpCompositeExtract, u32, {loadBuiltin(bi, true), d});
   };
   auto scalar = [&](spv::BuiltIn bi) {
-    b_.capability(spv::CapabilityGroupNonUniform);
-    return b_.op(spv::OpLoad, u32, {builtinVar(bi, false)});
+    if (!kernel_) // the Kernel capability covers the subgroup builtins
+      b_.capability(spv::CapabilityGroupNonUniform);
+    return loadBuiltin(bi, false);
   };
   Id x = 0;
   switch (op.kind) {
@@ -349,8 +349,7 @@ Id Lowering::elementPtr(const ir::Value *memv, const ir::Value *idx, tsr_fault_k
   if (m->shared)
     return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassWorkgroup, memT),
                  {var, index});
-  return b_.op(spv::OpAccessChain, b_.typePointer(spv::StorageClassStorageBuffer, memT),
-               {var, constU32(0), index});
+  return bufferElementPtr(*m, index, wide);
 }
 
 bool Lowering::emitLoadStore(const ir::Op &op) {
@@ -394,9 +393,10 @@ bool Lowering::emitAtomic(const ir::Op &op) {
   std::string what = "'" + std::string(op.info().name) + "' on " + type;
   bool isFloat = t == Scalar::F32;
   if (t != Scalar::I32 && t != Scalar::I64 && !isFloat)
-    return fail(what + " is not supported on Vulkan (atomics need i32, i64 or f32)");
+    return fail(what + " is not supported on " + targetName() + " (atomics need i32, i64 or f32)");
   if (isFloat && op.kind != OpKind::AtomicAdd && op.kind != OpKind::AtomicXchg)
-    return fail(what + " is not supported on Vulkan (f32 atomics: add and exchange only)");
+    return fail(what + " is not supported on " + targetName() +
+                " (f32 atomics: add and exchange only)");
   if (t == Scalar::I64) {
     if (!need(shared ? caps_.shaderSharedInt64Atomics : caps_.shaderBufferInt64Atomics,
               "64-bit atomics on " + type,
@@ -404,7 +404,7 @@ bool Lowering::emitAtomic(const ir::Op &op) {
       return false;
     b_.capability(spv::CapabilityInt64Atomics);
   }
-  if (isFloat && op.kind == OpKind::AtomicAdd) {
+  if (isFloat && op.kind == OpKind::AtomicAdd && !kernel_) { // Kernel: a CAS loop
     if (!need(shared ? caps_.shaderSharedFloat32AtomicAdd : caps_.shaderBufferFloat32AtomicAdd,
               "float atomic add on " + type,
               shared ? "shaderSharedFloat32AtomicAdd" : "shaderBufferFloat32AtomicAdd"))
@@ -432,7 +432,10 @@ bool Lowering::emitAtomic(const ir::Op &op) {
   Id old = 0;
   switch (op.kind) {
   case OpKind::AtomicAdd:
-    old = b_.op(isFloat ? spv::OpAtomicFAddEXT : spv::OpAtomicIAdd, T, {ptr, scope, relaxed, v});
+    old = isFloat && kernel_
+              ? atomicFAddLoop(ptr, shared ? spv::StorageClassWorkgroup : bufferClass(), scope, v)
+              : b_.op(isFloat ? spv::OpAtomicFAddEXT : spv::OpAtomicIAdd, T,
+                      {ptr, scope, relaxed, v});
     break;
   case OpKind::AtomicMin:
     old = b_.op(u ? spv::OpAtomicUMin : spv::OpAtomicSMin, T, {ptr, scope, relaxed, v});
@@ -466,14 +469,14 @@ bool Lowering::emitAtomic(const ir::Op &op) {
 bool Lowering::emitSubgroupReduce(const ir::Op &op) {
   if (!need(caps_.subgroupArithmetic, "subgroup arithmetic", "subgroupArithmetic"))
     return false;
-  b_.capability(spv::CapabilityGroupNonUniformArithmetic);
+  b_.capability(kernel_ ? spv::CapabilityGroups : spv::CapabilityGroupNonUniformArithmetic);
   Scalar t = op.results[0]->type.elem;
   Id v = val(op.operands[0]);
   if (!v)
     return false;
   Id scope = constU32(spv::ScopeSubgroup);
   auto reduce = [&](spv::Op o, Id T, Id x) {
-    return b_.op(o, T, {scope, spv::GroupOperationReduce, x});
+    return b_.op(groupOp(o), T, {scope, spv::GroupOperationReduce, x});
   };
   bool u = op.mods.isUnsigned;
   bool isMin = op.kind == OpKind::SubgroupMin, isMax = op.kind == OpKind::SubgroupMax;
@@ -500,6 +503,10 @@ bool Lowering::emitSubgroupReduce(const ir::Op &op) {
     Id W = wide ? b_.typeFloat(64) : T;
     Id x = wide ? b_.op(spv::OpFConvert, W, {v}) : v;
     Id r = reduce(spv::OpGroupNonUniformFAdd, W, x);
+    if (wide && t == Scalar::F16 && kernel_) { // to odd in f32, then one rounding to f16
+      define(op.result(), roundNarrow(f64ToF32Odd(r), t));
+      return true;
+    }
     if (wide && t == Scalar::F16) // one rounding, straight to the narrow type
       r = b_.op(spv::OpFConvert, b_.typeFloat(16), {r});
     define(op.result(), roundNarrow(wide ? b_.op(spv::OpFConvert, T, {r}) : r, t));
@@ -509,18 +516,20 @@ bool Lowering::emitSubgroupReduce(const ir::Op &op) {
   // with votes so that the result is minimumNumber / maximumNumber of the active lanes.
   if (!need(caps_.subgroupVote, "subgroup votes for exact float min/max", "subgroupVote"))
     return false;
-  b_.capability(spv::CapabilityGroupNonUniformVote);
+  if (!kernel_)
+    b_.capability(spv::CapabilityGroupNonUniformVote);
   Id r = reduce(isMin ? spv::OpGroupNonUniformFMin : spv::OpGroupNonUniformFMax, T, v);
   Id zero = constFloat(T, 0.0), negZero = constFloat(T, -0.0);
   Id laneIsZero = b_.op(spv::OpFOrdEqual, boolT(), {v, zero});
   Id neg = isNegative(v, T);
   Id wanted = isMin ? neg : b_.op(spv::OpLogicalNot, boolT(), {neg});
-  Id any = b_.op(spv::OpGroupNonUniformAny, boolT(),
+  Id any = b_.op(groupOp(spv::OpGroupNonUniformAny), boolT(),
                  {scope, b_.op(spv::OpLogicalAnd, boolT(), {laneIsZero, wanted})});
   Id zeroPick = isMin ? b_.op(spv::OpSelect, T, {any, negZero, zero})
                       : b_.op(spv::OpSelect, T, {any, zero, negZero});
   r = b_.op(spv::OpSelect, T, {b_.op(spv::OpFOrdEqual, boolT(), {r, zero}), zeroPick, r});
-  Id allNan = b_.op(spv::OpGroupNonUniformAll, boolT(), {scope, b_.op(spv::OpIsNan, boolT(), {v})});
+  Id allNan = b_.op(groupOp(spv::OpGroupNonUniformAll), boolT(),
+                    {scope, b_.op(spv::OpIsNan, boolT(), {v})});
   define(op.result(), b_.op(spv::OpSelect, T, {allNan, v, r}));
   return true;
 }
@@ -528,16 +537,15 @@ bool Lowering::emitSubgroupReduce(const ir::Op &op) {
 bool Lowering::emitShuffle(const ir::Op &op) {
   if (!need(caps_.subgroupShuffle, "subgroup shuffles", "subgroupShuffle"))
     return false;
-  b_.capability(spv::CapabilityGroupNonUniformShuffle);
   Scalar t = op.results[0]->type.elem;
   Id v = val(op.operands[0]), lane = val(op.operands[1]);
   if (!v || !lane)
     return false;
   // broadcast uses Shuffle too: its lane may be dynamic (uniform, but not a constant).
-  spv::Op o = op.kind == OpKind::ShuffleXor ? spv::OpGroupNonUniformShuffleXor
-                                            : spv::OpGroupNonUniformShuffle;
-  Id scope = constU32(spv::ScopeSubgroup);
-  auto shuffle = [&](Id T, Id x) { return b_.op(o, T, {scope, x, lane}); };
+  bool isXor = op.kind == OpKind::ShuffleXor;
+  if (!kernel_) // the scope constant first: keeps the Shader flavour's ids as before
+    constU32(spv::ScopeSubgroup);
+  auto shuffle = [&](Id T, Id x) { return subgroupShuffle(T, x, lane, isXor); };
   Id u32 = u32T();
   Id r = 0;
   switch (t) {
@@ -562,4 +570,4 @@ bool Lowering::emitShuffle(const ir::Op &op) {
   return true;
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -6,14 +6,14 @@
 // transformations (TwoSum, Dekker's product) must not be fused.
 // This is not a math decomposition (those live on the IR, ir/transforms/math_f64*.cpp): it is
 // the exact lowering of one basic IR op on devices that lack it.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
 #include <cmath>
 #include <utility>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 namespace {
 
@@ -27,7 +27,7 @@ struct F64 {
   Id u(uint32_t v) { return L.constU32(v); }
   Id op(spv::Op o, Id x, Id y) {
     Id r = b.op(o, T, {x, y});
-    b.decorate(r, spv::DecorationNoContraction);
+    L.noContraction(r);
     return r;
   }
   Id add(Id x, Id y) { return op(spv::OpFAdd, x, y); }
@@ -194,4 +194,4 @@ Id F64::fma64(Id x, Id y, Id c0) {
 
 Id f64Fma(Lowering &L, Id a, Id b, Id c) { return F64{L, L.b_}.fma64(a, b, c); }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -8,14 +8,14 @@
 // through a narrower intermediate (i32/i64/f64 -> f16, anything -> bf16) are first rounded
 // to f32 *to odd*, so the second rounding is correct. Never emit a conversion whose result
 // could differ from the interpreter's where the IR defines it.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
 #include <cfloat>
 #include <cmath>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::Round;
 using ir::Scalar;
@@ -292,11 +292,18 @@ Id Converter::toFloat(const ir::Op &op, Source x, Scalar s, Scalar d) {
         return 0;
       x = Source{t, f32, true, false, 32};
     }
-    Id half = b.typeFloat(16);
-    Id h = applyMode(nearest(x, half), half, x, m);
-    if (!h)
-      return 0;
-    r = b.op(spv::OpFConvert, f32, {h});
+    if (L.kernel()) { // no half type: an exact (or odd) f32, rounded by integer ops
+      Id f = x.isFloat ? x.v : nearest(x, f32);
+      if (!f)
+        return 0;
+      r = L.f16BitsToF32(L.f32ToF16Bits(f, int(m)));
+    } else {
+      Id half = b.typeFloat(16);
+      Id h = applyMode(nearest(x, half), half, x, m);
+      if (!h)
+        return 0;
+      r = b.op(spv::OpFConvert, f32, {h});
+    }
     maxFinite = 65504.0;
   } else {
     Id rt = L.regType(d);
@@ -320,7 +327,7 @@ Id Converter::narrowOddSum(Id xy, Id c, Scalar d) {
   Id f64 = b.typeFloat(64), u64 = L.bitsType(f64), f32 = L.f32T();
   auto fop = [&](spv::Op o, Id x, Id y) {
     Id r = b.op(o, f64, {x, y});
-    b.decorate(r, spv::DecorationNoContraction, {});
+    L.noContraction(r);
     return r;
   };
   // TwoSum: s + err == xy + c exactly.
@@ -333,7 +340,8 @@ Id Converter::narrowOddSum(Id xy, Id c, Scalar d) {
   Id even = boolOp(spv::OpIEqual, b.op(spv::OpBitwiseAnd, u64, {bits, L.constInt(u64, 1)}),
                    L.constInt(u64, 0));
   Id inexact = boolOp(spv::OpLogicalAnd, boolOp(spv::OpFOrdNotEqual, err, zero), even);
-  Id away = boolOp(spv::OpLogicalEqual, L.isNegative(s, f64), boolOp(spv::OpFOrdLessThan, err, zero));
+  Id away =
+      boolOp(spv::OpLogicalEqual, L.isNegative(s, f64), boolOp(spv::OpFOrdLessThan, err, zero));
   Id one = L.constInt(u64, 1);
   Id moved = b.op(spv::OpSelect, u64,
                   {away, b.op(spv::OpIAdd, u64, {bits, one}), b.op(spv::OpISub, u64, {bits, one})});
@@ -343,8 +351,8 @@ Id Converter::narrowOddSum(Id xy, Id c, Scalar d) {
   Id f = applyMode(nearest(x, f32), f32, x, Mode::Odd);
   if (!f)
     return 0;
-  if (d == Scalar::BF16)
-    return L.roundNarrow(f, Scalar::BF16);
+  if (d == Scalar::BF16 || L.kernel()) // Kernel: f16 rounding by integer ops
+    return L.roundNarrow(f, d);
   return b.op(spv::OpFConvert, f32, {b.op(spv::OpFConvert, b.typeFloat(16), {f})});
 }
 
@@ -375,4 +383,4 @@ Id Lowering::emitConvert(const ir::Op &op, Id v) {
   return c.toFloat(op, x, s, d);
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -12,9 +12,9 @@
 // Otherwise the kernel takes the portable lowering (spirv_matrix.cpp), never a guess.
 // A matrix value is one SSA id of an OpTypeCooperativeMatrixKHR type (subgroup scope).
 // The SPIR-V headers of this build predate the extension: its opcodes are numbered here.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::MatrixUse;
 using ir::OpForm;
@@ -33,7 +33,7 @@ bool coopElem(Scalar s) {
 }
 
 /// Whether some listed shape holds a matrix of type `t` in its use.
-bool shapeListed(const VulkanTargetCaps &caps, const ir::Type &t) {
+bool shapeListed(const TargetCaps &caps, const ir::Type &t) {
   for (const CooperativeMatrixShape &s : caps.cooperativeMatrix) {
     bool ok = false;
     switch (t.use) {
@@ -68,7 +68,7 @@ bool constantValue(const ir::Value *v, int64_t *out) {
   return true;
 }
 
-bool opEligible(const VulkanTargetCaps &caps, const ir::Op &op) {
+bool opEligible(const TargetCaps &caps, const ir::Op &op) {
   for (const auto &r : op.results)
     if (r->type.isMatrix() && (!coopElem(r->type.elem) || !shapeListed(caps, r->type)))
       return false;
@@ -100,7 +100,7 @@ bool opEligible(const VulkanTargetCaps &caps, const ir::Op &op) {
   }
 }
 
-bool blockEligible(const VulkanTargetCaps &caps, const ir::Block &b) {
+bool blockEligible(const TargetCaps &caps, const ir::Block &b) {
   for (const auto &op : b.ops) {
     if (!opEligible(caps, *op))
       return false;
@@ -276,4 +276,4 @@ bool Lowering::emitCoopMap(const ir::Op &op) {
   return true;
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -15,13 +15,13 @@
 //
 // Must never touch an element outside the op's `bounds`, and must never let a lane take part
 // in a column it does not own (a column past C when sg does not divide C).
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
 #include <array>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::MatrixUse;
 using ir::Scalar;
@@ -51,8 +51,8 @@ bool Lowering::checkMatrix(const ir::Type &t) {
   if (n > kMaxLaneElements)
     return fail("'" + std::string(curOp_->info().name) + "' on " + ir::toString(t) + " needs " +
                 std::to_string(n) + " registers per lane (subgroup size " +
-                std::to_string(caps_.subgroupSize) + "); the Vulkan lowering allows " +
-                std::to_string(kMaxLaneElements));
+                std::to_string(caps_.subgroupSize) + "); the " + std::string(targetName()) +
+                " lowering allows " + std::to_string(kMaxLaneElements));
   return true;
 }
 
@@ -263,8 +263,8 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       colOk[k] = both(colOk[k], baseOk[k]);
   Id memT = memType(m->elem);
   tsr_fault_kind kind = isStore ? TSR_FAULT_STORE_OUT_OF_BOUNDS : TSR_FAULT_LOAD_OUT_OF_BOUNDS;
-  Id ptrT =
-      b_.typePointer(m->shared ? spv::StorageClassWorkgroup : spv::StorageClassStorageBuffer, memT);
+  // Made here, before the loop, so that the Shader flavour's type ids stay what they were.
+  Id ptrT = b_.typePointer(m->shared ? spv::StorageClassWorkgroup : bufferClass(), memT);
   std::vector<Id> out(size_t(t.rows) * per);
   // Checked mode records one fault per op, not per element: a record write is an `if` with
   // an atomic, which made kernels with 32 x 32 tiles take minutes to compile on llvmpipe.
@@ -276,9 +276,7 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
   spirv::IfBlocks nonEmpty;
   bool outerIf = branchless && !m->shared;
   if (outerIf)
-    nonEmpty = b_.beginIf(
-        b_.op(spv::OpINotEqual, boolTy, {b_.op(spv::OpArrayLength, u32, {m->var, 0}), constU32(0)}),
-        false);
+    nonEmpty = b_.beginIf(b_.op(spv::OpINotEqual, boolTy, {bufferCount32(*m), constU32(0)}), false);
   for (uint32_t r = 0; r < uint32_t(t.rows); ++r) {
     Id rowOk = hasBounds ? signedLess(constInt(boundT, r), ops[2]) : 0;
     if (bounds_ == TSR_BOUNDS_UNCHECKED && !colMajor)
@@ -298,7 +296,7 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       if (guard)
         index = b_.op(spv::OpSelect, i64, {guard, index, constInt(i64, 0)});
       Id ptr = m->shared ? b_.op(spv::OpAccessChain, ptrT, {m->var, index})
-                         : b_.op(spv::OpAccessChain, ptrT, {m->var, constU32(0), index});
+                         : bufferElementPtr(*m, index, true);
       size_t e = size_t(r) * per + k;
       if (branchless) {
         Id loaded = b_.op(spv::OpLoad, memT, {ptr});
@@ -332,7 +330,7 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
       v = b_.phi(T, {{v, nonEmpty.thenEnd}, {zero, nonEmpty.elseEnd}}).id;
   }
   if (anyFault) {
-    Id count = m->shared ? constU32(m->count) : b_.op(spv::OpArrayLength, u32, {m->var, 0});
+    Id count = m->shared ? constU32(m->count) : bufferCount32(*m);
     recordFault(anyFault, m->shared ? TSR_FAULT_SHARED_OUT_OF_BOUNDS : kind,
                 m->shared ? UINT32_MAX : m->param->index, firstBad, true, count);
   }
@@ -344,9 +342,10 @@ bool Lowering::emitMatrixAccess(const ir::Op &op) {
 }
 
 std::vector<Id> Lowering::replicateColumns(const std::vector<Id> &owned, const ir::Type &t) {
-  b_.capability(spv::CapabilityGroupNonUniformShuffle);
   uint32_t sg = caps_.subgroupSize, per = (t.cols + sg - 1) / sg;
-  Id T = regType(t.elem), u32 = u32T(), scope = constU32(spv::ScopeSubgroup);
+  Id T = regType(t.elem), u32 = u32T();
+  if (!kernel_) // the Shader shuffle's scope constant first: keeps that flavour's ids as before
+    constU32(spv::ScopeSubgroup);
   // Small integers travel as 32 bits (shuffles of 8-bit types need extended types).
   bool narrow = t.elem == Scalar::I8 || t.elem == Scalar::I16;
   std::vector<Id> out;
@@ -356,7 +355,7 @@ std::vector<Id> Lowering::replicateColumns(const std::vector<Id> &owned, const i
       Id v = owned[size_t(r) * per + c / sg];
       if (narrow)
         v = b_.op(spv::OpUConvert, u32, {v});
-      v = b_.op(spv::OpGroupNonUniformShuffle, narrow ? u32 : T, {scope, v, constU32(c % sg)});
+      v = subgroupShuffle(narrow ? u32 : T, v, constU32(c % sg), false);
       out.push_back(narrow ? b_.op(spv::OpUConvert, T, {v}) : v);
     }
   return out;
@@ -383,8 +382,8 @@ bool Lowering::emitMatrixMad(const ir::Op &op) {
     return fail("'matrix_mad' of " + ir::toString(ta) + " and " + ir::toString(tb) + " needs " +
                 std::to_string(uint64_t(M) * per * K) +
                 " multiply-adds per lane, unrolled (subgroup size " +
-                std::to_string(caps_.subgroupSize) + "); the Vulkan lowering allows " +
-                std::to_string(kMaxMadSteps));
+                std::to_string(caps_.subgroupSize) + "); the " + std::string(targetName()) +
+                " lowering allows " + std::to_string(kMaxMadSteps));
   std::vector<Id> a, b, c;
   if (!flatVal(op.operands[0], a) || !flatVal(op.operands[1], b) || !flatVal(op.operands[2], c))
     return false;
@@ -480,4 +479,4 @@ bool usesMatrices(const ir::Module &m, const ir::Block &b, int depth) {
   return false;
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -10,11 +10,11 @@
 //
 // Must never be used without float64 (the caller keeps OpFDiv / Sqrt and the runner reports
 // the device), nor change a NaN, infinity, zero or the sign of a result.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 namespace {
 
 struct Exact {
@@ -24,7 +24,7 @@ struct Exact {
 
   Id op(spv::Op o, Id x, Id y) { // rounded on its own: never fused nor reassociated
     Id r = b.op(o, d, {x, y});
-    b.decorate(r, spv::DecorationNoContraction);
+    L.noContraction(r);
     return r;
   }
   Id wide(Id x) { return b.op(spv::OpFConvert, d, {x}); }
@@ -83,4 +83,4 @@ Id Lowering::strictSqrtF32(Id x) {
   return e.sel(ok, fixed, s);
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

@@ -5,14 +5,14 @@
 // SPIR-V leaves out-of-range shifts undefined and GLSL's FMin/FMax do not order -0 and +0:
 // both are made defined here. f16/bf16 results are rounded once from f32. Never decorate
 // RelaxedPrecision: every float op must keep the precision the op table promises.
-#include "backends/vulkan/codegen/spirv_lowering.h"
+#include "backends/spirv/spirv_lowering.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
 #include <bit>
 #include <cmath>
 
-namespace tessera::vulkan::detail {
+namespace tessera::spirv::detail {
 
 using ir::OpKind;
 using ir::Scalar;
@@ -40,6 +40,8 @@ Id Lowering::toMem(Id v, Scalar s) {
   case Scalar::I1:
     return b_.op(spv::OpSelect, memType(s), {v, constInt(memType(s), 1), constInt(memType(s), 0)});
   case Scalar::F16:
+    if (kernel_)
+      return b_.op(spv::OpUConvert, memType(s), {f32ToF16Bits(v)});
     return b_.op(spv::OpFConvert, memType(s), {v});
   case Scalar::BF16:
     return b_.op(spv::OpUConvert, memType(s), {f32ToBF16Bits(v)});
@@ -53,6 +55,8 @@ Id Lowering::fromMem(Id v, Scalar s) {
   case Scalar::I1:
     return b_.op(spv::OpINotEqual, boolT(), {v, constInt(memType(s), 0)});
   case Scalar::F16:
+    if (kernel_)
+      return f16BitsToF32(b_.op(spv::OpUConvert, u32T(), {v}));
     return b_.op(spv::OpFConvert, f32T(), {v});
   case Scalar::BF16:
     return bf16BitsToF32(b_.op(spv::OpUConvert, u32T(), {v}));
@@ -62,6 +66,8 @@ Id Lowering::fromMem(Id v, Scalar s) {
 }
 
 Id Lowering::roundNarrow(Id v, Scalar s) {
+  if (s == Scalar::F16 && kernel_)
+    return f16BitsToF32(f32ToF16Bits(v));
   if (s == Scalar::F16)
     return b_.op(spv::OpFConvert, f32T(), {b_.op(spv::OpFConvert, b_.typeFloat(16), {v})});
   if (s == Scalar::BF16)
@@ -318,7 +324,7 @@ Id intBinary(Lowering &L, const ir::Op &op, Id x, Id y) {
 /// A floating-point op the driver must neither fuse nor reassociate.
 Id exactOp(Lowering &L, spv::Op o, Id T, Id x, Id y) {
   Id r = L.b_.op(o, T, {x, y});
-  L.b_.decorate(r, spv::DecorationNoContraction);
+  L.noContraction(r);
   return r;
 }
 
@@ -476,4 +482,4 @@ Id Lowering::emitScalar(const ir::Op &op, std::span<const Id> v) {
   return fail("op '" + std::string(op.info().name) + "' cannot be lowered to SPIR-V");
 }
 
-} // namespace tessera::vulkan::detail
+} // namespace tessera::spirv::detail

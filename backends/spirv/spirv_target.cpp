@@ -1,0 +1,178 @@
+// The shared SPIR-V lowering's entry (lowerModule) and the device record it reads
+// (TargetCaps: its text form, parse and hash). The capability names and the error texts are
+// those of the Vulkan capability record, which is where they come from; the Level Zero
+// target maps its own record onto these fields. Never validates: each target validates for
+// its own environment.
+#include "backends/spirv/spirv_lowering.h"
+#include "ir/core/hash.h"
+
+namespace tessera::spirv {
+
+namespace {
+
+// Every field of TargetCaps by its name (the Vulkan feature's), in declaration order:
+// one list for describe() and set() (the capability record the driver hands over).
+struct CapsField {
+  const char *name;
+  bool TargetCaps::*flag; // or
+  uint32_t TargetCaps::*number;
+};
+using C = TargetCaps;
+constexpr CapsField kCapsFields[] = {
+    {"subgroupSize", nullptr, &C::subgroupSize},
+    {"float16", &C::float16, nullptr},
+    {"float64", &C::float64, nullptr},
+    {"int64", &C::int64, nullptr},
+    {"int16", &C::int16, nullptr},
+    {"int8", &C::int8, nullptr},
+    {"storageBuffer8BitAccess", &C::storageBuffer8BitAccess, nullptr},
+    {"storageBuffer16BitAccess", &C::storageBuffer16BitAccess, nullptr},
+    {"subgroupArithmetic", &C::subgroupArithmetic, nullptr},
+    {"subgroupShuffle", &C::subgroupShuffle, nullptr},
+    {"subgroupVote", &C::subgroupVote, nullptr},
+    {"subgroupExtendedTypes", &C::subgroupExtendedTypes, nullptr},
+    {"shaderBufferFloat32AtomicAdd", &C::shaderBufferFloat32AtomicAdd, nullptr},
+    {"shaderSharedFloat32AtomicAdd", &C::shaderSharedFloat32AtomicAdd, nullptr},
+    {"shaderBufferFloat32Atomics", &C::shaderBufferFloat32Atomics, nullptr},
+    {"shaderSharedFloat32Atomics", &C::shaderSharedFloat32Atomics, nullptr},
+    {"shaderBufferInt64Atomics", &C::shaderBufferInt64Atomics, nullptr},
+    {"shaderSharedInt64Atomics", &C::shaderSharedInt64Atomics, nullptr},
+    {"fusedFma", &C::fusedFma, nullptr},
+    {"signedZeroInfNanPreserve", &C::signedZeroInfNanPreserve, nullptr},
+    {"denormPreserve", &C::denormPreserve, nullptr},
+    {"maxPushConstantsSize", nullptr, &C::maxPushConstantsSize},
+    {"maxComputeSharedMemorySize", nullptr, &C::maxComputeSharedMemorySize},
+};
+
+} // namespace
+
+std::string CooperativeMatrixShape::str() const {
+  std::string s = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  for (ir::Scalar t : {a, b, c, result})
+    s += ":" + std::string(ir::scalarName(t));
+  return s;
+}
+
+namespace {
+
+/// `MxNxK:a:b:c:result` (CooperativeMatrixShape::str); false for anything else.
+bool parseShape(std::string_view text, CooperativeMatrixShape *out) {
+  uint32_t dims[3] = {0, 0, 0};
+  size_t pos = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && pos - start < 4)
+      dims[d] = dims[d] * 10 + uint32_t(text[pos++] - '0');
+    char want = d < 2 ? 'x' : ':';
+    if (pos == start || dims[d] == 0 || pos >= text.size() || text[pos] != want)
+      return false;
+    ++pos;
+  }
+  ir::Scalar types[4];
+  for (int k = 0; k < 4; ++k) {
+    size_t end = text.find(':', pos);
+    if ((end == std::string_view::npos) != (k == 3))
+      return false;
+    auto t = ir::parseScalarName(text.substr(pos, end == std::string_view::npos ? end : end - pos));
+    if (!t)
+      return false;
+    types[k] = *t;
+    pos = end + 1;
+  }
+  *out = {dims[0], dims[1], dims[2], types[0], types[1], types[2], types[3]};
+  return true;
+}
+
+bool setCooperativeMatrix(std::vector<CooperativeMatrixShape> &list, std::string_view value,
+                          std::string *error) {
+  list.clear();
+  if (value == "none")
+    return true;
+  while (true) {
+    size_t comma = value.find(',');
+    CooperativeMatrixShape s;
+    if (!parseShape(value.substr(0, comma), &s) || list.size() >= 256) {
+      *error = "vulkan capability cooperativeMatrix has the value '" +
+               std::string(value.substr(0, 64)) +
+               "' (expected none or a comma-separated list of MxNxK:a:b:c:result, e.g. "
+               "16x16x16:f16:f16:f32:f32)";
+      return false;
+    }
+    list.push_back(s);
+    if (comma == std::string_view::npos)
+      return true;
+    value = value.substr(comma + 1);
+  }
+}
+
+} // namespace
+
+std::string TargetCaps::describe() const {
+  std::string s;
+  for (const CapsField &f : kCapsFields) {
+    s += s.empty() ? "" : " ";
+    s += std::string(f.name) + "=" +
+         (f.flag ? std::string(this->*f.flag ? "1" : "0") : std::to_string(this->*f.number));
+  }
+  s += " cooperativeMatrix=";
+  for (size_t k = 0; k < cooperativeMatrix.size(); ++k)
+    s += (k ? "," : "") + cooperativeMatrix[k].str();
+  if (cooperativeMatrix.empty())
+    s += "none";
+  return s;
+}
+
+bool TargetCaps::set(std::string_view name, std::string_view value, std::string *error) {
+  if (name == "cooperativeMatrix")
+    return setCooperativeMatrix(cooperativeMatrix, value, error);
+  for (const CapsField &f : kCapsFields) {
+    if (name != f.name)
+      continue;
+    uint64_t v = 0;
+    bool digits = !value.empty() && value.size() <= 10;
+    for (char c : value) {
+      digits = digits && c >= '0' && c <= '9';
+      v = v * 10 + uint64_t(c - '0');
+    }
+    if (!digits || v > UINT32_MAX || (f.flag && v > 1)) {
+      *error = "vulkan capability " + std::string(name) + " has the value '" +
+               std::string(value.substr(0, 32)) + "' (expected " +
+               (f.flag ? "0 or 1" : "a 32-bit number") + ")";
+      return false;
+    }
+    if (f.flag)
+      this->*f.flag = v != 0;
+    else
+      this->*f.number = uint32_t(v);
+    return true;
+  }
+  *error = "unknown vulkan capability '" + std::string(name.substr(0, 64)) + "'";
+  return false;
+}
+
+// The description names every field, so its hash changes whenever any field does.
+uint64_t TargetCaps::hash() const { return Fnv1a().bytes(describe()).value(); }
+
+bool lowerModule(const ir::Module &m, const LoweringOptions &opts, uint32_t version,
+                 std::vector<uint32_t> *words, std::vector<KernelInfo> *kernels,
+                 std::set<spv::Capability> *capabilities, std::string *error) {
+  ModuleBuilder b(opts.flavour, version);
+  detail::Lowering lowering(b, m, opts.caps, opts.bounds);
+  lowering.strict_ = opts.strict;
+  lowering.allowCooperative_ = opts.allowCooperative && opts.flavour == Flavour::Shader;
+  for (const auto &f : m.functions) {
+    if (!f->isKernel)
+      continue;
+    KernelInfo info;
+    if (!lowering.lowerKernel(*f, info)) {
+      *error = lowering.error();
+      return false;
+    }
+    kernels->push_back(std::move(info));
+  }
+  *words = b.finish();
+  *capabilities = b.capabilities();
+  return true;
+}
+
+} // namespace tessera::spirv
