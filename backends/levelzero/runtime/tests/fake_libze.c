@@ -6,7 +6,8 @@
  * Environment:
  *   TESSERA_FAKE_ZE_MODE      init_error: zeInit fails (ZE_RESULT_ERROR_UNSUPPORTED_VERSION);
  *                             no_device: zeDeviceGet finds none; ignore_cancel: `spin` never
- *                             ends; unset: one device
+ *                             ends; abi_only: launches of entries the fake cannot run succeed
+ *                             without running (their arguments checked); unset: one device
  *   TESSERA_FAKE_ZE_FAIL      the name of one ze* function that fails (out of device memory
  *                             for allocations, a build failure for zeModuleCreate, device
  *                             lost for everything else)
@@ -14,13 +15,15 @@
  *   TESSERA_FAKE_ZE_NO_FP64   set: the device has no fp64 (and no 64-bit atomics)
  *   TESSERA_FAKE_ZE_INTEGRATED set: an integrated device
  * Modules accept an image that starts with the SPIR-V magic word (else a build failure with a
- * log); their kernels are the names of its OpEntryPoint instructions. Three entries run on the
- * host, with the arguments of backends/levelzero/levelzero_abi.h:
- *   vadd(a, b, c: buffer<f32>, n: i32)   c[i] = a[i] + b[i] for every global id i < n
+ * log); their kernels are the names of its OpEntryPoint instructions, and where the module
+ * declares the entry's OpFunction each argument's size is checked against its parameter's
+ * type (as a real driver refuses a wrong index or size). These entries run on the host, with
+ * the arguments of backends/levelzero/levelzero_abi.h:
+ *   vadd(a, b, c: buffer<f32>, n: i32)    c[i] = a[i] + b[i] for every global id i < n
  *   store_params(out: buffer, scalars...) the scalars' bytes into out, each aligned to its size
- *   fault(out: buffer)                   writes an out-of-bounds store record to the control
- *   spin()                               runs until the host sets its cancel flag (then
- *                                        records TSR_FAULT_DEADLINE), as a polling loop does
+ *   fault(out: buffer)                    writes an out-of-bounds store record to the control
+ *   spin()                                runs until the host sets its cancel flag (then
+ *                                         records TSR_FAULT_DEADLINE), as a polling loop does
  * Counters exported below let tests check what was called and that everything was released.
  * Test-only.
  */

@@ -18,7 +18,7 @@ extern uint32_t fake_ze_last_group_size[3], fake_ze_last_group_count[3];
 extern int fake_ze_initialized;
 extern struct _ze_device_handle_t fake_ze_device;
 
-enum { MAX_ARGS = 32, MAX_ENTRIES = 16, NAME_MAX_LEN = 64 };
+enum { MAX_ARGS = 128, MAX_ENTRIES = 64, NAME_MAX_LEN = 128 };
 
 struct _ze_driver_handle_t {
   int unused;
@@ -41,8 +41,17 @@ struct _ze_event_pool_handle_t {
 struct _ze_module_build_log_handle_t {
   char text[256];
 };
+/* A kernel's signature as its SPIR-V declares it: the byte size of each OpFunctionParameter
+ * (pointers 8, integers and floats their width); paramCount -1 when the module has no
+ * OpFunction for the entry (the tests' hand-made modules list names only). */
+struct Signature {
+  uint32_t function; /* the entry's function id */
+  int paramCount;
+  uint8_t paramSizes[MAX_ARGS];
+};
 struct _ze_module_handle_t {
   char entries[MAX_ENTRIES][NAME_MAX_LEN];
+  struct Signature signatures[MAX_ENTRIES];
   int count;
 };
 struct Arg {
@@ -52,6 +61,7 @@ struct Arg {
 };
 struct _ze_kernel_handle_t {
   char name[NAME_MAX_LEN];
+  struct Signature signature;
   uint32_t group[3];
   struct Arg args[MAX_ARGS];
 };

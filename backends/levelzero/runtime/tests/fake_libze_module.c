@@ -8,24 +8,69 @@
 
 #include <stdio.h>
 
-enum { SPIRV_MAGIC = 0x07230203, OP_ENTRY_POINT = 15, SPIRV_HEADER_WORDS = 5 };
+static int modeIs(const char *m) {
+  const char *v = getenv("TESSERA_FAKE_ZE_MODE");
+  return v && strcmp(v, m) == 0;
+}
 
-/* OpEntryPoint names of the SPIR-V words (the name is the literal at word 3). */
-static void scanEntries(const uint32_t *words, size_t count, struct _ze_module_handle_t *m) {
+enum {
+  SPIRV_MAGIC = 0x07230203,
+  SPIRV_HEADER_WORDS = 5,
+  OP_ENTRY_POINT = 15,
+  OP_TYPE_INT = 21,
+  OP_TYPE_FLOAT = 22,
+  OP_TYPE_POINTER = 32,
+  OP_FUNCTION = 54,
+  OP_FUNCTION_PARAMETER = 55,
+  OP_FUNCTION_END = 56
+};
+
+/* The entry's signature being read, if `function` is an entry's function. */
+static struct Signature *signatureOf(struct _ze_module_handle_t *m, uint32_t function) {
+  for (int e = 0; e < m->count; ++e)
+    if (m->signatures[e].function == function)
+      return &m->signatures[e];
+  return NULL;
+}
+
+/* OpEntryPoint names of the SPIR-V words (the name is the literal at word 3), and their
+ * functions' parameter sizes. One pass: the logical layout puts entry points before types
+ * and types before functions. */
+static void scanModule(const uint32_t *words, size_t count, struct _ze_module_handle_t *m) {
+  const uint32_t bound = count > 3 ? words[3] : 0;
+  uint8_t *sizes = calloc(bound ? bound : 1, 1); /* byte size of each type id */
+  struct Signature *current = NULL;
   for (size_t i = SPIRV_HEADER_WORDS; i < count;) {
-    uint32_t wc = words[i] >> 16, op = words[i] & 0xffff;
+    const uint32_t wc = words[i] >> 16, op = words[i] & 0xffff;
     if (wc == 0 || i + wc > count)
-      return;
+      break;
+    const uint32_t *w = &words[i];
     if (op == OP_ENTRY_POINT && wc >= 4 && m->count < MAX_ENTRIES) {
       size_t bytes = (wc - 3) * 4;
       if (bytes >= NAME_MAX_LEN)
         bytes = NAME_MAX_LEN - 1;
-      memcpy(m->entries[m->count], &words[i + 3], bytes);
+      memcpy(m->entries[m->count], &w[3], bytes);
       m->entries[m->count][bytes] = '\0';
+      m->signatures[m->count].function = w[2];
+      m->signatures[m->count].paramCount = -1;
       ++m->count;
+    } else if ((op == OP_TYPE_INT || op == OP_TYPE_FLOAT) && wc >= 3 && w[1] < bound) {
+      sizes[w[1]] = (uint8_t)(w[2] / 8);
+    } else if (op == OP_TYPE_POINTER && wc >= 2 && w[1] < bound) {
+      sizes[w[1]] = 8; /* Physical64 */
+    } else if (op == OP_FUNCTION && wc >= 3) {
+      current = signatureOf(m, w[2]);
+      if (current)
+        current->paramCount = 0;
+    } else if (op == OP_FUNCTION_PARAMETER && wc >= 2 && current &&
+               current->paramCount < MAX_ARGS) {
+      current->paramSizes[current->paramCount++] = w[1] < bound ? sizes[w[1]] : 0;
+    } else if (op == OP_FUNCTION_END) {
+      current = NULL;
     }
     i += wc;
   }
+  free(sizes);
 }
 
 static ze_result_t buildLog(ze_module_build_log_handle_t *out, const char *text) {
@@ -59,7 +104,7 @@ EXPORT ze_result_t zeModuleCreate(ze_context_handle_t c, ze_device_handle_t devi
   struct _ze_module_handle_t *m = track(calloc(1, sizeof *m));
   uint32_t *words = malloc(desc->inputSize);
   memcpy(words, desc->pInputModule, desc->inputSize);
-  scanEntries(words, desc->inputSize / 4, m);
+  scanModule(words, desc->inputSize / 4, m);
   free(words);
   *out = m;
   return ZE_RESULT_SUCCESS;
@@ -94,6 +139,7 @@ EXPORT ze_result_t zeKernelCreate(ze_module_handle_t m, const ze_kernel_desc_t *
       continue;
     struct _ze_kernel_handle_t *k = track(calloc(1, sizeof *k));
     snprintf(k->name, sizeof k->name, "%s", desc->pKernelName);
+    k->signature = m->signatures[i];
     *out = k;
     return ZE_RESULT_SUCCESS;
   }
@@ -118,9 +164,10 @@ EXPORT ze_result_t zeKernelSetGroupSize(ze_kernel_handle_t k, uint32_t x, uint32
 EXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_t size,
                                             const void *value) {
   FAIL_IF_ASKED(ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE);
-  if (index >= MAX_ARGS)
+  const struct Signature *sig = &k->signature;
+  if (index >= MAX_ARGS || (sig->paramCount >= 0 && index >= (uint32_t)sig->paramCount))
     return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
-  if (size == 0 || size > 8 || !value)
+  if (size == 0 || size > 8 || !value || (sig->paramCount >= 0 && size != sig->paramSizes[index]))
     return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
   k->args[index].size = size;
   k->args[index].set = 1;
@@ -254,6 +301,9 @@ EXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list
   ze_result_t r = waitsDone(n, waits);
   if (r)
     return r;
+  for (int i = 0; i < k->signature.paramCount; ++i)
+    if (!k->args[i].set)
+      return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX; /* a parameter left unset */
   if (strcmp(k->name, "vadd") == 0)
     r = runVadd(k, groups);
   else if (strcmp(k->name, "store_params") == 0)
@@ -262,7 +312,7 @@ EXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list
     r = runFault(k);
   else if (strcmp(k->name, "spin") == 0)
     r = startSpin(k);
-  else
+  else if (!modeIs("abi_only"))
     r = ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* an entry the fake cannot run */
   if (r)
     return r;
