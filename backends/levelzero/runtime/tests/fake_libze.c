@@ -19,7 +19,8 @@
  * declares the entry's OpFunction each argument's size is checked against its parameter's
  * type (as a real driver refuses a wrong index or size). These entries run on the host, with
  * the arguments of backends/levelzero/levelzero_abi.h:
- *   vadd(a, b, c: buffer<f32>, n: i32)    c[i] = a[i] + b[i] for every global id i < n
+ *   vadd(a, b, c: buffer<f32>, n: i32)    c[i] = a[i] + b[i] for every global id i < n (also
+ *                                         as vector_add, the kernel of ir/examples/vector_add)
  *   store_params(out: buffer, scalars...) the scalars' bytes into out, each aligned to its size
  *   fault(out: buffer)                    writes an out-of-bounds store record to the control
  *   spin()                                runs until the host sets its cancel flag (then

@@ -304,7 +304,7 @@ EXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_t list
   for (int i = 0; i < k->signature.paramCount; ++i)
     if (!k->args[i].set)
       return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX; /* a parameter left unset */
-  if (strcmp(k->name, "vadd") == 0)
+  if (strcmp(k->name, "vadd") == 0 || strcmp(k->name, "vector_add") == 0) /* ir/examples' */
     r = runVadd(k, groups);
   else if (strcmp(k->name, "store_params") == 0)
     r = runStoreParams(k);
