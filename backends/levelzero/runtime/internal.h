@@ -150,10 +150,12 @@ private:
 struct ZeStreamObj {
   ZeDeviceObj *dev = nullptr;
   ze_command_list_handle_t list = nullptr;
-  std::mutex mutex;              // serialises appends (a command list is not thread-safe)
-  bool hasCommands = false;      // a barrier must precede the next command
-  std::vector<EventRef> held;    // events signalled or waited for since the last synchronize
-  std::deque<uint32_t> patterns; // fill patterns, alive until the next synchronize
+  std::mutex mutex;                 // serialises appends (a command list is not thread-safe)
+  bool hasCommands = false;         // a barrier must precede the next command
+  bool appendedSinceMarker = false; // a command or a wait since lastMarker was appended
+  EventRef lastMarker;              // signalled after everything before it (query reuses it)
+  std::vector<EventRef> held;       // events signalled or waited for since the last synchronize
+  std::deque<uint32_t> patterns;    // fill patterns, alive until the next synchronize
   std::shared_ptr<FaultLog> faults;
   uint64_t timeoutNs = 0;
   /// Appends the barrier that orders the next command after the previous one.

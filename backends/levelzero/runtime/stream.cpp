@@ -33,6 +33,8 @@ tsr_status_t appendMarker(ZeStreamObj &s, EventRef *out) {
     return zeStatus("zeCommandListAppendBarrier", r);
   s.held.push_back(*out);
   s.hasCommands = false; // the marker's barrier already orders what follows
+  s.appendedSinceMarker = false;
+  s.lastMarker = *out;
   return nullptr;
 }
 
@@ -151,6 +153,7 @@ tsr_status_t waitForEvent(ZeDeviceObj &dev, ze_event_handle_t event, FaultLog &f
 // --- streams -------------------------------------------------------------------------------
 
 tsr_status_t ZeStreamObj::orderNext() {
+  appendedSinceMarker = true;
   if (!hasCommands) {
     hasCommands = true;
     return nullptr;
@@ -259,6 +262,7 @@ tsr_status_t streamWaitEvent(tsr_drv_device_t, tsr_drv_stream_t stream, tsr_drv_
   ze_event_handle_t handle = latest->event;
   if (ze_result_t r = s.dev->api().zeCommandListAppendWaitOnEvents(s.list, 1, &handle))
     return zeStatus("zeCommandListAppendWaitOnEvents", r);
+  s.appendedSinceMarker = true;
   s.held.push_back(std::move(latest));
   return nullptr;
 }
@@ -290,8 +294,11 @@ tsr_status_t streamQuery(tsr_drv_device_t device, tsr_drv_stream_t stream, bool 
   ZeStreamObj &s = streamOf(stream);
   EventRef marker;
   {
+    // A host polling an unchanged stream queries the same marker (no new event per call).
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (tsr_status_t st = appendMarker(s, &marker))
+    if (s.lastMarker && !s.appendedSinceMarker)
+      marker = s.lastMarker;
+    else if (tsr_status_t st = appendMarker(s, &marker))
       return st;
   }
   ze_result_t r = deviceOf(device).api().zeEventQueryStatus(marker->event);

@@ -254,6 +254,22 @@ TEST(LevelZeroStreams, EventsOrderWorkAcrossStreams) {
   tsr_buffer_release(b);
 }
 
+TEST(LevelZeroStreams, PollingAnUnchangedStreamTakesNoNewEvents) {
+  UseFakeZe fake;
+  FakeDevice device;
+  tsr_stream_t stream = nullptr;
+  TSR_ASSERT_OK(tsr_stream_create(device.get(), &stream));
+  bool idle = false;
+  TSR_EXPECT_OK(tsr_stream_query(stream, &idle));
+  const int live = fakeGlobal("fake_ze_live_objects");
+  for (int i = 0; i < 200; ++i) { // more than one pool of events if each query took one
+    TSR_EXPECT_OK(tsr_stream_query(stream, &idle));
+    EXPECT_TRUE(idle);
+  }
+  EXPECT_EQ(fakeGlobal("fake_ze_live_objects"), live);
+  tsr_stream_release(stream);
+}
+
 // Memory is accounted in total against what the device reports, refused before zeMemAlloc*.
 TEST(LevelZeroMemory, AllocationsAreAccountedInTotal) {
   UseFakeZe fake;
