@@ -250,6 +250,7 @@ bool Lowering::emitWorkItem(const ir::Op &op) {
     return b_.op(spv::OpCompositeExtract, u32, {loadBuiltin(bi, true), d});
   };
   auto scalar = [&](spv::BuiltIn bi) {
+    subgroupsUsed_ = true;
     if (!kernel_) // the Kernel capability covers the subgroup builtins
       b_.capability(spv::CapabilityGroupNonUniform);
     return loadBuiltin(bi, false);
@@ -307,8 +308,8 @@ bool Lowering::emitSharedAlloc(const ir::Op &op) {
   if (sharedBytes_ > caps_.maxComputeSharedMemorySize)
     return fail("the kernel needs " + std::to_string(sharedBytes_) +
                 " bytes of shared memory; the target allows " +
-                std::to_string(caps_.maxComputeSharedMemorySize) +
-                " (caps.maxComputeSharedMemorySize)");
+                std::to_string(caps_.maxComputeSharedMemorySize) + " (" +
+                capsFieldName("maxComputeSharedMemorySize") + ")");
   Id arr = b_.typeArray(memType(t.elem), static_cast<uint32_t>(t.count));
   Id var = b_.globalVariable(b_.typePointer(spv::StorageClassWorkgroup, arr),
                              spv::StorageClassWorkgroup);
@@ -470,6 +471,7 @@ bool Lowering::emitSubgroupReduce(const ir::Op &op) {
   if (!need(caps_.subgroupArithmetic, "subgroup arithmetic", "subgroupArithmetic"))
     return false;
   b_.capability(kernel_ ? spv::CapabilityGroups : spv::CapabilityGroupNonUniformArithmetic);
+  subgroupsUsed_ = true;
   Scalar t = op.results[0]->type.elem;
   Id v = val(op.operands[0]);
   if (!v)

@@ -81,6 +81,23 @@ bool builtinIsSizeT(spv::BuiltIn bi) {
   }
 }
 
+std::string Lowering::capsFieldName(const char *field) const {
+  std::string f(field);
+  if (!kernel_)
+    return "caps." + f;
+  // The fields the Level Zero target fills from its record (LevelZeroCaps::lowering); the
+  // others are true on every Level Zero device.
+  if (f == "float64")
+    return "levelzero.fp64";
+  if (f == "shaderBufferInt64Atomics" || f == "shaderSharedInt64Atomics")
+    return "levelzero.int64Atomics";
+  if (f == "maxComputeSharedMemorySize")
+    return "levelzero.maxSharedBytes";
+  if (f == "subgroupSize")
+    return "levelzero.subgroupSize";
+  return "caps." + f;
+}
+
 void Lowering::noContraction(Id r) {
   if (!kernel_)
     b_.decorate(r, spv::DecorationNoContraction);
@@ -122,6 +139,7 @@ Id Lowering::subgroupShuffle(Id T, Id x, Id lane, bool isXor) {
     return b_.op(isXor ? spv::OpGroupNonUniformShuffleXor : spv::OpGroupNonUniformShuffle, T,
                  {constU32(spv::ScopeSubgroup), x, lane});
   }
+  subgroupsUsed_ = true;
   // OpenCL has no core shuffle; SPV_INTEL_subgroups' (intel_sub_group_shuffle[_xor]) is
   // what Level Zero devices take. No scope operand: always the subgroup.
   b_.capability(spv::CapabilitySubgroupShuffleINTEL);

@@ -56,7 +56,7 @@ bool Lowering::need(bool have, const std::string &what, const char *field) {
   if (have)
     return true;
   std::string who = curOp_ ? "'" + std::string(curOp_->info().name) + "'" : "the kernel";
-  fail(who + " needs " + what + " (caps." + field + "), which the target lacks");
+  fail(who + " needs " + what + " (" + capsFieldName(field) + "), which the target lacks");
   return false;
 }
 
@@ -185,8 +185,10 @@ void Lowering::emitEntryIds() {
   Id lin = kernel_ ? b_.op(spv::OpCompositeExtract, u32,
                            {loadBuiltin(spv::BuiltInLocalInvocationId, true), 0})
                    : loadBuiltin(spv::BuiltInLocalInvocationIndex, false);
-  if (!coop_ && usesMatrices(module_, *curFn_->body, 0) && caps_.subgroupSize > 0)
+  if (!coop_ && usesMatrices(module_, *curFn_->body, 0) && caps_.subgroupSize > 0) {
     lane_ = b_.op(spv::OpUMod, u32, {lin, constU32(caps_.subgroupSize)});
+    subgroupsUsed_ = true;
+  }
   Id q = b_.op(spv::OpUDiv, u32, {lin, wgDims_[0]});
   localIds_[0] = b_.op(spv::OpUMod, u32, {lin, wgDims_[0]});
   localIds_[1] = b_.op(spv::OpUMod, u32, {q, wgDims_[1]});
@@ -326,6 +328,7 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   mems_.clear();
   mats_.clear();
   lane_ = 0;
+  subgroupsUsed_ = false;
   interface_.clear();
   sharedBytes_ = 0;
   control_ = 0;
@@ -380,6 +383,12 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
     // No contraction anywhere (docs/ir.md: an IR mul then add rounds twice); OpenCL's
     // counterpart of the Shader flavour's NoContraction on every float op.
     b_.executionMode(fn, spv::ExecutionModeContractionOff);
+    if (subgroupsUsed_) {
+      // The lowering (matrix lanes) and the device's record assume caps.subgroupSize: a
+      // Level Zero device otherwise picks its own SIMD width per kernel.
+      b_.capability(spv::CapabilitySubgroupDispatch);
+      b_.executionMode(fn, spv::ExecutionModeSubgroupSize, {caps_.subgroupSize});
+    }
     return true;
   }
   b_.entryPoint(spv::ExecutionModelGLCompute, fn, f.name, iface);

@@ -69,6 +69,9 @@ public:
 
   // --- flavour differences (spirv_flavour.cpp) -------------------------------------------
   bool kernel() const { return kernel_; }
+  /// Where a caps field comes from, for error messages: "caps.<field>" (Vulkan's record
+  /// names), or in the Kernel flavour the `levelzero.` key it is derived from.
+  std::string capsFieldName(const char *field) const;
   /// "Vulkan" or "Level Zero", for error messages.
   const char *targetName() const { return kernel_ ? "Level Zero" : "Vulkan"; }
   /// Shader: decorates `r` NoContraction. Kernel: nothing (the entry point's ContractionOff
@@ -308,6 +311,9 @@ private:
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
   std::vector<Id> kparams_; // Kernel flavour: the entry's OpFunctionParameters, in ABI order
+  /// Kernel flavour: this kernel relies on the subgroup size (subgroup ops, ids or matrix
+  /// lanes), so its entry point requires caps.subgroupSize (ExecutionMode SubgroupSize).
+  bool subgroupsUsed_ = false;
 };
 
 /// Loop iterations between two polls of the cancel flag (a power of two): a cancelled loop

@@ -62,6 +62,7 @@ TEST(LevelZeroConstructs, ContractionOffInsteadOfNoContraction) {
   const std::string &d = compiled(kAxpy).disassembly;
   EXPECT_CONTAINS(d, "OpExecutionMode %axpy ContractionOff");
   EXPECT_EQ(d.find("NoContraction"), std::string::npos);
+  EXPECT_EQ(d.find("SubgroupSize"), std::string::npos) << "no subgroup op, no required size";
 }
 
 TEST(LevelZeroConstructs, MathUsesOpenCLStd) {
@@ -125,6 +126,9 @@ TEST(LevelZeroConstructs, SubgroupOpsAreGroupAndIntelShuffles) {
   EXPECT_CONTAINS(d, "OpGroupIAdd %uint %uint_3 Reduce");
   EXPECT_CONTAINS(d, "OpSubgroupShuffleXorINTEL %float");
   EXPECT_EQ(d.find("GroupNonUniform"), std::string::npos);
+  // The lowering's subgroup size is required of the device (not left to its compiler).
+  EXPECT_CONTAINS(d, "OpExecutionMode %s SubgroupSize 16");
+  EXPECT_CONTAINS(d, "OpCapability SubgroupDispatch");
 }
 
 TEST(LevelZeroConstructs, FloatAtomicAddIsACompareExchangeLoop) {
@@ -153,7 +157,7 @@ TEST(LevelZeroErrors, DeviceWithoutFp64) {
 )",
                            &out, &err, opts));
   EXPECT_CONTAINS(err, "test.tir:");
-  EXPECT_CONTAINS(err, "64-bit floats");
+  EXPECT_CONTAINS(err, "needs 64-bit floats (levelzero.fp64), which the target lacks");
 }
 
 TEST(LevelZeroErrors, DeviceWithoutInt64Atomics) {
@@ -169,7 +173,7 @@ TEST(LevelZeroErrors, DeviceWithoutInt64Atomics) {
 )",
                            &out, &err, opts));
   EXPECT_CONTAINS(err, "test.tir:4:");
-  EXPECT_CONTAINS(err, "64-bit atomics on i64 buffers");
+  EXPECT_CONTAINS(err, "64-bit atomics on i64 buffers (levelzero.int64Atomics)");
 }
 
 TEST(LevelZeroErrors, UnsupportedAtomicType) {
@@ -195,7 +199,8 @@ TEST(LevelZeroErrors, SharedMemoryOverTheDeviceLimit) {
 }
 )",
                            &out, &err, opts));
-  EXPECT_CONTAINS(err, "needs 4096 bytes of shared memory; the target allows 1024");
+  EXPECT_CONTAINS(err, "needs 4096 bytes of shared memory; the target allows 1024 "
+                       "(levelzero.maxSharedBytes)");
 }
 
 TEST(LevelZeroCaps, RecordKeysAndErrors) {

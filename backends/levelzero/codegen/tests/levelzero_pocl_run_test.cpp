@@ -78,7 +78,8 @@ protected:
   /// workgroup (wx, wy, wz) with `args`; returns the control words (cancel flag + record).
   std::vector<uint32_t> run(const std::string &text, const std::string &name,
                             std::vector<Arg> &args, size_t groups, uint32_t wx, uint32_t wy = 1,
-                            uint32_t wz = 1, tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST) {
+                            uint32_t wz = 1, tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST,
+                            uint32_t cancel = 0) {
     LevelZeroCompileOptions opts;
     opts.bounds = bounds;
     LevelZeroModule m;
@@ -119,6 +120,7 @@ protected:
     for (uint32_t w : {wx, wy, wz})
       EXPECT_EQ(clSetKernelArg(k, idx++, 4, &w), CL_SUCCESS);
     std::vector<uint32_t> control(TSR_LEVELZERO_CONTROL_WORDS, 0);
+    control[0] = cancel; // the host's cancel flag (the driver sets it past a deadline)
     cl_mem ctl = clCreateBuffer(ctx_, CL_MEM_COPY_HOST_PTR, 64, control.data(), &e);
     EXPECT_EQ(clSetKernelArg(k, idx++, sizeof(cl_mem), &ctl), CL_SUCCESS);
     size_t local = size_t(wx) * wy * wz, global = groups * local; // 1-D, as the driver does
@@ -367,6 +369,32 @@ TEST_F(PoclRun, CheckedModeRecordsTheFirstOutOfBoundsStore) {
   EXPECT_EQ(ctl[4], 0u) << "parameter index";
   EXPECT_TRUE(ctl[5] == 10u || ctl[5] == 11u) << "index " << ctl[5];
   EXPECT_EQ(ctl[7], 10u) << "the view's element count";
+}
+
+TEST_F(PoclRun, ACancelledLaunchEndsWithADeadlineRecord) {
+  // A loop of n iterations: uncancelled it sums 0..n-1; with the cancel flag already set the
+  // kernel ends at its entry poll, writes nothing and claims the record as DEADLINE.
+  std::string text = R"(kernel @spin(%y: buffer<i32>, %n: i32) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %s = for %i = %z to %n step %one iter(%a = %z) : i32 {
+    %a2 = add %a, %i : i32
+    yield %a2
+  }
+  %g = global_id.x : i32
+  store %s, %y[%g] : i32
+}
+)";
+  std::vector<Arg> args = {buffer(std::vector<int32_t>(4, -1)), scalar(int32_t(3000))};
+  std::vector<uint32_t> ctl = run(text, "spin", args, 1, 4);
+  EXPECT_EQ(ctl[1], 0u);
+  for (int32_t v : view<int32_t>(args[0]))
+    EXPECT_EQ(v, 2999 * 3000 / 2);
+  args = {buffer(std::vector<int32_t>(4, -1)), scalar(int32_t(3000))};
+  ctl = run(text, "spin", args, 1, 4, 1, 1, TSR_BOUNDS_ROBUST, 1);
+  EXPECT_EQ(ctl[1], uint32_t(TSR_FAULT_DEADLINE));
+  for (int32_t v : view<int32_t>(args[0]))
+    EXPECT_EQ(v, -1);
 }
 
 } // namespace
