@@ -381,8 +381,19 @@ TEST(LevelZeroDriver, EverythingIsReleased) {
     tsr_event_t event = nullptr;
     TSR_ASSERT_OK(tsr_event_create(device.get(), &event));
     TSR_EXPECT_OK(tsr_stream_record_event(stream, event));
+    TestModule module;
+    tsr_executable_t exe = nullptr;
+    TSR_ASSERT_OK(module.create(device.get(), &exe));
+    tsr_kernel_t kernel = nullptr;
+    TSR_ASSERT_OK(tsr_executable_kernel(exe, "vadd", &kernel));
+    tsr_arg_t args[4] = {tsr_arg_buffer(buffer, 0), tsr_arg_buffer(buffer, 0),
+                         tsr_arg_buffer(buffer, 0), tsr_arg_i32(16)};
+    const uint32_t one[3] = {1, 1, 1}, sixteen[3] = {16, 1, 1};
+    TSR_EXPECT_OK(tsr_stream_launch(stream, kernel, one, sixteen, args, 4)); // a control block
     TSR_EXPECT_OK(tsr_stream_synchronize(stream));
     EXPECT_GT(fakeGlobal("fake_ze_live_objects"), 0);
+    tsr_kernel_release(kernel);
+    tsr_executable_release(exe);
     tsr_event_release(event);
     tsr_stream_release(stream);
     tsr_buffer_release(buffer);

@@ -19,12 +19,16 @@ protected:
     TSR_ASSERT_OK(tsr_stream_create(device_.get(), &stream_));
   }
   void TearDown() override {
+    for (tsr_kernel_t k : kernels_)
+      tsr_kernel_release(k);
     tsr_stream_release(stream_);
     tsr_executable_release(exe_);
   }
+  /// The kernel `name` of the executable, released at the end of the test.
   tsr_kernel_t kernel(const char *name) {
     tsr_kernel_t k = nullptr;
     EXPECT_EQ(hal::testing::consume(tsr_executable_kernel(exe_, name, &k)), "");
+    kernels_.push_back(k);
     return k;
   }
   tsr_buffer_t buffer(uint64_t size) {
@@ -57,6 +61,7 @@ protected:
   TestModule module_;
   tsr_executable_t exe_ = nullptr;
   tsr_stream_t stream_ = nullptr;
+  std::vector<tsr_kernel_t> kernels_;
 };
 
 TEST(LevelZeroExecutable, BuildFailureCarriesTheBuildLog) {
@@ -256,6 +261,7 @@ TEST(LevelZeroDeadlines, ALaunchThatIgnoresItsCancelFlagIsReported) {
                    "levelzero driver: a launch ran past its deadline and did not stop within "
                    "2000 ms of being cancelled (the device may need a reset)");
   tsr_stream_release(stream); // destroying its list abandons the spin in the fake
+  tsr_kernel_release(spin);
   tsr_executable_release(exe);
 }
 
