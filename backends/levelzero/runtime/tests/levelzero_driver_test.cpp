@@ -10,8 +10,10 @@
 
 #include "tessera/hal_driver.h"
 
+#include <atomic>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 namespace tessera::levelzero::testing {
 namespace {
@@ -267,6 +269,33 @@ TEST(LevelZeroStreams, PollingAnUnchangedStreamTakesNoNewEvents) {
     EXPECT_TRUE(idle);
   }
   EXPECT_EQ(fakeGlobal("fake_ze_live_objects"), live);
+  tsr_stream_release(stream);
+}
+
+// hal_driver.h lets query and synchronize overlap the enqueues of the stream they look at.
+TEST(LevelZeroStreams, QueriesMayOverlapEnqueues) {
+  UseFakeZe fake;
+  FakeDevice device;
+  tsr_stream_t stream = nullptr;
+  TSR_ASSERT_OK(tsr_stream_create(device.get(), &stream));
+  tsr_buffer_t buffer = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_allocate(device.get(), 4 * 256, TSR_MEMORY_DEVICE_LOCAL, &buffer));
+  std::atomic<bool> done{false};
+  std::thread poller([&] {
+    bool idle = false;
+    while (!done.load())
+      EXPECT_EQ(hal::testing::consume(tsr_stream_query(stream, &idle)), "");
+  });
+  std::vector<uint32_t> out(256);
+  for (uint32_t round = 1; round <= 200; ++round)
+    TSR_EXPECT_OK(tsr_stream_fill(stream, buffer, 4 * (round % 256), 4, &round, 4));
+  TSR_EXPECT_OK(tsr_stream_copy_d2h(stream, buffer, 0, out.data(), 4 * 256));
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream));
+  done = true;
+  poller.join();
+  for (uint32_t i = 1; i <= 200; ++i) // the last fill of each word wins (in order)
+    EXPECT_EQ(out[i % 256], i) << i;
+  tsr_buffer_release(buffer);
   tsr_stream_release(stream);
 }
 
