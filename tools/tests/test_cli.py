@@ -239,6 +239,34 @@ def test_cuda_path_end_to_end_through_the_fake_driver(tmp_path):
     assert cuda and "libcuda.so.1" in cuda[0]["reason"], doc
 
 
+def test_levelzero_path_end_to_end_through_the_fake_driver(tmp_path):
+    # IR -> SPIR-V (Kernel flavour) -> the Level Zero driver -> a launch, with the test-only
+    # fake loader (backends/levelzero/runtime/tests/fake_libze*.c: it checks the arguments
+    # against the module's parameter types and runs `vector_add` on the host).
+    fake = BIN.parents[1] / "backends/levelzero/runtime/tests/fake/libze_loader.so.1"
+    if not fake.exists():
+        pytest.skip("the fake Level Zero loader was not built")
+    env = run_env(tmp_path)
+    env["TESSERA_LEVELZERO_LIBRARY"] = str(fake)
+    r = tessera_env(env, "run", ROOT / "ir/examples/vector_add.tir", "--device", "levelzero:0",
+                    "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "@vector_add levelzero:0 %c: ok" in r.stdout
+    doc = json.loads(tessera_env(env, "devices", "--json").stdout)
+    ze = [d for d in doc["devices"] if d["backend"] == "levelzero"]
+    assert ze and ze[0]["target"] == "levelzero", doc
+    assert int(ze[0]["compiler_caps"]["levelzero.subgroupSize"]) == ze[0]["subgroup_size"] == 32
+    # The system's loader (libze1) without a Level Zero driver: unavailable, zeInit named.
+    env.pop("TESSERA_LEVELZERO_LIBRARY")
+    doc = json.loads(tessera_env(env, "devices", "--json").stdout)
+    if any(d["backend"] == "levelzero" for d in doc["devices"]):
+        return  # a real Level Zero GPU is installed
+    ze = [u for u in doc["unavailable"] if u["backend"] == "levelzero"]
+    assert ze, doc
+    assert ("zeInit failed: ZE_RESULT_ERROR_UNINITIALIZED (0x78000001)" in ze[0]["reason"]
+            or "libze_loader.so.1" in ze[0]["reason"]), ze
+
+
 def test_run_check_every_example_on_cpu(tmp_path):
     env = run_env(tmp_path)
     for ex in EXAMPLES:

@@ -2,6 +2,7 @@
 // library, a library without the entry points, cuInit failing, no device (the last two
 // through the fake libcuda). Each asserts the reason the registry lists.
 #include "backends/cuda/runtime/tests/cuda_test_support.h"
+#include "hal/tests/driver_registration_check.h"
 #include "hal/tests/memory_accounting_check.h"
 
 #include "tessera/hal_driver.h"
@@ -11,42 +12,15 @@
 namespace tessera::cuda::testing {
 namespace {
 
-/// Registers the driver and checks it is UNAVAILABLE, listed once as "cuda" with a reason
-/// containing `reason`, and contributes no device.
 void expectUnavailable(const std::string &reason) {
-  tsr_status_t status = nullptr;
-  tsr_registry_t registry = registryWithCuda(&status);
-  TSR_EXPECT_ERROR(status, TSR_UNAVAILABLE, reason);
-  uint32_t count = 0;
-  TSR_EXPECT_OK(tsr_registry_unavailable_count(registry, &count));
-  ASSERT_EQ(count, 1u);
-  tsr_unavailable_t record = {};
-  TSR_EXPECT_OK(tsr_registry_unavailable(registry, 0, &record));
-  EXPECT_STREQ(record.backend, "cuda");
-  EXPECT_NE(std::string(record.reason).find(reason), std::string::npos) << record.reason;
-  EXPECT_EQ(std::string(record.reason).rfind("cuda driver: ", 0), 0u) << record.reason;
-  TSR_EXPECT_OK(tsr_registry_device_count(registry, &count));
-  EXPECT_EQ(count, 0u);
-  tsr_registry_release(registry);
+  hal::testing::expectDriverUnavailable(tsr_cuda_driver(), "cuda", reason);
 }
 
 TEST(CudaDriverTable, HeaderAndEveryEntryArePresent) {
-  const tsr_driver_v1 *table = tsr_cuda_driver();
-  ASSERT_NE(table, nullptr);
-  EXPECT_EQ(table->struct_size, sizeof(tsr_driver_v1));
-  EXPECT_EQ(table->abi_major, TSR_DRIVER_ABI_MAJOR);
-  EXPECT_EQ(table->abi_minor, TSR_DRIVER_ABI_MINOR);
-  EXPECT_STREQ(table->name, "cuda");
-  // Every field after the header is an entry point; the driver implements them all.
-  const size_t first = offsetof(tsr_driver_v1, driver_open);
   // device_compiler_caps (ABI 1.3) is optional: the target reads the architecture from
   // tsr_device_info_t, which is this driver's whole capability record.
-  const size_t end = offsetof(tsr_driver_v1, device_compiler_caps);
-  for (size_t offset = first; offset < end; offset += sizeof(void *)) {
-    void *entry = nullptr;
-    std::memcpy(&entry, reinterpret_cast<const char *>(table) + offset, sizeof(entry));
-    EXPECT_NE(entry, nullptr) << "entry " << (offset - first) / sizeof(void *) << " is NULL";
-  }
+  hal::testing::expectDriverTable(tsr_cuda_driver(), "cuda",
+                                  offsetof(tsr_driver_v1, device_compiler_caps));
 }
 
 TEST(CudaDriverRegistration, UnavailableWithoutLibcuda) {

@@ -6,6 +6,7 @@
 // this project, so the fake is what exercises the driver. Expected values are computed here.
 #include "backends/gpu_module.h"
 #include "backends/rocm/runtime/rocm_driver.h"
+#include "hal/tests/driver_registration_check.h"
 #include "hal/tests/hal_test_util.h"
 #include "hal/tests/memory_accounting_check.h"
 #include "hal/tests/scoped_env.h"
@@ -46,38 +47,15 @@ tsr_registry_t registryWithRocm(tsr_status_t *status) {
   return registry;
 }
 
-/// Registers the driver and checks it is UNAVAILABLE, listed as "rocm" with `reason`.
 void expectUnavailable(const std::string &reason) {
-  tsr_status_t status = nullptr;
-  tsr_registry_t registry = registryWithRocm(&status);
-  TSR_EXPECT_ERROR(status, TSR_UNAVAILABLE, reason);
-  uint32_t count = 0;
-  TSR_EXPECT_OK(tsr_registry_unavailable_count(registry, &count));
-  ASSERT_EQ(count, 1u);
-  tsr_unavailable_t record = {};
-  TSR_EXPECT_OK(tsr_registry_unavailable(registry, 0, &record));
-  EXPECT_STREQ(record.backend, "rocm");
-  EXPECT_NE(std::string(record.reason).find(reason), std::string::npos) << record.reason;
-  EXPECT_EQ(std::string(record.reason).rfind("rocm driver: ", 0), 0u) << record.reason;
-  tsr_registry_release(registry);
+  hal::testing::expectDriverUnavailable(tsr_rocm_driver(), "rocm", reason);
 }
 
 TEST(RocmDriverTable, HeaderAndEveryEntryArePresent) {
-  const tsr_driver_v1 *table = tsr_rocm_driver();
-  ASSERT_NE(table, nullptr);
-  EXPECT_EQ(table->struct_size, sizeof(tsr_driver_v1));
-  EXPECT_EQ(table->abi_major, TSR_DRIVER_ABI_MAJOR);
-  EXPECT_EQ(table->abi_minor, TSR_DRIVER_ABI_MINOR);
-  EXPECT_STREQ(table->name, "rocm");
-  const size_t first = offsetof(tsr_driver_v1, driver_open);
   // device_compiler_caps (ABI 1.3) is optional: the target reads the architecture from
   // tsr_device_info_t, which is this driver's whole capability record.
-  const size_t end = offsetof(tsr_driver_v1, device_compiler_caps);
-  for (size_t offset = first; offset < end; offset += sizeof(void *)) {
-    void *entry = nullptr;
-    std::memcpy(&entry, reinterpret_cast<const char *>(table) + offset, sizeof(entry));
-    EXPECT_NE(entry, nullptr) << "entry " << (offset - first) / sizeof(void *) << " is NULL";
-  }
+  hal::testing::expectDriverTable(tsr_rocm_driver(), "rocm",
+                                  offsetof(tsr_driver_v1, device_compiler_caps));
 }
 
 TEST(RocmDriverRegistration, UnavailableWithoutAnAmdGpu) {
@@ -305,8 +283,7 @@ TEST_F(RocmFakeDevice, ModuleErrorsAreInvalidArguments) {
   tsr_gpu_module m = module(kFakeHsaco, kernels, 1);
   tsr_executable_t executable = nullptr;
   TSR_EXPECT_ERROR(tsr_executable_create(device_, "cuda", &m, sizeof(m), &executable),
-                   TSR_UNIMPLEMENTED,
-                   "executable format 'cuda' is not supported (accepted: rocm)");
+                   TSR_UNIMPLEMENTED, "executable format 'cuda' is not supported (accepted: rocm)");
   tsr_gpu_module garbage = module("not a code object", kernels, 1);
   TSR_EXPECT_ERROR(
       tsr_executable_create(device_, TSR_ROCM_FORMAT, &garbage, sizeof(garbage), &executable),
