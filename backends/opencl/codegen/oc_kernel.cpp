@@ -556,7 +556,10 @@ std::string Emitter::finish() const {
 // ------------------------------------------------------------------ compile
 
 ir::NativeMathSet nativeMath(const OpenCLCompileOptions &opts) {
-  (void)opts;
+  if (opts.strict)
+    return ir::NativeMathSet::none();
+  if (opts.nativeMathOverride)
+    return *opts.nativeMathOverride;
   // Empty: every transcendental goes through the shared decompositions (docs/backends.md,
   // "OpenCL": PoCL's builtins were not shown to meet the budgets on the worst inputs).
   return ir::NativeMathSet::none();

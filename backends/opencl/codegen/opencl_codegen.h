@@ -54,6 +54,9 @@ struct OpenCLCompileOptions {
   /// The most bytes of private memory the matrices of one kernel may take (each matrix value
   /// is a private array of the one work-item that holds it: subgroup size 1).
   uint64_t maxMatrixBytes = 1u << 20;
+  /// Replaces the native math set (not under strict): how the tests measure PoCL's builtins
+  /// against the op table's budgets. Enters hash() through nativeMath().
+  std::optional<ir::NativeMathSet> nativeMathOverride;
 
   uint64_t hash() const;
   friend bool operator==(const OpenCLCompileOptions &, const OpenCLCompileOptions &) = default;
