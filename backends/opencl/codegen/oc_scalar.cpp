@@ -342,7 +342,7 @@ bool Emitter::emitScalar(const ir::Op &op) {
     e = a[0] + " ? " + a[1] + " : " + a[2];
     break;
   default:
-    if (ir::isDecomposableMathOp(op.kind)) {
+    if (ir::isDecomposableMathOp(op.kind) && op.kind != OpKind::Sigmoid) {
       // Native math (nativeMath): the builtin of the same name, rounded once for f16 / bf16.
       std::string fn(op.info().name);
       std::string args = a[0] + (a.size() > 1 ? ", " + a[1] : "");

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 namespace tessera::opencl {
@@ -145,6 +146,216 @@ INSTANTIATE_TEST_SUITE_P(Kernels, OpenCLRunTest, ::testing::ValuesIn(cases()),
                                c = '_';
                            return n;
                          });
+
+// ------------------------------------------------------------------ faults
+
+/// Compiles `text` in `bounds` mode and runs its only kernel on PoCL with its launch spec.
+DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel = false) {
+  DeviceRun dev;
+  auto m = testing::parse(text);
+  EXPECT_NE(m, nullptr);
+  if (!m)
+    return dev;
+  const ir::Function &f = *m->functions[0];
+  std::string err, log;
+  ir::LaunchData in;
+  EXPECT_TRUE(ir::makeLaunchData(f, in, err)) << err;
+  OpenCLCompileOptions o;
+  o.bounds = bounds;
+  auto r = compileOpenCL(*m, o, &err);
+  EXPECT_TRUE(r) << err;
+  if (!r)
+    return dev;
+  cl_program p = pocl().build(r->source, &log);
+  EXPECT_NE(p, nullptr) << log;
+  if (!p)
+    return dev;
+  EXPECT_TRUE(pocl().run(p, f, in, &dev, &err, cancel)) << err;
+  clReleaseProgram(p);
+  return dev;
+}
+
+int32_t word(const std::vector<uint8_t> &b, size_t i) {
+  int32_t v;
+  std::memcpy(&v, b.data() + 4 * i, 4);
+  return v;
+}
+
+class OpenCLFaultTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!pocl().reason().empty())
+      GTEST_SKIP() << pocl().reason();
+  }
+};
+
+// x div 0 = x, x rem 0 = 0, MIN div -1 = MIN, MIN rem -1 = 0 at every width, signed and
+// unsigned, in every mode: against the interpreter on inputs that hold those divisors.
+TEST_F(OpenCLFaultTest, IntegerDivisionHasDefinedResults) {
+  for (const char *t : {"i8", "i16", "i32", "i64"}) {
+    std::string T = t;
+    std::string text =
+        "kernel @divs(%a: buffer<" + T + ", readonly>, %b: buffer<" + T +
+        ", readonly>, %q: "
+        "buffer<" +
+        T + ">, %r: buffer<" + T + ">, %uq: buffer<" + T + ">, %ur: buffer<" + T +
+        ">) {\n  %i = global_id.x : i32\n  %x = load %a[%i] : " + T +
+        "\n  %y = load %b[%i] : " + T + "\n  %d = div %x, %y : " + T +
+        "\n  %m = rem %x, %y : " + T + "\n  %u = div.u %x, %y : " + T +
+        "\n  %w = rem.u %x, %y : " + T + "\n  store %d, %q[%i] : " + T +
+        "\n  store %m, %r[%i] : " + T + "\n  store %u, %uq[%i] : " + T +
+        "\n  store %w, %ur[%i] : " + T + "\n}\n" +
+        "launch @divs grid(1) workgroup(64) seed(3) {\n  %a[64] = special\n  %b[64] = iota(-4, 1)\n"
+        "  %q[64] = fill(7)\n  %r[64] = fill(7)\n  %uq[64] = fill(7)\n  %ur[64] = fill(7)\n}\n";
+    auto m = testing::parse(text);
+    ASSERT_NE(m, nullptr);
+    for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
+      OpenCLCompileOptions o;
+      o.bounds = b;
+      SCOPED_TRACE(T + " mode " + std::to_string(b));
+      runAndCompare(*m, "divs", o, 0, 0);
+    }
+  }
+}
+
+TEST_F(OpenCLFaultTest, CheckedDivisionRecordsTheFault) {
+  const char *text = "kernel @dz(%y: buffer<i32>, %z: i32) {\n"
+                     "  %i = global_id.x : i32\n"
+                     "  %d = div %i, %z : i32\n"
+                     "  store %d, %y[%i] : i32\n"
+                     "}\n"
+                     "launch @dz grid(1) workgroup(4) {\n  %y[4] = fill(9)\n  %z = 0\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DIVISION_BY_ZERO});
+  EXPECT_EQ(dev.control[2], 3u); // line
+  EXPECT_EQ(dev.control[3], 3u); // column
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(word(dev.buffers[0], i), i); // x div 0 = x
+  // robust: the same values, no record
+  dev = runText(text, TSR_BOUNDS_ROBUST);
+  EXPECT_EQ(dev.control[1], 0u);
+  EXPECT_EQ(word(dev.buffers[0], 3), 3);
+}
+
+const char *kOutOfBounds = "kernel @oob(%x: buffer<i32, readonly>, %y: buffer<i32>, %off: i32) {\n"
+                           "  %i = global_id.x : i32\n"
+                           "  %j = add %i, %off : i32\n"
+                           "  %v = load %x[%j] : i32\n"
+                           "  store %v, %y[%j] : i32\n"
+                           "}\n"
+                           "launch @oob grid(1) workgroup(16) {\n"
+                           "  %x[16] = iota(100, 1)\n  %y[16] = fill(-1)\n  %off = 8\n}\n";
+
+TEST_F(OpenCLFaultTest, RobustOutOfBoundsIsDroppedInsideTheView) {
+  DeviceRun dev = runText(kOutOfBounds, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact); // nothing written around the view
+  EXPECT_EQ(dev.control[1], 0u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), i < 8 ? -1 : 100 + i) << i;
+}
+
+TEST_F(OpenCLFaultTest, CheckedOutOfBoundsRecordsParamIndexAndCount) {
+  DeviceRun dev = runText(kOutOfBounds, TSR_BOUNDS_CHECKED);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[2], 4u); // the load's line and column
+  EXPECT_EQ(dev.control[3], 3u);
+  EXPECT_EQ(dev.control[4], 0u); // parameter %x
+  EXPECT_GE(dev.control[5], 16u);
+  EXPECT_LT(dev.control[5], 24u);
+  EXPECT_EQ(dev.control[6], 0u);
+  EXPECT_EQ(dev.control[7], 16u);                // elements in the view
+  EXPECT_EQ(dev.control[9], dev.control[5] - 8); // local id x of the faulting work-item
+  for (int i = 8; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), 100 + i);
+}
+
+TEST_F(OpenCLFaultTest, SharedOutOfBoundsInCheckedMode) {
+  const char *text = "kernel @sh(%y: buffer<i32>) {\n"
+                     "  %s = shared_alloc : shared<i32, 8>\n"
+                     "  %l = local_id.x : i32\n"
+                     "  %four = const 4 : i32\n"
+                     "  %j = add %l, %four : i32\n"
+                     "  store %l, %s[%j] : i32\n"
+                     "  barrier\n"
+                     "  %v = load %s[%l] : i32\n"
+                     "  store %v, %y[%l] : i32\n"
+                     "}\n"
+                     "launch @sh grid(1) workgroup(8) {\n  %y[8] = fill(5)\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_SHARED_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[4], 0xFFFFFFFFu);
+  EXPECT_EQ(dev.control[7], 8u);
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  for (int i = 4; i < 8; ++i) // written by work-items 0..3
+    EXPECT_EQ(word(dev.buffers[0], i), i - 4);
+}
+
+TEST_F(OpenCLFaultTest, ForStepThatIsNotPositiveRunsNothing) {
+  const char *text = "kernel @st(%y: buffer<i32>, %step: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %n = const 10 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  %c = for %i = %z to %n step %step iter(%a = %z) : i32 {\n"
+                     "    %b = add %a, %one : i32\n"
+                     "    yield %b\n"
+                     "  }\n"
+                     "  store %c, %y[%z] : i32\n"
+                     "}\n"
+                     "launch @st grid(1) workgroup(1) {\n  %y[1] = fill(5)\n  %step = 0\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOOP_STEP});
+  EXPECT_EQ(dev.control[2], 5u);
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  EXPECT_EQ(word(dev.buffers[0], 0), 0); // no iteration
+}
+
+// A loop that ends only near the top of i32: `iv + step` would wrap, the loop must stop.
+TEST_F(OpenCLFaultTest, ForEndsInsteadOfWrapping) {
+  const char *text = "kernel @wr(%y: buffer<i32>, %lb: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %ub = const 2147483647 : i32\n"
+                     "  %step = const 1000000000 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  %c = for %i = %lb to %ub step %step iter(%a = %z) : i32 {\n"
+                     "    %b = add %a, %one : i32\n"
+                     "    yield %b\n"
+                     "  }\n"
+                     "  store %c, %y[%z] : i32\n"
+                     "}\n"
+                     "launch @wr grid(1) workgroup(1) {\n  %y[1] = fill(5)\n  %lb = 0\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  runAndCompare(*m, "wr", OpenCLCompileOptions{}, 0, 0); // 3 iterations: 0, 1e9, 2e9
+}
+
+// The cancel flag set: an endless `while` ends with the deadline record, with and without a
+// barrier in the kernel (with one, the work-items leave their loops instead of returning).
+TEST_F(OpenCLFaultTest, CancelledEndlessLoopEnds) {
+  for (bool barrier : {false, true}) {
+    std::string text = std::string("kernel @spin(%y: buffer<i32>) {\n"
+                                   "  %z = const 0 : i32\n"
+                                   "  %one = const 1 : i32\n") +
+                       (barrier ? "  barrier\n" : "") +
+                       "  %r = while iter(%a = %z) {\n"
+                       "    %t = const true : i1\n"
+                       "    condition %t\n"
+                       "  } do {\n"
+                       "    %b = add %a, %one : i32\n"
+                       "    yield %b\n"
+                       "  }\n"
+                       "  %l = local_id.x : i32\n"
+                       "  store %r, %y[%l] : i32\n"
+                       "}\n"
+                       "launch @spin grid(2) workgroup(4) {\n  %y[4] = fill(5)\n}\n";
+    SCOPED_TRACE(barrier ? "with a barrier" : "without a barrier");
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+  }
+}
 
 } // namespace
 } // namespace tessera::opencl
