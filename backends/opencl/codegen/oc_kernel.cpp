@@ -256,7 +256,9 @@ bool Emitter::emitIf(const ir::Op &op) {
     return fail("internal error: 'if' results without yields in both regions");
   assignVars(vars, ys, types);
   --indent_;
-  if (op.regions.size() > 1) {
+  // An else without ops and results is left out.
+  if (op.regions.size() > 1 && (!vars.empty() || op.region(1).ops.size() > 1 ||
+                                (op.region(1).ops.size() == 1 && !op.region(1).terminator()))) {
     line("} else {");
     ++indent_;
     ys.clear();
