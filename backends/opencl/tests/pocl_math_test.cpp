@@ -5,7 +5,7 @@
 // large exponents), against long double libm (an independent reference). The test asserts
 // that every (op, type) the codegen leaves native stays within ops.def's budget, and prints the
 // worst error of every builtin (also of those it decomposes).
-#include "backends/opencl/codegen/tests/oc_test_util.h"
+#include "backends/opencl/tests/pocl_host.h"
 
 #include <cmath>
 #include <cstdio>

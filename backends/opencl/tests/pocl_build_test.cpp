@@ -3,7 +3,7 @@
 // ICD loader (clBuildProgram with TSR_OPENCL_BUILD_OPTIONS): the codegen is proven to produce
 // OpenCL C a real compiler accepts, before the driver exists. Skips the build with the reason
 // when no OpenCL platform is present.
-#include "backends/opencl/codegen/tests/oc_test_util.h"
+#include "backends/opencl/tests/pocl_host.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +18,10 @@ struct Variant {
   tsr_bounds_mode bounds;
   bool strict;
 };
+
+void PrintTo(const Variant &v, std::ostream *os) {
+  *os << v.file << " bounds " << v.bounds << (v.strict ? " strict" : "");
+}
 
 std::vector<Variant> variants() {
   std::vector<std::string> files;

@@ -7,7 +7,7 @@
 // Also the measurement behind nativeMath(): the math variants compiled with every builtin
 // native (nativeMathOverride = all), judged the same way; the test asserts that every
 // (op, type) the codegen leaves native passes, and prints the verdict of every builtin.
-#include "backends/opencl/codegen/tests/oc_test_util.h"
+#include "backends/opencl/tests/pocl_host.h"
 #include "conformance/catalog.h"
 #include "conformance/judge.h"
 #include "conformance/runner.h"

@@ -5,7 +5,7 @@
 // (division by zero, out-of-bounds in robust and checked mode with the record's contents, the
 // `for` step rule, a cancelled endless loop). Skips with the reason when no OpenCL platform
 // exists.
-#include "backends/opencl/codegen/tests/oc_test_util.h"
+#include "backends/opencl/tests/pocl_host.h"
 #include "ir/interp/interpreter.h"
 
 #include <algorithm>
@@ -68,6 +68,8 @@ struct Case {
   std::string file;
   std::string kernel;
 };
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.file << " @" << c.kernel; }
 
 std::vector<Case> cases() {
   std::vector<Case> out;
