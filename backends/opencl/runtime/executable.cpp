@@ -99,9 +99,8 @@ tsr_status_t programFor(ClDevice &dev, const std::string &source, cl_program *ou
 }
 
 // Checks the module's header and kernel table (not its source: the compiler does).
-tsr_status_t checkModule(const void *data, size_t size, const tsr_gpu_module **out) {
+tsr_status_t checkModule(const tsr_gpu_module *m, size_t size) {
   constexpr size_t kMinSize = offsetof(tsr_gpu_module, kernel_count) + sizeof(uint32_t);
-  auto *m = static_cast<const tsr_gpu_module *>(data);
   if (size < kMinSize || m->struct_size < kMinSize)
     return tsr_status_make(TSR_INVALID_ARGUMENT,
                            "opencl: executable data of %zu bytes is not a tsr_gpu_module", size);
@@ -125,7 +124,6 @@ tsr_status_t checkModule(const void *data, size_t size, const tsr_gpu_module **o
       return tsr_status_make(TSR_INVALID_ARGUMENT, "opencl: kernel @%s has no parameter table",
                              k.name);
   }
-  *out = m;
   return nullptr;
 }
 
@@ -187,8 +185,8 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
     return tsr_status_make(TSR_UNIMPLEMENTED,
                            "opencl driver: executable format '%s' is not supported (accepted: %s)",
                            format, TSR_OPENCL_FORMAT);
-  const tsr_gpu_module *m = nullptr;
-  if (tsr_status_t st = checkModule(data, size, &m))
+  auto *m = static_cast<const tsr_gpu_module *>(data); // read only after checkModule passed
+  if (tsr_status_t st = checkModule(m, size))
     return st;
   std::string source(static_cast<const char *>(m->image), m->image_size);
   if (!source.empty() && source.back() == '\0')
