@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -93,6 +94,10 @@ void describe(const ClApi &api, cl_platform_id platform, cl_device_id id, Device
   bool denorms =
       deviceValue<cl_device_fp_config>(api, id, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_DENORM;
   desc->hostUnified = deviceValue<cl_bool>(api, id, CL_DEVICE_HOST_UNIFIED_MEMORY);
+  // TESSERA_OPENCL_HOST_UNIFIED=0 treats the device as one with memory of its own, so the
+  // copy paths of maps and control buffers are tested on a host-unified device too.
+  if (const char *env = std::getenv("TESSERA_OPENCL_HOST_UNIFIED"); env && !std::strcmp(env, "0"))
+    desc->hostUnified = false;
   // f16 and bf16 are computed in f32 and stored with vload_half / as bits, float atomics are
   // compare-exchange loops: the codegen needs nothing of the device for them.
   uint64_t f = TSR_FEATURE_FP16 | TSR_FEATURE_BF16 | TSR_FEATURE_INT8 | TSR_FEATURE_INT16 |

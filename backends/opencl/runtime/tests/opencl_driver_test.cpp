@@ -5,12 +5,14 @@
 #include "opencl_test_kernels.h"
 
 #include "backends/opencl/runtime/opencl_driver.h"
+#include "hal/tests/memory_accounting_check.h"
 #include "hal/tests/scoped_env.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace tessera::opencl::testing {
 namespace {
@@ -244,6 +246,99 @@ TEST_F(OpenClDriver, ASpinningKernelPastItsDeadlineIsCancelled) {
   std::vector<uint8_t> bytes = read(out, 0, 64);
   for (int i = 0; i < 64; i += 4)
     EXPECT_EQ(bytes[i], 5) << i;
+}
+
+TEST_F(OpenClDriver, LaunchesOfOneKernelFromTwoThreadsKeepTheirArguments) {
+  tsr_executable_t exe = nullptr;
+  TSR_ASSERT_OK(create(kKernelSource, {"vadd"}, &exe));
+  tsr_kernel_t k = kernel(exe, "vadd");
+  constexpr int n = 256, rounds = 40;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = float(i);
+    b[i] = float(3 * i + 1);
+  }
+  tsr_buffer_t A = allocate(4 * n), B = allocate(4 * n);
+  write(A, 0, a.data(), 4 * n);
+  write(B, 0, b.data(), 4 * n);
+  // Each thread launches with its own scale into its own slice of C, on its own stream: a
+  // launch that saw the other thread's arguments writes a wrong value or the wrong slice.
+  tsr_buffer_t C = allocate(2 * rounds * 4 * n);
+  auto worker = [&](int t) {
+    tsr_stream_t s = nullptr;
+    TSR_EXPECT_OK(tsr_stream_create(device_, &s));
+    for (int r = 0; r < rounds; ++r) {
+      tsr_arg_t args[] = {tsr_arg_buffer(A, 0), tsr_arg_buffer(B, 0),
+                          tsr_arg_buffer(C, uint64_t(t * rounds + r) * 4 * n),
+                          tsr_arg_f32(float(t * rounds + r)), tsr_arg_i32(n)};
+      uint32_t grid[3] = {n / 64, 1, 1}, wg[3] = {64, 1, 1};
+      TSR_EXPECT_OK(tsr_stream_launch(s, k, grid, wg, args, 5));
+    }
+    TSR_EXPECT_OK(tsr_stream_synchronize(s));
+    tsr_stream_release(s);
+  };
+  std::thread t0(worker, 0), t1(worker, 1);
+  t0.join();
+  t1.join();
+  std::vector<uint8_t> bytes = read(C, 0, 2 * rounds * 4 * n);
+  std::vector<float> c(2 * rounds * n);
+  std::memcpy(c.data(), bytes.data(), bytes.size());
+  for (int slice = 0; slice < 2 * rounds; ++slice)
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(c[slice * n + i], a[i] * float(slice) + b[i]) << "slice " << slice << " i " << i;
+}
+
+// The paths of a device without host-unified memory, forced on PoCL: maps through
+// clEnqueueMapBuffer, control buffers copied around the kernel, deadlines refused.
+class OpenClCopiedControl : public OpenClTest {
+protected:
+  ScopedEnv env_{"TESSERA_OPENCL_HOST_UNIFIED", "0"};
+};
+
+TEST_F(OpenClCopiedControl, FaultsAndMapsWorkAndDeadlinesAreRefused) {
+  EXPECT_FALSE(info_.features & TSR_FEATURE_UNIFIED_MEMORY);
+  tsr_buffer_t hv = allocate(64, TSR_MEMORY_HOST_VISIBLE);
+  void *p = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_map(hv, 0, 64, &p));
+  std::memset(p, 0x3C, 64);
+  tsr_buffer_unmap(hv);
+  EXPECT_EQ(read(hv, 0, 64), std::vector<uint8_t>(64, 0x3C));
+  tsr_executable_t exe = nullptr;
+  TSR_ASSERT_OK(create(kKernelSource, {"oob", "slowfill"}, &exe));
+  tsr_arg_t arg = tsr_arg_buffer(hv, 0);
+  uint32_t one[3] = {1, 1, 1}, four[3] = {4, 1, 1};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, kernel(exe, "oob"), one, four, &arg, 1));
+  TSR_EXPECT_ERROR(tsr_stream_synchronize(stream_), TSR_OUT_OF_RANGE,
+                   "kernel @oob: out-of-bounds store at 4:3: index -2000000000 outside [0, 16)");
+  tsr_arg_t args[] = {tsr_arg_buffer(hv, 0), tsr_arg_i32(9), tsr_arg_i32(100)};
+  uint32_t g16[3] = {16, 1, 1};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, kernel(exe, "slowfill"), g16, one, args, 3));
+  TSR_ASSERT_OK(tsr_stream_synchronize(stream_)); // a fresh, zeroed record: no fault
+  TSR_ASSERT_OK(tsr_buffer_map(hv, 0, 64, &p));
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(static_cast<uint32_t *>(p)[i], 9u) << i;
+  tsr_buffer_unmap(hv);
+  TSR_EXPECT_ERROR(tsr_stream_set_timeout(stream_, 1000000), TSR_UNIMPLEMENTED,
+                   "CL_DEVICE_HOST_UNIFIED_MEMORY");
+  TSR_EXPECT_OK(tsr_stream_set_timeout(stream_, 0));
+}
+
+TEST(OpenClMemory, DeviceMemoryIsAccountedInTotal) {
+  ScopedEnv limit("TESSERA_MEMORY_LIMIT_BYTES", std::to_string(hal::testing::kAccountingTestLimit));
+  tsr_registry_t reg = nullptr;
+  TSR_ASSERT_OK(tsr_registry_create(&reg));
+  tsr_status_t st = tsr_registry_register_driver(reg, tsr_opencl_driver());
+  if (tsr_status_code(st) == TSR_UNAVAILABLE) {
+    tsr_status_free(st);
+    tsr_registry_release(reg);
+    GTEST_SKIP() << "no OpenCL platform";
+  }
+  TSR_ASSERT_OK(st);
+  tsr_device_t dev = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(reg, "opencl:0", &dev));
+  hal::testing::expectMemoryAccountedInTotal(dev, "opencl: out of memory on opencl:0: ");
+  tsr_device_release(dev);
+  tsr_registry_release(reg);
 }
 
 TEST(OpenClUnavailable, AMissingLoaderIsUnavailableWithTheReason) {
