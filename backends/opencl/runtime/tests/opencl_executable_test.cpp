@@ -190,6 +190,23 @@ TEST_F(OpenClExecutable, TheBinaryCacheStoresAndAHitIsUsed) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
+TEST_F(OpenClExecutable, AWellFormedEntryWhoseBinaryTheDeviceRefusesIsRebuilt) {
+  EXPECT_EQ(runVadd(vaddTimes(1)), kTimes1);
+  ASSERT_EQ(entries(binaries()).size(), 1u);
+  fs::path entry = entries(binaries())[0];
+  std::string good = slurp(entry);
+  uint64_t keyBytes = 0;
+  std::memcpy(&keyBytes, good.data() + 8, 8);
+  // Magic, key and checksum all right, the payload no device binary at all.
+  BinaryCache(binaries().string()).store(good.substr(40, keyBytes), "not a device binary");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(runVadd(vaddTimes(1)), kTimes1);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("is unusable"), std::string::npos) << err;
+  EXPECT_EQ(slurp(entry), good); // replaced by the binary built from source
+}
+
 TEST_F(OpenClExecutable, CorruptOrTruncatedEntriesAreRebuiltWithOneWarning) {
   EXPECT_EQ(runVadd(vaddTimes(1)), kTimes1);
   ASSERT_EQ(entries(binaries()).size(), 1u);
