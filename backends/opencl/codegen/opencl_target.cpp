@@ -6,68 +6,8 @@
 #include "backends/opencl/codegen/opencl_codegen.h"
 #include "backends/opencl/opencl_abi.h"
 #include "backends/target.h"
-#include "ir/core/hash.h"
-
-#include <charconv>
 
 namespace tessera::opencl {
-
-std::string OpenCLTargetCaps::describe() const {
-  return "fp64=" + std::to_string(fp64) + " fp16=" + std::to_string(fp16) +
-         " int64Atomics=" + std::to_string(int64Atomics) +
-         " localMemBytes=" + std::to_string(localMemBytes) + " denorms=" + std::to_string(denorms) +
-         " subgroupSize=" + std::to_string(subgroupSize);
-}
-
-bool OpenCLTargetCaps::set(std::string_view name, std::string_view value, std::string *error) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    *error = "opencl: capability opencl." + std::string(name) + " has the value '" +
-             std::string(value) + "', not a non-negative integer";
-    return false;
-  }
-  auto flag = [&](bool *f) {
-    if (v > 1) {
-      *error = "opencl: capability opencl." + std::string(name) + " must be 0 or 1, got " +
-               std::string(value);
-      return false;
-    }
-    *f = v != 0;
-    return true;
-  };
-  if (name == "fp64")
-    return flag(&fp64);
-  if (name == "fp16")
-    return flag(&fp16);
-  if (name == "int64Atomics")
-    return flag(&int64Atomics);
-  if (name == "denorms")
-    return flag(&denorms);
-  if (name == "localMemBytes") {
-    localMemBytes = v;
-    return true;
-  }
-  if (name == "subgroupSize") {
-    if (v != 1) {
-      *error = "opencl: capability opencl.subgroupSize=" + std::string(value) +
-               ": the OpenCL codegen only emits subgroups of 1 work-item";
-      return false;
-    }
-    subgroupSize = 1;
-    return true;
-  }
-  *error = "opencl: unknown capability opencl." + std::string(name) + " in the device's record";
-  return false;
-}
-
-uint64_t OpenCLCompileOptions::hash() const {
-  return Fnv1a()
-      .bytes("opencl-options-v1 " + caps.describe() + " bounds=" + std::to_string(int(bounds)) +
-             (strict ? " strict" : "") + " maxMatrixBytes=" + std::to_string(maxMatrixBytes) +
-             " native=" + nativeMath(*this).describe())
-      .value();
-}
 
 namespace {
 
