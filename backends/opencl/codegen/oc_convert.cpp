@@ -7,6 +7,8 @@
 // out-of-range conversion behaviour. Must never round twice where the reference rounds once.
 #include "backends/opencl/codegen/oc_emitter.h"
 
+#include <algorithm>
+
 namespace tessera::opencl::detail {
 
 using ir::Round;
@@ -117,9 +119,10 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
              " >= " + pow2(w, dbl) + " ? (" + U + ")" + intLiteral(d, ~0ull) + " : (" + U + ")" +
              t + ")";
     }
+    uint64_t signBit = 1ull << (static_cast<unsigned>(std::clamp(w, 1, 64)) - 1);
     return "(isnan(" + t + ") ? (" + D + ")0 : " + t + " < -" + pow2(w - 1, dbl) + " ? " +
-           intLiteral(d, 1ull << (w - 1)) + " : " + t + " >= " + pow2(w - 1, dbl) + " ? " +
-           intLiteral(d, (1ull << (w - 1)) - 1) + " : (" + D + ")" + t + ")";
+           intLiteral(d, signBit) + " : " + t + " >= " + pow2(w - 1, dbl) + " ? " +
+           intLiteral(d, signBit - 1) + " : (" + D + ")" + t + ")";
   }
   // float -> float
   if (s == d)
