@@ -16,17 +16,9 @@ using ir::Scalar;
 
 namespace {
 
-const char *modeName(Round r, Round dflt) {
-  switch (r == Round::Default ? dflt : r) {
-  case Round::Rtz:
-    return "rtz";
-  case Round::Rtp:
-    return "rtp";
-  case Round::Rtn:
-    return "rtn";
-  default:
-    return "rte";
-  }
+/// The OpenCL suffix of a rounding mode: the IR's own names (rte, rtz, rtp, rtn).
+std::string modeName(Round r, Round dflt) {
+  return std::string(ir::roundName(r == Round::Default ? dflt : r));
 }
 
 int modeIndex(Round r) { // tsr_bf16's mode argument
@@ -68,7 +60,7 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
     std::string src = s == Scalar::I1 ? "(uchar)" + x
                       : m.isUnsigned  ? "(" + unsignedType(s) + ")" + x
                                       : x;
-    const char *mode = modeName(m.round, Round::Rte);
+    std::string mode = modeName(m.round, Round::Rte);
     std::string r;
     if (d == Scalar::F32 || d == Scalar::F64) {
       r = "convert_" + D + "_" + mode + "(" + src + ")";
@@ -127,7 +119,7 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
   // float -> float
   if (s == d)
     return x;
-  const char *mode = modeName(m.round, Round::Rte);
+  std::string mode = modeName(m.round, Round::Rte);
   std::string r;
   bool widening = (d == Scalar::F64) || (d == Scalar::F32 && s != Scalar::F64);
   if (widening)
