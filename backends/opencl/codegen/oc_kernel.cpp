@@ -461,11 +461,19 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   matrixBytes_ = 0;
   curOp_ = nullptr;
   std::vector<std::string> args, prologue;
+  std::set<std::string> used; // the parameters' C name stems
   std::vector<ir::Value *> params = f.params();
   for (size_t k = 0; k < params.size(); ++k) {
     const ir::Value *p = params[k];
     info.params.push_back(p->type);
+    // The C names are the IR name plus a suffix (_base / _offset / _bytes, _arg), which no
+    // keyword, builtin or local of the emitter has. An IR name may start with a digit (`%0`):
+    // then "_" goes in front, and if that meets another parameter's (`%_0`), the index too.
     std::string n = p->name.empty() ? "arg" + std::to_string(k) : p->name;
+    if (n[0] >= '0' && n[0] <= '9')
+      n = "_" + n;
+    while (!used.insert(n).second)
+      n = "_" + std::to_string(k) + n;
     Scalar e = p->type.elem;
     if (p->type.kind == ir::Type::Kind::Buffer) {
       args.push_back("__global uchar *" + n + "_base");

@@ -149,6 +149,27 @@ INSTANTIATE_TEST_SUITE_P(Kernels, OpenCLRunTest, ::testing::ValuesIn(cases()),
                            return n;
                          });
 
+// Parameter names that are not C identifiers as they stand (`%0a`) or that meet another's
+// C name once made one (`%_0`), and names of OpenCL keywords and builtins.
+TEST(OpenCLNames, ParametersOfAnyIrName) {
+  if (!pocl().reason().empty())
+    GTEST_SKIP() << pocl().reason();
+  const char *text =
+      "kernel @names(%0a: buffer<i32>, %_0: buffer<i32>, %int: i32, %kernel: i32,"
+      " %get_global_id: buffer<i32>) {\n"
+      "  %i = global_id.x : i32\n"
+      "  %a = add %int, %kernel : i32\n"
+      "  store %a, %0a[%i] : i32\n"
+      "  store %i, %_0[%i] : i32\n"
+      "  store %a, %get_global_id[%i] : i32\n"
+      "}\n"
+      "launch @names grid(1) workgroup(4) {\n  %0a[4] = fill(0)\n  %_0[4] = fill(0)\n"
+      "  %int = 3\n  %kernel = 4\n  %get_global_id[4] = fill(0)\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  runAndCompare(*m, "names", OpenCLCompileOptions{}, 0, 0);
+}
+
 // ------------------------------------------------------------------ faults
 
 /// Compiles `text` in `bounds` mode and runs its only kernel on PoCL with its launch spec.

@@ -89,6 +89,20 @@ TEST(OpenCLGolden, StrictDecomposesAndRoundsDivThroughF64) {
   EXPECT_CONTAINS(s, "(float)((double)");
 }
 
+TEST(OpenCLGolden, WithoutF64NothingNeedsIt) {
+  // f16 fma and strict f32 division take f64 only where the device has it.
+  OpenCLCompileOptions o = withBounds(TSR_BOUNDS_ROBUST, true);
+  o.caps.fp64 = false;
+  std::string s = source("kernel @k(%y: buffer<f16>, %z: buffer<f32>) {\n"
+                         "  %i = global_id.x : i32\n  %x = load %y[%i] : f16\n"
+                         "  %r = fma %x, %x, %x : f16\n  store %r, %y[%i] : f16\n"
+                         "  %a = load %z[%i] : f32\n  %q = div %a, %a : f32\n"
+                         "  store %q, %z[%i] : f32\n}\n",
+                         o);
+  EXPECT_EQ(s.find("double"), std::string::npos) << s;
+  EXPECT_CONTAINS(s, "tsr_f16_rte_float(fma(");
+}
+
 // ------------------------------------------------------------------ errors
 
 TEST(OpenCLErrors, WhatTheDeviceLacks) {
