@@ -8,7 +8,7 @@
 
 // X(namespace of the backend's makeTarget), in registration order: the order of
 // `tessera compile --help` and of the target list in errors.
-#define TSR_BUILTIN_TARGETS(X) X(cpu) X(vulkan) X(cuda) X(rocm) X(levelzero)
+#define TSR_BUILTIN_TARGETS(X) X(cpu) X(vulkan) X(cuda) X(rocm) X(opencl) X(levelzero)
 
 namespace tessera {
 

@@ -1,0 +1,136 @@
+// Internal to the OpenCL C codegen: the emitter that turns one kernel (with its device
+// functions inlined) into OpenCL C text. Split over oc_kernel.cpp (structure, control flow,
+// calls), oc_scalar.cpp (arithmetic, compare, select, const), oc_convert.cpp (convert,
+// bitcast, f16/bf16 rounding), oc_memory.cpp (loads, stores, atomics, faults, work-items,
+// subgroups), oc_matrix.cpp (matrix ops) and oc_prelude.cpp (the helper functions).
+//
+// Every IR value becomes a local `vN` of its register type: i1 bool, i8 char, i16 short, i32
+// int, i64 long, f16 / bf16 float (holding a value exact in the narrow type), f32 float, f64
+// double; a matrix value a private array `T vN[R * C]` (row-major) of the one work-item that
+// holds it (subgroup size 1). Never emits anything whose meaning depends on the device beyond
+// what OpenCL C 1.2 defines.
+#pragma once
+
+#include "backends/opencl/codegen/opencl_codegen.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tessera::opencl::detail {
+
+/// A buffer or shared array as the kernel sees it: a typed pointer (storage type: f16 and
+/// bf16 as ushort, i1 as uchar) and its element count.
+struct MemRef {
+  std::string ptr;   // "p0" (a __global pointer) or "v3" (a __local array)
+  std::string count; // "n0" or the array's size as a literal
+  std::string space; // "__global" or "__local"
+  ir::Scalar elem = ir::Scalar::F32;
+  uint32_t param = UINT32_MAX; // kernel parameter index; UINT32_MAX for shared arrays
+  bool shared = false;
+};
+
+class Emitter {
+public:
+  Emitter(const ir::Module &m, const OpenCLCompileOptions &opts) : module_(m), opts_(opts) {}
+
+  /// Appends kernel `f` to the source; false with error() on failure.
+  bool kernel(const ir::Function &f, OpenCLKernelInfo &info);
+  /// The whole translation unit: pragmas, the helpers used, then the kernels.
+  std::string finish() const;
+  const std::string &error() const { return err_; }
+
+  // ----- shared by the emitter files
+  bool fail(const std::string &msg);
+  void line(const std::string &s);
+  std::string fresh(); // a new local name "vN"
+  /// Emits `T vN = expr;` for `v` and binds it; returns the name.
+  std::string def(const ir::Value *v, const std::string &expr);
+  std::string val(const ir::Value *v); // the C name of a scalar value ("" + error if unbound)
+  void need(const std::string &helper);
+  std::string loc() const; // "L:C" of the current op
+  uint32_t locLine() const;
+  uint32_t locCol() const;
+
+  static std::string regType(ir::Scalar s);
+  static std::string storeType(ir::Scalar s);
+  static std::string unsignedType(ir::Scalar s); // i8 -> uchar ...; i1 -> uchar
+  static bool narrowFloat(ir::Scalar s) { return s == ir::Scalar::F16 || s == ir::Scalar::BF16; }
+  /// `expr` (a float holding an f32-or-wider result) rounded once to f16 / bf16; unchanged for
+  /// other types.
+  std::string rounded(ir::Scalar t, const std::string &expr);
+  std::string intLiteral(ir::Scalar t, uint64_t bits) const;
+  std::string floatLiteral(ir::Scalar t, double x);
+  /// `tsr_fault(control, kind, L, C, param, index, count);`
+  std::string faultCall(const std::string &kind, uint32_t param, const std::string &index,
+                        const std::string &count) const;
+  bool checked() const { return opts_.bounds == TSR_BOUNDS_CHECKED; }
+  bool bounded() const { return opts_.bounds != TSR_BOUNDS_UNCHECKED; }
+
+  // ----- oc_scalar.cpp / oc_convert.cpp
+  bool emitScalar(const ir::Op &op);
+  bool emitConvert(const ir::Op &op);
+  bool emitBitcast(const ir::Op &op);
+  std::string convertExpr(const ir::Mods &m, ir::Scalar s, ir::Scalar d, const std::string &x);
+
+  // ----- oc_memory.cpp
+  bool emitLoad(const ir::Op &op);
+  bool emitStore(const ir::Op &op);
+  bool emitAtomic(const ir::Op &op);
+  bool emitWorkItem(const ir::Op &op);
+  bool emitSubgroup(const ir::Op &op);
+  bool emitSharedAlloc(const ir::Op &op);
+  MemRef *mem(const ir::Value *v);
+  std::string loadElem(const MemRef &m, const std::string &idx);
+  std::string storeElem(const MemRef &m, const std::string &idx, const std::string &v);
+  /// The statement that records an out-of-bounds fault of `m` at `idx` (checked mode).
+  std::string boundsFault(const MemRef &m, const std::string &kind, const std::string &idx);
+
+  // ----- oc_matrix.cpp
+  bool emitMatrix(const ir::Op &op);
+  std::string declareMatrix(const ir::Type &t, std::string *name);
+  std::string copyMatrix(const ir::Type &t, const std::string &dst, const std::string &src);
+
+  // ----- oc_kernel.cpp
+  bool emitBlock(const ir::Block &b, std::vector<std::string> *yields);
+  bool emitOp(const ir::Op &op);
+  bool emitIf(const ir::Op &op);
+  bool emitFor(const ir::Op &op);
+  bool emitWhile(const ir::Op &op);
+  bool emitCall(const ir::Op &op);
+  void emitPoll(const std::string &counter);
+  /// Declares the variable of a loop-carried / if value of type `t`; returns the name.
+  std::string declareVar(const ir::Type &t, const std::string &init);
+  void assignVars(const std::vector<std::string> &dst, const std::vector<std::string> &src,
+                  const std::vector<ir::Type> &types);
+
+  const ir::Module &module_;
+  const OpenCLCompileOptions &opts_;
+  std::string body_;
+  int indent_ = 0;
+  unsigned next_ = 0;
+  std::map<const ir::Value *, std::string> vals_;
+  std::map<const ir::Value *, MemRef> mems_;
+  std::set<std::string> helpers_;
+  const ir::Op *curOp_ = nullptr;
+  std::string err_;
+  uint64_t matrixBytes_ = 0;
+  int callDepth_ = 0;
+  /// The current kernel has a barrier: a cancelled work-item must not `return` from inside a
+  /// loop (PoCL's work-group loops need every work-item to reach each barrier), so it sets
+  /// `tsr_stop`, leaves its loops and runs the rest of the kernel with partial results.
+  bool hasBarrier_ = false;
+  /// Whether `b` (or a function it calls) contains a barrier.
+  bool containsBarrier(const ir::Block &b, int depth = 0) const;
+};
+
+/// The helper functions in the order they are emitted, each with the helpers it calls.
+struct Helper {
+  const char *name;
+  const char *deps; // space-separated
+  const char *text;
+};
+const std::vector<Helper> &helperTable();
+
+} // namespace tessera::opencl::detail

@@ -1,0 +1,544 @@
+// The kernel structure of the OpenCL C codegen: the entry point in the ABI of
+// backends/opencl/opencl_abi.h, blocks and op dispatch, structured control flow (`if`, `for`,
+// `while` as C ifs and loops with their iteration values as variables), inlined calls and the
+// deadline polls.
+//
+// Must never change the meaning of the IR's `for` rules (docs/ir.md "Faults": a step <= 0
+// runs nothing, the loop ends when iv + step would wrap) or poll the cancel flag outside a
+// loop that can run unboundedly.
+#include "backends/opencl/codegen/oc_emitter.h"
+#include "backends/opencl/opencl_abi.h"
+
+#include <cstdio>
+
+namespace tessera::opencl {
+namespace detail {
+
+using ir::OpForm;
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+constexpr unsigned kPollInterval = 1024; // iterations between two reads of the cancel flag
+
+bool isConst(const ir::Value *v) { return v->def && v->def->kind == OpKind::Const; }
+} // namespace
+
+bool Emitter::fail(const std::string &msg) {
+  if (err_.empty()) {
+    std::string where = module_.filename.empty() ? "<module>" : module_.filename;
+    if (curOp_)
+      where += ":" + loc();
+    err_ = where +
+           ": error: " + (curOp_ ? "'" + std::string(curOp_->info().name) + "': " : std::string()) +
+           msg;
+  }
+  return false;
+}
+
+void Emitter::line(const std::string &s) {
+  body_.append(static_cast<size_t>(indent_) * 2, ' ');
+  body_ += s;
+  body_ += '\n';
+}
+
+std::string Emitter::fresh() { return "v" + std::to_string(next_++); }
+
+std::string Emitter::def(const ir::Value *v, const std::string &expr) {
+  std::string n = fresh();
+  line(regType(v->type.elem) + " " + n + " = " + expr + ";");
+  vals_[v] = n;
+  return n;
+}
+
+std::string Emitter::val(const ir::Value *v) {
+  auto it = vals_.find(v);
+  if (it != vals_.end())
+    return it->second;
+  fail("internal error: value %" + v->name + " used before it is defined");
+  return "0";
+}
+
+void Emitter::need(const std::string &helper) {
+  if (!helpers_.insert(helper).second)
+    return;
+  for (const Helper &h : helperTable()) {
+    if (h.name != helper)
+      continue;
+    std::string deps = h.deps;
+    for (size_t p = 0; p < deps.size();) {
+      size_t e = deps.find(' ', p);
+      if (e == std::string::npos)
+        e = deps.size();
+      if (e > p)
+        need(deps.substr(p, e - p));
+      p = e + 1;
+    }
+  }
+}
+
+uint32_t Emitter::locLine() const { return curOp_ ? curOp_->loc.line : 0; }
+uint32_t Emitter::locCol() const { return curOp_ ? curOp_->loc.col : 0; }
+std::string Emitter::loc() const {
+  return std::to_string(locLine()) + ":" + std::to_string(locCol());
+}
+
+std::string Emitter::faultCall(const std::string &kind, uint32_t param, const std::string &index,
+                               const std::string &count) const {
+  return "tsr_fault(control, " + kind + ", " + std::to_string(locLine()) + "u, " +
+         std::to_string(locCol()) + "u, " +
+         (param == UINT32_MAX ? std::string("0xFFFFFFFFu") : std::to_string(param) + "u") +
+         ", (long)(" + index + "), (long)(" + count + "));";
+}
+
+std::string Emitter::regType(Scalar s) {
+  switch (s) {
+  case Scalar::I1:
+    return "bool";
+  case Scalar::I8:
+    return "char";
+  case Scalar::I16:
+    return "short";
+  case Scalar::I32:
+    return "int";
+  case Scalar::I64:
+    return "long";
+  case Scalar::F16:
+  case Scalar::BF16:
+  case Scalar::F32:
+    return "float";
+  case Scalar::F64:
+    return "double";
+  }
+  return "int";
+}
+
+std::string Emitter::storeType(Scalar s) {
+  switch (s) {
+  case Scalar::I1:
+    return "uchar";
+  case Scalar::F16:
+  case Scalar::BF16:
+    return "ushort";
+  default:
+    return regType(s);
+  }
+}
+
+std::string Emitter::unsignedType(Scalar s) {
+  switch (s) {
+  case Scalar::I1:
+  case Scalar::I8:
+    return "uchar";
+  case Scalar::I16:
+    return "ushort";
+  case Scalar::I32:
+    return "uint";
+  default:
+    return "ulong";
+  }
+}
+
+// ------------------------------------------------------------------ blocks and ops
+
+bool Emitter::emitBlock(const ir::Block &b, std::vector<std::string> *yields) {
+  for (const auto &op : b.ops) {
+    curOp_ = op.get();
+    if (op->info().form == OpForm::Terminator) {
+      if (yields)
+        for (const ir::Value *v : op->operands)
+          yields->push_back(v->type.isMatrix() ? vals_[v] : val(v));
+      continue;
+    }
+    if (!emitOp(*op))
+      return false;
+  }
+  return err_.empty();
+}
+
+bool Emitter::emitOp(const ir::Op &op) {
+  if (ir::isMatrixForm(op.info().form))
+    return emitMatrix(op);
+  switch (op.info().form) {
+  case OpForm::Convert:
+    return emitConvert(op);
+  case OpForm::Bitcast:
+    return emitBitcast(op);
+  case OpForm::Load:
+    return emitLoad(op);
+  case OpForm::Store:
+    return emitStore(op);
+  case OpForm::SharedAlloc:
+    return emitSharedAlloc(op);
+  case OpForm::Atomic:
+  case OpForm::AtomicCas:
+    return emitAtomic(op);
+  case OpForm::WorkItem:
+    return emitWorkItem(op);
+  case OpForm::Barrier:
+    line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+    return true;
+  case OpForm::SubgroupReduce:
+  case OpForm::Shuffle:
+    return emitSubgroup(op);
+  case OpForm::If:
+    return emitIf(op);
+  case OpForm::For:
+    return emitFor(op);
+  case OpForm::While:
+    return emitWhile(op);
+  case OpForm::Call:
+    return emitCall(op);
+  default:
+    if (ir::isScalarForm(op.info().form))
+      return emitScalar(op);
+    return fail("not supported by the OpenCL backend");
+  }
+}
+
+// ------------------------------------------------------------------ control flow
+
+std::string Emitter::declareVar(const ir::Type &t, const std::string &init) {
+  if (t.isMatrix()) {
+    std::string n;
+    line(declareMatrix(t, &n));
+    if (!init.empty())
+      line(copyMatrix(t, n, init));
+    return n;
+  }
+  std::string n = fresh();
+  line(regType(t.elem) + " " + n + (init.empty() ? "" : " = " + init) + ";");
+  return n;
+}
+
+void Emitter::assignVars(const std::vector<std::string> &dst, const std::vector<std::string> &src,
+                         const std::vector<ir::Type> &types) {
+  // A yield may name another variable of the same set (a swap): copy through temporaries
+  // whenever a source is one of the destinations.
+  std::set<std::string> targets(dst.begin(), dst.end());
+  std::vector<std::string> from = src;
+  for (size_t k = 0; k < dst.size(); ++k)
+    if (src[k] != dst[k] && targets.count(src[k]))
+      from[k] = declareVar(types[k], src[k]);
+  for (size_t k = 0; k < dst.size(); ++k) {
+    if (from[k] == dst[k])
+      continue;
+    line(types[k].isMatrix() ? copyMatrix(types[k], dst[k], from[k])
+                             : dst[k] + " = " + from[k] + ";");
+  }
+}
+
+static std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs,
+                                     size_t from = 0) {
+  std::vector<ir::Type> t;
+  for (size_t k = from; k < vs.size(); ++k)
+    t.push_back(vs[k]->type);
+  return t;
+}
+
+bool Emitter::emitIf(const ir::Op &op) {
+  std::vector<std::string> vars;
+  for (const auto &r : op.results)
+    vars.push_back(declareVar(r->type, ""));
+  std::vector<ir::Type> types = typesOf(op.results);
+  line("if (" + val(op.operands[0]) + ") { // " + loc() + " if");
+  ++indent_;
+  std::vector<std::string> ys;
+  if (!emitBlock(op.region(0), &ys))
+    return false;
+  curOp_ = &op;
+  if (ys.size() < vars.size())
+    return fail("internal error: 'if' results without yields in both regions");
+  assignVars(vars, ys, types);
+  --indent_;
+  // An else without ops and results is left out.
+  if (op.regions.size() > 1 && (!vars.empty() || op.region(1).ops.size() > 1 ||
+                                (op.region(1).ops.size() == 1 && !op.region(1).terminator()))) {
+    line("} else {");
+    ++indent_;
+    ys.clear();
+    if (!emitBlock(op.region(1), &ys))
+      return false;
+    curOp_ = &op;
+    if (ys.size() < vars.size())
+      return fail("internal error: 'if' results without yields in both regions");
+    assignVars(vars, ys, types);
+    --indent_;
+  }
+  line("}");
+  for (size_t k = 0; k < vars.size(); ++k)
+    vals_[op.result(k)] = vars[k];
+  return true;
+}
+
+bool Emitter::containsBarrier(const ir::Block &b, int depth) const {
+  if (depth > 64) // recursion is refused when the call is emitted
+    return false;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::Barrier)
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const ir::Function *f = module_.lookup(op->callee);
+          f && containsBarrier(*f->body, depth + 1))
+        return true;
+    for (const auto &r : op->regions)
+      if (containsBarrier(*r, depth))
+        return true;
+  }
+  return false;
+}
+
+void Emitter::emitPoll(const std::string &counter) {
+  // Deadlines: the host sets word 0 of the control buffer; the work-item claims the record
+  // with TSR_FAULT_DEADLINE and leaves (the kernel, or with barriers only its loops).
+  need("tsr_fault");
+  need("tsr_cancelled");
+  line("if (++" + counter + " == " + std::to_string(kPollInterval) + "u) {");
+  ++indent_;
+  line(counter + " = 0u;");
+  line("if (tsr_cancelled(control)) {");
+  ++indent_;
+  line(faultCall("8u /* TSR_FAULT_DEADLINE */", UINT32_MAX, "0", "0"));
+  line(hasBarrier_ ? "tsr_stop = true;" : "return;");
+  --indent_;
+  line("}");
+  --indent_;
+  line("}");
+}
+
+bool Emitter::emitFor(const ir::Op &op) {
+  const ir::Block &body = op.region(0);
+  Scalar it = body.args[0]->type.elem;
+  std::string lb = val(op.operands[0]), ub = val(op.operands[1]), step = val(op.operands[2]);
+  std::vector<std::string> iters;
+  std::vector<ir::Type> types = typesOf(body.args, 1);
+  for (size_t k = 0; k + 1 < body.args.size(); ++k) {
+    const ir::Value *init = op.operands[3 + k];
+    iters.push_back(declareVar(init->type, init->type.isMatrix() ? vals_[init] : val(init)));
+    vals_[body.args[k + 1].get()] = iters.back();
+  }
+  std::string iv = fresh();
+  line(regType(it) + " " + iv + " = " + lb + "; // " + loc() + " for");
+  vals_[body.args[0].get()] = iv;
+  // A loop around a barrier is never left early: every work-item must reach the barrier.
+  bool cancellable =
+      (!isConst(op.operands[0]) || !isConst(op.operands[1]) || !isConst(op.operands[2])) &&
+      !containsBarrier(body);
+  std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
+  std::string counter;
+  if (cancellable) {
+    counter = fresh();
+    line("uint " + counter + " = 0u;");
+  }
+  bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
+  bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
+  if (!stepKnownPositive && checked()) {
+    need("tsr_fault");
+    line("if (" + step + " <= 0)");
+    line("  " + faultCall("7u /* TSR_FAULT_LOOP_STEP */", UINT32_MAX, step, "0"));
+  }
+  line(std::string(stepKnownPositive ? "" : "if (" + step + " > 0) ") + "while (" + stop + iv +
+       " < " + ub + ") {");
+  ++indent_;
+  std::vector<std::string> ys;
+  if (!emitBlock(body, &ys))
+    return false;
+  curOp_ = &op;
+  if (ys.size() < iters.size())
+    return fail("internal error: 'for' body yields too few values");
+  assignVars(iters, ys, types);
+  if (stepIsOne) {
+    line(iv + " = (" + regType(it) + ")(" + iv + " + 1);");
+  } else {
+    // Go on while iv + step < ub without wrapping: as iv < ub and step > 0 here, that is
+    // step < ub - iv, unsigned at the IR width.
+    std::string u = unsignedType(it);
+    line("if (!((" + u + ")" + step + " < (" + u + ")((" + u + ")" + ub + " - (" + u + ")" + iv +
+         ")))");
+    line("  break;");
+    line(iv + " = (" + regType(it) + ")((" + u + ")" + iv + " + (" + u + ")" + step + ");");
+  }
+  if (cancellable)
+    emitPoll(counter);
+  --indent_;
+  line("}");
+  for (size_t k = 0; k < iters.size(); ++k)
+    vals_[op.result(k)] = iters[k];
+  return true;
+}
+
+bool Emitter::emitWhile(const ir::Op &op) {
+  const ir::Block &before = op.region(0), &after = op.region(1);
+  std::vector<std::string> iters;
+  std::vector<ir::Type> types = typesOf(before.args);
+  for (size_t k = 0; k < before.args.size(); ++k) {
+    const ir::Value *init = op.operands[k];
+    iters.push_back(declareVar(init->type, init->type.isMatrix() ? vals_[init] : val(init)));
+    vals_[before.args[k].get()] = iters[k];
+    vals_[after.args[k].get()] = iters[k]; // the do region sees what the first region saw
+  }
+  bool cancellable = !containsBarrier(before) && !containsBarrier(after);
+  std::string counter = fresh();
+  line("uint " + counter + " = 0u;");
+  line(std::string(hasBarrier_ && cancellable ? "while (!tsr_stop)" : "for (;;)") + " { // " +
+       loc() + " while");
+  ++indent_;
+  std::vector<std::string> cond;
+  if (!emitBlock(before, &cond))
+    return false;
+  curOp_ = &op;
+  if (cond.empty())
+    return fail("internal error: the first region of 'while' ends without 'condition'");
+  line("if (!" + cond[0] + ")");
+  line("  break;");
+  std::vector<std::string> ys;
+  if (!emitBlock(after, &ys))
+    return false;
+  curOp_ = &op;
+  if (ys.size() < iters.size())
+    return fail("internal error: 'while' body yields too few values");
+  assignVars(iters, ys, types);
+  if (cancellable)
+    emitPoll(counter);
+  --indent_;
+  line("}");
+  for (size_t k = 0; k < iters.size(); ++k)
+    vals_[op.result(k)] = iters[k];
+  return true;
+}
+
+bool Emitter::emitCall(const ir::Op &op) {
+  const ir::Function *callee = module_.lookup(op.callee);
+  if (!callee || callee->isKernel)
+    return fail("call of unknown device function @" + op.callee);
+  if (callDepth_ >= 64)
+    return fail("calls nest deeper than 64 (recursion is not allowed)");
+  std::vector<ir::Value *> params = callee->params();
+  if (params.size() != op.operands.size())
+    return fail("call of @" + op.callee + " with the wrong number of arguments");
+  std::vector<std::string> results;
+  for (const auto &r : op.results)
+    results.push_back(declareVar(r->type, ""));
+  line("{ // " + loc() + " call @" + op.callee + " (inlined)");
+  ++indent_;
+  for (size_t k = 0; k < params.size(); ++k) {
+    const ir::Value *arg = op.operands[k];
+    if (arg->type.isMemory()) {
+      MemRef *m = mem(arg);
+      if (!m)
+        return false;
+      mems_[params[k]] = *m;
+    } else {
+      vals_[params[k]] = val(arg);
+    }
+  }
+  ++callDepth_;
+  std::vector<std::string> ret;
+  bool ok = emitBlock(*callee->body, &ret);
+  --callDepth_;
+  curOp_ = &op;
+  if (!ok)
+    return false;
+  if (ret.size() < results.size())
+    return fail("@" + op.callee + " returns too few values");
+  assignVars(results, std::vector<std::string>(ret.begin(), ret.begin() + results.size()),
+             typesOf(op.results));
+  --indent_;
+  line("}");
+  for (size_t k = 0; k < results.size(); ++k)
+    vals_[op.result(k)] = results[k];
+  return true;
+}
+
+// ------------------------------------------------------------------ the entry point
+
+bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
+  info.name = f.name;
+  info.symbol = symbol(f.name);
+  vals_.clear();
+  mems_.clear();
+  next_ = 0;
+  matrixBytes_ = 0;
+  curOp_ = nullptr;
+  std::vector<std::string> args, prologue;
+  std::set<std::string> used; // the parameters' C name stems
+  std::vector<ir::Value *> params = f.params();
+  for (size_t k = 0; k < params.size(); ++k) {
+    const ir::Value *p = params[k];
+    info.params.push_back(p->type);
+    // The C names are the IR name plus a suffix (_base / _offset / _bytes, _arg), which no
+    // keyword, builtin or local of the emitter has. An IR name may start with a digit (`%0`):
+    // then "_" goes in front, and if that meets another parameter's (`%_0`), the index too.
+    std::string n = p->name.empty() ? "arg" + std::to_string(k) : p->name;
+    if (n[0] >= '0' && n[0] <= '9')
+      n = "_" + n;
+    while (!used.insert(n).second)
+      n = "_" + std::to_string(k) + n;
+    Scalar e = p->type.elem;
+    if (p->type.kind == ir::Type::Kind::Buffer) {
+      args.push_back("__global uchar *" + n + "_base");
+      args.push_back("ulong " + n + "_offset");
+      args.push_back("ulong " + n + "_bytes");
+      MemRef m;
+      m.ptr = "p" + std::to_string(k);
+      m.count = "n" + std::to_string(k);
+      m.space = "__global";
+      m.elem = e;
+      m.param = static_cast<uint32_t>(k);
+      prologue.push_back("__global " + storeType(e) + " *" + m.ptr + " = (__global " +
+                         storeType(e) + " *)(" + n + "_base + " + n + "_offset);");
+      prologue.push_back("const ulong " + m.count + " = " + n + "_bytes / " +
+                         std::to_string(ir::byteSize(e)) + "ul;");
+      mems_[p] = m;
+      continue;
+    }
+    if (!p->type.isScalar())
+      return fail("kernel @" + f.name + ": parameter %" + p->name + " of type " +
+                  ir::toString(p->type) + " is not supported");
+    std::string a = n + "_arg";
+    args.push_back(storeType(e == Scalar::I1 ? Scalar::I1 : e) + " " + a);
+    if (e == Scalar::I1) {
+      vals_[p] = "(" + a + " != 0)";
+    } else if (e == Scalar::F16) {
+      need("tsr_f16_from_bits");
+      vals_[p] = "tsr_f16_from_bits(" + a + ")";
+    } else if (e == Scalar::BF16) {
+      vals_[p] = "as_float((uint)" + a + " << 16)";
+    } else {
+      vals_[p] = a;
+    }
+  }
+  args.push_back("__global uint *control");
+  line("// kernel @" + f.name);
+  std::string sig = "__kernel void " + info.symbol + "(";
+  for (size_t k = 0; k < args.size(); ++k)
+    sig += (k ? ", " : "") + args[k];
+  line(sig + ") {");
+  ++indent_;
+  for (const std::string &s : prologue)
+    line(s);
+  hasBarrier_ = containsBarrier(*f.body);
+  if (hasBarrier_)
+    line("bool tsr_stop = false; // set when the launch is cancelled (see emitPoll)");
+  if (!emitBlock(*f.body, nullptr))
+    return false;
+  --indent_;
+  line("}");
+  line("");
+  for (const auto &op : f.body->ops)
+    if (op->kind == OpKind::SharedAlloc) {
+      const ir::Type &t = op->result()->type;
+      info.sharedBytes += static_cast<uint64_t>(t.count) * ir::byteSize(t.elem);
+    }
+  if (info.sharedBytes > opts_.caps.localMemBytes) {
+    curOp_ = nullptr;
+    return fail("kernel @" + f.name + " uses " + std::to_string(info.sharedBytes) +
+                " bytes of shared memory; the device has " +
+                std::to_string(opts_.caps.localMemBytes) + " (opencl.localMemBytes)");
+  }
+  return true;
+}
+
+} // namespace detail
+
+} // namespace tessera::opencl

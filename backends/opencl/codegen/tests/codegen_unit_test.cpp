@@ -1,0 +1,221 @@
+// The OpenCL C codegen and target without a device: golden snippets of the emitted source
+// (the ABI's parameter list, f16 / bf16 / i1 representation, the division guard, barriers,
+// extension pragmas), compile errors for what a device lacks or the backend refuses (each
+// naming the op, the types or the limit, and the location), and the `opencl` Target's
+// registration, capability record parsing and cache key.
+#include "backends/opencl/codegen/tests/oc_test_util.h"
+#include "backends/target.h"
+
+namespace tessera::opencl {
+std::unique_ptr<Target> makeTarget();
+namespace {
+
+OpenCLCompileOptions withBounds(tsr_bounds_mode b, bool strict = false) {
+  OpenCLCompileOptions o;
+  o.bounds = b;
+  o.strict = strict;
+  return o;
+}
+
+std::string source(const std::string &text, const OpenCLCompileOptions &o = {}) {
+  auto m = testing::parse(text);
+  if (!m)
+    return "<parse error>";
+  std::string err;
+  auto r = compileOpenCL(*m, o, &err);
+  EXPECT_TRUE(r) << err;
+  return r ? r->source : err;
+}
+
+TEST(OpenCLGolden, SaxpyFollowsTheAbi) {
+  std::string s = source("kernel @saxpy(%x: buffer<f32, readonly>, %y: buffer<f32>, %a: f32, "
+                         "%n: i32) {\n  %i = global_id.x : i32\n  %v = load %x[%i] : f32\n"
+                         "  %w = load %y[%i] : f32\n  %r = fma %a, %v, %w : f32\n"
+                         "  store %r, %y[%i] : f32\n}\n");
+  EXPECT_CONTAINS(s, "#pragma OPENCL FP_CONTRACT OFF\n");
+  EXPECT_CONTAINS(s, "__kernel void tsr_saxpy(__global uchar *x_base, ulong x_offset, ulong "
+                     "x_bytes, __global uchar *y_base, ulong y_offset, ulong y_bytes, float "
+                     "a_arg, int n_arg, __global uint *control) {");
+  EXPECT_CONTAINS(s, "__global float *p0 = (__global float *)(x_base + x_offset);");
+  EXPECT_CONTAINS(s, "const ulong n0 = x_bytes / 4ul;");
+  EXPECT_CONTAINS(s, "? p0[v1] : (float)0;"); // robust by default
+  EXPECT_CONTAINS(s, "fma(a_arg, ");
+  EXPECT_EQ(s.find("cl_khr_fp64"), std::string::npos); // no f64: no pragma
+}
+
+TEST(OpenCLGolden, NarrowTypesAndI1) {
+  std::string s =
+      source("kernel @k(%h: buffer<f16>, %b: buffer<bf16>, %f: buffer<i1>, %s: bf16) {\n"
+             "  %i = global_id.x : i32\n  %x = load %h[%i] : f16\n  %y = add %x, %x : f16\n"
+             "  store %y, %h[%i] : f16\n  %u = load %b[%i] : bf16\n  %v = mul %u, %s : bf16\n"
+             "  store %v, %b[%i] : bf16\n  %c = load %f[%i] : i1\n  %d = not %c : i1\n"
+             "  store %d, %f[%i] : i1\n}\n",
+             withBounds(TSR_BOUNDS_UNCHECKED));
+  EXPECT_CONTAINS(s, "ushort s_arg");
+  EXPECT_CONTAINS(s, "vload_half(v1, (__global half *)p0)");
+  EXPECT_CONTAINS(s, "tsr_f16_rte_float(v2 + v2)");
+  EXPECT_CONTAINS(s, "vstore_half_rte(");
+  EXPECT_CONTAINS(s, "as_float((uint)p1[");
+  EXPECT_CONTAINS(s, "tsr_bf16(");
+  EXPECT_CONTAINS(s, "(p2[v");
+  EXPECT_CONTAINS(s, "] = (uchar)v");
+}
+
+TEST(OpenCLGolden, DivisionGuardBarrierAndPragmas) {
+  std::string s =
+      source("kernel @k(%y: buffer<i64>, %d: buffer<f64>, %z: i64) {\n"
+             "  %s = shared_alloc : shared<i32, 4>\n  %i = global_id.x : i32\n"
+             "  %x = load %y[%i] : i64\n  %q = div %x, %z : i64\n  store %q, %y[%i] : i64\n"
+             "  barrier\n  %o = atomic_add %y[%i], %q : i64\n  %e = load %d[%i] : f64\n"
+             "  %t = exp %e : f64\n  store %t, %d[%i] : f64\n}\n",
+             withBounds(TSR_BOUNDS_CHECKED));
+  EXPECT_CONTAINS(s, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable");
+  EXPECT_CONTAINS(s, "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable");
+  EXPECT_CONTAINS(s, "== (long)0x8000000000000000ul && z_arg == (long)-1)) ? (long)1 : z_arg;");
+  EXPECT_CONTAINS(s, "5u /* TSR_FAULT_DIVISION_BY_ZERO */");
+  EXPECT_CONTAINS(s, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+  EXPECT_CONTAINS(s, "__local int v0[4];");
+  EXPECT_CONTAINS(s, "atom_add((volatile __global long *)&p0[");
+  EXPECT_EQ(s.find("exp("), std::string::npos) << "exp:f64 is decomposed (PoCL's fails)";
+}
+
+TEST(OpenCLGolden, StrictDecomposesAndRoundsDivThroughF64) {
+  std::string text = "kernel @k(%y: buffer<f32>) {\n  %i = global_id.x : i32\n"
+                     "  %x = load %y[%i] : f32\n  %e = exp %x : f32\n  %q = div %e, %x : f32\n"
+                     "  store %q, %y[%i] : f32\n}\n";
+  EXPECT_CONTAINS(source(text), "exp(");
+  std::string s = source(text, withBounds(TSR_BOUNDS_ROBUST, true));
+  EXPECT_EQ(s.find("exp("), std::string::npos);
+  EXPECT_CONTAINS(s, "(float)((double)");
+}
+
+TEST(OpenCLGolden, WithoutF64NothingNeedsIt) {
+  // f16 fma and strict f32 division take f64 only where the device has it.
+  OpenCLCompileOptions o = withBounds(TSR_BOUNDS_ROBUST, true);
+  o.caps.fp64 = false;
+  std::string s = source("kernel @k(%y: buffer<f16>, %z: buffer<f32>) {\n"
+                         "  %i = global_id.x : i32\n  %x = load %y[%i] : f16\n"
+                         "  %r = fma %x, %x, %x : f16\n  store %r, %y[%i] : f16\n"
+                         "  %a = load %z[%i] : f32\n  %q = div %a, %a : f32\n"
+                         "  store %q, %z[%i] : f32\n}\n",
+                         o);
+  EXPECT_EQ(s.find("double"), std::string::npos) << s;
+  EXPECT_CONTAINS(s, "tsr_f16_rte_float(fma(");
+}
+
+// ------------------------------------------------------------------ errors
+
+TEST(OpenCLErrors, WhatTheDeviceLacks) {
+  OpenCLCompileOptions noF64;
+  noF64.caps.fp64 = false;
+  EXPECT_CONTAINS(testing::compileError("kernel @k(%y: buffer<f64>) {\n  %z = const 0 : i32\n"
+                                        "  %v = load %y[%z] : f64\n  store %v, %y[%z] : f64\n}\n",
+                                        noF64),
+                  "needs f64 (cl_khr_fp64), which the device lacks (opencl.fp64=0)");
+  OpenCLCompileOptions noAtom;
+  noAtom.caps.int64Atomics = false;
+  EXPECT_CONTAINS(testing::compileError("kernel @k(%y: buffer<i64>, %v: i64) {\n"
+                                        "  %z = const 0 : i32\n"
+                                        "  %o = atomic_add %y[%z], %v : i64\n}\n",
+                                        noAtom),
+                  "test.tir:3:3: error: 'atomic_add': 64-bit atomics need "
+                  "cl_khr_int64_base_atomics");
+  OpenCLCompileOptions small;
+  small.caps.localMemBytes = 1024;
+  EXPECT_CONTAINS(testing::compileError("kernel @k(%y: buffer<i32>) {\n"
+                                        "  %s = shared_alloc : shared<i32, 512>\n}\n",
+                                        small),
+                  "kernel @k uses 2048 bytes of shared memory; the device has 1024 "
+                  "(opencl.localMemBytes)");
+}
+
+TEST(OpenCLErrors, MatricesPastThePrivateMemoryLimit) {
+  std::string text = "kernel @k(%y: buffer<f32>) {\n  %z = const 0.0 : f32\n"
+                     "  %m = matrix_fill %z : matrix<f32, 32, 32, acc>\n  %c = const 0 : i32\n"
+                     "  %ld = const 32 : i32\n"
+                     "  matrix_store %m, %y[%c] stride %ld : matrix<f32, 32, 32, acc>\n}\n";
+  OpenCLCompileOptions o;
+  o.maxMatrixBytes = 4096; // a 32x32 f32 matrix is exactly 4096 bytes: allowed
+  EXPECT_EQ(testing::compileError(text, o), "");
+  o.maxMatrixBytes = 4095;
+  EXPECT_CONTAINS(testing::compileError(text, o),
+                  "test.tir:3:3: error: 'matrix_fill': the kernel's matrices need 4096 bytes "
+                  "of private memory, more than the OpenCL backend's limit of 4095");
+}
+
+TEST(OpenCLErrors, InvalidModulesAndNoKernel) {
+  EXPECT_CONTAINS(testing::compileError("func @f(%a: i32) -> i32 {\n  return %a\n}\n"),
+                  "the module has no kernel to compile for OpenCL");
+  ir::Module m;
+  m.filename = "bad.tir";
+  ir::Function *f = m.addFunction(true, "k");
+  auto op = std::make_unique<ir::Op>(ir::OpKind::Add, ir::Loc{2, 3});
+  op->addResult(ir::Type::scalar(ir::Scalar::F32));
+  f->body->append(std::move(op)); // no operands: the verifier refuses it
+  std::string err;
+  EXPECT_FALSE(compileOpenCL(m, {}, &err));
+  EXPECT_CONTAINS(err, "bad.tir:");
+  EXPECT_CONTAINS(err, "error:");
+}
+
+// ------------------------------------------------------------------ the target
+
+TEST(OpenCLTarget, RegistrationAndStages) {
+  TargetRegistry reg;
+  ASSERT_TRUE(reg.add(makeTarget()));
+  bool alias = false;
+  const Target *t = reg.find("opencl-c", &alias);
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(alias);
+  EXPECT_EQ(reg.find("cl"), t);
+  EXPECT_EQ(reg.forBackend("opencl"), t);
+  EXPECT_EQ(t->format(), TSR_OPENCL_FORMAT);
+  EXPECT_TRUE(t->textOutput());
+  EXPECT_EQ(t->declaredProfile(), PrecisionProfile::Full);
+  EXPECT_EQ(t->stageFiles(), (std::vector<std::string>{"0-kir.tir", "1-opencl.cl"}));
+  auto m = testing::parse("kernel @k(%y: buffer<i32>) {\n  %z = const 0 : i32\n"
+                          "  store %z, %y[%z] : i32\n}\n");
+  ASSERT_NE(m, nullptr);
+  TargetOptions opts;
+  opts.keepStages = true;
+  std::string err;
+  auto a = t->compile(*m, opts, &err);
+  ASSERT_TRUE(a) << err;
+  ASSERT_EQ(a->stages.size(), 2u);
+  EXPECT_EQ(a->stages[1].file, "1-opencl.cl");
+  EXPECT_EQ(t->rawOutput(*a), a->stages[1].bytes);
+  ASSERT_EQ(a->kernels.size(), 1u);
+  EXPECT_EQ(a->kernels[0].subgroupSize, 1u);
+}
+
+TEST(OpenCLTarget, CapabilityRecord) {
+  auto t = makeTarget();
+  tsr_device_info_t info{};
+  std::snprintf(info.name, sizeof info.name, "PoCL: test");
+  info.subgroup_size = 1;
+  TargetOptions opts;
+  std::string err;
+  ASSERT_TRUE(t->deviceOptions(info, "version=1\nopencl.fp64=0\nvulkan.whatever=3\n", &opts, &err))
+      << err;
+  EXPECT_EQ(opts.subgroupSize, 1u);
+  auto m = testing::parse("kernel @k(%y: buffer<f64>) {\n  %z = const 0 : i32\n"
+                          "  %v = load %y[%z] : f64\n  store %v, %y[%z] : f64\n}\n");
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(t->compile(*m, opts, &err)); // the record said no fp64
+  EXPECT_CONTAINS(err, "opencl.fp64=0");
+  EXPECT_FALSE(t->deviceOptions(info, "version=1\nopencl.bogus=1\n", &opts, &err));
+  EXPECT_CONTAINS(err, "unknown capability opencl.bogus");
+  EXPECT_FALSE(t->deviceOptions(info, "version=1\nopencl.subgroupSize=8\n", &opts, &err));
+  EXPECT_CONTAINS(err, "subgroups of 1 work-item");
+  EXPECT_FALSE(t->deviceOptions(info, "version=1\nopencl.fp64=2\n", &opts, &err));
+  EXPECT_CONTAINS(err, "must be 0 or 1");
+  TargetOptions a, b;
+  b.bounds = TSR_BOUNDS_CHECKED;
+  EXPECT_NE(t->cacheKey(a), t->cacheKey(b));
+  b = a;
+  b.strict = true;
+  EXPECT_NE(t->cacheKey(a), t->cacheKey(b));
+}
+
+} // namespace
+} // namespace tessera::opencl

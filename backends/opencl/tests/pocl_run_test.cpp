@@ -1,0 +1,384 @@
+// Runs generated OpenCL C on PoCL through raw OpenCL (the ABI of opencl_abi.h, buffers at a
+// non-zero offset inside guarded cl_mems) and compares every output with the reference
+// interpreter (ir/interp, subgroup size 1 as the ABI says): every kernel with a launch spec in
+// ir/examples and conformance/kernels, then hand-written kernels for the fault rules
+// (division by zero, out-of-bounds in robust and checked mode with the record's contents, the
+// `for` step rule, a cancelled endless loop). Skips with the reason when no OpenCL platform
+// exists.
+#include "backends/opencl/tests/pocl_host.h"
+#include "ir/interp/interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace tessera::opencl {
+namespace {
+
+using testing::DeviceRun;
+using testing::pocl;
+
+/// ULPs of `t` between `got` and `ref` (0 when both are NaN or equal).
+double ulpDiff(double ref, double got, ir::Scalar t) {
+  if (std::isnan(ref) || std::isnan(got))
+    return std::isnan(ref) && std::isnan(got) ? 0 : INFINITY;
+  if (ref == got)
+    return 0;
+  if (std::isinf(ref) || std::isinf(got))
+    return INFINITY;
+  int p = ir::mantissaBits(t);
+  int emin = t == ir::Scalar::F16 ? -14 : t == ir::Scalar::F64 ? -1022 : -126;
+  int e = ref == 0 ? emin : std::max(std::ilogb(ref), emin);
+  return std::fabs(got - ref) / std::ldexp(1.0, e - p + 1);
+}
+
+/// Compares every writable buffer of `dev` with the interpreter's; empty when they agree
+/// (integers exactly; floats within `ulps`, or within `rel` of the buffer's largest
+/// magnitude for sums whose order may differ).
+std::string compare(const ir::Function &f, const ir::LaunchData &ref, const DeviceRun &dev,
+                    double ulps, double rel) {
+  std::vector<ir::Value *> params = f.params();
+  size_t b = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!ref.args[i].buffer)
+      continue;
+    const ir::HostBuffer &r = *ref.args[i].buffer;
+    ir::HostBuffer d(r.elem, r.size());
+    d.bytes = dev.buffers.at(b++);
+    bool isFloat = ir::isFloatScalar(r.elem);
+    double scale = 0;
+    for (int64_t k = 0; isFloat && k < r.size(); ++k)
+      if (std::isfinite(r.get(k).f))
+        scale = std::max(scale, std::fabs(r.get(k).f));
+    for (int64_t k = 0; k < r.size(); ++k) {
+      ir::Literal x = r.get(k), y = d.get(k);
+      bool ok = isFloat ? ulpDiff(x.f, y.f, r.elem) <= ulps || std::fabs(x.f - y.f) <= rel * scale
+                        : x.i == y.i;
+      if (!ok)
+        return "%" + params[i]->name + "[" + std::to_string(k) + "]: reference " +
+               (isFloat ? std::to_string(x.f) : std::to_string(x.i)) + ", device " +
+               (isFloat ? std::to_string(y.f) : std::to_string(y.i));
+    }
+  }
+  return {};
+}
+
+struct Case {
+  std::string file;
+  std::string kernel;
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.file << " @" << c.kernel; }
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char *dir : {"/ir/examples", "/conformance/kernels"})
+    for (const auto &e :
+         std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) + dir)) {
+      if (e.path().extension() != ".tir")
+        continue;
+      ir::ParseResult pr = ir::parseFile(e.path().string());
+      if (!pr.ok())
+        continue;
+      for (const auto &fn : pr.module->functions)
+        if (fn->isKernel && fn->launch)
+          out.push_back(
+              {std::string(dir).substr(1) + "/" + e.path().filename().string(), fn->name});
+    }
+  std::sort(out.begin(), out.end(),
+            [](const Case &a, const Case &b) { return a.file + a.kernel < b.file + b.kernel; });
+  return out;
+}
+
+/// Runs kernel `name` of `m` on PoCL and on the interpreter with its launch spec.
+void runAndCompare(const ir::Module &m, const std::string &name, const OpenCLCompileOptions &o,
+                   double ulps, double rel) {
+  const ir::Function *f = m.lookup(name);
+  ASSERT_NE(f, nullptr);
+  std::string err;
+  ir::LaunchData in;
+  ASSERT_TRUE(ir::makeLaunchData(*f, in, err)) << err;
+  ir::LaunchData ref = in;
+  ir::InterpOptions io;
+  io.subgroupSize = 1;
+  ir::InterpResult ir = ir::interpret(m, *f, ref.dims, ref.args, io);
+  if (!ir.ok && ir.error.find("outside a subgroup of 1") != std::string::npos)
+    GTEST_SKIP() << "the kernel reads other subgroup lanes; OpenCL's subgroups have 1: "
+                 << ir.error;
+  ASSERT_TRUE(ir.ok) << ir.error;
+  auto r = compileOpenCL(m, o, &err);
+  ASSERT_TRUE(r) << err;
+  std::string log;
+  cl_program p = pocl().build(r->source, &log);
+  ASSERT_NE(p, nullptr) << log;
+  DeviceRun dev;
+  bool ran = pocl().run(p, *f, in, &dev, &err);
+  clReleaseProgram(p);
+  ASSERT_TRUE(ran) << err;
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], 0u) << "fault kind " << dev.control[1] << " at " << dev.control[2]
+                                << ":" << dev.control[3];
+  std::string diff = compare(*f, ref, dev, ulps, rel);
+  EXPECT_TRUE(diff.empty()) << name << ": " << diff;
+}
+
+class OpenCLRunTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OpenCLRunTest, MatchesTheInterpreter) {
+  if (!pocl().reason().empty())
+    GTEST_SKIP() << pocl().reason();
+  auto m = testing::parseFile(std::string(TESSERA_SOURCE_DIR) + "/" + GetParam().file);
+  ASSERT_NE(m, nullptr);
+  for (bool strict : {false, true}) {
+    SCOPED_TRACE(strict ? "strict" : "robust");
+    OpenCLCompileOptions o;
+    o.strict = strict;
+    // Math ops are decomposed (<= 3.61 ULP at f32, ops.def's budgets above that); sums and
+    // matrix products may be added in another order than the interpreter's exact sum.
+    runAndCompare(*m, GetParam().kernel, o, 16, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, OpenCLRunTest, ::testing::ValuesIn(cases()),
+                         [](const auto &info) {
+                           std::string n = info.param.kernel;
+                           for (char &c : n)
+                             if (!isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           return n;
+                         });
+
+// Parameter names that are not C identifiers as they stand (`%0a`) or that meet another's
+// C name once made one (`%_0`), and names of OpenCL keywords and builtins.
+TEST(OpenCLNames, ParametersOfAnyIrName) {
+  if (!pocl().reason().empty())
+    GTEST_SKIP() << pocl().reason();
+  const char *text =
+      "kernel @names(%0a: buffer<i32>, %_0: buffer<i32>, %int: i32, %kernel: i32,"
+      " %get_global_id: buffer<i32>) {\n"
+      "  %i = global_id.x : i32\n"
+      "  %a = add %int, %kernel : i32\n"
+      "  store %a, %0a[%i] : i32\n"
+      "  store %i, %_0[%i] : i32\n"
+      "  store %a, %get_global_id[%i] : i32\n"
+      "}\n"
+      "launch @names grid(1) workgroup(4) {\n  %0a[4] = fill(0)\n  %_0[4] = fill(0)\n"
+      "  %int = 3\n  %kernel = 4\n  %get_global_id[4] = fill(0)\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  runAndCompare(*m, "names", OpenCLCompileOptions{}, 0, 0);
+}
+
+// ------------------------------------------------------------------ faults
+
+/// Compiles `text` in `bounds` mode and runs its only kernel on PoCL with its launch spec.
+DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel = false) {
+  DeviceRun dev;
+  auto m = testing::parse(text);
+  EXPECT_NE(m, nullptr);
+  if (!m)
+    return dev;
+  const ir::Function &f = *m->functions[0];
+  std::string err, log;
+  ir::LaunchData in;
+  EXPECT_TRUE(ir::makeLaunchData(f, in, err)) << err;
+  OpenCLCompileOptions o;
+  o.bounds = bounds;
+  auto r = compileOpenCL(*m, o, &err);
+  EXPECT_TRUE(r) << err;
+  if (!r)
+    return dev;
+  cl_program p = pocl().build(r->source, &log);
+  EXPECT_NE(p, nullptr) << log;
+  if (!p)
+    return dev;
+  EXPECT_TRUE(pocl().run(p, f, in, &dev, &err, cancel)) << err;
+  clReleaseProgram(p);
+  return dev;
+}
+
+int32_t word(const std::vector<uint8_t> &b, size_t i) {
+  int32_t v;
+  std::memcpy(&v, b.data() + 4 * i, 4);
+  return v;
+}
+
+class OpenCLFaultTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!pocl().reason().empty())
+      GTEST_SKIP() << pocl().reason();
+  }
+};
+
+// x div 0 = x, x rem 0 = 0, MIN div -1 = MIN, MIN rem -1 = 0 at every width, signed and
+// unsigned, in every mode: against the interpreter on inputs that hold those divisors.
+TEST_F(OpenCLFaultTest, IntegerDivisionHasDefinedResults) {
+  for (const char *t : {"i8", "i16", "i32", "i64"}) {
+    std::string T = t;
+    std::string text =
+        "kernel @divs(%a: buffer<" + T + ", readonly>, %b: buffer<" + T +
+        ", readonly>, %q: "
+        "buffer<" +
+        T + ">, %r: buffer<" + T + ">, %uq: buffer<" + T + ">, %ur: buffer<" + T +
+        ">) {\n  %i = global_id.x : i32\n  %x = load %a[%i] : " + T +
+        "\n  %y = load %b[%i] : " + T + "\n  %d = div %x, %y : " + T +
+        "\n  %m = rem %x, %y : " + T + "\n  %u = div.u %x, %y : " + T +
+        "\n  %w = rem.u %x, %y : " + T + "\n  store %d, %q[%i] : " + T +
+        "\n  store %m, %r[%i] : " + T + "\n  store %u, %uq[%i] : " + T +
+        "\n  store %w, %ur[%i] : " + T + "\n}\n" +
+        "launch @divs grid(1) workgroup(64) seed(3) {\n  %a[64] = special\n  %b[64] = iota(-4, 1)\n"
+        "  %q[64] = fill(7)\n  %r[64] = fill(7)\n  %uq[64] = fill(7)\n  %ur[64] = fill(7)\n}\n";
+    auto m = testing::parse(text);
+    ASSERT_NE(m, nullptr);
+    for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
+      OpenCLCompileOptions o;
+      o.bounds = b;
+      SCOPED_TRACE(T + " mode " + std::to_string(b));
+      runAndCompare(*m, "divs", o, 0, 0);
+    }
+  }
+}
+
+TEST_F(OpenCLFaultTest, CheckedDivisionRecordsTheFault) {
+  const char *text = "kernel @dz(%y: buffer<i32>, %z: i32) {\n"
+                     "  %i = global_id.x : i32\n"
+                     "  %d = div %i, %z : i32\n"
+                     "  store %d, %y[%i] : i32\n"
+                     "}\n"
+                     "launch @dz grid(1) workgroup(4) {\n  %y[4] = fill(9)\n  %z = 0\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DIVISION_BY_ZERO});
+  EXPECT_EQ(dev.control[2], 3u); // line
+  EXPECT_EQ(dev.control[3], 3u); // column
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(word(dev.buffers[0], i), i); // x div 0 = x
+  // robust: the same values, no record
+  dev = runText(text, TSR_BOUNDS_ROBUST);
+  EXPECT_EQ(dev.control[1], 0u);
+  EXPECT_EQ(word(dev.buffers[0], 3), 3);
+}
+
+const char *kOutOfBounds = "kernel @oob(%x: buffer<i32, readonly>, %y: buffer<i32>, %off: i32) {\n"
+                           "  %i = global_id.x : i32\n"
+                           "  %j = add %i, %off : i32\n"
+                           "  %v = load %x[%j] : i32\n"
+                           "  store %v, %y[%j] : i32\n"
+                           "}\n"
+                           "launch @oob grid(1) workgroup(16) {\n"
+                           "  %x[16] = iota(100, 1)\n  %y[16] = fill(-1)\n  %off = 8\n}\n";
+
+TEST_F(OpenCLFaultTest, RobustOutOfBoundsIsDroppedInsideTheView) {
+  DeviceRun dev = runText(kOutOfBounds, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact); // nothing written around the view
+  EXPECT_EQ(dev.control[1], 0u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), i < 8 ? -1 : 100 + i) << i;
+}
+
+TEST_F(OpenCLFaultTest, CheckedOutOfBoundsRecordsParamIndexAndCount) {
+  DeviceRun dev = runText(kOutOfBounds, TSR_BOUNDS_CHECKED);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[2], 4u); // the load's line and column
+  EXPECT_EQ(dev.control[3], 3u);
+  EXPECT_EQ(dev.control[4], 0u); // parameter %x
+  EXPECT_GE(dev.control[5], 16u);
+  EXPECT_LT(dev.control[5], 24u);
+  EXPECT_EQ(dev.control[6], 0u);
+  EXPECT_EQ(dev.control[7], 16u);                // elements in the view
+  EXPECT_EQ(dev.control[9], dev.control[5] - 8); // local id x of the faulting work-item
+  for (int i = 8; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), 100 + i);
+}
+
+TEST_F(OpenCLFaultTest, SharedOutOfBoundsInCheckedMode) {
+  const char *text = "kernel @sh(%y: buffer<i32>) {\n"
+                     "  %s = shared_alloc : shared<i32, 8>\n"
+                     "  %l = local_id.x : i32\n"
+                     "  %four = const 4 : i32\n"
+                     "  %j = add %l, %four : i32\n"
+                     "  store %l, %s[%j] : i32\n"
+                     "  barrier\n"
+                     "  %v = load %s[%l] : i32\n"
+                     "  store %v, %y[%l] : i32\n"
+                     "}\n"
+                     "launch @sh grid(1) workgroup(8) {\n  %y[8] = fill(5)\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_SHARED_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[4], 0xFFFFFFFFu);
+  EXPECT_EQ(dev.control[7], 8u);
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  for (int i = 4; i < 8; ++i) // written by work-items 0..3
+    EXPECT_EQ(word(dev.buffers[0], i), i - 4);
+}
+
+TEST_F(OpenCLFaultTest, ForStepThatIsNotPositiveRunsNothing) {
+  const char *text = "kernel @st(%y: buffer<i32>, %step: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %n = const 10 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  %c = for %i = %z to %n step %step iter(%a = %z) : i32 {\n"
+                     "    %b = add %a, %one : i32\n"
+                     "    yield %b\n"
+                     "  }\n"
+                     "  store %c, %y[%z] : i32\n"
+                     "}\n"
+                     "launch @st grid(1) workgroup(1) {\n  %y[1] = fill(5)\n  %step = 0\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOOP_STEP});
+  EXPECT_EQ(dev.control[2], 5u);
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  EXPECT_EQ(word(dev.buffers[0], 0), 0); // no iteration
+}
+
+// A loop that ends only near the top of i32: `iv + step` would wrap, the loop must stop.
+TEST_F(OpenCLFaultTest, ForEndsInsteadOfWrapping) {
+  const char *text = "kernel @wr(%y: buffer<i32>, %lb: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %ub = const 2147483647 : i32\n"
+                     "  %step = const 1000000000 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  %c = for %i = %lb to %ub step %step iter(%a = %z) : i32 {\n"
+                     "    %b = add %a, %one : i32\n"
+                     "    yield %b\n"
+                     "  }\n"
+                     "  store %c, %y[%z] : i32\n"
+                     "}\n"
+                     "launch @wr grid(1) workgroup(1) {\n  %y[1] = fill(5)\n  %lb = 0\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  runAndCompare(*m, "wr", OpenCLCompileOptions{}, 0, 0); // 3 iterations: 0, 1e9, 2e9
+}
+
+// The cancel flag set: an endless `while` ends with the deadline record, with and without a
+// barrier in the kernel (with one, the work-items leave their loops instead of returning).
+TEST_F(OpenCLFaultTest, CancelledEndlessLoopEnds) {
+  for (bool barrier : {false, true}) {
+    std::string text = std::string("kernel @spin(%y: buffer<i32>) {\n"
+                                   "  %z = const 0 : i32\n"
+                                   "  %one = const 1 : i32\n") +
+                       (barrier ? "  barrier\n" : "") +
+                       "  %r = while iter(%a = %z) {\n"
+                       "    %t = const true : i1\n"
+                       "    condition %t\n"
+                       "  } do {\n"
+                       "    %b = add %a, %one : i32\n"
+                       "    yield %b\n"
+                       "  }\n"
+                       "  %l = local_id.x : i32\n"
+                       "  store %r, %y[%l] : i32\n"
+                       "}\n"
+                       "launch @spin grid(2) workgroup(4) {\n  %y[4] = fill(5)\n}\n";
+    SCOPED_TRACE(barrier ? "with a barrier" : "without a barrier");
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+  }
+}
+
+} // namespace
+} // namespace tessera::opencl
