@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -120,6 +121,47 @@ inline void ratioLine(const char *what, double ratio, const char *op, double tar
   bool met = op[0] == '>' ? ratio >= target : ratio <= target;
   std::printf("  %-44s %8.3f   target %s %.2f  %s\n", what, ratio, op, target,
               met ? "met" : "NOT met");
+}
+
+/// One output of a benchmarked kernel and who computed it ("tessera", "glsl" ...).
+struct NamedOutput {
+  const char *who;
+  const std::vector<float> *values;
+};
+
+/// Dies unless every output holds y = gelu(a*x + b) (exact erf GELU, ir/examples/
+/// gelu_affine.tir) within 1e-5 relative of the fp64 value.
+inline void checkGeluAffine(const std::vector<float> &x, const std::vector<float> &b, float a,
+                            std::initializer_list<NamedOutput> outputs) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    double t = double(a) * x[i] + b[i];
+    double want = 0.5 * t * (1.0 + std::erf(t / std::sqrt(2.0)));
+    double tol = 1e-5 * std::max(1.0, std::fabs(want));
+    for (const NamedOutput &o : outputs)
+      if (std::fabs((*o.values)[i] - want) > tol)
+        die("gelu result wrong at " + std::to_string(i) + ": " + o.who + " " +
+            std::to_string((*o.values)[i]) + ", want " + std::to_string(want));
+  }
+}
+
+/// Dies unless every output holds the row softmax of the rows x cols matrix `x`
+/// (ir/examples/row_softmax.tir) within 1e-6 + 1e-4 relative of the fp64 value.
+inline void checkRowSoftmax(const std::vector<float> &x, int64_t rows, int64_t cols,
+                            std::initializer_list<NamedOutput> outputs) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      m = std::max(m, double(x[size_t(r * cols + c)]));
+    for (int64_t c = 0; c < cols; ++c)
+      s += std::exp(double(x[size_t(r * cols + c)]) - m);
+    for (int64_t c = 0; c < cols; ++c) {
+      size_t i = size_t(r * cols + c);
+      double want = std::exp(double(x[i]) - m) / s;
+      for (const NamedOutput &o : outputs)
+        if (std::fabs((*o.values)[i] - want) > 1e-6 + 1e-4 * want)
+          die(std::string("softmax result wrong at ") + std::to_string(i) + ": " + o.who);
+    }
+  }
 }
 
 } // namespace tessera::bench

@@ -138,8 +138,10 @@ int main(int argc, char **argv) {
   tsr_kernel_t gelu = gp->kernel("gelu_affine")->kernel;
   tsr_executable_t gexe = nullptr;
   tsr_kernel_t ggelu = loadGlsl(d, kGeluSpirv, sizeof kGeluSpirv, "gelu",
-                                {{TSR_TYPE_BUFFER, nullptr}, {TSR_TYPE_BUFFER, nullptr},
-                                 {TSR_TYPE_BUFFER, nullptr}, {TSR_TYPE_F32, nullptr},
+                                {{TSR_TYPE_BUFFER, nullptr},
+                                 {TSR_TYPE_BUFFER, nullptr},
+                                 {TSR_TYPE_BUFFER, nullptr},
+                                 {TSR_TYPE_F32, nullptr},
                                  {TSR_TYPE_I32, nullptr}},
                                 {0, 0, 0, 0, 4}, 8, &gexe);
   const float a = 1.5f;
@@ -158,14 +160,7 @@ int main(int argc, char **argv) {
   });
   d.download(by, y);
   d.download(byg, yg);
-  for (int64_t i = 0; i < n; ++i) {
-    double t = double(a) * x[size_t(i)] + b[size_t(i)];
-    double want = 0.5 * t * (1.0 + std::erf(t / std::sqrt(2.0)));
-    double tol = 1e-5 * std::max(1.0, std::fabs(want));
-    if (std::fabs(y[size_t(i)] - want) > tol || std::fabs(yg[size_t(i)] - want) > tol)
-      die("gelu result wrong at " + std::to_string(i) + ": tessera " + std::to_string(y[size_t(i)]) +
-          ", glsl " + std::to_string(yg[size_t(i)]) + ", want " + std::to_string(want));
-  }
+  checkGeluAffine(x, b, a, {{"tessera", &y}, {"glsl", &yg}});
   double bytes = double(n) * 12;
   std::printf("1. y = gelu(a*x + b), %lld f32, workgroup 256\n", (long long)n);
   std::printf("  %-44s %8.2f ms  %7.2f GB/s\n", "Tessera SPIR-V (gelu_affine.tir)", tT,
@@ -201,20 +196,9 @@ int main(int argc, char **argv) {
   });
   d.download(bsy, sy);
   d.download(bsg, sg);
-  for (int64_t r = 0; r < rows; ++r) {
-    double m = -INFINITY, s = 0;
-    for (int64_t c = 0; c < cols; ++c)
-      m = std::max(m, double(sx[size_t(r * cols + c)]));
-    for (int64_t c = 0; c < cols; ++c)
-      s += std::exp(double(sx[size_t(r * cols + c)]) - m);
-    for (int64_t c = 0; c < cols; ++c) {
-      size_t i = size_t(r * cols + c);
-      double want = std::exp(double(sx[i]) - m) / s;
-      if (std::fabs(sy[i] - want) > 1e-6 + 1e-4 * want || std::fabs(sg[i] - want) > 1e-6 + 1e-4 * want)
-        die("softmax result wrong at " + std::to_string(i));
-    }
-  }
-  std::printf("\n2. row softmax %lld x %lld f32, workgroup 128\n", (long long)rows, (long long)cols);
+  checkRowSoftmax(sx, rows, cols, {{"tessera", &sy}, {"glsl", &sg}});
+  std::printf("\n2. row softmax %lld x %lld f32, workgroup 128\n", (long long)rows,
+              (long long)cols);
   double sbytes = double(rows * cols) * 8;
   std::printf("  %-44s %8.2f ms  %7.2f GB/s\n", "Tessera SPIR-V (row_softmax.tir)", sT,
               gbps(sbytes, sT));

@@ -22,7 +22,7 @@ commands:
   graph eval FILE         evaluate a graph on seeded inputs with the reference evaluator
   interp FILE             run kernels on the fp64 reference interpreter by their launch spec
   devices [--json]        list devices, and backends unavailable here with the reason
-  compile FILE --target T compile kernels for a target (cpu, vulkan, cuda, rocm, levelzero),
+  compile FILE --target T compile kernels for a target (cpu, vulkan, cuda, rocm, opencl, levelzero),
                           dumping every stage on request
   run FILE --device D     run kernels on a device (cpu:0, vulkan:0, cuda:0, ...) by their
                           launch spec; --check compares every output with the interpreter

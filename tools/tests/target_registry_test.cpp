@@ -81,7 +81,7 @@ std::string example(const char *name) {
 TEST(TargetRegistry, BuiltinTargetsByCanonicalNameAndAlias) {
   TargetRegistry r;
   registerBuiltinTargets(r);
-  EXPECT_EQ(r.names(), "cpu, vulkan, cuda, rocm, levelzero");
+  EXPECT_EQ(r.names(), "cpu, vulkan, cuda, rocm, opencl, levelzero");
   struct Name {
     const char *asked, *canonical;
     bool alias;
@@ -91,7 +91,8 @@ TEST(TargetRegistry, BuiltinTargetsByCanonicalNameAndAlias) {
                         Name{"vulkan-spirv", "vulkan", true}, Name{"cuda", "cuda", false},
                         Name{"ptx", "cuda", true}, Name{"rocm", "rocm", false},
                         Name{"hsaco", "rocm", true}, Name{"rocm-hsaco", "rocm", true},
-                        Name{"levelzero", "levelzero", false},
+                        Name{"opencl", "opencl", false}, Name{"opencl-c", "opencl", true},
+                        Name{"cl", "opencl", true}, Name{"levelzero", "levelzero", false},
                         Name{"spirv-kernel", "levelzero", true},
                         Name{"level-zero", "levelzero", true}, Name{"ze", "levelzero", true}}) {
     bool alias = !n.alias;
@@ -105,8 +106,8 @@ TEST(TargetRegistry, BuiltinTargetsByCanonicalNameAndAlias) {
     EXPECT_EQ(r.forBackend(n.canonical), t);
   }
   EXPECT_EQ(r.find("x"), nullptr);
-  EXPECT_EQ(r.forBackend("opencl"), nullptr);
-  EXPECT_EQ(r.unknownTarget("x"), "unknown target 'x' (targets: cpu, vulkan, cuda, rocm, levelzero)");
+  EXPECT_EQ(r.forBackend("x"), nullptr);
+  EXPECT_EQ(r.unknownTarget("x"), "unknown target 'x' (targets: cpu, vulkan, cuda, rocm, opencl, levelzero)");
   EXPECT_EQ(r.find("vulkan")->declaredProfile(), PrecisionProfile::Relaxed);
   EXPECT_EQ(r.find("cpu")->declaredProfile(), PrecisionProfile::Full);
   EXPECT_FALSE(r.find("cuda")->boundsModeSupported(TSR_BOUNDS_ROBUST));
@@ -120,7 +121,7 @@ TEST(TargetRegistry, ANameOrAliasTakenTwiceIsRefused) {
   registerBuiltinTargets(r);
   EXPECT_TRUE(r.add(std::make_unique<ToyTarget>()));
   EXPECT_FALSE(r.add(std::make_unique<ToyTarget>())) << "'toy' is taken";
-  EXPECT_EQ(r.names(), "cpu, vulkan, cuda, rocm, levelzero, toy");
+  EXPECT_EQ(r.names(), "cpu, vulkan, cuda, rocm, opencl, levelzero, toy");
   EXPECT_EQ(r.find("toy-old")->name(), "toy");
 }
 
@@ -200,7 +201,7 @@ TEST(TargetRegistry, GpuTargetsReadTheArchitectureFromTheRecordOrTheDeviceInfo) 
 TEST(TargetRegistry, ATestTargetAppearsInCompileHelpAndCompiles) {
   ASSERT_NE(toy(), nullptr);
   std::string help = cli::compileHelp();
-  EXPECT_NE(help.find("targets (cpu, vulkan, cuda, rocm, levelzero, toy)"), std::string::npos) << help;
+  EXPECT_NE(help.find("targets (cpu, vulkan, cuda, rocm, opencl, levelzero, toy)"), std::string::npos) << help;
   EXPECT_NE(help.find("  toy     the toy backend's objects (a test)"), std::string::npos) << help;
   EXPECT_NE(help.find("old names: toy-old"), std::string::npos);
   EXPECT_NE(help.find("old names: spirv-vulkan, spirv, vulkan-spirv"), std::string::npos);
