@@ -11,6 +11,7 @@
 #include "conformance/catalog.h"
 #include "conformance/judge.h"
 #include "conformance/runner.h"
+#include "ir/transforms/math_decompose.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -122,18 +123,31 @@ TEST(OpenCLCatalog, EveryOpCaseMatchesTheInterpreter) {
   for (size_t vi = 0; vi < cat.variants.size(); ++vi)
     if (!filter || conform::globMatch(filter, cat.variants[vi].name))
       all.push_back(vi);
+  // Strict changes the source of the transcendental ops, div and sqrt only (nativeMath,
+  // oc_scalar.cpp); every other variant compiles to the same kernel under both profiles, so
+  // the strict pass judges those ops alone. PoCL compiles each kernel for its work-group size
+  // at its first launch (about 0.5 s each, cached in ~/.cache/pocl): the whole catalog twice
+  // took 21 minutes on a fresh cache; `tessera conform --device opencl:0 --profile strict`
+  // runs the rest (docs/conformance.md).
+  std::vector<size_t> strictOps;
+  for (size_t vi : all) {
+    ir::OpKind k = cat.variants[vi].kind;
+    if (ir::isDecomposableMathOp(k) || k == ir::OpKind::Div || k == ir::OpKind::Sqrt)
+      strictOps.push_back(vi);
+  }
   for (bool strict : {false, true}) {
     SCOPED_TRACE(strict ? "strict" : "default");
     OpenCLCompileOptions o;
     o.strict = strict;
     int failedVariants = 0;
     int64_t cases = 0;
-    auto verdicts = runVariants(cat, all, o);
+    const std::vector<size_t> &sel = strict ? strictOps : all;
+    auto verdicts = runVariants(cat, sel, o);
     for (const auto &[name, v] : verdicts)
       cases += v.cases;
     std::printf("  %s: %zu variants, %lld cases judged\n", strict ? "strict" : "default",
                 verdicts.size(), static_cast<long long>(cases));
-    EXPECT_EQ(verdicts.size(), all.size());
+    EXPECT_EQ(verdicts.size(), sel.size());
     for (const auto &[name, v] : verdicts)
       if (v.failed) {
         ++failedVariants;
