@@ -100,6 +100,8 @@ public:
   bool emitFor(const ir::Op &op); // oc_for.cpp
   /// The add ops of a `for` body that are emitted as non-wrapping C adds (see oc_for.cpp).
   std::set<const ir::Op *> nswAdds_;
+  /// The loads and stores of a `for` body proved in range before the loop (oc_for.cpp).
+  std::set<const ir::Op *> inRangeMem_;
   /// The iteration count and non-overflow test of `for` loop `op`'s fast form, or false when
   /// the loop does not have one (oc_for.cpp).
   bool fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,

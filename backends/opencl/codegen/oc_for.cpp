@@ -11,8 +11,10 @@
 // body runs in a counted inner loop of at most kPollInterval iterations (one exit) with the cancel
 // flag read between them, and `iv + step` as well as each `add` of the induction variable and
 // a loop-invariant value are emitted as plain signed C adds (which then never overflow), so
-// the index of a load is an affine expression the vectoriser understands. Both forms run the
-// same iterations, read the flag after the same iterations and compute the same values.
+// the index of a load is an affine expression the vectoriser understands; a load or store
+// indexed by such a value whose whole index range is inside its memory loses its bounds check. Both
+// forms run the same iterations, read the flag after the same iterations and compute the same
+// values.
 #include "backends/opencl/codegen/oc_emitter.h"
 
 namespace tessera::opencl::detail {
@@ -69,6 +71,18 @@ void ivAdds(const ir::Block &b, const ir::Value *iv, const std::set<const ir::Va
   }
 }
 
+/// The loads and stores in `b` (or its ifs), each with its index operand.
+void memOps(const ir::Block &b, std::vector<std::pair<const ir::Op *, const ir::Value *>> *out) {
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::Load)
+      out->push_back({op.get(), op->operands[1]});
+    else if (op->kind == OpKind::Store)
+      out->push_back({op.get(), op->operands[2]});
+    for (const auto &r : op->regions)
+      memOps(*r, out);
+  }
+}
+
 } // namespace
 
 bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,
@@ -99,6 +113,34 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
     cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + xs + " + (long)" +
             iv + " >= (long)INT_MIN && " + xs + " + " + last + " <= (long)INT_MAX";
     nswAdds_.insert(add);
+  }
+  // A load or store indexed by iv or by one of those adds stays inside its buffer or shared
+  // array when both ends of the index range do: then the fast form leaves out its check (the
+  // general form runs, and checks, whenever one would not).
+  if (bounded()) {
+    std::vector<std::pair<const ir::Op *, const ir::Value *>> mems;
+    memOps(body, &mems);
+    for (const auto &[m, index] : mems) {
+      auto ref = mems_.find(m->operands[m->kind == OpKind::Load ? 0 : 1]);
+      if (ref == mems_.end())
+        continue;
+      std::string lo, hi;
+      if (index == body.args[0].get()) {
+        lo = "(long)" + iv;
+        hi = last;
+      } else {
+        for (const auto &[add, x] : adds)
+          if (add->result() == index) {
+            lo = "(long)" + val(x) + " + (long)" + iv;
+            hi = "(long)" + val(x) + " + " + last;
+          }
+      }
+      if (lo.empty())
+        continue;
+      cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + lo +
+              " >= 0l && (ulong)(" + hi + ") < (ulong)" + ref->second.count;
+      inRangeMem_.insert(m);
+    }
   }
   line(*fast + " = " + cond + ";");
   --indent_;
@@ -150,6 +192,7 @@ bool Emitter::emitFor(const ir::Op &op) {
     std::vector<std::string> ys;
     bool ok = emitBlock(body, &ys);
     nswAdds_.clear();
+    inRangeMem_.clear();
     if (!ok)
       return false;
     curOp_ = &op;

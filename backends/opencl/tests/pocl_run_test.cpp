@@ -399,6 +399,32 @@ TEST_F(OpenCLFaultTest, ForFastFormOnlyWhenNothingOverflows) {
   EXPECT_EQ(word(dev.buffers[1], 16), 8 * 100 + (1 + 3 + 5 + 7 + 9 + 11 + 13 + 15)); // x[k + 1]
 }
 
+// The fast form leaves out the bounds checks only when the whole index range is in the
+// buffer: a loop that runs past the end takes the general form, which drops (robust) or
+// records (checked) the accesses outside the view and writes nothing around it.
+TEST_F(OpenCLFaultTest, ForFastFormKeepsBoundsChecksPastTheEnd) {
+  const char *text = "kernel @past(%x: buffer<i32, readonly>, %y: buffer<i32>, %n: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  for %i = %z to %n step %one : i32 {\n"
+                     "    %v = load %x[%i] : i32\n"
+                     "    store %v, %y[%i] : i32\n"
+                     "  }\n"
+                     "}\n"
+                     "launch @past grid(1) workgroup(1) {\n  %x[16] = iota(100, 1)\n"
+                     "  %y[16] = fill(-1)\n  %n = 20\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], 0u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), 100 + i) << i;
+  dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[5], 16u); // the first index past the end
+}
+
 // The cancel flag set: an endless `while`, and a `for` over 2^31 iterations in its fast form
 // (oc_for.cpp), end with the deadline record, with and without a barrier in the kernel (with
 // one, the work-items leave their loops instead of returning, and the `for` has counted

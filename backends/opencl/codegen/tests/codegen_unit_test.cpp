@@ -80,8 +80,9 @@ TEST(OpenCLGolden, DivisionGuardBarrierAndPragmas) {
 }
 
 // An innermost i32 `for` without barriers gets the fast form (oc_for.cpp): a guard, a counted
-// chunk loop, and its add of the induction variable and a loop-invariant value as a plain C
-// add; the general form follows as the fallback. A loop holding a loop, and an i64 loop, keep
+// chunk loop, its add of the induction variable and a loop-invariant value as a plain C add,
+// and its accesses without bounds checks when their index range is in the buffer; the general
+// form follows as the fallback. A loop holding a loop, and an i64 loop, keep
 // only the general form.
 TEST(OpenCLGolden, ForFastFormAndItsGuard) {
   std::string s = source("kernel @k(%x: buffer<f32>, %b: i32, %n: i32) {\n"
@@ -95,8 +96,14 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
   EXPECT_CONTAINS(s, "bool v3 = false; // nothing in the loop can overflow");
   EXPECT_CONTAINS(s, "v2 = ((uint)n_arg - (uint)v1 - 1u) / (uint)v0 + 1u;");
   EXPECT_CONTAINS(s, "v3 = v4 + (long)v0 <= (long)INT_MAX &&");
-  EXPECT_CONTAINS(s,
-                  "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + v4 <= (long)INT_MAX;");
+  EXPECT_CONTAINS(
+      s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + v4 <= (long)INT_MAX &&");
+  // both accesses in range: the fast form drops their checks, the general form keeps them
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + v4) < (ulong)n0 &&");
+  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(v4) < (ulong)n0;");
+  EXPECT_CONTAINS(s, "float v9 = p0[v8];");
+  EXPECT_CONTAINS(s, "float v14 = (ulong)v13 < (ulong)n0 ? p0[v13] : (float)0;");
+  EXPECT_CONTAINS(s, "if ((ulong)v15 < (ulong)n0)\n        p0[v15] = v14;");
   EXPECT_CONTAINS(s, "for (uint v6 = 0u; v6 < v5; ++v6) {");
   EXPECT_CONTAINS(s, "int v7 = (b_arg + v1);");                   // the fast form's add
   EXPECT_CONTAINS(s, "int v12 = (int)((uint)b_arg + (uint)v1);"); // the general form's
