@@ -1,8 +1,9 @@
 // Internal to the OpenCL C codegen: the emitter that turns one kernel (with its device
 // functions inlined) into OpenCL C text. Split over oc_kernel.cpp (structure, control flow,
-// calls), oc_scalar.cpp (arithmetic, compare, select, const), oc_convert.cpp (convert,
-// bitcast, f16/bf16 rounding), oc_memory.cpp (loads, stores, atomics, faults, work-items,
-// subgroups), oc_matrix.cpp (matrix ops) and oc_prelude.cpp (the helper functions).
+// calls), oc_for.cpp (`for` loops), oc_scalar.cpp (arithmetic, compare, select, const),
+// oc_convert.cpp (convert, bitcast, f16/bf16 rounding), oc_memory.cpp (loads, stores, atomics,
+// faults, work-items, subgroups), oc_matrix.cpp (matrix ops) and oc_prelude.cpp (the helper
+// functions).
 //
 // Every IR value becomes a local `vN` of its register type: i1 bool, i8 char, i16 short, i32
 // int, i64 long, f16 / bf16 float (holding a value exact in the narrow type), f32 float, f64
@@ -96,10 +97,21 @@ public:
   bool emitBlock(const ir::Block &b, std::vector<std::string> *yields);
   bool emitOp(const ir::Op &op);
   bool emitIf(const ir::Op &op);
-  bool emitFor(const ir::Op &op);
+  bool emitFor(const ir::Op &op); // oc_for.cpp
+  /// The add ops of a `for` body that are emitted as non-wrapping C adds (see oc_for.cpp).
+  std::set<const ir::Op *> nswAdds_;
+  /// The loads and stores of a `for` body proved in range before the loop (oc_for.cpp).
+  std::set<const ir::Op *> inRangeMem_;
+  /// The iteration count and non-overflow test of `for` loop `op`'s fast form, or false when
+  /// the loop does not have one (oc_for.cpp).
+  bool fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,
+                    const std::string &step, bool stepKnownPositive, std::string *trips,
+                    std::string *fast);
   bool emitWhile(const ir::Op &op);
   bool emitCall(const ir::Op &op);
   void emitPoll(const std::string &counter);
+  /// `if (cancelled) { record the deadline fault; leave }` (see emitPoll).
+  void emitCancelExit();
   /// Declares the variable of a loop-carried / if value of type `t`; returns the name.
   std::string declareVar(const ir::Type &t, const std::string &init);
   void assignVars(const std::vector<std::string> &dst, const std::vector<std::string> &src,
@@ -124,6 +136,12 @@ public:
   /// Whether `b` (or a function it calls) contains a barrier.
   bool containsBarrier(const ir::Block &b, int depth = 0) const;
 };
+
+/// Iterations between two reads of the cancel flag in a loop.
+constexpr unsigned kPollInterval = 1024;
+/// The types of values vs[from..].
+std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs, size_t from = 0);
+inline bool isConst(const ir::Value *v) { return v->def && v->def->kind == ir::OpKind::Const; }
 
 /// The helper functions in the order they are emitted, each with the helpers it calls.
 struct Helper {

@@ -1,7 +1,7 @@
 // The kernel structure of the OpenCL C codegen: the entry point in the ABI of
-// backends/opencl/opencl_abi.h, blocks and op dispatch, structured control flow (`if`, `for`,
-// `while` as C ifs and loops with their iteration values as variables), inlined calls and the
-// deadline polls.
+// backends/opencl/opencl_abi.h, blocks and op dispatch, structured control flow (`if` and
+// `while` as C ifs and loops with their iteration values as variables; `for` in oc_for.cpp),
+// inlined calls and the deadline polls.
 //
 // Must never change the meaning of the IR's `for` rules (docs/ir.md "Faults": a step <= 0
 // runs nothing, the loop ends when iv + step would wrap) or poll the cancel flag outside a
@@ -17,12 +17,6 @@ namespace detail {
 using ir::OpForm;
 using ir::OpKind;
 using ir::Scalar;
-
-namespace {
-constexpr unsigned kPollInterval = 1024; // iterations between two reads of the cancel flag
-
-bool isConst(const ir::Value *v) { return v->def && v->def->kind == OpKind::Const; }
-} // namespace
 
 bool Emitter::fail(const std::string &msg) {
   if (err_.empty()) {
@@ -228,8 +222,7 @@ void Emitter::assignVars(const std::vector<std::string> &dst, const std::vector<
   }
 }
 
-static std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs,
-                                     size_t from = 0) {
+std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs, size_t from) {
   std::vector<ir::Type> t;
   for (size_t k = from; k < vs.size(); ++k)
     t.push_back(vs[k]->type);
@@ -291,80 +284,23 @@ bool Emitter::containsBarrier(const ir::Block &b, int depth) const {
 void Emitter::emitPoll(const std::string &counter) {
   // Deadlines: the host sets word 0 of the control buffer; the work-item claims the record
   // with TSR_FAULT_DEADLINE and leaves (the kernel, or with barriers only its loops).
-  need("tsr_fault");
-  need("tsr_cancelled");
   line("if (++" + counter + " == " + std::to_string(kPollInterval) + "u) {");
   ++indent_;
   line(counter + " = 0u;");
+  emitCancelExit();
+  --indent_;
+  line("}");
+}
+
+void Emitter::emitCancelExit() {
+  need("tsr_fault");
+  need("tsr_cancelled");
   line("if (tsr_cancelled(control)) {");
   ++indent_;
   line(faultCall("8u /* TSR_FAULT_DEADLINE */", UINT32_MAX, "0", "0"));
   line(hasBarrier_ ? "tsr_stop = true;" : "return;");
   --indent_;
   line("}");
-  --indent_;
-  line("}");
-}
-
-bool Emitter::emitFor(const ir::Op &op) {
-  const ir::Block &body = op.region(0);
-  Scalar it = body.args[0]->type.elem;
-  std::string lb = val(op.operands[0]), ub = val(op.operands[1]), step = val(op.operands[2]);
-  std::vector<std::string> iters;
-  std::vector<ir::Type> types = typesOf(body.args, 1);
-  for (size_t k = 0; k + 1 < body.args.size(); ++k) {
-    const ir::Value *init = op.operands[3 + k];
-    iters.push_back(declareVar(init->type, init->type.isMatrix() ? vals_[init] : val(init)));
-    vals_[body.args[k + 1].get()] = iters.back();
-  }
-  std::string iv = fresh();
-  line(regType(it) + " " + iv + " = " + lb + "; // " + loc() + " for");
-  vals_[body.args[0].get()] = iv;
-  // A loop around a barrier is never left early: every work-item must reach the barrier.
-  bool cancellable =
-      (!isConst(op.operands[0]) || !isConst(op.operands[1]) || !isConst(op.operands[2])) &&
-      !containsBarrier(body);
-  std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
-  std::string counter;
-  if (cancellable) {
-    counter = fresh();
-    line("uint " + counter + " = 0u;");
-  }
-  bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
-  bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
-  if (!stepKnownPositive && checked()) {
-    need("tsr_fault");
-    line("if (" + step + " <= 0)");
-    line("  " + faultCall("7u /* TSR_FAULT_LOOP_STEP */", UINT32_MAX, step, "0"));
-  }
-  line(std::string(stepKnownPositive ? "" : "if (" + step + " > 0) ") + "while (" + stop + iv +
-       " < " + ub + ") {");
-  ++indent_;
-  std::vector<std::string> ys;
-  if (!emitBlock(body, &ys))
-    return false;
-  curOp_ = &op;
-  if (ys.size() < iters.size())
-    return fail("internal error: 'for' body yields too few values");
-  assignVars(iters, ys, types);
-  if (stepIsOne) {
-    line(iv + " = (" + regType(it) + ")(" + iv + " + 1);");
-  } else {
-    // Go on while iv + step < ub without wrapping: as iv < ub and step > 0 here, that is
-    // step < ub - iv, unsigned at the IR width.
-    std::string u = unsignedType(it);
-    line("if (!((" + u + ")" + step + " < (" + u + ")((" + u + ")" + ub + " - (" + u + ")" + iv +
-         ")))");
-    line("  break;");
-    line(iv + " = (" + regType(it) + ")((" + u + ")" + iv + " + (" + u + ")" + step + ");");
-  }
-  if (cancellable)
-    emitPoll(counter);
-  --indent_;
-  line("}");
-  for (size_t k = 0; k < iters.size(); ++k)
-    vals_[op.result(k)] = iters[k];
-  return true;
 }
 
 bool Emitter::emitWhile(const ir::Op &op) {

@@ -66,7 +66,7 @@ bool Emitter::emitLoad(const ir::Op &op) {
     return false;
   std::string idx = fresh();
   line("long " + idx + " = (long)" + val(op.operands[1]) + "; // " + loc() + " load");
-  if (!bounded()) {
+  if (!bounded() || inRangeMem_.count(&op)) { // in range: proved before the loop (oc_for.cpp)
     def(op.result(), loadElem(*m, idx));
     return true;
   }
@@ -87,7 +87,7 @@ bool Emitter::emitStore(const ir::Op &op) {
   std::string v = val(op.operands[0]);
   std::string idx = fresh();
   line("long " + idx + " = (long)" + val(op.operands[2]) + "; // " + loc() + " store");
-  if (!bounded()) {
+  if (!bounded() || inRangeMem_.count(&op)) {
     line(storeElem(*m, idx, v));
     return true;
   }

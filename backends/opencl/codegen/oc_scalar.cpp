@@ -145,7 +145,10 @@ bool Emitter::emitScalar(const ir::Op &op) {
   case OpKind::Sub:
   case OpKind::Mul: {
     const char *o = op.kind == OpKind::Add ? "+" : op.kind == OpKind::Sub ? "-" : "*";
-    e = isFloat ? rounded(t, a[0] + " " + o + " " + a[1]) : wrap(o);
+    if (nswAdds_.count(&op)) // a signed add proved not to overflow (oc_for.cpp)
+      e = "(" + a[0] + " + " + a[1] + ")";
+    else
+      e = isFloat ? rounded(t, a[0] + " " + o + " " + a[1]) : wrap(o);
     break;
   }
   case OpKind::Div:

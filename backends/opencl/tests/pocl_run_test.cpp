@@ -3,8 +3,8 @@
 // interpreter (ir/interp, subgroup size 1 as the ABI says): every kernel with a launch spec in
 // ir/examples and conformance/kernels, then hand-written kernels for the fault rules
 // (division by zero, out-of-bounds in robust and checked mode with the record's contents, the
-// `for` step rule, a cancelled endless loop). Skips with the reason when no OpenCL platform
-// exists.
+// `for` step rule, the `for` fast form's guard, cancelled long loops). Skips with the reason when
+// no OpenCL platform exists.
 #include "backends/opencl/tests/pocl_host.h"
 #include "ir/interp/interpreter.h"
 
@@ -355,29 +355,109 @@ TEST_F(OpenCLFaultTest, ForEndsInsteadOfWrapping) {
   runAndCompare(*m, "wr", OpenCLCompileOptions{}, 0, 0); // 3 iterations: 0, 1e9, 2e9
 }
 
-// The cancel flag set: an endless `while` ends with the deadline record, with and without a
-// barrier in the kernel (with one, the work-items leave their loops instead of returning).
-TEST_F(OpenCLFaultTest, CancelledEndlessLoopEnds) {
-  for (bool barrier : {false, true}) {
-    std::string text = std::string("kernel @spin(%y: buffer<i32>) {\n"
-                                   "  %z = const 0 : i32\n"
-                                   "  %one = const 1 : i32\n") +
-                       (barrier ? "  barrier\n" : "") +
-                       "  %r = while iter(%a = %z) {\n"
-                       "    %t = const true : i1\n"
-                       "    condition %t\n"
-                       "  } do {\n"
-                       "    %b = add %a, %one : i32\n"
-                       "    yield %b\n"
-                       "  }\n"
-                       "  %l = local_id.x : i32\n"
-                       "  store %r, %y[%l] : i32\n"
-                       "}\n"
-                       "launch @spin grid(2) workgroup(4) {\n  %y[4] = fill(5)\n}\n";
-    SCOPED_TRACE(barrier ? "with a barrier" : "without a barrier");
-    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
-    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+// The fast form of `for` (oc_for.cpp) is taken only when nothing in the loop can overflow.
+// Here `add %i, %off` wraps (INT_MIN + INT_MIN + k = k): the general form must run it, with
+// the wrapped index in range; a non-wrapping add would index -2^32 + k and store nothing.
+// The second loop's adds never overflow (the fast form), so both forms meet the interpreter.
+TEST_F(OpenCLFaultTest, ForFastFormOnlyWhenNothingOverflows) {
+  const char *text = "kernel @wrapidx(%x: buffer<i32, readonly>, %y: buffer<i32>, %lb: i32,"
+                     " %off: i32, %n: i32) {\n"
+                     "  %ub = add %lb, %n : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  for %i = %lb to %ub step %one : i32 {\n"
+                     "    %j = add %i, %off : i32\n"
+                     "    %v = load %x[%j] : i32\n"
+                     "    %w = add %v, %one : i32\n"
+                     "    store %w, %y[%j] : i32\n"
+                     "  }\n"
+                     "  %z = const 0 : i32\n"
+                     "  %two = const 2 : i32\n"
+                     "  %s = for %k = %z to %n step %two iter(%a = %z) : i32 {\n"
+                     "    %m = add %k, %one : i32\n"
+                     "    %u = load %x[%m] : i32\n"
+                     "    %a2 = add %a, %u : i32\n"
+                     "    yield %a2\n"
+                     "  }\n"
+                     "  %l = const 16 : i32\n"
+                     "  store %s, %y[%l] : i32\n"
+                     "}\n"
+                     "launch @wrapidx grid(1) workgroup(1) {\n  %x[17] = iota(100, 1)\n"
+                     "  %y[17] = fill(-1)\n  %lb = -2147483648\n  %off = -2147483648\n"
+                     "  %n = 16\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
+    OpenCLCompileOptions o;
+    o.bounds = b;
+    SCOPED_TRACE("mode " + std::to_string(b));
+    runAndCompare(*m, "wrapidx", o, 0, 0);
   }
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), 101 + i) << i; // x[k] + 1 at the wrapped index k
+  EXPECT_EQ(word(dev.buffers[1], 16), 8 * 100 + (1 + 3 + 5 + 7 + 9 + 11 + 13 + 15)); // x[k + 1]
+}
+
+// The fast form leaves out the bounds checks only when the whole index range is in the
+// buffer: a loop that runs past the end takes the general form, which drops (robust) or
+// records (checked) the accesses outside the view and writes nothing around it.
+TEST_F(OpenCLFaultTest, ForFastFormKeepsBoundsChecksPastTheEnd) {
+  const char *text = "kernel @past(%x: buffer<i32, readonly>, %y: buffer<i32>, %n: i32) {\n"
+                     "  %z = const 0 : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  for %i = %z to %n step %one : i32 {\n"
+                     "    %v = load %x[%i] : i32\n"
+                     "    store %v, %y[%i] : i32\n"
+                     "  }\n"
+                     "}\n"
+                     "launch @past grid(1) workgroup(1) {\n  %x[16] = iota(100, 1)\n"
+                     "  %y[16] = fill(-1)\n  %n = 20\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], 0u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(word(dev.buffers[1], i), 100 + i) << i;
+  dev = runText(text, TSR_BOUNDS_CHECKED);
+  EXPECT_TRUE(dev.guardsIntact);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[5], 16u); // the first index past the end
+}
+
+// The cancel flag set: an endless `while`, and a `for` over 2^31 iterations in its fast form
+// (oc_for.cpp), end with the deadline record, with and without a barrier in the kernel (with
+// one, the work-items leave their loops instead of returning, and the `for` has counted
+// exactly the 1024 iterations after which both of its forms read the flag).
+TEST_F(OpenCLFaultTest, CancelledLongLoopsEnd) {
+  for (bool isFor : {false, true})
+    for (bool barrier : {false, true}) {
+      std::string loop = isFor ? "  %r = for %i = %z to %n step %one iter(%a = %z) : i32 {\n"
+                               : "  %r = while iter(%a = %z) {\n"
+                                 "    %t = const true : i1\n"
+                                 "    condition %t\n"
+                                 "  } do {\n";
+      std::string text = std::string("kernel @spin(%y: buffer<i32>, %n: i32) {\n"
+                                     "  %z = const 0 : i32\n"
+                                     "  %one = const 1 : i32\n") +
+                         (barrier ? "  barrier\n" : "") + loop +
+                         "    %b = add %a, %one : i32\n"
+                         "    yield %b\n"
+                         "  }\n"
+                         "  %l = local_id.x : i32\n"
+                         "  store %r, %y[%l] : i32\n"
+                         "}\n"
+                         "launch @spin grid(2) workgroup(4) {\n  %y[4] = fill(5)\n"
+                         "  %n = 2147483647\n}\n";
+      SCOPED_TRACE(std::string(isFor ? "for" : "while") +
+                   (barrier ? ", with a barrier" : ", without a barrier"));
+      DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+      EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+      ASSERT_EQ(dev.buffers.size(), 1u);
+      if (isFor)
+        for (int i = 0; i < 4; ++i)
+          EXPECT_EQ(word(dev.buffers[0], i), barrier ? 1024 : 5) << i;
+    }
 }
 
 } // namespace

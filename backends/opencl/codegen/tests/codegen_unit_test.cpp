@@ -79,6 +79,60 @@ TEST(OpenCLGolden, DivisionGuardBarrierAndPragmas) {
   EXPECT_EQ(s.find("exp("), std::string::npos) << "exp:f64 is decomposed (PoCL's fails)";
 }
 
+// An innermost i32 `for` without barriers gets the fast form (oc_for.cpp): a guard, a counted
+// chunk loop, its add of the induction variable and a loop-invariant value as a plain C add,
+// and its accesses without bounds checks when their index range is in the buffer; the general
+// form follows as the fallback. A loop holding a loop, and an i64 loop, keep
+// only the general form.
+TEST(OpenCLGolden, ForFastFormAndItsGuard) {
+  std::string s = source("kernel @k(%x: buffer<f32>, %b: i32, %n: i32) {\n"
+                         "  %one = const 1 : i32\n"
+                         "  for %i = %b to %n step %one : i32 {\n"
+                         "    %j = add %b, %i : i32\n"
+                         "    %v = load %x[%j] : f32\n"
+                         "    store %v, %x[%i] : f32\n"
+                         "  }\n"
+                         "}\n");
+  EXPECT_CONTAINS(s, "bool v3 = false; // nothing in the loop can overflow");
+  EXPECT_CONTAINS(s, "v2 = ((uint)n_arg - (uint)v1 - 1u) / (uint)v0 + 1u;");
+  EXPECT_CONTAINS(s, "v3 = v4 + (long)v0 <= (long)INT_MAX &&");
+  EXPECT_CONTAINS(
+      s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + v4 <= (long)INT_MAX &&");
+  // both accesses in range: the fast form drops their checks, the general form keeps them
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + v4) < (ulong)n0 &&");
+  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(v4) < (ulong)n0;");
+  EXPECT_CONTAINS(s, "float v9 = p0[v8];");
+  EXPECT_CONTAINS(s, "float v14 = (ulong)v13 < (ulong)n0 ? p0[v13] : (float)0;");
+  EXPECT_CONTAINS(s, "if ((ulong)v15 < (ulong)n0)\n        p0[v15] = v14;");
+  EXPECT_CONTAINS(s, "for (uint v6 = 0u; v6 < v5; ++v6) {");
+  EXPECT_CONTAINS(s, "int v7 = (b_arg + v1);");                   // the fast form's add
+  EXPECT_CONTAINS(s, "int v12 = (int)((uint)b_arg + (uint)v1);"); // the general form's
+  EXPECT_CONTAINS(s, "v1 += v0; // no overflow: checked before the loop");
+  EXPECT_CONTAINS(s, "if (v5 == 1024u) {");
+
+  std::string nested =
+      source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
+             "  %z = const 0 : i32\n  %one = const 1 : i32\n"
+             "  for %i = %z to %n step %one : i32 {\n"
+             "    for %j = %z to %n step %one : i32 {\n"
+             "      %k = add %i, %j : i32\n"
+             "      %v = load %x[%k] : f32\n"
+             "      store %v, %x[%j] : f32\n"
+             "    }\n"
+             "  }\n"
+             "  %zl = const 0 : i64\n  %nl = const 9 : i64\n  %ol = const 1 : i64\n"
+             "  for %l = %zl to %nl step %ol : i64 {\n"
+             "    %f = convert %l : i64 -> f32\n"
+             "    store %f, %x[%l] : f32\n"
+             "  }\n"
+             "}\n");
+  size_t guards = 0;
+  for (size_t p = nested.find("nothing in the loop can overflow"); p != std::string::npos;
+       p = nested.find("nothing in the loop can overflow", p + 1))
+    ++guards;
+  EXPECT_EQ(guards, 1u) << nested; // the inner i32 loop only
+}
+
 TEST(OpenCLGolden, StrictDecomposesAndRoundsDivThroughF64) {
   std::string text = "kernel @k(%y: buffer<f32>) {\n  %i = global_id.x : i32\n"
                      "  %x = load %y[%i] : f32\n  %e = exp %x : f32\n  %q = div %e, %x : f32\n"

@@ -1,0 +1,258 @@
+// `for` loops of the OpenCL C codegen, in two forms.
+//
+// The general form is a C while loop that tests the IR's rules each iteration (docs/ir.md
+// "Faults": a step <= 0 runs nothing, the loop ends when iv + step would wrap) and reads the
+// cancel flag every kPollInterval iterations. It has several exits and its i32 index
+// arithmetic wraps, so LLVM cannot vectorise it: PoCL ran row softmax's normalise loop
+// scalar, 0.6x of the same algorithm written by hand (bench/opencl_bench).
+//
+// The fast form, for an innermost i32 loop without barriers or matrices, is taken when a test
+// before the loop proves that nothing in it can overflow: the iteration count is computed once, the
+// body runs in a counted inner loop of at most kPollInterval iterations (one exit) with the cancel
+// flag read between them, and `iv + step` as well as each `add` of the induction variable and
+// a loop-invariant value are emitted as plain signed C adds (which then never overflow), so
+// the index of a load is an affine expression the vectoriser understands; a load or store
+// indexed by such a value whose whole index range is inside its memory loses its bounds check. Both
+// forms run the same iterations, read the flag after the same iterations and compute the same
+// values.
+#include "backends/opencl/codegen/oc_emitter.h"
+
+namespace tessera::opencl::detail {
+
+using ir::OpKind;
+using ir::Scalar;
+
+namespace {
+
+/// Whether `b` holds a loop, a call or a matrix: the fast form emits its body twice (once in
+/// each form), which must not nest, and twice the private arrays of matrices overflow the
+/// work-item's stack where the private memory limit (maxMatrixBytes) is what one form fits.
+bool unfitForTwoForms(const ir::Block &b) {
+  for (const auto &a : b.args)
+    if (a->type.isMatrix())
+      return true;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::For || op->kind == OpKind::While || op->kind == OpKind::Call ||
+        ir::isMatrixForm(op->info().form))
+      return true;
+    for (const auto &r : op->regions)
+      if (unfitForTwoForms(*r))
+        return true;
+  }
+  return false;
+}
+
+/// The values defined in `b`: its arguments, its ops' results and those of nested regions.
+void definedIn(const ir::Block &b, std::set<const ir::Value *> *out) {
+  for (const auto &a : b.args)
+    out->insert(a.get());
+  for (const auto &op : b.ops) {
+    for (const auto &r : op->results)
+      out->insert(r.get());
+    for (const auto &r : op->regions)
+      definedIn(*r, out);
+  }
+}
+
+/// The i32 adds in `b` (or its ifs) of `iv` and a value not in `inner`, with that value.
+void ivAdds(const ir::Block &b, const ir::Value *iv, const std::set<const ir::Value *> &inner,
+            std::vector<std::pair<const ir::Op *, const ir::Value *>> *out) {
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::Add && op->result()->type.isScalar() &&
+        op->result()->type.elem == Scalar::I32) {
+      const ir::Value *x = op->operands[0], *y = op->operands[1];
+      if (x == iv && y != iv && !inner.count(y))
+        out->push_back({op.get(), y});
+      else if (y == iv && x != iv && !inner.count(x))
+        out->push_back({op.get(), x});
+    }
+    for (const auto &r : op->regions)
+      ivAdds(*r, iv, inner, out);
+  }
+}
+
+/// The loads and stores in `b` (or its ifs), each with its index operand.
+void memOps(const ir::Block &b, std::vector<std::pair<const ir::Op *, const ir::Value *>> *out) {
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::Load)
+      out->push_back({op.get(), op->operands[1]});
+    else if (op->kind == OpKind::Store)
+      out->push_back({op.get(), op->operands[2]});
+    for (const auto &r : op->regions)
+      memOps(*r, out);
+  }
+}
+
+} // namespace
+
+bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,
+                           const std::string &step, bool stepKnownPositive, std::string *trips,
+                           std::string *fast) {
+  const ir::Block &body = op.region(0);
+  if (body.args[0]->type.elem != Scalar::I32 || containsBarrier(body) || unfitForTwoForms(body))
+    return false;
+  std::set<const ir::Value *> inner;
+  definedIn(body, &inner);
+  std::vector<std::pair<const ir::Op *, const ir::Value *>> adds;
+  ivAdds(body, body.args[0].get(), inner, &adds);
+  *trips = fresh();
+  *fast = fresh();
+  std::string last = fresh();
+  line("uint " + *trips + " = 0u; // the iterations left (fast form)");
+  line("bool " + *fast + " = false; // nothing in the loop can overflow");
+  line("if (" + std::string(stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub + ") {");
+  ++indent_;
+  // iv < ub: ub - iv is in [1, 2^32) as uint, and iv + (trips - 1) * step the last value < ub.
+  line(*trips + " = ((uint)" + ub + " - (uint)" + iv + " - 1u) / (uint)" + step + " + 1u;");
+  line("long " + last + " = (long)" + iv + " + (long)(" + *trips + " - 1u) * (long)" + step + ";");
+  // iv runs from its start to `last` (and one step past it); an add of a loop-invariant x
+  // runs over [x + start, x + last].
+  std::string cond = last + " + (long)" + step + " <= (long)INT_MAX";
+  for (const auto &[add, x] : adds) {
+    std::string xs = "(long)" + val(x);
+    cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + xs + " + (long)" +
+            iv + " >= (long)INT_MIN && " + xs + " + " + last + " <= (long)INT_MAX";
+    nswAdds_.insert(add);
+  }
+  // A load or store indexed by iv or by one of those adds stays inside its buffer or shared
+  // array when both ends of the index range do: then the fast form leaves out its check (the
+  // general form runs, and checks, whenever one would not).
+  if (bounded()) {
+    std::vector<std::pair<const ir::Op *, const ir::Value *>> mems;
+    memOps(body, &mems);
+    for (const auto &[m, index] : mems) {
+      auto ref = mems_.find(m->operands[m->kind == OpKind::Load ? 0 : 1]);
+      if (ref == mems_.end())
+        continue;
+      std::string lo, hi;
+      if (index == body.args[0].get()) {
+        lo = "(long)" + iv;
+        hi = last;
+      } else {
+        for (const auto &[add, x] : adds)
+          if (add->result() == index) {
+            lo = "(long)" + val(x) + " + (long)" + iv;
+            hi = "(long)" + val(x) + " + " + last;
+          }
+      }
+      if (lo.empty())
+        continue;
+      cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + lo +
+              " >= 0l && (ulong)(" + hi + ") < (ulong)" + ref->second.count;
+      inRangeMem_.insert(m);
+    }
+  }
+  line(*fast + " = " + cond + ";");
+  --indent_;
+  line("}");
+  return true;
+}
+
+bool Emitter::emitFor(const ir::Op &op) {
+  const ir::Block &body = op.region(0);
+  Scalar it = body.args[0]->type.elem;
+  std::string lb = val(op.operands[0]), ub = val(op.operands[1]), step = val(op.operands[2]);
+  std::vector<std::string> iters;
+  std::vector<ir::Type> types = typesOf(body.args, 1);
+  for (size_t k = 0; k + 1 < body.args.size(); ++k) {
+    const ir::Value *init = op.operands[3 + k];
+    iters.push_back(declareVar(init->type, init->type.isMatrix() ? vals_[init] : val(init)));
+    vals_[body.args[k + 1].get()] = iters.back();
+  }
+  std::string iv = fresh();
+  line(regType(it) + " " + iv + " = " + lb + "; // " + loc() + " for");
+  vals_[body.args[0].get()] = iv;
+  // A loop around a barrier is never left early: every work-item must reach the barrier.
+  bool cancellable =
+      (!isConst(op.operands[0]) || !isConst(op.operands[1]) || !isConst(op.operands[2])) &&
+      !containsBarrier(body);
+  std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
+  bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
+  bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
+  if (!stepKnownPositive && checked()) {
+    need("tsr_fault");
+    line("if (" + step + " <= 0)");
+    line("  " + faultCall("7u /* TSR_FAULT_LOOP_STEP */", UINT32_MAX, step, "0"));
+  }
+
+  std::string trips, fast;
+  bool twoForms = fastForGuard(op, iv, ub, step, stepKnownPositive, &trips, &fast);
+  if (twoForms) {
+    // The fast form: chunks of kPollInterval counted iterations, the flag read after each
+    // full chunk (where the general form reads it: after every kPollInterval iterations).
+    std::string chunk = fresh(), k = fresh(), n = std::to_string(kPollInterval) + "u";
+    line("if (" + fast + ") {");
+    ++indent_;
+    line("while (" + stop + trips + " != 0u) {");
+    ++indent_;
+    line("uint " + chunk + " = " + trips + " < " + n + " ? " + trips + " : " + n + ";");
+    line(trips + " -= " + chunk + ";");
+    line("for (uint " + k + " = 0u; " + k + " < " + chunk + "; ++" + k + ") {");
+    ++indent_;
+    std::vector<std::string> ys;
+    bool ok = emitBlock(body, &ys);
+    nswAdds_.clear();
+    inRangeMem_.clear();
+    if (!ok)
+      return false;
+    curOp_ = &op;
+    if (ys.size() < iters.size())
+      return fail("internal error: 'for' body yields too few values");
+    assignVars(iters, ys, types);
+    line(iv + " += " + step + "; // no overflow: checked before the loop");
+    --indent_;
+    line("}");
+    if (cancellable) {
+      line("if (" + chunk + " == " + n + ") {");
+      ++indent_;
+      emitCancelExit();
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+    --indent_;
+    line("} else {");
+    ++indent_;
+  }
+
+  std::string counter;
+  if (cancellable) {
+    counter = fresh();
+    line("uint " + counter + " = 0u;");
+  }
+  line(std::string(stepKnownPositive ? "" : "if (" + step + " > 0) ") + "while (" + stop + iv +
+       " < " + ub + ") {");
+  ++indent_;
+  std::vector<std::string> ys;
+  if (!emitBlock(body, &ys))
+    return false;
+  curOp_ = &op;
+  if (ys.size() < iters.size())
+    return fail("internal error: 'for' body yields too few values");
+  assignVars(iters, ys, types);
+  if (stepIsOne) {
+    line(iv + " = (" + regType(it) + ")(" + iv + " + 1);");
+  } else {
+    // Go on while iv + step < ub without wrapping: as iv < ub and step > 0 here, that is
+    // step < ub - iv, unsigned at the IR width.
+    std::string u = unsignedType(it);
+    line("if (!((" + u + ")" + step + " < (" + u + ")((" + u + ")" + ub + " - (" + u + ")" + iv +
+         ")))");
+    line("  break;");
+    line(iv + " = (" + regType(it) + ")((" + u + ")" + iv + " + (" + u + ")" + step + ");");
+  }
+  if (cancellable)
+    emitPoll(counter);
+  --indent_;
+  line("}");
+  if (twoForms) {
+    --indent_;
+    line("}");
+  }
+  for (size_t k = 0; k < iters.size(); ++k)
+    vals_[op.result(k)] = iters[k];
+  return true;
+}
+
+} // namespace tessera::opencl::detail
