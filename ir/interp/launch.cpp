@@ -196,7 +196,8 @@ bool fillBuffer(const ArgInit &init, uint64_t seed, size_t paramIndex, HostBuffe
       buf.set(i, cycle[static_cast<size_t>(i) % cycle.size()]);
     return true;
   }
-  case ArgInit::Kind::Scalar: break;
+  case ArgInit::Kind::Scalar:
+    break;
   }
   error = "a buffer needs a generator, not a scalar";
   return false;
@@ -221,10 +222,9 @@ bool makeLaunchData(const Function &kernel, LaunchData &out, std::string &error)
   out.args.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     const Value *p = params[i];
-    const ArgInit *init = nullptr;
-    for (const ArgInit &a : spec.args)
-      if (a.param == p->name)
-        init = &a;
+    // LaunchSpec::args is in parameter order (a parameter's name may be empty: `%0` is not
+    // kept as a name, since the printer numbers unnamed values the same way).
+    const ArgInit *init = i < spec.args.size() ? &spec.args[i] : nullptr;
     std::string what = "launch @" + kernel.name + ": %" + p->name;
     if (!init) {
       error = what + " has no initialiser";

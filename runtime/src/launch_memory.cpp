@@ -14,18 +14,20 @@ bool launchBufferBytes(const ir::Function &kernel, uint64_t *bytes, std::string 
     return false;
   }
   uint64_t total = 0;
-  for (const ir::Value *p : kernel.params()) {
+  std::vector<ir::Value *> params = kernel.params();
+  const std::vector<ir::ArgInit> &args = kernel.launch->args; // in parameter order
+  for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
+    const ir::Value *p = params[i];
     if (p->type.kind != ir::Type::Kind::Buffer)
       continue;
-    for (const ir::ArgInit &a : kernel.launch->args) {
-      if (a.param != p->name || a.count <= 0)
-        continue;
-      // The verifier caps counts at 2^31 and element sizes are at most 8 bytes, so neither
-      // the product nor a sum over any realistic number of parameters overflows; saturate
-      // anyway rather than trust that.
-      uint64_t size = uint64_t(a.count) * uint64_t(ir::byteSize(p->type.elem));
-      total = total > UINT64_MAX - size ? UINT64_MAX : total + size;
-    }
+    const ir::ArgInit &a = args[i];
+    if (a.count <= 0)
+      continue;
+    // The verifier caps counts at 2^31 and element sizes are at most 8 bytes, so neither
+    // the product nor a sum over any realistic number of parameters overflows; saturate
+    // anyway rather than trust that.
+    uint64_t size = uint64_t(a.count) * uint64_t(ir::byteSize(p->type.elem));
+    total = total > UINT64_MAX - size ? UINT64_MAX : total + size;
   }
   *bytes = total;
   return true;

@@ -176,7 +176,8 @@ bool apply(ir::Module &m, const Mutation &mu) {
     ir::Value *p = k->body->args[mu.arg].get();
     if (ir::countUses(*k->body).count(p))
       return false;
-    std::erase_if(k->launch->args, [&](const ir::ArgInit &a) { return a.param == p->name; });
+    if (size_t(mu.arg) < k->launch->args.size()) // in parameter order (a name may be empty)
+      k->launch->args.erase(k->launch->args.begin() + mu.arg);
     k->body->args.erase(k->body->args.begin() + mu.arg);
     for (size_t i = 0; i < k->body->args.size(); ++i)
       k->body->args[i]->index = static_cast<unsigned>(i);
