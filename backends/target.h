@@ -181,6 +181,23 @@ const Target *targetForDevice(const tsr_device_info_t &info);
 bool parseCapsRecord(std::string_view record,
                      std::vector<std::pair<std::string, std::string>> *entries, std::string *error);
 
+/// Sets `*caps` from every entry of `record` whose key starts with `prefix` ("vulkan."):
+/// caps->set(key without the prefix, value, error) for each, other backends' keys skipped.
+/// False with `*error` when the record is malformed or `set` refuses a key or value (so a
+/// record naming an unknown key of the target's own prefix is an error, never a guess).
+template <class Caps>
+bool capsFromRecord(std::string_view record, std::string_view prefix, Caps *caps,
+                    std::string *error) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (!parseCapsRecord(record, &entries, error))
+    return false;
+  for (const auto &[key, value] : entries)
+    if (key.starts_with(prefix) &&
+        !caps->set(std::string_view(key).substr(prefix.size()), value, error))
+      return false;
+  return true;
+}
+
 /// The value of `key` in a capability record, else `fallback` (a record without it, or no
 /// record); false with `*error` when the record is malformed.
 bool capsValue(std::string_view record, std::string_view key, std::string fallback,

@@ -12,19 +12,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "levelzero.";
 
-bool capsOf(std::string_view record, LevelZeroCaps *caps, std::string *error) {
-  std::vector<std::pair<std::string, std::string>> entries;
-  if (!parseCapsRecord(record, &entries, error))
-    return false;
-  for (const auto &[key, value] : entries) {
-    if (!key.starts_with(kPrefix))
-      continue; // another backend's key
-    if (!caps->set(std::string_view(key).substr(kPrefix.size()), value, error))
-      return false;
-  }
-  return true;
-}
-
 class LevelZeroTarget final : public Target {
 public:
   std::string_view name() const override { return "levelzero"; }
@@ -45,7 +32,7 @@ public:
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
                      std::string *error) const override {
     LevelZeroCaps parsed;
-    if (!capsOf(caps, &parsed, error))
+    if (!capsFromRecord(caps, kPrefix, &parsed, error))
       return false;
     if (caps.empty() && info.subgroup_size) // no record: the defaults, the device's subgroups
       parsed.subgroupSize = info.subgroup_size;
@@ -95,7 +82,7 @@ private:
   static bool options(const TargetOptions &opts, LevelZeroCompileOptions *lo, std::string *error) {
     lo->bounds = opts.bounds;
     lo->strict = opts.strict;
-    if (!capsOf(opts.caps, &lo->caps, error))
+    if (!capsFromRecord(opts.caps, kPrefix, &lo->caps, error))
       return false;
     if (opts.caps.empty() && opts.subgroupSize)
       lo->caps.subgroupSize = opts.subgroupSize;

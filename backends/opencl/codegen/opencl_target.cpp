@@ -13,19 +13,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "opencl.";
 
-bool capsOf(std::string_view record, OpenCLTargetCaps *caps, std::string *error) {
-  std::vector<std::pair<std::string, std::string>> entries;
-  if (!parseCapsRecord(record, &entries, error))
-    return false;
-  for (const auto &[key, value] : entries) {
-    if (!key.starts_with(kPrefix))
-      continue; // another backend's key
-    if (!caps->set(std::string_view(key).substr(kPrefix.size()), value, error))
-      return false;
-  }
-  return true;
-}
-
 class OpenCLTarget final : public Target {
 public:
   std::string_view name() const override { return "opencl"; }
@@ -43,7 +30,7 @@ public:
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
                      std::string *error) const override {
     OpenCLTargetCaps parsed;
-    if (!caps.empty() && !capsOf(caps, &parsed, error))
+    if (!caps.empty() && !capsFromRecord(caps, kPrefix, &parsed, error))
       return false;
     if (info.subgroup_size > 1) {
       *error = std::string("opencl: ") + info.name + " reports subgroup size " +
@@ -89,7 +76,7 @@ private:
   static bool options(const TargetOptions &opts, OpenCLCompileOptions *o, std::string *error) {
     o->bounds = opts.bounds;
     o->strict = opts.strict;
-    return opts.caps.empty() || capsOf(opts.caps, &o->caps, error);
+    return opts.caps.empty() || capsFromRecord(opts.caps, kPrefix, &o->caps, error);
   }
 };
 

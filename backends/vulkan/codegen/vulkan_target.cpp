@@ -13,20 +13,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "vulkan.";
 
-/// The capabilities a record gives (every field it names; the others keep their defaults).
-bool capsOf(std::string_view record, VulkanTargetCaps *caps, std::string *error) {
-  std::vector<std::pair<std::string, std::string>> entries;
-  if (!parseCapsRecord(record, &entries, error))
-    return false;
-  for (const auto &[key, value] : entries) {
-    if (!key.starts_with(kPrefix))
-      continue; // another backend's key
-    if (!caps->set(std::string_view(key).substr(kPrefix.size()), value, error))
-      return false;
-  }
-  return true;
-}
-
 class VulkanTarget final : public Target {
 public:
   std::string_view name() const override { return "vulkan"; }
@@ -64,7 +50,7 @@ public:
       return false;
     }
     VulkanTargetCaps parsed;
-    if (!capsOf(caps, &parsed, error))
+    if (!capsFromRecord(caps, kPrefix, &parsed, error))
       return false;
     opts->caps = std::string(caps);
     opts->subgroupSize = parsed.subgroupSize;
@@ -112,7 +98,7 @@ private:
   static bool options(const TargetOptions &opts, VulkanCompileOptions *vo, std::string *error) {
     vo->bounds = opts.bounds;
     vo->strict = opts.strict;
-    return opts.caps.empty() || capsOf(opts.caps, &vo->caps, error);
+    return opts.caps.empty() || capsFromRecord(opts.caps, kPrefix, &vo->caps, error);
   }
 };
 
