@@ -25,11 +25,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -245,12 +247,32 @@ double runTessera(Device &d, const std::string &text, Tiles t, Gemm g, int subgr
   return ms;
 }
 
-// The same GEMM through the graph lowering: a graph matmul (+ bias add + gelu) handed to
+// The same GEMM through the graph lowering: a graph matmul (+ bias add, + gelu) handed to
 // lowerMatmul as the fusion pass would (B row-major, or a linear layer's weight [N, K] seen
-// as its transpose), compiled and launched with the plan's grid and arguments. Returns the
-// median time in ms like runTessera and takes ownership of the buffers.
-double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_buffer_t bB,
-                  tsr_buffer_t bBias, std::vector<float> &C) {
+// as its transpose; `batch` > 1: a bmm over [batch, M, K] x [batch, K, N]), compiled and
+// launched with the plan's grid and arguments. Returns the median time in ms like runTessera
+// and takes ownership of the buffers.
+enum class Epi { None, Bias, BiasGelu };
+
+// --shapes reports the best of its runs, not the median: its runs take 0.05-1 ms, so on a
+// shared host the median measures the other processes' load more than the GEMM.
+bool gBestOf = false;
+double timeRuns(int reps, const std::function<void()> &fn) {
+  if (!gBestOf)
+    return timeMs(reps, fn);
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    best = std::min(
+        best,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+double runLowered(Device &d, Gemm g, int batch, bool bCol, Epi epi, int reps, tsr_buffer_t bA,
+                  tsr_buffer_t bB, tsr_buffer_t bBias, std::vector<float> &C) {
   using namespace tessera::graph;
   Graph gr;
   auto param = [&](std::vector<int64_t> shape, const char *name) {
@@ -258,9 +280,16 @@ double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_b
     t.shape = std::move(shape);
     return gr.addParam(t, name);
   };
+  // A batch dim only when batched: [M, K] x [K, N] is what a linear layer lowers to.
+  auto shape = [&](int64_t r, int64_t c) {
+    return batch > 1 ? std::vector<int64_t>{batch, r, c} : std::vector<int64_t>{r, c};
+  };
+  auto strides = [&](int64_t rs, int64_t cs, int64_t mat) {
+    return batch > 1 ? std::vector<int64_t>{mat, rs, cs} : std::vector<int64_t>{rs, cs};
+  };
   // Every parameter before the first node: a node's value id counts the parameters.
-  const int pa = param({g.M, g.K}, "a"), pb = param({g.K, g.N}, "b");
-  const int pbias = bBias ? param({g.N}, "bias") : -1;
+  const int pa = param(shape(g.M, g.K), "a"), pb = param(shape(g.K, g.N), "b");
+  const int pbias = epi != Epi::None ? param({g.N}, "bias") : -1;
   std::string err;
   detail::MatmulGroup mm;
   mm.matmul = mm.result = gr.add(OpKind::Matmul, {pa, pb}, {}, &err);
@@ -271,18 +300,23 @@ double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_b
     o.strides = std::move(strides);
     return o;
   };
-  mm.a = operand(0, {g.M, g.K}, {g.K, 1});
-  mm.b = operand(1, {g.K, g.N}, bCol ? std::vector<int64_t>{1, g.K} : std::vector<int64_t>{g.N, 1});
-  if (bBias) {
+  const int64_t kn = int64_t(g.K) * g.N;
+  mm.a = operand(0, shape(g.M, g.K), strides(g.K, 1, int64_t(g.M) * g.K));
+  mm.b = operand(1, shape(g.K, g.N), bCol ? strides(1, g.K, kn) : strides(g.N, 1, kn));
+  if (epi != Epi::None) {
     const int add = gr.add(OpKind::Add, {mm.matmul, pbias}, {}, &err);
-    mm.result = gr.add(OpKind::Gelu, {add}, {}, &err);
-    mm.epilogue = {add, mm.result};
-    mm.extras = {operand(2, {g.M, g.N}, {0, 1})};
+    mm.result = add;
+    mm.epilogue = {add};
+    if (epi == Epi::BiasGelu) {
+      mm.result = gr.add(OpKind::Gelu, {add}, {}, &err);
+      mm.epilogue.push_back(mm.result);
+    }
+    mm.extras = {operand(2, shape(g.M, g.N), strides(0, 1, 0))};
     mm.extraOf[pbias] = 0;
   }
   if (mm.result < 0)
     die("graph: " + err);
-  mm.out = operand(bBias ? 3 : 2, {g.M, g.N}, {g.N, 1});
+  mm.out = operand(epi != Epi::None ? 3 : 2, shape(g.M, g.N), strides(g.N, 1, int64_t(g.M) * g.N));
   tsr_device_info_t info{};
   info.struct_size = sizeof info;
   check(tsr_device_info(d.device, &info), "device info");
@@ -309,10 +343,10 @@ double runLowered(Device &d, Gemm g, bool bCol, int reps, tsr_buffer_t bA, tsr_b
     args.push_back(a.kind == PlanArg::Kind::Buffer ? tsr_arg_buffer(bufs.at(size_t(a.buffer)), 0)
                    : a.kind == PlanArg::Kind::I32  ? tsr_arg_i32(int32_t(a.i))
                                                    : tsr_arg_i64(a.i));
-  if (launch.grid[1] != 1 || launch.grid[2] != 1 || launch.workgroup[1] != 1)
-    die("lowered gemm: unexpected launch shape");
-  double ms = timeMs(reps, [&] {
-    d.launch(pk->kernel, launch.grid[0], launch.workgroup[0], args);
+  double ms = timeRuns(reps, [&] {
+    check(tsr_stream_launch(d.stream, pk->kernel, launch.grid, launch.workgroup, args.data(),
+                            uint32_t(args.size())),
+          "launch");
     d.sync();
   });
   d.download(bC, C);
@@ -339,8 +373,8 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   std::vector<float> bias = randomMatrix(size_t(g.N), 3);
   const char *in = bf16 ? "bf16" : "f32";
   std::vector<float> C(size_t(g.M) * g.N, 0.f), Cp(C.size());
-  double tt = lowered ? runLowered(d, g, bCol, reps, d.upload(A), d.upload(B),
-                                   biasGelu ? d.upload(bias) : nullptr, C)
+  double tt = lowered ? runLowered(d, g, 1, bCol, biasGelu ? Epi::BiasGelu : Epi::None, reps,
+                                   d.upload(A), d.upload(B), biasGelu ? d.upload(bias) : nullptr, C)
                       : runTessera(d, gemmText("gemm", t, in, bCol, biasGelu), t, g, 1, reps,
                                    bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A),
                                    bf16 ? uploadBytes(d, B16.data(), B16.size() * 2) : d.upload(B),
@@ -361,6 +395,49 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   r.peer = biasGelu ? "openblas sgemm + omp bias/gelu pass" : "openblas sgemm";
   r.tessera = flops / (tt * 1e6);
   r.peerGflops = flops / (tp * 1e6);
+  return r;
+}
+
+// A GEMM of the shapes torch models make (--shapes): through lowerMatmul like torch's
+// linear / bmm, x [M, K] @ W^T (W [N, K], read with `.col`) + bias, or a bmm over `batch`
+// entries, against OpenBLAS sgemm per batch entry (2 threads) plus a bias pass, timed in the
+// same run and checked against each other as compare() does (one more rounding: the bias add).
+CaseResult shapeCase(Device &d, const std::string &label, Gemm g, int batch, bool bCol, bool bias,
+                     int reps) {
+  const size_t a1 = size_t(g.M) * g.K, b1 = size_t(g.K) * g.N, c1 = size_t(g.M) * g.N;
+  std::vector<float> A = randomMatrix(a1 * batch, 1), B = randomMatrix(b1 * batch, 2);
+  std::vector<float> bv = randomMatrix(size_t(g.N), 3);
+  std::vector<float> C(c1 * batch, 0.f), Cp(C.size());
+  double tt = runLowered(d, g, batch, bCol, bias ? Epi::Bias : Epi::None, reps, d.upload(A),
+                         d.upload(B), bias ? d.upload(bv) : nullptr, C);
+  double tp = timeRuns(reps, [&] {
+    for (int e = 0; e < batch; ++e)
+      peer().run(g.M, g.N, g.K, A.data() + e * a1, g.K, B.data() + e * b1, bCol ? g.K : g.N, bCol,
+                 Cp.data() + e * c1, g.N);
+    if (bias)
+      for (size_t i = 0; i < Cp.size(); ++i)
+        Cp[i] += bv[i % size_t(g.N)];
+  });
+  for (int e = 0; e < batch; ++e) {
+    std::vector<float> Ae(A.begin() + e * a1, A.begin() + (e + 1) * a1);
+    std::vector<float> Be(B.begin() + e * b1, B.begin() + (e + 1) * b1);
+    std::vector<float> S = magnitudes(Ae, Be, g.M, g.N, g.K, bCol);
+    for (size_t i = 0; i < c1; ++i) {
+      const double got = C[e * c1 + i], want = Cp[e * c1 + i];
+      double tol = 2.02 * (g.K + 1) * 0x1p-24 * S[i] + 2.0 * (g.K + 1) * 0x1p-126;
+      if (bias)
+        tol += 2 * 0x1p-24 * (std::fabs(want) + S[i] + std::fabs(bv[i % size_t(g.N)]));
+      if (!(std::fabs(got - want) <= tol))
+        die(label + ": Tessera and the peer differ at " + std::to_string(e * c1 + i) + ": " +
+            std::to_string(got) + " vs " + std::to_string(want));
+    }
+  }
+  CaseResult r;
+  r.name = label;
+  r.device = "cpu:0";
+  r.peer = bias ? "openblas sgemm + bias pass" : "openblas sgemm";
+  r.tessera = 2.0 * g.M * g.N * g.K * batch / (tt * 1e6);
+  r.peerGflops = 2.0 * g.M * g.N * g.K * batch / (tp * 1e6);
   return r;
 }
 
@@ -438,7 +515,7 @@ bool parseTiles(const std::string &s, Tiles &t) {
 
 int main(int argc, char **argv) {
   int reps = 5;
-  bool quick = false;
+  bool quick = false, shapes = false, repsGiven = false;
   std::string json, only;
   std::vector<std::string> devices; // empty: cpu:0 and vulkan:0
   Tiles tiles;
@@ -448,10 +525,12 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--quick")
       quick = true;
+    else if (a == "--shapes")
+      shapes = true;
     else if (a == "--json" && i + 1 < argc)
       json = argv[++i];
     else if (a == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
+      reps = std::atoi(argv[++i]), repsGiven = true;
     else if (a == "--tiles" && i + 1 < argc && parseTiles(argv[i + 1], tiles))
       ++i;
     else if (a == "--vk-tiles" && i + 1 < argc && parseTiles(argv[i + 1], vkTiles))
@@ -463,14 +542,18 @@ int main(int argc, char **argv) {
     else if (a == "--device" && i + 1 < argc)
       devices.push_back(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: gemm_bench [--quick] [--reps N] [--json FILE] [--tiles "
-                           "MxNxK] [--vk-tiles MxNxK] [--vk-subgroups N] [--only NAME] "
-                           "[--device cpu:0|vulkan:0]...\n");
+      std::fprintf(stderr,
+                   "usage: gemm_bench [--quick] [--shapes] [--reps N] [--json FILE] [--tiles "
+                   "MxNxK] [--vk-tiles MxNxK] [--vk-subgroups N] [--only NAME] "
+                   "[--device cpu:0|vulkan:0]...\n");
       return 2;
     }
   }
   if (quick)
     reps = 1;
+  else if (shapes && !repsGiven)
+    reps = 300; // sub-millisecond runs on a shared host: a median needs many
+
   auto wanted = [&](const char *dev) {
     return devices.empty() || std::find(devices.begin(), devices.end(), dev) != devices.end();
   };
@@ -500,11 +583,40 @@ int main(int argc, char **argv) {
        true,
        true},
   };
-  std::printf("gemm_bench: cpu matrix path %s, tiles %dx%dx%d, median of %d, OpenBLAS %d "
+  std::printf("gemm_bench: cpu matrix path %s, tiles %dx%dx%d, %s %d, OpenBLAS %d "
               "threads (%s kernels)\n",
-              tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, reps, peer().getThreads(),
-              peer().coreName());
+              tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, shapes ? "best of" : "median of", reps,
+              peer().getThreads(), peer().coreName());
   std::vector<CaseResult> results;
+  // --shapes: only the shapes of bench/torch_models.py (linear layers with bias, attention's
+  // bmm), lowered as torch.compile's mm / linear / bmm are; many reps (sub-ms runs).
+  struct ShapeSpec {
+    const char *name;
+    Gemm g;
+    int batch;
+    bool bCol, bias;
+  };
+  const ShapeSpec shapeSpecs[] = {
+      {"linear 64x256x512 +bias", {64, 512, 256}, 1, true, true},
+      {"linear 64x512x512 +bias", {64, 512, 512}, 1, true, true},
+      {"linear 64x512x128 +bias", {64, 128, 512}, 1, true, true},
+      {"linear 256x128x256 +bias", {256, 256, 128}, 1, true, true},
+      {"linear 256x256x768", {256, 768, 256}, 1, true, false},
+      {"bmm 32x[64x32]x[32x64]^T", {64, 64, 32}, 32, true, false},
+      {"bmm 32x[64x64]x[64x32]", {64, 32, 64}, 32, false, false},
+  };
+  if (shapes) {
+    gBestOf = true;
+    for (const ShapeSpec &s : shapeSpecs) {
+      if (!only.empty() && std::string(s.name).find(only) == std::string::npos)
+        continue;
+      results.push_back(shapeCase(cpu, s.name, s.g, s.batch, s.bCol, s.bias, quick ? 3 : reps));
+      print(results.back());
+    }
+    if (!json.empty())
+      writeJson(json, results);
+    return 0;
+  }
   for (const Spec &s : specs) {
     if (!wanted("cpu:0") || (!only.empty() && std::string(s.name).find(only) == std::string::npos))
       continue;

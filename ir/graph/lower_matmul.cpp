@@ -195,13 +195,39 @@ bool matrixCapable(const GemmForm &f, const MatmulGroup &mm, const Graph &g) {
   return true;
 }
 
-// Tile shapes measured per backend (docs/performance.md): the CPU's AVX-512 microkernels are
-// fastest at 64 x 64 x 64 with one subgroup per workgroup (bench/gemm_bench); lavapipe at
-// 32 x 128 x 8 with two (bench/vulkan_gemm); elsewhere 32 x 32 x 16, the shape the CUDA and
-// ROCm matrix lowering keeps in registers. Only caps pick it, never the sizes.
-GemmTiles pickTiles(const ScheduleCaps &caps) {
-  if (caps.backend == "cpu")
-    return {64, 64, 64, 1};
+// The smallest power of two >= n, clamped to [lo, hi] (tile dims the matrix ops allow).
+int fitDim(int64_t n, int lo, int hi) {
+  int d = lo;
+  while (d < hi && d < n)
+    d *= 2;
+  return d;
+}
+
+// Tile shapes measured per backend (docs/performance.md): lavapipe 32 x 128 x 8 with two
+// subgroups (bench/vulkan_gemm); elsewhere 32 x 32 x 16, the shape the CUDA and ROCm matrix
+// lowering keeps in registers. The CPU (one subgroup per workgroup, AVX-512 microkernels) starts
+// from 64 x 64 x 64, the best measured on large GEMMs (bench/gemm_bench), and fits it to the
+// GEMM (gemm_bench --shapes, the shapes of bench/torch_models.py): a dim below 64 gets the
+// smallest tile that covers it (attention's 64 x 64 x 32 bmm computed half its tile on zero
+// padding: 3x slower), and while the launch has fewer than kCpuMinTiles tiles the larger of
+// tm / tn is halved (down to 16), so that a 64 x 128 linear layer keeps two cores busy. 128-deep
+// K steps measured no better. So the CPU text depends on size buckets (powers of two up to 64,
+// and the tile count), like matrixMinFlops: a new batch size may pick another bucket and compile
+// another kernel.
+constexpr int64_t kCpuMinTiles = 4;
+
+GemmTiles pickTiles(const ScheduleCaps &caps, const GemmForm &f, int64_t batch) {
+  if (caps.backend == "cpu") {
+    GemmTiles t{fitDim(f.M, 16, 64), fitDim(f.N, 16, 64), fitDim(f.K, 8, 64), 1};
+    auto tiles = [&] { return (f.M + t.m - 1) / t.m * ((f.N + t.n - 1) / t.n) * batch; };
+    while (tiles() < kCpuMinTiles && (t.m > 16 || t.n > 16)) {
+      if (t.m >= t.n)
+        t.m /= 2;
+      else
+        t.n /= 2;
+    }
+    return t;
+  }
   GemmTiles t = caps.backend == "vulkan" ? GemmTiles{32, 128, 8, 2} : GemmTiles{32, 32, 16, 2};
   while (t.subgroups > 1 && uint64_t(t.subgroups) * caps.subgroupSize > caps.maxWorkgroupSize)
     --t.subgroups;
@@ -412,7 +438,7 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
                        static_cast<double>(f.K) * static_cast<double>(batch);
   if (caps.matrixOps && flops >= static_cast<double>(caps.matrixMinFlops) &&
       matrixCapable(f, mm, g)) {
-    GemmTiles t = pickTiles(caps);
+    GemmTiles t = pickTiles(caps, f, batch);
     if (!emitMatrixGemm(kernel, g, mm, f, t, name, error))
       return false;
     const int64_t tiles = ceilDiv(f.M, t.m) * ceilDiv(f.N, t.n);

@@ -146,7 +146,9 @@ tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_
       ++ctx.group_id[2];
     }
   };
-  device.pool.parallelForRanges(total, body);
+  // Keyed by the kernel: a launch of a kernel whose workgroups took long last time shares
+  // them at once (thread_pool.h).
+  device.pool.parallelForRanges(total, body, reinterpret_cast<uintptr_t>(kernel.fn));
   if (armed)
     device.watchdog.disarm(armed);
   // A cancellation between workgroups, or in a kernel without loop checks, leaves the

@@ -105,8 +105,24 @@ void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)>
   });
 }
 
+uint64_t ThreadPool::knownCost(uint64_t key) {
+  if (!key)
+    return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Cost &c = costs_[key % kCostSlots];
+  return c.key == key ? c.ns : 0;
+}
+
+void ThreadPool::noteCost(uint64_t key, uint64_t nsPerIndex) {
+  if (!key)
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  costs_[key % kCostSlots] = {key, nsPerIndex ? nsPerIndex : 1};
+}
+
 void ThreadPool::parallelForRanges(uint64_t count,
-                                   const std::function<void(uint64_t, uint64_t)> &body) {
+                                   const std::function<void(uint64_t, uint64_t)> &body,
+                                   uint64_t key) {
   if (count == 0)
     return;
   if (count == 1 || threads_.empty()) {
@@ -121,20 +137,25 @@ void ThreadPool::parallelForRanges(uint64_t count,
   // enough to balance uneven workgroups.
   uint64_t chunk = count / ((helpers + 1) * 16);
   job->chunk = chunk ? chunk : 1;
-  // The caller runs the first chunk alone and times it: when the whole job would take less
-  // than waking helpers costs (a futex wake and a context switch each, then waiting for the
-  // slowest), it runs the rest alone too and the pool never hears of it. Small graphs'
-  // launches are mostly such (64 workgroups of an elementwise kernel: a few microseconds).
+  using std::chrono::nanoseconds;
   auto t0 = std::chrono::steady_clock::now();
-  const uint64_t first = job->chunk < count ? job->chunk : count;
-  body(0, first);
-  const auto probe = std::chrono::steady_clock::now() - t0;
-  if (first == count)
-    return;
-  const uint64_t chunksLeft = (count - first + job->chunk - 1) / job->chunk;
-  if (probe * chunksLeft < kInlineBudget) {
-    body(first, count);
-    return;
+  uint64_t first = 0; // indices the caller ran before sharing
+  if (uint64_t known = knownCost(key); !(known && nanoseconds(known * count) >= kInlineBudget)) {
+    // The caller runs the first chunk alone and times it: when the whole job would take less
+    // than waking helpers costs (a futex wake and a context switch each, then waiting for the
+    // slowest), it runs the rest alone too and the pool never hears of it. Small graphs'
+    // launches are mostly such (64 workgroups of an elementwise kernel: a few microseconds).
+    first = job->chunk < count ? job->chunk : count;
+    body(0, first);
+    const auto probe = std::chrono::steady_clock::now() - t0;
+    noteCost(key, uint64_t(std::chrono::duration_cast<nanoseconds>(probe).count()) / first);
+    if (first == count)
+      return;
+    const uint64_t chunksLeft = (count - first + job->chunk - 1) / job->chunk;
+    if (probe * chunksLeft < kInlineBudget) {
+      body(first, count);
+      return;
+    }
   }
   job->next.store(first); // not yet shared: no thread can have claimed anything
   job->done.store(first);
@@ -152,6 +173,12 @@ void ThreadPool::parallelForRanges(uint64_t count,
   std::unique_lock<std::mutex> lock(job->mutex);
   job->finishedCv.wait(lock, [&] { return job->finished; });
   assert(job->done.load() == count && "parallelFor returned before every index ran");
+  if (first == 0) {
+    // Shared from the start: the cost per index from the whole job's time over its threads.
+    const auto all = std::chrono::steady_clock::now() - t0;
+    noteCost(key, uint64_t(std::chrono::duration_cast<nanoseconds>(all).count()) * (helpers + 1) /
+                      count);
+  }
 }
 
 } // namespace tessera::cpu

@@ -55,14 +55,29 @@ public:
 
   /// Same, handing out contiguous ranges: body(begin, end) covers [begin, end). Lets a caller
   /// amortise per-index work (e.g. decomposing a linear workgroup id) over a range.
-  void parallelForRanges(uint64_t count, const std::function<void(uint64_t, uint64_t)> &body);
+  /// `key` (0: none) names the work, e.g. the kernel a launch runs: when the last job of the
+  /// same key measured a cost per index that makes this one worth sharing, the helpers are
+  /// woken at once instead of after a probe chunk run on the caller alone (which, for a job
+  /// of a few long indices such as a small GEMM's tiles, runs one of them serially).
+  void parallelForRanges(uint64_t count, const std::function<void(uint64_t, uint64_t)> &body,
+                         uint64_t key = 0);
 
 private:
   struct Job;
   void workerLoop();
 
+  uint64_t knownCost(uint64_t key);
+  void noteCost(uint64_t key, uint64_t nsPerIndex);
+
   std::mutex mutex_;
   std::condition_variable wake_;
+  // The last measured ns per index of a keyed job, direct-mapped by key (a collision only
+  // costs a probe chunk); guarded by mutex_.
+  struct Cost {
+    uint64_t key = 0, ns = 0;
+  };
+  static constexpr size_t kCostSlots = 64;
+  Cost costs_[kCostSlots];
   std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
   bool stopping_ = false;
   uint64_t sharedJobs_ = 0; // guarded by mutex_

@@ -76,5 +76,55 @@ TEST(ThreadPool, ShortJobsStayOnTheCallerLongOnesSpread) {
   EXPECT_GT(distinct.size(), 1u) << "a 20 ms job ran on one thread";
 }
 
+// The gap between the start of index 0 and of index 1 of a 2-index job whose indices sleep
+// `each`: about `each` when the caller ran index 0 alone first (the probe), about a wake-up when
+// the helper was woken at once.
+std::chrono::milliseconds startGap(ThreadPool &pool, uint64_t key, std::chrono::milliseconds each) {
+  std::chrono::steady_clock::time_point start[2];
+  pool.parallelForRanges(
+      2,
+      [&](uint64_t begin, uint64_t end) {
+        for (uint64_t i = begin; i < end; ++i) {
+          start[i] = std::chrono::steady_clock::now();
+          std::this_thread::sleep_for(each);
+        }
+      },
+      key);
+  auto gap = start[1] > start[0] ? start[1] - start[0] : start[0] - start[1];
+  return std::chrono::duration_cast<std::chrono::milliseconds>(gap);
+}
+
+TEST(ThreadPool, AKeyWhoseLastJobWasLongSharesAtOnce) {
+  ThreadPool pool(1);
+  const auto each = std::chrono::milliseconds(100);
+  // Unkeyed (and a key's first job): the caller probes index 0 alone, index 1 starts after it.
+  EXPECT_GE(startGap(pool, 0, each), each);
+  EXPECT_GE(startGap(pool, 42, each), each);
+  // Key 42 now has a known cost of 100 ms per index: both start together (within half of
+  // `each`, which a wake-up takes even on a loaded host). Several tries absorb preemption.
+  bool together = false;
+  for (int i = 0; i < 5 && !together; ++i)
+    together = startGap(pool, 42, each) < each / 2;
+  EXPECT_TRUE(together) << "a keyed job of known long indices still probed one alone";
+  // Another key is unaffected.
+  EXPECT_GE(startGap(pool, 43, each), each);
+  // Every index still runs once with a key, shared or not.
+  for (uint64_t count : {2u, 7u, 1000u}) {
+    std::vector<std::atomic<int>> hits(count);
+    for (int round = 0; round < 2; ++round)
+      pool.parallelForRanges(
+          count,
+          [&](uint64_t b, uint64_t e) {
+            for (uint64_t i = b; i < e; ++i) {
+              hits[i].fetch_add(1);
+              std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+          },
+          7);
+    for (uint64_t i = 0; i < count; ++i)
+      ASSERT_EQ(hits[i].load(), 2) << "index " << i;
+  }
+}
+
 } // namespace
 } // namespace tessera::cpu

@@ -1,9 +1,10 @@
 // lowerMatmul on the kernel-IR reference interpreter: GEMM groups built by hand (matmul_case.h)
-// are lowered for a CPU-like device (matrix ops, 64 x 64 x 64 tiles), a Vulkan-like one
-// (32 x 128 x 8 tiles, two subgroups of 8: several K steps, several subgroups per workgroup)
-// and without matrix ops (the SIMT kernel); every generated module must parse and verify, and
-// every output element must be within its allowance of a naive long double loop. Also: the
-// module text does not depend on sizes, and bad groups give errors, never bad kernels.
+// are lowered for a CPU-like device (matrix ops, tiles up to 64 x 64 x 64 fitted to the GEMM),
+// a Vulkan-like one (32 x 128 x 8 tiles, two subgroups of 8: several K steps, several subgroups
+// per workgroup) and without matrix ops (the SIMT kernel); every generated module must parse and
+// verify, and every output element must be within its allowance of a naive long double loop. Also:
+// the module text does not depend on sizes (on the CPU: within a size bucket), and bad groups give
+// errors, never bad kernels.
 #include "ir/graph/tests/matmul_case.h"
 
 #include "ir/graph/lower.h"
@@ -283,28 +284,63 @@ TEST(LowerMatmulSimt, F64AndStridedOperands) {
   EXPECT_EQ(l.module.find("matrix_"), std::string::npos);
 }
 
+// The kernel text of a batched bias + gelu + residual GEMM (B read with `.col`) for `caps`.
+std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int64_t N, int64_t K,
+                         PlanLaunch *launch) {
+  GemmCase g;
+  g.a.shape = {batch, M, K};
+  g.b = View{{K, N}, {1, K}, 0};
+  g.extras = {View{{N}, {}, 0}};
+  g.epilogue = testing::biasGeluResidual();
+  g.extras.push_back(View{{batch, M, N}, {}, 0});
+  BuiltCase c = testing::buildCase(g);
+  detail::KernelText text;
+  std::string err;
+  EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, caps, "k0_matmul", text, launch, &err)) << err;
+  return text.str();
+}
+
 TEST(LowerMatmulText, IndependentOfSizes) {
-  // The same structure at other M, N, K and batch sizes: byte-identical kernel text, and
-  // the sizes appear only among the launch's arguments.
-  auto lower = [](int64_t batch, int64_t M, int64_t N, int64_t K, PlanLaunch *launch) {
-    GemmCase g;
-    g.a.shape = {batch, M, K};
-    g.b = View{{K, N}, {1, K}, 0};
-    g.extras = {View{{N}, {}, 0}};
-    g.epilogue = testing::biasGeluResidual();
-    g.extras.push_back(View{{batch, M, N}, {}, 0});
-    BuiltCase c = testing::buildCase(g);
-    detail::KernelText text;
-    std::string err;
-    EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, cpuCaps(), "k0_matmul", text, launch, &err)) << err;
-    return text.str();
-  };
+  // The same structure at other M, N, K and batch sizes: byte-identical kernel text, and the
+  // sizes appear only among the launch's arguments. On the CPU within one size bucket (M, N,
+  // K >= 64 and enough tiles: 64 x 64 x 64), elsewhere at any size.
   PlanLaunch l1, l2;
-  const std::string t1 = lower(2, 17, 13, 29, &l1), t2 = lower(7, 64, 40, 3, &l2);
+  std::string t1 = lowerBatched(cpuCaps(), 2, 100, 70, 200, &l1);
+  std::string t2 = lowerBatched(cpuCaps(), 7, 128, 65, 64, &l2);
   EXPECT_EQ(t1, t2);
+  EXPECT_NE(t1.find("matrix<f32, 64, 64, acc>"), std::string::npos) << t1;
   EXPECT_NE(l1.args.size(), 0u);
   EXPECT_EQ(l1.args.size(), l2.args.size());
   EXPECT_NE(l1.grid[2], l2.grid[2]);
+  PlanLaunch v1, v2;
+  EXPECT_EQ(lowerBatched(vulkanCaps(), 2, 17, 13, 29, &v1),
+            lowerBatched(vulkanCaps(), 7, 64, 40, 3, &v2));
+}
+
+TEST(LowerMatmulText, CpuTilesFitTheGemm) {
+  // pickTiles on the CPU: a dim below 64 gets the smallest power-of-two tile covering it (16
+  // for M / N, 8 for K at least), and a launch of fewer than 4 tiles halves the larger of
+  // tm / tn. Each shape also runs on the interpreter against the reference.
+  struct Want {
+    int64_t batch, M, N, K;
+    const char *acc, *a;
+  };
+  const Want cases[] = {
+      {32, 64, 64, 32, "matrix<f32, 64, 64, acc>", "matrix<f32, 64, 32, a>"},  // attention q k^T
+      {32, 64, 32, 64, "matrix<f32, 64, 32, acc>", "matrix<f32, 64, 64, a>"},  // attention p v
+      {1, 64, 128, 512, "matrix<f32, 32, 64, acc>", "matrix<f32, 32, 64, a>"}, // 2 tiles -> 4
+      {1, 5, 3, 2, "matrix<f32, 16, 16, acc>", "matrix<f32, 16, 8, a>"},
+      {1, 256, 256, 128, "matrix<f32, 64, 64, acc>", "matrix<f32, 64, 64, a>"},
+  };
+  for (const Want &w : cases) {
+    GemmCase g;
+    g.a.shape = {w.batch, w.M, w.K};
+    g.b = View{{w.batch, w.K, w.N}, {}, 0};
+    BuiltCase c = testing::buildCase(g);
+    Lowered l = runCase(c, cpuCaps());
+    EXPECT_NE(l.module.find(w.acc), std::string::npos) << w.M << "x" << w.N << "x" << w.K;
+    EXPECT_NE(l.module.find(w.a), std::string::npos) << w.M << "x" << w.N << "x" << w.K;
+  }
 }
 
 TEST(LowerMatmulText, SmallGemmsTakeTheTiledKernelBelowMatrixMinFlops) {
