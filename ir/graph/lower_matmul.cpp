@@ -205,20 +205,21 @@ int fitDim(int64_t n, int lo, int hi) {
 
 // Tile shapes measured per backend (docs/performance.md): lavapipe 32 x 128 x 8 with two
 // subgroups (bench/vulkan_gemm); elsewhere 32 x 32 x 16, the shape the CUDA and ROCm matrix
-// lowering keeps in registers. The CPU (one subgroup per workgroup, AVX-512 microkernels) starts
-// from 64 x 64 x 64, the best measured on large GEMMs (bench/gemm_bench), and fits it to the
-// GEMM (gemm_bench --shapes, the shapes of bench/torch_models.py): a dim below 64 gets the
-// smallest tile that covers it (attention's 64 x 64 x 32 bmm computed half its tile on zero
-// padding: 3x slower), and while the launch has fewer than kCpuMinTiles tiles the larger of
-// tm / tn is halved (down to 16), so that a 64 x 128 linear layer keeps two cores busy. 128-deep
-// K steps measured no better. So the CPU text depends on size buckets (powers of two up to 64,
-// and the tile count), like matrixMinFlops: a new batch size may pick another bucket and compile
-// another kernel.
+// lowering keeps in registers. The CPU (one subgroup per workgroup, AVX-512 microkernels) fits
+// its tile to the GEMM (gemm_bench --shapes, the shapes of bench/torch_models.py; no loss at
+// 1024^3 / 2048^3): tm up to 128, tn and tk up to 64, each the smallest power of two covering
+// its dim. 128 rows load each B tile (a linear layer's weight: an in-register transpose per
+// `.col` load) for twice the rows of 64 (256 x 256 x 768: 1.9x); a dim below 64 gets a tile
+// its size (attention's 64 x 64 x 32 bmm computed half its tile on zero padding: 3x slower);
+// and while the launch has fewer than kCpuMinTiles tiles the larger of tm / tn is halved (down
+// to 16), so that a 64 x 128 linear layer keeps two cores busy. 128-deep K steps measured no
+// better. So the CPU text depends on size buckets (powers of two and the tile count), like
+// matrixMinFlops: a new batch size may pick another bucket and compile another kernel.
 constexpr int64_t kCpuMinTiles = 4;
 
 GemmTiles pickTiles(const ScheduleCaps &caps, const GemmForm &f, int64_t batch) {
   if (caps.backend == "cpu") {
-    GemmTiles t{fitDim(f.M, 16, 64), fitDim(f.N, 16, 64), fitDim(f.K, 8, 64), 1};
+    GemmTiles t{fitDim(f.M, 16, 128), fitDim(f.N, 16, 64), fitDim(f.K, 8, 64), 1};
     auto tiles = [&] { return (f.M + t.m - 1) / t.m * ((f.N + t.n - 1) / t.n) * batch; };
     while (tiles() < kCpuMinTiles && (t.m > 16 || t.n > 16)) {
       if (t.m >= t.n)

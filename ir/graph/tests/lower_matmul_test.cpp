@@ -302,13 +302,13 @@ std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int
 
 TEST(LowerMatmulText, IndependentOfSizes) {
   // The same structure at other M, N, K and batch sizes: byte-identical kernel text, and the
-  // sizes appear only among the launch's arguments. On the CPU within one size bucket (M, N,
-  // K >= 64 and enough tiles: 64 x 64 x 64), elsewhere at any size.
+  // sizes appear only among the launch's arguments. On the CPU within one size bucket (M in
+  // (64, 128], N, K >= 64 and enough tiles: 128 x 64 x 64), elsewhere at any size.
   PlanLaunch l1, l2;
   std::string t1 = lowerBatched(cpuCaps(), 2, 100, 70, 200, &l1);
   std::string t2 = lowerBatched(cpuCaps(), 7, 128, 65, 64, &l2);
   EXPECT_EQ(t1, t2);
-  EXPECT_NE(t1.find("matrix<f32, 64, 64, acc>"), std::string::npos) << t1;
+  EXPECT_NE(t1.find("matrix<f32, 128, 64, acc>"), std::string::npos) << t1;
   EXPECT_NE(l1.args.size(), 0u);
   EXPECT_EQ(l1.args.size(), l2.args.size());
   EXPECT_NE(l1.grid[2], l2.grid[2]);
@@ -318,9 +318,9 @@ TEST(LowerMatmulText, IndependentOfSizes) {
 }
 
 TEST(LowerMatmulText, CpuTilesFitTheGemm) {
-  // pickTiles on the CPU: a dim below 64 gets the smallest power-of-two tile covering it (16
-  // for M / N, 8 for K at least), and a launch of fewer than 4 tiles halves the larger of
-  // tm / tn. Each shape also runs on the interpreter against the reference.
+  // pickTiles on the CPU: tm up to 128, tn and tk up to 64, each the smallest power of two
+  // covering its dim (at least 16 for M / N, 8 for K), and a launch of fewer than 4 tiles halves
+  // the larger of tm / tn. Each shape also runs on the interpreter against the reference.
   struct Want {
     int64_t batch, M, N, K;
     const char *acc, *a;
@@ -330,7 +330,8 @@ TEST(LowerMatmulText, CpuTilesFitTheGemm) {
       {32, 64, 32, 64, "matrix<f32, 64, 32, acc>", "matrix<f32, 64, 64, a>"},  // attention p v
       {1, 64, 128, 512, "matrix<f32, 32, 64, acc>", "matrix<f32, 32, 64, a>"}, // 2 tiles -> 4
       {1, 5, 3, 2, "matrix<f32, 16, 16, acc>", "matrix<f32, 16, 8, a>"},
-      {1, 256, 256, 128, "matrix<f32, 64, 64, acc>", "matrix<f32, 64, 64, a>"},
+      {1, 256, 256, 128, "matrix<f32, 128, 64, acc>", "matrix<f32, 128, 64, a>"},
+      {1, 96, 512, 64, "matrix<f32, 128, 64, acc>", "matrix<f32, 128, 64, a>"}, // M padded
   };
   for (const Want &w : cases) {
     GemmCase g;
