@@ -10,10 +10,13 @@
 //     torch.compile's mm / linear become), "via lowerMatmul";
 //   - vulkan:0 512^3 and 1024^3 against the hand-written GLSL GEMM (bench/vulkan/gemm.comp,
 //     run by bench/vulkan_gemm.h), when vulkan:0 exists.
-// Figures are medians of --reps runs after a warm-up; nothing here asserts a time. --quick runs
-// small sizes (the smoke test); --tiles / --vk-tiles choose Tessera's tile shapes (tm x tn x
-// tk) on the CPU and on Vulkan; --json FILE writes {"cpu_matrix_path", "cases": [{"name",
-// "device", "tessera_gflops", "peer", "peer_gflops", "ratio"}]}.
+// --shapes runs instead only the GEMMs of bench/torch_models.py (linear layers x @ W^T + bias,
+// attention's bmm) through lowerMatmul against OpenBLAS sgemm per batch entry (+ a bias pass),
+// reporting the best of --reps (default 300) runs. Other figures are medians of --reps runs
+// after a warm-up; nothing here asserts a time. --quick runs small sizes (the smoke tests); --tiles
+// / --vk-tiles choose Tessera's tile shapes (tm x tn x tk) on the CPU and on Vulkan; --json FILE
+// writes {"cpu_matrix_path", "cases": [{"name", "device", "tessera_gflops", "peer", "peer_gflops",
+// "ratio"}]}.
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "bench/bench_util.h"
 #include "bench/openblas_peer.h"
@@ -583,9 +586,11 @@ int main(int argc, char **argv) {
        true,
        true},
   };
-  std::printf("gemm_bench: cpu matrix path %s, tiles %dx%dx%d, %s %d, OpenBLAS %d "
-              "threads (%s kernels)\n",
-              tsr_mx_path_name(), tiles.m, tiles.n, tiles.k, shapes ? "best of" : "median of", reps,
+  const std::string tileText = shapes ? "tiles picked by lowerMatmul"
+                                      : "tiles " + std::to_string(tiles.m) + "x" +
+                                            std::to_string(tiles.n) + "x" + std::to_string(tiles.k);
+  std::printf("gemm_bench: cpu matrix path %s, %s, %s %d, OpenBLAS %d threads (%s kernels)\n",
+              tsr_mx_path_name(), tileText.c_str(), shapes ? "best of" : "median of", reps,
               peer().getThreads(), peer().coreName());
   std::vector<CaseResult> results;
   // --shapes: only the shapes of bench/torch_models.py (linear layers with bias, attention's
