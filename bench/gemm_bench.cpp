@@ -17,24 +17,22 @@
 // / --vk-tiles choose Tessera's tile shapes (tm x tn x tk) on the CPU and on Vulkan; --json FILE
 // writes {"cpu_matrix_path", "cases": [{"name", "device", "tessera_gflops", "peer", "peer_gflops",
 // "ratio"}]}.
+#include "bench/gemm_bench.h"
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "bench/bench_util.h"
 #include "bench/openblas_peer.h"
 #include "bench/vulkan_gemm.h"
-#include "ir/graph/lower_internal.h"
 
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,9 +41,54 @@
 // directly: clang does not map erff to libmvec by itself.
 extern "C" __m512 _ZGVeN16v_erff(__m512);
 
+namespace gemmbench {
+
+std::vector<float> randomMatrix(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+// The peer, loaded once (before any use: its kernels are chosen when it is loaded).
+const tessera::bench::OpenBlas &peer() {
+  static const tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
+  return blas;
+}
+
+void sgemm(const std::vector<float> &A, const std::vector<float> &B, std::vector<float> &C, int M,
+           int N, int K, bool bColMajor) {
+  peer().run(M, N, K, A.data(), K, B.data(), bColMajor ? K : N, bColMajor, C.data(), N);
+}
+
+// S = |A| x |B| (the contract's magnitude), by OpenBLAS: its own error is a relative K 2^-24,
+// covered by the 1.01 below.
+std::vector<float> magnitudes(const std::vector<float> &A, const std::vector<float> &B, int M,
+                              int N, int K, bool bColMajor) {
+  std::vector<float> a(A.size()), b(B.size()), s(size_t(M) * N);
+  for (size_t i = 0; i < A.size(); ++i)
+    a[i] = std::fabs(A[i]);
+  for (size_t i = 0; i < B.size(); ++i)
+    b[i] = std::fabs(B[i]);
+  sgemm(a, b, s, M, N, K, bColMajor);
+  return s;
+}
+
+void print(const CaseResult &r) {
+  std::printf("  %-36s %-8s tessera %8.2f GFLOP/s   %-40s %8.2f GFLOP/s   ratio %.3f\n",
+              r.name.c_str(), r.device.c_str(), r.tessera, r.peer.c_str(), r.peerGflops,
+              r.tessera / r.peerGflops);
+  std::fflush(stdout);
+}
+
+} // namespace gemmbench
+
 namespace {
 
 using namespace tessera::bench;
+using namespace gemmbench;
 
 // The unfused epilogue of the peer: y = gelu(y + bias[col]), a second pass over y, vectorised
 // with libmvec's erff, on 2 threads.
@@ -71,11 +114,6 @@ void biasGeluPass(std::vector<float> &y, const std::vector<float> &bias, int N) 
 
 struct Tiles {
   int m = 64, n = 64, k = 64;
-};
-
-struct CaseResult {
-  std::string name, device, peer;
-  double tessera = 0, peerGflops = 0;
 };
 
 // The kernel: C[M, N] (+ bias, GELU) = A[M, K] x B, A row-major, B row-major [K, N] or, with
@@ -161,39 +199,6 @@ tsr_buffer_t uploadBytes(Device &d, const void *p, size_t bytes) {
   return b;
 }
 
-std::vector<float> randomMatrix(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = u(rng);
-  return v;
-}
-
-// The peer, loaded once (before any use: its kernels are chosen when it is loaded).
-const tessera::bench::OpenBlas &peer() {
-  static const tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
-  return blas;
-}
-
-void sgemm(const std::vector<float> &A, const std::vector<float> &B, std::vector<float> &C, int M,
-           int N, int K, bool bColMajor) {
-  peer().run(M, N, K, A.data(), K, B.data(), bColMajor ? K : N, bColMajor, C.data(), N);
-}
-
-// S = |A| x |B| (the contract's magnitude), by OpenBLAS: its own error is a relative K 2^-24,
-// covered by the 1.01 below.
-std::vector<float> magnitudes(const std::vector<float> &A, const std::vector<float> &B, int M,
-                              int N, int K, bool bColMajor) {
-  std::vector<float> a(A.size()), b(B.size()), s(size_t(M) * N);
-  for (size_t i = 0; i < A.size(); ++i)
-    a[i] = std::fabs(A[i]);
-  for (size_t i = 0; i < B.size(); ++i)
-    b[i] = std::fabs(B[i]);
-  sgemm(a, b, s, M, N, K, bColMajor);
-  return s;
-}
-
 // Both results are within (K + 1) 2^-24 S (+ subnormal slack) of the exact product, so they
 // must agree within twice that; `gelu` widens it by the epilogue (see below).
 void compare(const char *what, const std::vector<float> &got, const std::vector<float> &peer,
@@ -214,10 +219,6 @@ void compare(const char *what, const std::vector<float> &got, const std::vector<
           std::to_string(tol) + ")");
   }
 }
-
-struct Gemm {
-  int M, N, K;
-};
 
 // Compiles `text` (kernel @gemm, gemmText) for `d`, runs it once into `C` and returns the
 // median time in ms of `reps` runs (launch + synchronize). Takes ownership of the buffers.
@@ -250,114 +251,6 @@ double runTessera(Device &d, const std::string &text, Tiles t, Gemm g, int subgr
   return ms;
 }
 
-// The same GEMM through the graph lowering: a graph matmul (+ bias add, + gelu) handed to
-// lowerMatmul as the fusion pass would (B row-major, or a linear layer's weight [N, K] seen
-// as its transpose; `batch` > 1: a bmm over [batch, M, K] x [batch, K, N]), compiled and
-// launched with the plan's grid and arguments. Returns the median time in ms like runTessera
-// and takes ownership of the buffers.
-enum class Epi { None, Bias, BiasGelu };
-
-// --shapes reports the best of its runs, not the median: its runs take 0.05-1 ms, so on a
-// shared host the median measures the other processes' load more than the GEMM.
-bool gBestOf = false;
-double timeRuns(int reps, const std::function<void()> &fn) {
-  if (!gBestOf)
-    return timeMs(reps, fn);
-  fn();
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(
-        best,
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-double runLowered(Device &d, Gemm g, int batch, bool bCol, Epi epi, int reps, tsr_buffer_t bA,
-                  tsr_buffer_t bB, tsr_buffer_t bBias, std::vector<float> &C) {
-  using namespace tessera::graph;
-  Graph gr;
-  auto param = [&](std::vector<int64_t> shape, const char *name) {
-    TensorType t;
-    t.shape = std::move(shape);
-    return gr.addParam(t, name);
-  };
-  // A batch dim only when batched: [M, K] x [K, N] is what a linear layer lowers to.
-  auto shape = [&](int64_t r, int64_t c) {
-    return batch > 1 ? std::vector<int64_t>{batch, r, c} : std::vector<int64_t>{r, c};
-  };
-  auto strides = [&](int64_t rs, int64_t cs, int64_t mat) {
-    return batch > 1 ? std::vector<int64_t>{mat, rs, cs} : std::vector<int64_t>{rs, cs};
-  };
-  // Every parameter before the first node: a node's value id counts the parameters.
-  const int pa = param(shape(g.M, g.K), "a"), pb = param(shape(g.K, g.N), "b");
-  const int pbias = epi != Epi::None ? param({g.N}, "bias") : -1;
-  std::string err;
-  detail::MatmulGroup mm;
-  mm.matmul = mm.result = gr.add(OpKind::Matmul, {pa, pb}, {}, &err);
-  auto operand = [](int buffer, std::vector<int64_t> shape, std::vector<int64_t> strides) {
-    detail::Operand o;
-    o.buffer = buffer;
-    o.shape = std::move(shape);
-    o.strides = std::move(strides);
-    return o;
-  };
-  const int64_t kn = int64_t(g.K) * g.N;
-  mm.a = operand(0, shape(g.M, g.K), strides(g.K, 1, int64_t(g.M) * g.K));
-  mm.b = operand(1, shape(g.K, g.N), bCol ? strides(1, g.K, kn) : strides(g.N, 1, kn));
-  if (epi != Epi::None) {
-    const int add = gr.add(OpKind::Add, {mm.matmul, pbias}, {}, &err);
-    mm.result = add;
-    mm.epilogue = {add};
-    if (epi == Epi::BiasGelu) {
-      mm.result = gr.add(OpKind::Gelu, {add}, {}, &err);
-      mm.epilogue.push_back(mm.result);
-    }
-    mm.extras = {operand(2, shape(g.M, g.N), strides(0, 1, 0))};
-    mm.extraOf[pbias] = 0;
-  }
-  if (mm.result < 0)
-    die("graph: " + err);
-  mm.out = operand(epi != Epi::None ? 3 : 2, shape(g.M, g.N), strides(g.N, 1, int64_t(g.M) * g.N));
-  tsr_device_info_t info{};
-  info.struct_size = sizeof info;
-  check(tsr_device_info(d.device, &info), "device info");
-  ScheduleCaps caps;
-  caps.backend = info.backend;
-  caps.subgroupSize = info.subgroup_size;
-  caps.maxWorkgroupSize = info.max_workgroup_total;
-  detail::KernelText text;
-  PlanLaunch launch;
-  if (!detail::lowerMatmul(gr, mm, caps, "gemm", text, &launch, &err))
-    die("lowerMatmul: " + err);
-  auto module = parseOrDie(text.str(), "lowered_gemm.tir");
-  auto program = programOrDie(d, *module, nullptr);
-  const tessera::ProgramKernel *pk = program->kernel("gemm");
-  if (!pk || pk->subgroupSize != caps.subgroupSize)
-    die("lowered gemm: kernel missing or compiled for another subgroup size");
-  tsr_buffer_t bC = d.upload(C);
-  std::vector<tsr_buffer_t> bufs = {bA, bB};
-  if (bBias)
-    bufs.push_back(bBias);
-  bufs.push_back(bC);
-  std::vector<tsr_arg_t> args;
-  for (const PlanArg &a : launch.args)
-    args.push_back(a.kind == PlanArg::Kind::Buffer ? tsr_arg_buffer(bufs.at(size_t(a.buffer)), 0)
-                   : a.kind == PlanArg::Kind::I32  ? tsr_arg_i32(int32_t(a.i))
-                                                   : tsr_arg_i64(a.i));
-  double ms = timeRuns(reps, [&] {
-    check(tsr_stream_launch(d.stream, pk->kernel, launch.grid, launch.workgroup, args.data(),
-                            uint32_t(args.size())),
-          "launch");
-    d.sync();
-  });
-  d.download(bC, C);
-  for (tsr_buffer_t b : bufs)
-    tsr_buffer_release(b);
-  return ms;
-}
-
 // One CPU case: Tessera's kernel and the peer on the same inputs, timed in the same run.
 CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf16, bool biasGelu,
                    bool lowered, int reps) {
@@ -376,7 +269,7 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   std::vector<float> bias = randomMatrix(size_t(g.N), 3);
   const char *in = bf16 ? "bf16" : "f32";
   std::vector<float> C(size_t(g.M) * g.N, 0.f), Cp(C.size());
-  double tt = lowered ? runLowered(d, g, 1, bCol, biasGelu ? Epi::BiasGelu : Epi::None, reps,
+  double tt = lowered ? runLowered(d, g, 1, bCol, biasGelu ? Epi::BiasGelu : Epi::None, reps, false,
                                    d.upload(A), d.upload(B), biasGelu ? d.upload(bias) : nullptr, C)
                       : runTessera(d, gemmText("gemm", t, in, bCol, biasGelu), t, g, 1, reps,
                                    bf16 ? uploadBytes(d, A16.data(), A16.size() * 2) : d.upload(A),
@@ -398,49 +291,6 @@ CaseResult cpuCase(Device &d, const std::string &label, Gemm g, Tiles t, bool bf
   r.peer = biasGelu ? "openblas sgemm + omp bias/gelu pass" : "openblas sgemm";
   r.tessera = flops / (tt * 1e6);
   r.peerGflops = flops / (tp * 1e6);
-  return r;
-}
-
-// A GEMM of the shapes torch models make (--shapes): through lowerMatmul like torch's
-// linear / bmm, x [M, K] @ W^T (W [N, K], read with `.col`) + bias, or a bmm over `batch`
-// entries, against OpenBLAS sgemm per batch entry (2 threads) plus a bias pass, timed in the
-// same run and checked against each other as compare() does (one more rounding: the bias add).
-CaseResult shapeCase(Device &d, const std::string &label, Gemm g, int batch, bool bCol, bool bias,
-                     int reps) {
-  const size_t a1 = size_t(g.M) * g.K, b1 = size_t(g.K) * g.N, c1 = size_t(g.M) * g.N;
-  std::vector<float> A = randomMatrix(a1 * batch, 1), B = randomMatrix(b1 * batch, 2);
-  std::vector<float> bv = randomMatrix(size_t(g.N), 3);
-  std::vector<float> C(c1 * batch, 0.f), Cp(C.size());
-  double tt = runLowered(d, g, batch, bCol, bias ? Epi::Bias : Epi::None, reps, d.upload(A),
-                         d.upload(B), bias ? d.upload(bv) : nullptr, C);
-  double tp = timeRuns(reps, [&] {
-    for (int e = 0; e < batch; ++e)
-      peer().run(g.M, g.N, g.K, A.data() + e * a1, g.K, B.data() + e * b1, bCol ? g.K : g.N, bCol,
-                 Cp.data() + e * c1, g.N);
-    if (bias)
-      for (size_t i = 0; i < Cp.size(); ++i)
-        Cp[i] += bv[i % size_t(g.N)];
-  });
-  for (int e = 0; e < batch; ++e) {
-    std::vector<float> Ae(A.begin() + e * a1, A.begin() + (e + 1) * a1);
-    std::vector<float> Be(B.begin() + e * b1, B.begin() + (e + 1) * b1);
-    std::vector<float> S = magnitudes(Ae, Be, g.M, g.N, g.K, bCol);
-    for (size_t i = 0; i < c1; ++i) {
-      const double got = C[e * c1 + i], want = Cp[e * c1 + i];
-      double tol = 2.02 * (g.K + 1) * 0x1p-24 * S[i] + 2.0 * (g.K + 1) * 0x1p-126;
-      if (bias)
-        tol += 2 * 0x1p-24 * (std::fabs(want) + S[i] + std::fabs(bv[i % size_t(g.N)]));
-      if (!(std::fabs(got - want) <= tol))
-        die(label + ": Tessera and the peer differ at " + std::to_string(e * c1 + i) + ": " +
-            std::to_string(got) + " vs " + std::to_string(want));
-    }
-  }
-  CaseResult r;
-  r.name = label;
-  r.device = "cpu:0";
-  r.peer = bias ? "openblas sgemm + bias pass" : "openblas sgemm";
-  r.tessera = 2.0 * g.M * g.N * g.K * batch / (tt * 1e6);
-  r.peerGflops = 2.0 * g.M * g.N * g.K * batch / (tp * 1e6);
   return r;
 }
 
@@ -501,13 +351,6 @@ std::string label(const char *name, bool quick, Gemm g) {
     return name;
   return std::string(name) + " (quick: " + std::to_string(g.M) + "x" + std::to_string(g.N) + "x" +
          std::to_string(g.K) + ")";
-}
-
-void print(const CaseResult &r) {
-  std::printf("  %-36s %-8s tessera %8.2f GFLOP/s   %-40s %8.2f GFLOP/s   ratio %.3f\n",
-              r.name.c_str(), r.device.c_str(), r.tessera, r.peer.c_str(), r.peerGflops,
-              r.tessera / r.peerGflops);
-  std::fflush(stdout);
 }
 
 bool parseTiles(const std::string &s, Tiles &t) {
@@ -593,31 +436,8 @@ int main(int argc, char **argv) {
               tsr_mx_path_name(), tileText.c_str(), shapes ? "best of" : "median of", reps,
               peer().getThreads(), peer().coreName());
   std::vector<CaseResult> results;
-  // --shapes: only the shapes of bench/torch_models.py (linear layers with bias, attention's
-  // bmm), lowered as torch.compile's mm / linear / bmm are; many reps (sub-ms runs).
-  struct ShapeSpec {
-    const char *name;
-    Gemm g;
-    int batch;
-    bool bCol, bias;
-  };
-  const ShapeSpec shapeSpecs[] = {
-      {"linear 64x256x512 +bias", {64, 512, 256}, 1, true, true},
-      {"linear 64x512x512 +bias", {64, 512, 512}, 1, true, true},
-      {"linear 64x512x128 +bias", {64, 128, 512}, 1, true, true},
-      {"linear 256x128x256 +bias", {256, 256, 128}, 1, true, true},
-      {"linear 256x256x768", {256, 768, 256}, 1, true, false},
-      {"bmm 32x[64x32]x[32x64]^T", {64, 64, 32}, 32, true, false},
-      {"bmm 32x[64x64]x[64x32]", {64, 32, 64}, 32, false, false},
-  };
   if (shapes) {
-    gBestOf = true;
-    for (const ShapeSpec &s : shapeSpecs) {
-      if (!only.empty() && std::string(s.name).find(only) == std::string::npos)
-        continue;
-      results.push_back(shapeCase(cpu, s.name, s.g, s.batch, s.bCol, s.bias, quick ? 3 : reps));
-      print(results.back());
-    }
+    runShapes(cpu, only, quick ? 3 : reps, results);
     if (!json.empty())
       writeJson(json, results);
     return 0;
