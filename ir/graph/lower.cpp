@@ -372,8 +372,13 @@ bool Lowerer::assignBuffers() {
     layout_[p] = o;
   }
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
-    if (!fusion.materialise[static_cast<size_t>(v)])
+    if (!fusion.materialise[static_cast<size_t>(v)]) {
+      // A source-only value that views read: a layout without a buffer (value() recomputes
+      // it at the coordinates a view's index gives).
+      if (fusion.sourceOnly[static_cast<size_t>(v)] && opFamily(g.node(v).op) != OpFamily::View)
+        layout_[static_cast<size_t>(v)] = contiguous(kNoBuffer, g.typeOf(v));
       continue;
+    }
     const TensorType &t = g.typeOf(v);
     bool out = fusion.isOutput[static_cast<size_t>(v)];
     int b = newBuffer(out ? PlanBuffer::Role::Output : PlanBuffer::Role::Temp, t.dtype, t.numel());
@@ -393,8 +398,13 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
   bool inlinable =
       !g.isParam(v) && (isPointwise(g.node(v).op) || opFamily(g.node(v).op) == OpFamily::Source);
   const std::optional<Operand> &lay = layout_[static_cast<size_t>(v)];
+  if (lay && lay->buffer == kNoBuffer && !inlinable) {
+    r = recomputeView(kb, ctx, v, *lay);
+    ctx.memo[v] = r;
+    return r;
+  }
   // Load what another kernel wrote before this one; recompute pointwise nodes otherwise.
-  bool load = lay && !own &&
+  bool load = lay && lay->buffer != kNoBuffer && !own &&
               (!inlinable || g.isParam(v) || fusion.kernelOf[static_cast<size_t>(v)] < 0 ||
                fusion.kernels[static_cast<size_t>(fusion.kernelOf[static_cast<size_t>(v)])].anchor <
                    curAnchor);
@@ -425,6 +435,36 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
     r = emitRound(k, n.type.dtype, r);
   }
   ctx.memo[v] = r;
+  return r;
+}
+
+// A view of a source-only root (fuse.h): the view's element index in the root's row-major
+// order (the view's offset and strides over the root's contiguous layout) unravelled over the
+// root's shape gives the root's coordinates; the root is computed there. A constant root
+// reads no coordinate, so its view costs nothing; an iota reads one.
+std::string Lowerer::recomputeView(KernelBuilder &kb, EmitCtx &ctx, int v, const Operand &lay) {
+  KernelText &k = kb.body;
+  int root = viewRoot(g, v);
+  Operand o = broadcastTo(lay, ctx.space);
+  EmitCtx sub;
+  sub.tag = ctx.tag + ".v" + std::to_string(v);
+  sub.space = g.typeOf(root).shape;
+  sub.coords.assign(sub.space.size(), "");
+  sub.makeCoords = [&kb, &ctx, o, this, root](EmitCtx &c) {
+    BoundView bv;
+    bv.buf = "";
+    bv.dtype = o.dtype;
+    bv.off = kb.i64(o.offset);
+    for (int64_t s : o.strides)
+      bv.strides.push_back(s == 0 ? "0" : s == 1 ? "1" : kb.i64(s));
+    std::string idx = emitIndex(kb.body, ctx, bv);
+    std::vector<std::string> sizes;
+    for (int64_t d : g.typeOf(root).shape)
+      sizes.push_back(kb.i64(d));
+    c.coords = emitUnravel(kb.body, idx, sizes);
+  };
+  std::string r = value(kb, sub, root);
+  (void)k;
   return r;
 }
 

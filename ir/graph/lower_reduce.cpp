@@ -177,6 +177,41 @@ std::string finalValue(KernelText &k, const Graph &g, const Node &n, const Red &
   return emitRound(k, rt, v);
 }
 
+/// The subgroup's total of `x` (sum, mean and var: subgroup_add; amax/amin: subgroup_max/min
+/// with NaN propagated, since the IR's subgroup max ignores NaN and torch's amax does not).
+std::string subgroupTotal(KernelText &k, const Red &r, const std::string &x) {
+  bool sum = r.op != OpKind::Amax && r.op != OpKind::Amin;
+  std::string op = sum ? "subgroup_add" : r.op == OpKind::Amax ? "subgroup_max" : "subgroup_min";
+  std::string p = ln(k, op + " " + x + " : " + r.ty);
+  if (sum || !isFloat(r.acc))
+    return p;
+  std::string isn = ln(k, "isnan " + x + " : " + r.ty);
+  std::string n32 = ln(k, "convert " + isn + " : i1 -> i32");
+  std::string any = ln(k, "subgroup_max " + n32 + " : i32");
+  std::string z32 = emitIntConst(k, 0, "i32");
+  std::string has = ln(k, "cmp.ne " + any + ", " + z32 + " : i32");
+  return ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + p + " : " + r.ty);
+}
+
+/// The longest row that gets one subgroup (docs/graph_ir.md, "Row kernels' schedule"). CPU:
+/// every row (measured no slower than two subgroups per row up to 4096, and the text then
+/// does not depend on R); GPUs: 32 elements per lane at most (1024 at subgroup size 32, as
+/// PyTorch's warp-per-row softmax), so that a few long rows still spread over many lanes.
+int64_t subgroupRowMax(const ScheduleCaps &caps) {
+  if (caps.backend == "cpu")
+    return INT64_MAX;
+  return 32 * static_cast<int64_t>(std::max<uint32_t>(1, caps.subgroupSize));
+}
+
+/// Rows (subgroups) per workgroup: 4 on the CPU backend (measured: 4-5x faster than one row
+/// per workgroup call at 2048 x 64; 8 and 16 no better), up to 8 subgroups on GPUs.
+uint32_t subgroupRowsPerGroup(const ScheduleCaps &caps, uint32_t maxWorkgroup) {
+  uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
+  if (caps.backend == "cpu")
+    return std::max<uint32_t>(1, std::min<uint32_t>(4, maxWorkgroup / sg));
+  return std::max<uint32_t>(1, std::min<uint32_t>(8, maxWorkgroup / sg));
+}
+
 } // namespace
 
 // ---------------------------------------------------------------- row kernels
@@ -193,7 +228,19 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   if (nrows == 0)
     return true; // no rows: every member is empty
   uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
-  uint32_t wmax = std::min(workgroupSize(), sg * sg); // two levels of subgroup reduction
+  // Subgroup rows: one subgroup per row, several rows per workgroup, when every reduction
+  // has a subgroup op and the row is short enough that one subgroup's strided loop over it
+  // beats a wider workgroup's loop plus its combine (two subgroup reductions through shared
+  // memory and two barriers per reduction). The combine is then a lone subgroup reduction.
+  bool subgroupOps = true;
+  for (int m : fk.members) {
+    OpKind op = g.node(m).op;
+    if (opFamily(op) == OpFamily::Reduction && (op == OpKind::Prod || op == OpKind::Argmax))
+      subgroupOps = false;
+  }
+  bool subRows = subgroupOps && sg > 1 && R <= subgroupRowMax(caps);
+  uint32_t rowsPerGroup = subRows ? subgroupRowsPerGroup(caps, workgroupSize()) : 1;
+  uint32_t wmax = subRows ? sg : std::min(workgroupSize(), sg * sg); // two subgroup levels
   // Short rows get a smaller workgroup (a multiple of the subgroup size) so that fewer
   // work-items idle; the text does not depend on it.
   uint32_t w = sg;
@@ -232,8 +279,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   std::vector<Red> reds;
   uint64_t bytes = 0;
   for (int m : fk.members) {
-    if (opFamily(g.node(m).op) != OpFamily::Reduction)
-      continue;
+    if (subRows || opFamily(g.node(m).op) != OpFamily::Reduction)
+      continue; // subgroup rows need no shared memory
     Red r = redOf(g, g.node(m));
     if (!shared.count(r.ty))
       bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
@@ -259,7 +306,28 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   k.line(sgs + " = subgroup_size : i64");
   std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
   std::string row = k.fresh("row");
-  k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
+  // rowOk: the row exists (subgroup rows: the workgroup's last rows may not; they compute
+  // the last row again, so every load stays in range and only their stores are masked).
+  std::string rowOk, ly, last, rb;
+  // This work-item's row in block rb (the last row again past the end): returns (row, ok).
+  auto rowInBlock = [&]() {
+    std::string mine = ln(k, "add " + rb + ", " + ly + " : i64", "t");
+    std::string ok = ln(k, "cmp.slt " + mine + ", " + nrowsArg + " : i64", "ok");
+    return std::make_pair(ln(k, "select " + ok + ", " + mine + ", " + last + " : i64", "row"), ok);
+  };
+  if (subRows) {
+    ly = ln(k, "local_id.y : i64", "t");
+    std::string wy = ln(k, "local_size.y : i64", "t");
+    std::string r0 = ln(k, "mul " + grp + ", " + wy + " : i64", "t");
+    std::string rstep = ln(k, "mul " + ngrp + ", " + wy + " : i64", "t");
+    last = ln(k, "sub " + nrowsArg + ", " + one + " : i64", "t");
+    rb = k.fresh("rb");
+    k.open("for " + rb + " = " + r0 + " to " + nrowsArg + " step " + rstep + " : i64 {");
+    auto [r, ok] = rowInBlock();
+    row = r, rowOk = ok;
+  } else {
+    k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
+  }
   std::string rowBase = ln(k, "mul " + row + ", " + rArg + " : i64", "rb");
   std::vector<std::string> outer;
   if (p > 0)
@@ -300,8 +368,27 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     EmitCtx c;
     c.tag = "elem";
     c.space = S;
-    c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
-    c.coords = outer;
+    if (subRows) {
+      // The row and its base recomputed from local_id.y here rather than read from the row
+      // loop: on the CPU backend a value from outside the pass loop is a per-work-item array,
+      // and addresses through it vectorise as gathers; recomputed, they are affine in
+      // local_id.x (contiguous loads).
+      std::string r = rowInBlock().first;
+      std::string base = ln(k, "mul " + r + ", " + rArg + " : i64", "rb");
+      c.flat = ln(k, "add " + base + ", " + j + " : i64", "fl");
+      c.coords.assign(p, "");
+      if (p == 1)
+        c.coords[0] = r;
+      else if (p > 1)
+        c.makeCoords = [&k, r, p, &outerSizes](EmitCtx &cc) {
+          std::vector<std::string> o = emitUnravel(k, r, outerSizes);
+          for (size_t d = 0; d < p; ++d)
+            cc.coords[d] = o[d];
+        };
+    } else {
+      c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
+      c.coords = outer;
+    }
     if (fk.q == 1) {
       c.coords.push_back(j);
     } else {
@@ -328,6 +415,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     EmitCtx c = elementCtx(j);
     emitFoldElement(k, r, toAcc(k, r, value(kb, c, input)), mean, acc, acci, j, arg);
     closeRowLoop(arg ? nv + ", " + ni : nv);
+    if (subRows) // one subgroup per row: its reduction is the row's
+      return subgroupTotal(k, r, res);
     std::string sh = sharedOf(r.ty);
     bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
                       r.op == OpKind::Amax || r.op == OpKind::Amin;
@@ -335,22 +424,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       // Two levels of subgroup ops: each subgroup's total goes to a shared slot, then every
       // subgroup reduces the slots (one per lane; W <= subgroup size^2), so the total is
       // uniform without a loop over the slots in every work-item.
-      bool sum = r.op != OpKind::Amax && r.op != OpKind::Amin;
-      std::string op = sum                    ? "subgroup_add"
-                       : r.op == OpKind::Amax ? "subgroup_max"
-                                              : "subgroup_min";
-      auto reduce = [&](const std::string &x) {
-        std::string p = ln(k, op + " " + x + " : " + r.ty);
-        if (sum || !isFloat(r.acc))
-          return p;
-        // The subgroup max ignores NaN; torch's propagates it.
-        std::string isn = ln(k, "isnan " + x + " : " + r.ty);
-        std::string n32 = ln(k, "convert " + isn + " : i1 -> i32");
-        std::string any = ln(k, "subgroup_max " + n32 + " : i32");
-        std::string z32 = emitIntConst(k, 0, "i32");
-        std::string has = ln(k, "cmp.ne " + any + ", " + z32 + " : i32");
-        return ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + p + " : " + r.ty);
-      };
+      auto reduce = [&](const std::string &x) { return subgroupTotal(k, r, x); };
       std::string part = reduce(res);
       std::string lead = ln(k, "cmp.eq " + sgl + ", " + zero + " : i64");
       k.open("if " + lead + " {");
@@ -399,12 +473,22 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     return tot;
   };
 
+  // The row sum of a value, shared by its sum, mean and var (layer_norm's mean and var read
+  // the same sum: one pass fewer).
+  std::map<int, std::string> rowSum;
   for (int m : fk.members) {
     const Node &n = g.node(m);
     if (opFamily(n.op) == OpFamily::Reduction) {
       Red r = redOf(g, n);
-      std::string idx;
-      std::string tot = pass(r, n.inputs[0], "", &idx);
+      std::string idx, tot;
+      bool summed = n.op == OpKind::Sum || n.op == OpKind::Mean || n.op == OpKind::Var;
+      if (summed && rowSum.count(n.inputs[0])) {
+        tot = rowSum[n.inputs[0]];
+      } else {
+        tot = pass(r, n.inputs[0], "", &idx);
+        if (summed)
+          rowSum[n.inputs[0]] = tot;
+      }
       std::string v;
       if (n.op == OpKind::Argmax) {
         v = idx;
@@ -436,7 +520,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   }
   if (!full.empty()) {
     std::string j = openRowLoop("", "");
-    k.open("if " + inRow + " {");
+    k.open("if " + (rowOk.empty() ? inRow : ln(k, "and " + inRow + ", " + rowOk + " : i1", "in")) +
+           " {");
     EmitCtx c = elementCtx(j);
     for (int m : full) {
       const Operand &lay = *layoutOf(m);
@@ -448,6 +533,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   }
   if (!perRow.empty()) {
     std::string lead = ln(k, "cmp.eq " + lid + ", " + zero + " : i64");
+    if (!rowOk.empty())
+      lead = ln(k, "and " + lead + ", " + rowOk + " : i1");
     k.open("if " + lead + " {");
     for (int m : perRow) {
       const Operand &lay = *layoutOf(m);
@@ -459,8 +546,10 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.close();
   }
   k.close();
-  kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(nrows, 65535));
+  int64_t groups = (nrows + rowsPerGroup - 1) / rowsPerGroup;
+  kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(groups, 65535));
   kb.launch.workgroup[0] = w;
+  kb.launch.workgroup[1] = subRows ? rowsPerGroup : 1;
   addKernel(kb, "row", fk.members);
   return error_.empty();
 }
