@@ -438,36 +438,6 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
   return r;
 }
 
-// A view of a source-only root (fuse.h): the view's element index in the root's row-major
-// order (the view's offset and strides over the root's contiguous layout) unravelled over the
-// root's shape gives the root's coordinates; the root is computed there. A constant root
-// reads no coordinate, so its view costs nothing; an iota reads one.
-std::string Lowerer::recomputeView(KernelBuilder &kb, EmitCtx &ctx, int v, const Operand &lay) {
-  KernelText &k = kb.body;
-  int root = viewRoot(g, v);
-  Operand o = broadcastTo(lay, ctx.space);
-  EmitCtx sub;
-  sub.tag = ctx.tag + ".v" + std::to_string(v);
-  sub.space = g.typeOf(root).shape;
-  sub.coords.assign(sub.space.size(), "");
-  sub.makeCoords = [&kb, &ctx, o, this, root](EmitCtx &c) {
-    BoundView bv;
-    bv.buf = "";
-    bv.dtype = o.dtype;
-    bv.off = kb.i64(o.offset);
-    for (int64_t s : o.strides)
-      bv.strides.push_back(s == 0 ? "0" : s == 1 ? "1" : kb.i64(s));
-    std::string idx = emitIndex(kb.body, ctx, bv);
-    std::vector<std::string> sizes;
-    for (int64_t d : g.typeOf(root).shape)
-      sizes.push_back(kb.i64(d));
-    c.coords = emitUnravel(kb.body, idx, sizes);
-  };
-  std::string r = value(kb, sub, root);
-  (void)k;
-  return r;
-}
-
 std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
   int64_t axis = n.attrs.getInt("axis", 0);
   size_t d = ctx.space.size() - n.type.shape.size() + static_cast<size_t>(axis);

@@ -1,20 +1,25 @@
 // Reduction kernels.
 //
-// Row kernel (a row group of fuse.h): the row space [outer..., R...] is covered one workgroup
-// per row (grid-stride over rows). Per reduction, the work-items stride over the row
-// accumulating a partial in registers (the reduction's input recomputed inline from its
-// loads), then combine: subgroup_add / subgroup_max / subgroup_min and one shared slot per
-// subgroup, which every work-item then folds in the same order (so the total is uniform);
-// prod and argmax, which have no subgroup op, fold one shared slot per work-item. Pointwise
-// members over the per-row shape are computed once per row after the reductions they read;
-// members over the whole row space are recomputed in each later pass and written in a final
-// pass when some other kernel (or the caller) reads them.
+// Row kernel (a row group of fuse.h) over the row space [outer..., R...], two schedules:
+// - subgroup rows (every reduction has a subgroup op; any R on the CPU backend, R <= 32 x
+//   subgroup size on GPUs): one subgroup per row, several rows per workgroup (its y dim),
+//   each reduction a strided pass plus one subgroup op: no shared memory, no combine barrier;
+// - wide: one workgroup per row (grid-stride over rows). Per reduction, the work-items stride
+//   over the row accumulating a partial in registers, then combine: subgroup_add / max / min
+//   and one shared slot per subgroup, which every work-item then folds in the same order (so
+//   the total is uniform); prod and argmax, which have no subgroup op, fold one shared slot
+//   per work-item.
+// Either way a reduction's input is recomputed inline from its loads; pointwise members over
+// the per-row shape are computed once per row after the reductions they read; members over
+// the whole row space are recomputed in each later pass and written in a final pass when
+// some other kernel (or the caller) reads them.
 //
 // Column kernel: one work-item per output element looping over the reduced extent
 // (adjacent work-items read adjacent addresses when the innermost dim is kept).
 //
 // Accumulation: f32 for f16/bf16/f32, f64 for f64, i64 for integers (docs/graph_ir.md).
-// var is two passes (mean, then the sum of squared deviations): no cancellation.
+// var is two passes (mean, then the sum of squared deviations): no cancellation; its first
+// pass is shared with a sum or mean of the same value in the group (layer_norm).
 #include "ir/graph/lower_kernel.h"
 
 #include <algorithm>
