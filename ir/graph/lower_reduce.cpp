@@ -381,19 +381,12 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       std::string r = rowInBlock().first;
       std::string base = ln(k, "mul " + r + ", " + rArg + " : i64", "rb");
       c.flat = ln(k, "add " + base + ", " + j + " : i64", "fl");
-      c.coords.assign(p, "");
-      if (p == 1)
-        c.coords[0] = r;
-      else if (p > 1)
-        c.makeCoords = [&k, r, p, &outerSizes](EmitCtx &cc) {
-          std::vector<std::string> o = emitUnravel(k, r, outerSizes);
-          for (size_t d = 0; d < p; ++d)
-            cc.coords[d] = o[d];
-        };
     } else {
       c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
-      c.coords = outer;
     }
+    // The outer coordinates come from the row loop (unravelled once per row, not per
+    // element); only strided operands address through them.
+    c.coords = outer;
     if (fk.q == 1) {
       c.coords.push_back(j);
     } else {
