@@ -4,9 +4,11 @@ bench/torch_models.py, on one device, against eager torch in the same run.
 Each graph is written as the torch front end decomposes the op (ir/graph/examples/layernorm.tg)
 and lowers to one row kernel. Tessera runs on device Buffers (no host copies) and waits for
 the stream; eager torch runs the aten op on a CPU tensor. Rounds alternate between the two so
-that the load of other jobs hits both alike; the table gives medians and best-of-N in us.
+that the load of other jobs hits both alike; the table gives medians and best-of-N in us (wall
+time, or with --cpu-time the process's CPU time over all threads).
 
   PYTHONPATH=python python3 bench/row_kernels.py [--device cpu:0] [--reps 200] [--rounds 7]
+      [--torch-threads N] [--cpu-time] [--only softmax,layer_norm]
 """
 import argparse
 import statistics
@@ -70,11 +72,11 @@ CASES = [  # name, graph, rows, row length, eager, parameters besides x
 ]
 
 
-def timed(fn, reps):
-    t0 = time.perf_counter()
+def timed(fn, reps, clock):
+    t0 = clock()
     for _ in range(reps):
         fn()
-    return (time.perf_counter() - t0) / reps * 1e6
+    return (clock() - t0) / reps * 1e6
 
 
 def main():
@@ -83,6 +85,9 @@ def main():
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="process CPU time (all threads) instead of wall time: steadier when "
+                         "other jobs load the machine")
     ap.add_argument("--torch-threads", type=int, default=0,
                     help="eager torch's intra-op threads (0: its default)")
     a = ap.parse_args()
@@ -117,8 +122,9 @@ def main():
         ts, es = [], []
         run_tessera(), eager(xt)  # warm
         for _ in range(a.rounds):
-            ts.append(timed(run_tessera, a.reps))
-            es.append(timed(lambda: eager(xt), a.reps))
+            clock = time.process_time if a.cpu_time else time.perf_counter
+            ts.append(timed(run_tessera, a.reps, clock))
+            es.append(timed(lambda: eager(xt), a.reps, clock))
         tm, em = statistics.median(ts), statistics.median(es)
         print(f"{name:12} {f'{n}x{r}':>10} {tm:9.1f} (best {min(ts):6.1f}) "
               f"{em:9.1f} (best {min(es):6.1f}) {em / tm:13.2f}x")
