@@ -63,12 +63,29 @@ RMS_NORM = """graph @rms_norm(%x: tensor<f32, [{n}, {r}]>, %w: tensor<f32, [{r}]
   return %rms
 }}"""
 
+# The block's attention softmax with its causal mask (torch.tril(torch.ones(t, t))) as two
+# iotas in the same row kernel: {n} = batch * heads, {r} = tokens.
+MASKED_SOFTMAX = """graph @masked_softmax(%x: tensor<f32, [{n}, {r}, {r}]>) {{
+  %i = iota {{shape = [{r}, {r}], axis = 0, dtype = "i64"}}
+  %j = iota {{shape = [{r}, {r}], axis = 1, dtype = "i64"}}
+  %ok = ge %i, %j
+  %ninf = constant {{value = -inf, dtype = "f32"}}
+  %xm = where %ok, %x, %ninf
+  %mx = amax %xm {{axes = [2], keepdim = true}}
+  %d = sub %xm, %mx
+  %e = exp %d
+  %s = sum %e {{axes = [2], keepdim = true}}
+  %y = div %e, %s
+  return %y
+}}"""
+
 F = torch.nn.functional
 CASES = [  # name, graph, rows, row length, eager, parameters besides x
     ("softmax", SOFTMAX, 32 * 64, 64, lambda x: torch.softmax(x, -1), 0),
     ("layer_norm", LAYER_NORM, 64, 512, None, 2),
     ("rms_norm", RMS_NORM, 256, 256, None, 1),
     ("log_softmax", LOG_SOFTMAX, 256, 10, lambda x: torch.log_softmax(x, -1), 0),
+    ("masked_softmax", MASKED_SOFTMAX, 32, 64, None, 0),
 ]
 
 
@@ -95,7 +112,7 @@ def main():
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
     dev = tessera.Device(a.device)
-    print(f"{'kernel':12} {'shape':>10} {'tessera us':>18} {'eager us':>18} {'eager/tessera':>14}")
+    print(f"{'kernel':14} {'shape':>10} {'tessera us':>18} {'eager us':>18} {'eager/tessera':>14}")
     for name, text, n, r, eager, nparams in CASES:
         if a.only and name not in a.only.split(","):
             continue
@@ -103,13 +120,17 @@ def main():
         kinds = [k["kind"] for k in g.kernels]
         assert kinds == ["row"], f"{name}: expected one row kernel, got {kinds}"
         rng = np.random.default_rng(1)
-        x = rng.standard_normal((n, r)).astype(np.float32)
+        shape = (n, r, r) if name == "masked_softmax" else (n, r)
+        x = rng.standard_normal(shape).astype(np.float32)
         ps = [rng.standard_normal(r).astype(np.float32) for _ in range(nparams)]
         xt, pt = torch.from_numpy(x), [torch.from_numpy(p) for p in ps]
         if name == "layer_norm":
             eager = lambda t: F.layer_norm(t, (r,), pt[0], pt[1])  # noqa: E731
         elif name == "rms_norm":
             eager = lambda t: F.rms_norm(t, (r,), pt[0], 1e-6)  # noqa: E731
+        elif name == "masked_softmax":
+            causal = torch.tril(torch.ones(r, r, dtype=torch.bool))
+            eager = lambda t: t.masked_fill(~causal, float("-inf")).softmax(-1)  # noqa: E731
         bufs = [tessera.from_dlpack(v, a.device) for v in [x] + ps]
         # Correct first: a fast wrong kernel is no result.
         got = torch.from_dlpack(g.run(bufs)[0])
@@ -126,7 +147,7 @@ def main():
             ts.append(timed(run_tessera, a.reps, clock))
             es.append(timed(lambda: eager(xt), a.reps, clock))
         tm, em = statistics.median(ts), statistics.median(es)
-        print(f"{name:12} {f'{n}x{r}':>10} {tm:9.1f} (best {min(ts):6.1f}) "
+        print(f"{name:14} {'x'.join(map(str, shape)):>10} {tm:9.1f} (best {min(ts):6.1f}) "
               f"{em:9.1f} (best {min(es):6.1f}) {em / tm:13.2f}x")
 
 
