@@ -398,6 +398,30 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   };
 
   // One pass over the row: returns the workgroup total (uniform). For argmax also the index.
+  // Stash: softmax's exp(x - max) is summed in one pass and divided in the final pass. The
+  // sum pass writes it into the output's buffer (the same dtype: the node's value is already
+  // rounded to it, so the round trip is exact) and the final pass reads it back instead of
+  // recomputing it: one exp per element, not two. Each work-item reads back only what it
+  // wrote (same row, same element), so no barrier is needed.
+  int stashE = -1, stashY = -1;
+  bool stashed = false;
+  for (int m : fk.members) {
+    const Node &n = g.node(m);
+    if (!fusion.materialise[static_cast<size_t>(m)] || n.type.shape != S || !isPointwise(n.op))
+      continue;
+    for (int e : n.inputs) {
+      bool own = !g.isParam(e) && fusion.kernelOf[static_cast<size_t>(e)] == curKernel &&
+                 isPointwise(g.node(e).op) && !fusion.materialise[static_cast<size_t>(e)] &&
+                 g.typeOf(e).shape == S && g.typeOf(e).dtype == layoutOf(m)->dtype;
+      bool summed = false;
+      for (int red : fk.members)
+        summed = summed || ((g.node(red).op == OpKind::Sum || g.node(red).op == OpKind::Mean) &&
+                            g.node(red).inputs[0] == e && red < m);
+      if (own && summed && stashE < 0)
+        stashE = e, stashY = m;
+    }
+  }
+
   auto pass = [&](const Red &r, int input, const std::string &mean,
                   std::string *argIdx) -> std::string {
     std::string init = initValue(k, r);
@@ -411,7 +435,18 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty + (arg ? ", i64" : "") +
            ") {");
     EmitCtx c = elementCtx(j);
-    emitFoldElement(k, r, toAcc(k, r, value(kb, c, input)), mean, acc, acci, j, arg);
+    std::string x = value(kb, c, input);
+    if (input == stashE && mean.empty() && !stashed) {
+      if (!rowOk.empty())
+        k.open("if " + rowOk + " {"); // a spare subgroup's row is the last row: not its own
+      const Operand &lay = *layoutOf(stashY);
+      BoundView bv = bindView(kb, lay, true, true);
+      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), x);
+      if (!rowOk.empty())
+        k.close();
+      stashed = true;
+    }
+    emitFoldElement(k, r, toAcc(k, r, x), mean, acc, acci, j, arg);
     closeRowLoop(arg ? nv + ", " + ni : nv);
     if (subRows) // one subgroup per row: its reduction is the row's
       return subgroupTotal(k, r, res);
@@ -521,6 +556,11 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.open("if " + (rowOk.empty() ? inRow : ln(k, "and " + inRow + ", " + rowOk + " : i1", "in")) +
            " {");
     EmitCtx c = elementCtx(j);
+    if (stashed) {
+      const Operand &lay = *layoutOf(stashY);
+      BoundView bv = bindView(kb, lay, false, true);
+      c.memo[stashE] = emitLoad(k, bv.buf, lay.dtype, emitIndex(k, c, bv));
+    }
     for (int m : full) {
       const Operand &lay = *layoutOf(m);
       BoundView bv = bindView(kb, lay, true, true);

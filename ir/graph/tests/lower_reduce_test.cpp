@@ -39,6 +39,25 @@ TEST(LowerReduce, SoftmaxIsOneRowKernelAtEveryFloatType) {
   }
 }
 
+// exp(x - max) is computed once per element: the sum pass writes it into the output, the
+// output pass divides it in place (at every float type: the value is rounded to the output's
+// dtype already, so its round trip through the buffer is exact).
+TEST(LowerReduce, SoftmaxComputesEachExponentialOnce) {
+  for (const char *t : {"f32", "f16", "f64"})
+    for (const char *backend : {"cpu", "vulkan"}) {
+      Plan plan;
+      CheckOptions o;
+      o.caps.backend = backend;
+      o.reduceLength = 300;
+      EXPECT_TRUE(lowerAndCompare(softmax(t, 7, 300), o, &plan)) << t << " " << backend;
+      size_t exps = 0;
+      for (size_t at = plan.module.find(" = exp "); at != std::string::npos;
+           at = plan.module.find(" = exp ", at + 1))
+        ++exps;
+      EXPECT_EQ(exps, 1u) << t << " " << backend;
+    }
+}
+
 TEST(LowerReduce, RowsOfEveryLengthAndTwoSubgroupSizes) {
   // 0 (an empty row: sum 0, amax refused so only sum here), 1, primes, longer than a workgroup.
   for (uint32_t sg : {8u, 32u})
