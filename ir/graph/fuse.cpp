@@ -75,6 +75,19 @@ public:
         f_.users[static_cast<size_t>(in)].push_back(v);
     for (int o : g.outputs)
       f_.isOutput[static_cast<size_t>(o)] = true;
+    // Values computed from constants and iotas alone (a causal mask's iotas, torch.ones):
+    // a few integer ops wherever they are read, so views of them are not materialised.
+    f_.sourceOnly.assign(n, false);
+    for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
+      const Node &nd = g.node(v);
+      bool s = nd.op == OpKind::Constant || nd.op == OpKind::Iota;
+      if (!s && (isPointwise(nd.op) || opFamily(nd.op) == OpFamily::View)) {
+        s = true; // a view of one is one too: recomputed through its index
+        for (int in : nd.inputs)
+          s = s && !g.isParam(in) && f_.sourceOnly[static_cast<size_t>(in)];
+      }
+      f_.sourceOnly[static_cast<size_t>(v)] = s;
+    }
     // Only what the outputs depend on is computed.
     live_.assign(n, false);
     for (int o : g.outputs)
@@ -110,10 +123,14 @@ public:
         add(FusedKernel::Kind::Copy, v, {v});
         needMemory(v);
       } else if (fam == OpFamily::View) {
-        needMemory(viewRoot(g_, v));
+        // A view of a source-only value is recomputed where it is read, from the root's
+        // coordinates (lower.cpp: the root gets a layout but no buffer).
+        int root = viewRoot(g_, v);
+        if (g_.isParam(root) || !f_.sourceOnly[static_cast<size_t>(root)])
+          needMemory(root);
       }
     }
-    for (int o : g_.outputs)
+    for (int o : g_.outputs) // a returned view is copied to its output (lower.cpp)
       if (!g_.isParam(o) && opFamily(g_.node(o).op) != OpFamily::View)
         needMemory(o);
     // A kernel that reads a member of another row group reads it from memory.

@@ -6,6 +6,8 @@
 // - Pointwise and source nodes are inlined into every kernel that reads them (recomputed),
 //   unless materialised: graph outputs, sources of views, matmul operands and epilogue
 //   extras, embedding weights get their own pointwise kernel, and a later kernel loads them.
+//   A view of a value computed from constants and iotas alone is not a reason: the view is
+//   recomputed from the root's coordinates where it is read.
 // - A reduction over the trailing axes of its input starts a *row group*: later reductions
 //   over the same row space and the pointwise nodes over that space (or over its per-row
 //   shape, keepdim) that depend on the group join it, so softmax, log_softmax, layer_norm and
@@ -45,6 +47,9 @@ struct Fusion {
   std::vector<std::vector<int>> users; // per value: the nodes reading it (value ids)
   std::vector<bool> isOutput;          // per value: a graph output
   std::vector<bool> live;              // per value: an output depends on it
+  /// Per value: computed from constant and iota nodes only (pointwise over them). Views of
+  /// such a value are recomputed where they are read instead of materialising it.
+  std::vector<bool> sourceOnly;
 };
 
 /// Is `op` computed elementwise by emitScalarOp (unary, binary, ternary, cast, clamp)?

@@ -372,8 +372,13 @@ bool Lowerer::assignBuffers() {
     layout_[p] = o;
   }
   for (int v = static_cast<int>(g.params.size()); v < g.numValues(); ++v) {
-    if (!fusion.materialise[static_cast<size_t>(v)])
+    if (!fusion.materialise[static_cast<size_t>(v)]) {
+      // A source-only value that views read: a layout without a buffer (value() recomputes
+      // it at the coordinates a view's index gives).
+      if (fusion.sourceOnly[static_cast<size_t>(v)] && opFamily(g.node(v).op) != OpFamily::View)
+        layout_[static_cast<size_t>(v)] = contiguous(kNoBuffer, g.typeOf(v));
       continue;
+    }
     const TensorType &t = g.typeOf(v);
     bool out = fusion.isOutput[static_cast<size_t>(v)];
     int b = newBuffer(out ? PlanBuffer::Role::Output : PlanBuffer::Role::Temp, t.dtype, t.numel());
@@ -393,8 +398,13 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
   bool inlinable =
       !g.isParam(v) && (isPointwise(g.node(v).op) || opFamily(g.node(v).op) == OpFamily::Source);
   const std::optional<Operand> &lay = layout_[static_cast<size_t>(v)];
+  if (lay && lay->buffer == kNoBuffer && !inlinable) {
+    r = recomputeView(kb, ctx, v, *lay);
+    ctx.memo[v] = r;
+    return r;
+  }
   // Load what another kernel wrote before this one; recompute pointwise nodes otherwise.
-  bool load = lay && !own &&
+  bool load = lay && lay->buffer != kNoBuffer && !own &&
               (!inlinable || g.isParam(v) || fusion.kernelOf[static_cast<size_t>(v)] < 0 ||
                fusion.kernels[static_cast<size_t>(fusion.kernelOf[static_cast<size_t>(v)])].anchor <
                    curAnchor);

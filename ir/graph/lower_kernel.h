@@ -122,6 +122,10 @@ public:
   void addKernel(KernelBuilder &kb, const char *kind, const std::vector<int> &ops);
   std::string nextName(const char *kind) const;
   bool fail(int v, const std::string &why);
+  /// The layout buffer of a source-only value that is never materialised (fuse.h).
+  static constexpr int kNoBuffer = -2;
+  /// The value of view `v` (layout `lay` over a kNoBuffer root) at the context's position.
+  std::string recomputeView(KernelBuilder &kb, EmitCtx &ctx, int v, const Operand &lay);
 
   // --- kernel generators (each returns false with error_ set)
   bool emitPointwise(const char *kind, int v, const Operand &out, const std::vector<int> &ops);

@@ -4,7 +4,8 @@
 // - embedding: a gather, one work-item per output element; an index outside [0, V) gives a
 //   row of zeros (documented in docs/graph_ir.md; torch raises instead);
 // - matmul: builds the MatmulGroup (operands as strided views broadcast over the batch,
-//   epilogue extras broadcast to the output) for lowerMatmul (lower_matmul.cpp).
+//   epilogue extras broadcast to the output) for lowerMatmul (lower_matmul.cpp);
+// - views of source-only values (constants, iotas: fuse.h): recomputed where they are read.
 #include "ir/graph/lower_kernel.h"
 
 #include <algorithm>
@@ -144,6 +145,35 @@ bool Lowerer::emitMatmul(const FusedKernel &fk) {
     info.ops.push_back(opName(g.node(v).op));
   plan->kernels.push_back(std::move(info));
   return true;
+}
+
+// ---------------------------------------------------------------- views of sources
+
+// A view of a source-only root (fuse.h): the view's element index in the root's row-major
+// order (the view's offset and strides over the root's contiguous layout) unravelled over the
+// root's shape gives the root's coordinates; the root is computed there. A constant root
+// reads no coordinate, so its view costs nothing; an iota reads one.
+std::string Lowerer::recomputeView(KernelBuilder &kb, EmitCtx &ctx, int v, const Operand &lay) {
+  int root = viewRoot(g, v);
+  Operand o = broadcastTo(lay, ctx.space);
+  EmitCtx sub;
+  sub.tag = ctx.tag + ".v" + std::to_string(v);
+  sub.space = g.typeOf(root).shape;
+  sub.coords.assign(sub.space.size(), "");
+  sub.makeCoords = [&kb, &ctx, o, this, root](EmitCtx &c) {
+    BoundView bv;
+    bv.buf = "";
+    bv.dtype = o.dtype;
+    bv.off = kb.i64(o.offset);
+    for (int64_t s : o.strides)
+      bv.strides.push_back(s == 0 ? "0" : s == 1 ? "1" : kb.i64(s));
+    std::string idx = emitIndex(kb.body, ctx, bv);
+    std::vector<std::string> sizes;
+    for (int64_t d : g.typeOf(root).shape)
+      sizes.push_back(kb.i64(d));
+    c.coords = emitUnravel(kb.body, idx, sizes);
+  };
+  return value(kb, sub, root);
 }
 
 } // namespace tessera::graph::detail

@@ -1,21 +1,26 @@
 // Reduction kernels.
 //
-// Row kernel (a row group of fuse.h): the row space [outer..., R...] is covered one workgroup
-// per row (grid-stride over rows). Per reduction, the work-items stride over the row
-// accumulating a partial in registers (the reduction's input recomputed inline from its
-// loads), then combine: subgroup_add / subgroup_max / subgroup_min and one shared slot per
-// subgroup, which every work-item then folds in the same order (so the total is uniform);
-// prod and argmax, which have no subgroup op, fold one shared slot per work-item. Pointwise
-// members over the per-row shape are computed once per row after the reductions they read;
-// members over the whole row space are recomputed in each later pass and written in a final
-// pass when some other kernel (or the caller) reads them.
+// Row kernel (a row group of fuse.h) over the row space [outer..., R...], two schedules:
+// - subgroup rows (every reduction has a subgroup op; any R on the CPU backend, R <= 32 x
+//   subgroup size on GPUs): one subgroup per row, several rows per workgroup (its y dim),
+//   each reduction a strided pass plus one subgroup op: no shared memory, no combine barrier;
+// - wide: one workgroup per row (grid-stride over rows). Per reduction, the work-items stride
+//   over the row accumulating a partial in registers, then combine: subgroup_add / max / min
+//   and one shared slot per subgroup, which every work-item then folds in the same order (so
+//   the total is uniform); prod and argmax, which have no subgroup op, fold one shared slot
+//   per work-item.
+// Either way a reduction's input is recomputed inline from its loads; pointwise members over
+// the per-row shape are computed once per row after the reductions they read; members over
+// the whole row space are recomputed in each later pass and written in a final pass when
+// some other kernel (or the caller) reads them.
 //
 // Column kernel: one work-item per output element looping over the reduced extent
 // (adjacent work-items read adjacent addresses when the innermost dim is kept).
 //
 // Accumulation: f32 for f16/bf16/f32, f64 for f64, i64 for integers (docs/graph_ir.md).
-// var is two passes (mean, then the sum of squared deviations): no cancellation.
-#include "ir/graph/lower_kernel.h"
+// var is two passes (mean, then the sum of squared deviations): no cancellation; its first
+// pass is shared with a sum or mean of the same value in the group (layer_norm).
+#include "ir/graph/lower_reduce_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,157 +29,23 @@
 namespace tessera::graph::detail {
 namespace {
 
-/// How one reduction accumulates.
-struct Red {
-  OpKind op;
-  DType in;       // the input's dtype
-  DType acc;      // accumulator dtype (F32, F64 or I64; the input's for amax/amin/argmax)
-  std::string ty; // computeType(acc)
-};
-
-Red redOf(const Graph &g, const Node &n) {
-  Red r;
-  r.op = n.op;
-  r.in = g.typeOf(n.inputs[0]).dtype;
-  if (n.op == OpKind::Amax || n.op == OpKind::Amin || n.op == OpKind::Argmax)
-    r.acc = r.in;
-  else if (r.in == DType::F64)
-    r.acc = DType::F64;
-  else if (isFloat(r.in))
-    r.acc = DType::F32;
-  else
-    r.acc = DType::I64;
-  r.ty = computeType(r.acc);
-  return r;
+/// The longest row that gets one subgroup (docs/graph_ir.md, "Row kernels' schedule"). CPU:
+/// every row (measured no slower than two subgroups per row up to 4096, and the text then
+/// does not depend on R); GPUs: 32 elements per lane at most (1024 at subgroup size 32, as
+/// PyTorch's warp-per-row softmax), so that a few long rows still spread over many lanes.
+int64_t subgroupRowMax(const ScheduleCaps &caps) {
+  if (caps.backend == "cpu")
+    return INT64_MAX;
+  return 32 * static_cast<int64_t>(std::max<uint32_t>(1, caps.subgroupSize));
 }
 
-std::string initValue(KernelText &k, const Red &r) {
-  bool f = isFloat(r.acc);
-  switch (r.op) {
-  case OpKind::Prod:
-    return emitConst(k, 1, r.acc);
-  case OpKind::Amax:
-  case OpKind::Argmax:
-    if (f)
-      return emitConst(k, -INFINITY, r.acc);
-    return emitIntConst(k, r.acc == DType::I32 ? INT32_MIN : INT64_MIN, r.ty);
-  case OpKind::Amin:
-    if (f)
-      return emitConst(k, INFINITY, r.acc);
-    return emitIntConst(k, r.acc == DType::I32 ? INT32_MAX : INT64_MAX, r.ty);
-  default:
-    return emitConst(k, 0, r.acc);
-  }
-}
-
-/// The input element converted to the accumulator type.
-std::string toAcc(KernelText &k, const Red &r, const std::string &x) {
-  std::string from = computeType(r.in);
-  if (from == r.ty)
-    return x;
-  std::string c = k.fresh("ac");
-  k.line(c + " = convert " + x + " : " + from + " -> " + r.ty);
-  return c;
-}
-
-std::string combine(KernelText &k, const Red &r, const std::string &a, const std::string &b) {
-  std::string c = k.fresh("cb");
-  switch (r.op) {
-  case OpKind::Prod:
-    k.line(c + " = mul " + a + ", " + b + " : " + r.ty);
-    return c;
-  case OpKind::Amax:
-  case OpKind::Amin:
-    return emitMaxMin(k, r.op == OpKind::Amax, a, b, r.acc);
-  default:
-    k.line(c + " = add " + a + ", " + b + " : " + r.ty);
-    return c;
-  }
-}
-
-/// argmax: is (bv, bi) better than (av, ai)? NaN is the maximum, the first index wins ties,
-/// index -1 marks an empty partial.
-std::string argBetter(KernelText &k, const Red &r, const std::string &av, const std::string &ai,
-                      const std::string &bv, const std::string &bi) {
-  auto ln = [&](const std::string &s) {
-    std::string v = k.fresh("am");
-    k.line(v + " = " + s);
-    return v;
-  };
-  bool f = isFloat(r.acc);
-  std::string zero = emitIntConst(k, 0, "i64");
-  std::string bValid = ln("cmp.sge " + bi + ", " + zero + " : i64");
-  std::string aEmpty = ln("cmp.slt " + ai + ", " + zero + " : i64");
-  std::string gt = ln(std::string(f ? "cmp.ogt " : "cmp.sgt ") + bv + ", " + av + " : " + r.ty);
-  std::string eq = ln(std::string(f ? "cmp.oeq " : "cmp.eq ") + bv + ", " + av + " : " + r.ty);
-  if (f) {
-    std::string bn = ln("isnan " + bv + " : " + r.ty), an = ln("isnan " + av + " : " + r.ty);
-    std::string notAn = ln("not " + an + " : i1");
-    std::string nanWins = ln("and " + bn + ", " + notAn + " : i1");
-    gt = ln("or " + gt + ", " + nanWins + " : i1");
-    std::string both = ln("and " + bn + ", " + an + " : i1");
-    eq = ln("or " + eq + ", " + both + " : i1");
-  }
-  std::string earlier = ln("cmp.slt " + bi + ", " + ai + " : i64");
-  std::string tie = ln("and " + eq + ", " + earlier + " : i1");
-  std::string better = ln("or " + gt + ", " + tie + " : i1");
-  better = ln("or " + aEmpty + ", " + better + " : i1");
-  return ln("and " + bValid + ", " + better + " : i1");
-}
-
-std::string ln(KernelText &k, const std::string &s, const char *hint = "r") {
-  std::string v = k.fresh(hint);
-  k.line(v + " = " + s);
-  return v;
-}
-
-/// One element `x` (in the accumulator type) folded into the running (acc[, acci]) of a row or
-/// column loop, whose index is `j`: var's second pass squares its deviation from `mean`
-/// first; argmax keeps the better (value, index) pair. Emits the `yield` of the loop body's
-/// in-range branch and the out-of-range branch that keeps the running value.
-void emitFoldElement(KernelText &k, const Red &r, std::string x, const std::string &mean,
-                     const std::string &acc, const std::string &acci, const std::string &j,
-                     bool arg) {
-  if (!mean.empty()) { // var's second pass: squared deviation from the mean
-    std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
-    x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
-  }
-  if (arg) {
-    std::string b = argBetter(k, r, acc, acci, x, j);
-    std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-    std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-    k.line("yield " + bv + ", " + bi);
-  } else {
-    k.line("yield " + combine(k, r, acc, x));
-  }
-  k.close("} else {");
-  k.line("  yield " + acc + (arg ? ", " + acci : ""));
-  k.line("}");
-}
-
-/// The reduction's value from its accumulated total(s), in the result's compute type and
-/// rounded to its dtype. `count` is the i64 number of elements reduced; `m2` the sum of squared
-/// deviations for var.
-std::string finalValue(KernelText &k, const Graph &g, const Node &n, const Red &r,
-                       const std::string &total, const std::string &count) {
-  DType rt = n.type.dtype;
-  std::string v = total;
-  if (n.op == OpKind::Mean || n.op == OpKind::Var) {
-    std::string cnt = ln(k, "convert " + count + " : i64 -> " + r.ty);
-    if (n.op == OpKind::Var) { // divide by max(count - correction, 0): 0 gives inf or NaN
-      std::string corr = emitConst(k, n.attrs.getFloat("correction", 1), r.acc);
-      std::string d = ln(k, "sub " + cnt + ", " + corr + " : " + r.ty);
-      std::string z = emitConst(k, 0, r.acc);
-      std::string neg = ln(k, "cmp.olt " + d + ", " + z + " : " + r.ty);
-      cnt = ln(k, "select " + neg + ", " + z + ", " + d + " : " + r.ty);
-    }
-    v = ln(k, "div " + total + ", " + cnt + " : " + r.ty);
-  }
-  std::string rc = computeType(rt);
-  if (rc != r.ty && n.op != OpKind::Argmax)
-    v = ln(k, "convert " + v + " : " + r.ty + " -> " + rc);
-  (void)g;
-  return emitRound(k, rt, v);
+/// Rows (subgroups) per workgroup: 4 on the CPU backend (measured: 4-5x faster than one row
+/// per workgroup call at 2048 x 64; 8 and 16 no better), up to 8 subgroups on GPUs.
+uint32_t subgroupRowsPerGroup(const ScheduleCaps &caps, uint32_t maxWorkgroup) {
+  uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
+  if (caps.backend == "cpu")
+    return std::max<uint32_t>(1, std::min<uint32_t>(4, maxWorkgroup / sg));
+  return std::max<uint32_t>(1, std::min<uint32_t>(8, maxWorkgroup / sg));
 }
 
 } // namespace
@@ -193,7 +64,19 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   if (nrows == 0)
     return true; // no rows: every member is empty
   uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
-  uint32_t wmax = std::min(workgroupSize(), sg * sg); // two levels of subgroup reduction
+  // Subgroup rows: one subgroup per row, several rows per workgroup, when every reduction
+  // has a subgroup op and the row is short enough that one subgroup's strided loop over it
+  // beats a wider workgroup's loop plus its combine (two subgroup reductions through shared
+  // memory and two barriers per reduction). The combine is then a lone subgroup reduction.
+  bool subgroupOps = true;
+  for (int m : fk.members) {
+    OpKind op = g.node(m).op;
+    if (opFamily(op) == OpFamily::Reduction && (op == OpKind::Prod || op == OpKind::Argmax))
+      subgroupOps = false;
+  }
+  bool subRows = subgroupOps && sg > 1 && R <= subgroupRowMax(caps);
+  uint32_t rowsPerGroup = subRows ? subgroupRowsPerGroup(caps, workgroupSize()) : 1;
+  uint32_t wmax = subRows ? sg : std::min(workgroupSize(), sg * sg); // two subgroup levels
   // Short rows get a smaller workgroup (a multiple of the subgroup size) so that fewer
   // work-items idle; the text does not depend on it.
   uint32_t w = sg;
@@ -232,8 +115,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   std::vector<Red> reds;
   uint64_t bytes = 0;
   for (int m : fk.members) {
-    if (opFamily(g.node(m).op) != OpFamily::Reduction)
-      continue;
+    if (subRows || opFamily(g.node(m).op) != OpFamily::Reduction)
+      continue; // subgroup rows need no shared memory
     Red r = redOf(g, g.node(m));
     if (!shared.count(r.ty))
       bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
@@ -259,7 +142,28 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   k.line(sgs + " = subgroup_size : i64");
   std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
   std::string row = k.fresh("row");
-  k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
+  // rowOk: the row exists (subgroup rows: the workgroup's last rows may not; they compute
+  // the last row again, so every load stays in range and only their stores are masked).
+  std::string rowOk, ly, last, rb;
+  // This work-item's row in block rb (the last row again past the end): returns (row, ok).
+  auto rowInBlock = [&]() {
+    std::string mine = ln(k, "add " + rb + ", " + ly + " : i64", "t");
+    std::string ok = ln(k, "cmp.slt " + mine + ", " + nrowsArg + " : i64", "ok");
+    return std::make_pair(ln(k, "select " + ok + ", " + mine + ", " + last + " : i64", "row"), ok);
+  };
+  if (subRows) {
+    ly = ln(k, "local_id.y : i64", "t");
+    std::string wy = ln(k, "local_size.y : i64", "t");
+    std::string r0 = ln(k, "mul " + grp + ", " + wy + " : i64", "t");
+    std::string rstep = ln(k, "mul " + ngrp + ", " + wy + " : i64", "t");
+    last = ln(k, "sub " + nrowsArg + ", " + one + " : i64", "t");
+    rb = k.fresh("rb");
+    k.open("for " + rb + " = " + r0 + " to " + nrowsArg + " step " + rstep + " : i64 {");
+    auto [r, ok] = rowInBlock();
+    row = r, rowOk = ok;
+  } else {
+    k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
+  }
   std::string rowBase = ln(k, "mul " + row + ", " + rArg + " : i64", "rb");
   std::vector<std::string> outer;
   if (p > 0)
@@ -300,7 +204,19 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     EmitCtx c;
     c.tag = "elem";
     c.space = S;
-    c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
+    if (subRows) {
+      // The row and its base recomputed from local_id.y here rather than read from the row
+      // loop: on the CPU backend a value from outside the pass loop is a per-work-item array,
+      // and addresses through it vectorise as gathers; recomputed, they are affine in
+      // local_id.x (contiguous loads).
+      std::string r = rowInBlock().first;
+      std::string base = ln(k, "mul " + r + ", " + rArg + " : i64", "rb");
+      c.flat = ln(k, "add " + base + ", " + j + " : i64", "fl");
+    } else {
+      c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
+    }
+    // The outer coordinates come from the row loop (unravelled once per row, not per
+    // element); only strided operands address through them.
     c.coords = outer;
     if (fk.q == 1) {
       c.coords.push_back(j);
@@ -313,6 +229,30 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   };
 
   // One pass over the row: returns the workgroup total (uniform). For argmax also the index.
+  // Stash: softmax's exp(x - max) is summed in one pass and divided in the final pass. The
+  // sum pass writes it into the output's buffer (the same dtype: the node's value is already
+  // rounded to it, so the round trip is exact) and the final pass reads it back instead of
+  // recomputing it: one exp per element, not two. Each work-item reads back only what it
+  // wrote (same row, same element), so no barrier is needed.
+  int stashE = -1, stashY = -1;
+  bool stashed = false;
+  for (int m : fk.members) {
+    const Node &n = g.node(m);
+    if (!fusion.materialise[static_cast<size_t>(m)] || n.type.shape != S || !isPointwise(n.op))
+      continue;
+    for (int e : n.inputs) {
+      bool own = !g.isParam(e) && fusion.kernelOf[static_cast<size_t>(e)] == curKernel &&
+                 isPointwise(g.node(e).op) && !fusion.materialise[static_cast<size_t>(e)] &&
+                 g.typeOf(e).shape == S && g.typeOf(e).dtype == layoutOf(m)->dtype;
+      bool summed = false;
+      for (int red : fk.members)
+        summed = summed || ((g.node(red).op == OpKind::Sum || g.node(red).op == OpKind::Mean) &&
+                            g.node(red).inputs[0] == e && red < m);
+      if (own && summed && stashE < 0)
+        stashE = e, stashY = m;
+    }
+  }
+
   auto pass = [&](const Red &r, int input, const std::string &mean,
                   std::string *argIdx) -> std::string {
     std::string init = initValue(k, r);
@@ -326,8 +266,21 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty + (arg ? ", i64" : "") +
            ") {");
     EmitCtx c = elementCtx(j);
-    emitFoldElement(k, r, toAcc(k, r, value(kb, c, input)), mean, acc, acci, j, arg);
+    std::string x = value(kb, c, input);
+    if (input == stashE && mean.empty() && !stashed) {
+      if (!rowOk.empty())
+        k.open("if " + rowOk + " {"); // a spare subgroup's row is the last row: not its own
+      const Operand &lay = *layoutOf(stashY);
+      BoundView bv = bindView(kb, lay, true, true);
+      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), x);
+      if (!rowOk.empty())
+        k.close();
+      stashed = true;
+    }
+    emitFoldElement(k, r, toAcc(k, r, x), mean, acc, acci, j, arg);
     closeRowLoop(arg ? nv + ", " + ni : nv);
+    if (subRows) // one subgroup per row: its reduction is the row's
+      return subgroupTotal(k, r, res);
     std::string sh = sharedOf(r.ty);
     bool bySubgroup = r.op == OpKind::Sum || r.op == OpKind::Mean || r.op == OpKind::Var ||
                       r.op == OpKind::Amax || r.op == OpKind::Amin;
@@ -335,22 +288,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       // Two levels of subgroup ops: each subgroup's total goes to a shared slot, then every
       // subgroup reduces the slots (one per lane; W <= subgroup size^2), so the total is
       // uniform without a loop over the slots in every work-item.
-      bool sum = r.op != OpKind::Amax && r.op != OpKind::Amin;
-      std::string op = sum                    ? "subgroup_add"
-                       : r.op == OpKind::Amax ? "subgroup_max"
-                                              : "subgroup_min";
-      auto reduce = [&](const std::string &x) {
-        std::string p = ln(k, op + " " + x + " : " + r.ty);
-        if (sum || !isFloat(r.acc))
-          return p;
-        // The subgroup max ignores NaN; torch's propagates it.
-        std::string isn = ln(k, "isnan " + x + " : " + r.ty);
-        std::string n32 = ln(k, "convert " + isn + " : i1 -> i32");
-        std::string any = ln(k, "subgroup_max " + n32 + " : i32");
-        std::string z32 = emitIntConst(k, 0, "i32");
-        std::string has = ln(k, "cmp.ne " + any + ", " + z32 + " : i32");
-        return ln(k, "select " + has + ", " + emitConst(k, NAN, r.acc) + ", " + p + " : " + r.ty);
-      };
+      auto reduce = [&](const std::string &x) { return subgroupTotal(k, r, x); };
       std::string part = reduce(res);
       std::string lead = ln(k, "cmp.eq " + sgl + ", " + zero + " : i64");
       k.open("if " + lead + " {");
@@ -399,12 +337,22 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     return tot;
   };
 
+  // The row sum of a value, shared by its sum, mean and var (layer_norm's mean and var read
+  // the same sum: one pass fewer).
+  std::map<int, std::string> rowSum;
   for (int m : fk.members) {
     const Node &n = g.node(m);
     if (opFamily(n.op) == OpFamily::Reduction) {
       Red r = redOf(g, n);
-      std::string idx;
-      std::string tot = pass(r, n.inputs[0], "", &idx);
+      std::string idx, tot;
+      bool summed = n.op == OpKind::Sum || n.op == OpKind::Mean || n.op == OpKind::Var;
+      if (summed && rowSum.count(n.inputs[0])) {
+        tot = rowSum[n.inputs[0]];
+      } else {
+        tot = pass(r, n.inputs[0], "", &idx);
+        if (summed)
+          rowSum[n.inputs[0]] = tot;
+      }
       std::string v;
       if (n.op == OpKind::Argmax) {
         v = idx;
@@ -436,8 +384,14 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   }
   if (!full.empty()) {
     std::string j = openRowLoop("", "");
-    k.open("if " + inRow + " {");
+    k.open("if " + (rowOk.empty() ? inRow : ln(k, "and " + inRow + ", " + rowOk + " : i1", "in")) +
+           " {");
     EmitCtx c = elementCtx(j);
+    if (stashed) {
+      const Operand &lay = *layoutOf(stashY);
+      BoundView bv = bindView(kb, lay, false, true);
+      c.memo[stashE] = emitLoad(k, bv.buf, lay.dtype, emitIndex(k, c, bv));
+    }
     for (int m : full) {
       const Operand &lay = *layoutOf(m);
       BoundView bv = bindView(kb, lay, true, true);
@@ -448,6 +402,8 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   }
   if (!perRow.empty()) {
     std::string lead = ln(k, "cmp.eq " + lid + ", " + zero + " : i64");
+    if (!rowOk.empty())
+      lead = ln(k, "and " + lead + ", " + rowOk + " : i1");
     k.open("if " + lead + " {");
     for (int m : perRow) {
       const Operand &lay = *layoutOf(m);
@@ -459,8 +415,10 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.close();
   }
   k.close();
-  kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(nrows, 65535));
+  int64_t groups = (nrows + rowsPerGroup - 1) / rowsPerGroup;
+  kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(groups, 65535));
   kb.launch.workgroup[0] = w;
+  kb.launch.workgroup[1] = subRows ? rowsPerGroup : 1;
   addKernel(kb, "row", fk.members);
   return error_.empty();
 }

@@ -217,6 +217,42 @@ TEST(LowerMisc, ConstantsJoinTheMatmulEpilogueAndStayInlinedElsewhere) {
   EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"matmul", "mul"}));
 }
 
+// A causal mask as the torch front end writes torch.tril(torch.ones(t, t)): iotas and a
+// constant seen through reshapes and expands. They are recomputed where the mask is read
+// (the root's coordinates from the view's index), not materialised by kernels of their own
+// per call; a returned view of one is computed by the copy to its output.
+TEST(LowerMisc, ViewsOfIotasAndConstantsAreRecomputedWhereRead) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 6;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @mask(%a: tensor<f32, [2, 6, 6]>) {
+  %i = iota {shape = [6], axis = 0, start = 0, step = 1, dtype = "i64"}
+  %j = iota {shape = [3, 2], axis = 1, start = 1, step = 2, dtype = "i64"}
+  %j1 = sub %j, %j
+  %jc = reshape %j {shape = [6]}
+  %r = reshape %i {shape = [6, 1]}
+  %c = reshape %jc {shape = [1, 6]}
+  %ok = ge %r, %c
+  %one = constant {value = 1.0, dtype = "f32", shape = [1, 6]}
+  %ones = expand %one {shape = [6, 6]}
+  %ninf = constant {value = -inf, dtype = "f32"}
+  %w = where %ok, %ones, %ninf
+  %t = permute %w {perm = [1, 0]}
+  %m = mul %a, %t
+  %mx = amax %m {axes = [2], keepdim = true}
+  %d = sub %m, %mx
+  %e = exp %d
+  %s = sum %e {axes = [2], keepdim = true}
+  %y = div %e, %s
+  %jt = permute %j {perm = [1, 0]}
+  return %y, %jt
+})",
+                              o, &plan));
+  // The row kernel and the copy of the returned view to its output (which computes %j):
+  // no kernel for %i, %j, %one or the mask.
+  EXPECT_EQ(kinds(plan), (Kinds{"row", "copy"}));
+}
+
 TEST(LowerMisc, ExampleGraphsLowerAndMatchTheEvaluator) {
   for (const char *name : {"mlp.tg", "layernorm.tg", "attention.tg"}) {
     std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/ir/graph/examples/" + name);

@@ -39,6 +39,25 @@ TEST(LowerReduce, SoftmaxIsOneRowKernelAtEveryFloatType) {
   }
 }
 
+// exp(x - max) is computed once per element: the sum pass writes it into the output, the
+// output pass divides it in place (at every float type: the value is rounded to the output's
+// dtype already, so its round trip through the buffer is exact).
+TEST(LowerReduce, SoftmaxComputesEachExponentialOnce) {
+  for (const char *t : {"f32", "f16", "f64"})
+    for (const char *backend : {"cpu", "vulkan"}) {
+      Plan plan;
+      CheckOptions o;
+      o.caps.backend = backend;
+      o.reduceLength = 300;
+      EXPECT_TRUE(lowerAndCompare(softmax(t, 7, 300), o, &plan)) << t << " " << backend;
+      size_t exps = 0;
+      for (size_t at = plan.module.find(" = exp "); at != std::string::npos;
+           at = plan.module.find(" = exp ", at + 1))
+        ++exps;
+      EXPECT_EQ(exps, 1u) << t << " " << backend;
+    }
+}
+
 TEST(LowerReduce, RowsOfEveryLengthAndTwoSubgroupSizes) {
   // 0 (an empty row: sum 0, amax refused so only sum here), 1, primes, longer than a workgroup.
   for (uint32_t sg : {8u, 32u})
@@ -59,29 +78,95 @@ TEST(LowerReduce, RowsOfEveryLengthAndTwoSubgroupSizes) {
                               o));
 }
 
-// A row's workgroup: as wide as the row up to subgroup size^2 on GPUs, two subgroups on the
-// CPU backend (docs/graph_ir.md: measured faster there); the results match either way, and
-// the module text is the same for every row length (the width is a launch parameter).
-TEST(LowerReduce, RowWorkgroupWidthPerBackend) {
-  for (const char *backend : {"cpu", "vulkan"}) {
+std::string layerNorm(int64_t rows, int64_t cols);
+
+// A row's schedule (docs/graph_ir.md, "Row kernels' schedule"): one subgroup per row, 4 rows
+// per workgroup on the CPU backend at every length (the text is the same for all); on GPUs
+// up to 32 elements per lane (then up to 8 rows per workgroup), beyond that one workgroup per
+// row as wide as the row up to subgroup size^2. The results match the evaluator either way.
+TEST(LowerReduce, RowScheduleFromTheCaps) {
+  struct Case {
+    const char *backend;
+    int64_t cols;
+    uint32_t x, y;
+  };
+  for (const Case &c : {Case{"cpu", 7, 16, 4}, Case{"cpu", 40, 16, 4}, Case{"cpu", 600, 16, 4},
+                        Case{"cpu", 2000, 16, 4}, Case{"vulkan", 7, 16, 8},
+                        Case{"vulkan", 512, 16, 8}, Case{"vulkan", 600, 256, 1}}) {
+    Plan plan;
+    CheckOptions o;
+    o.caps.backend = c.backend;
+    o.reduceLength = c.cols;
+    EXPECT_TRUE(lowerAndCompare(softmax("f32", 9, c.cols), o, &plan)) << c.backend << c.cols;
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_EQ(plan.launches[0].workgroup[0], c.x) << c.backend << " " << c.cols;
+    EXPECT_EQ(plan.launches[0].workgroup[1], c.y) << c.backend << " " << c.cols;
+    EXPECT_EQ(plan.launches[0].grid[0], (9 + c.y - 1) / c.y) << c.backend << " " << c.cols;
+    // Subgroup rows combine with a subgroup op alone: no shared memory, and no barrier
+    // outside the CPU backend's lock-step pass loops.
+    bool sub = c.y > 1;
+    EXPECT_EQ(plan.module.find("shared_alloc") == std::string::npos, sub) << c.backend << c.cols;
+  }
+  for (const char *backend : {"cpu", "vulkan"}) { // size-independent text within a schedule
     std::string module;
-    for (int64_t cols : {7, 40, 257, 600}) {
+    for (int64_t cols : {7, 40, 257}) {
       Plan plan;
       CheckOptions o;
       o.caps.backend = backend;
       o.reduceLength = cols;
-      EXPECT_TRUE(lowerAndCompare(softmax("f32", 3, cols), o, &plan)) << backend << " " << cols;
-      ASSERT_EQ(plan.launches.size(), 1u);
-      uint32_t want = std::string(backend) == "cpu" ? (cols <= 16 ? 16 : 32)
-                      : cols <= 16                  ? 16
-                      : cols <= 64                  ? 64
-                                                    : 256;
-      EXPECT_EQ(plan.launches[0].workgroup[0], want) << backend << " " << cols;
+      ASSERT_TRUE(lowerAndCompare(softmax("f32", 3, cols), o, &plan));
       if (module.empty())
         module = plan.module;
       EXPECT_EQ(plan.module, module) << backend << " " << cols;
     }
   }
+}
+
+// Subgroup rows where the row count is not a multiple of the rows per workgroup (the last
+// workgroup's spare subgroups recompute the last row and store nothing), several outer dims,
+// per-row statistics written, grid-stride over row blocks (a grid smaller than the rows is
+// what 65535 workgroups cap), at two subgroup sizes and both backends' schedules.
+TEST(LowerReduce, SubgroupRowsWithPartialBlocksAndPerRowOutputs) {
+  for (const char *backend : {"cpu", "vulkan"})
+    for (uint32_t sg : {8u, 32u})
+      for (int64_t rows : {1, 5, 13}) {
+        Plan plan;
+        CheckOptions o;
+        o.caps.backend = backend;
+        o.caps.subgroupSize = sg;
+        o.reduceLength = 67;
+        EXPECT_TRUE(lowerAndCompare(layerNorm(rows, 67), o, &plan))
+            << backend << " sg " << sg << " rows " << rows;
+        EXPECT_EQ(kinds(plan), Kinds{"row"});
+        EXPECT_EQ(plan.launches[0].workgroup[0], sg);
+      }
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 12;
+  EXPECT_TRUE(lowerAndCompare(R"(graph @s(%x: tensor<f32, [3, 5, 12]>) {
+  %m = amax %x {axes = [2], keepdim = true}
+  %s = sub %x, %m
+  %e = exp %s
+  %t = sum %e {axes = [2], keepdim = true}
+  %y = div %e, %t
+  return %y, %m, %t
+})",
+                              o, &plan));
+  EXPECT_EQ(kinds(plan), Kinds{"row"});
+}
+
+// layer_norm's mean and var read one row sum: three passes over the row (sum, squared
+// deviations, the output), not four.
+TEST(LowerReduce, MeanAndVarOfOneValueShareTheirSumPass) {
+  Plan plan;
+  CheckOptions o;
+  o.reduceLength = 40;
+  ASSERT_TRUE(lowerAndCompare(layerNorm(4, 40), o, &plan));
+  size_t loops = 0;
+  for (size_t at = plan.module.find("for %j"); at != std::string::npos;
+       at = plan.module.find("for %j", at + 1))
+    ++loops;
+  EXPECT_EQ(loops, 3u) << plan.module;
 }
 
 TEST(LowerReduce, LogSoftmaxIsOneRowKernel) {
