@@ -93,22 +93,26 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
                          "    store %v, %x[%i] : f32\n"
                          "  }\n"
                          "}\n");
-  EXPECT_CONTAINS(s, "bool v3 = false; // nothing in the loop can overflow");
-  EXPECT_CONTAINS(s, "v2 = ((uint)n_arg - (uint)v1 - 1u) / (uint)v0 + 1u;");
-  EXPECT_CONTAINS(s, "v3 = v4 + (long)v0 <= (long)INT_MAX &&");
-  EXPECT_CONTAINS(
-      s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + v4 <= (long)INT_MAX &&");
+  EXPECT_CONTAINS(s, "bool v2 = false; // nothing in the loop can overflow");
+  // iv in [b, n - 1]: no iteration count (no division per work-item)
+  EXPECT_CONTAINS(s, "v2 = ((long)n_arg - 1l) + (long)v0 <= (long)INT_MAX &&");
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + ((long)n_arg - "
+                     "1l) <= (long)INT_MAX &&");
   // both accesses in range: the fast form drops their checks, the general form keeps them
-  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + v4) < (ulong)n0 &&");
-  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(v4) < (ulong)n0;");
-  EXPECT_CONTAINS(s, "float v9 = p0[v8];");
-  EXPECT_CONTAINS(s, "float v14 = (ulong)v13 < (ulong)n0 ? p0[v13] : (float)0;");
-  EXPECT_CONTAINS(s, "if ((ulong)v15 < (ulong)n0)\n        p0[v15] = v14;");
-  EXPECT_CONTAINS(s, "for (uint v6 = 0u; v6 < v5; ++v6) {");
-  EXPECT_CONTAINS(s, "int v7 = (b_arg + v1);");                   // the fast form's add
-  EXPECT_CONTAINS(s, "int v12 = (int)((uint)b_arg + (uint)v1);"); // the general form's
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + ((long)n_arg - 1l)) "
+                     "< (ulong)n0 &&");
+  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(((long)n_arg - 1l)) < (ulong)n0;");
+  EXPECT_CONTAINS(s, "float v6 = p0[v5];");
+  EXPECT_CONTAINS(s, "float v11 = (ulong)v10 < (ulong)n0 ? p0[v10] : (float)0;");
+  EXPECT_CONTAINS(s, "if ((ulong)v12 < (ulong)n0)\n        p0[v12] = v11;");
+  // chunks of 1024 iterations, a plain loop each, the flag read between them
+  EXPECT_CONTAINS(s, "int v3 = (long)n_arg - (long)v1 > 1024l * (long)v0 ? (int)((long)v1 + "
+                     "1024l * (long)v0) : n_arg;");
+  EXPECT_CONTAINS(s, "while (v1 < v3) {");
+  EXPECT_CONTAINS(s, "int v4 = (b_arg + v1);");                  // the fast form's add
+  EXPECT_CONTAINS(s, "int v9 = (int)((uint)b_arg + (uint)v1);"); // the general form's
   EXPECT_CONTAINS(s, "v1 += v0; // no overflow: checked before the loop");
-  EXPECT_CONTAINS(s, "if (v5 == 1024u) {");
+  EXPECT_CONTAINS(s, "if (v1 >= n_arg)\n        break;\n      if (tsr_cancelled(control)) {");
 
   std::string nested =
       source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
