@@ -343,6 +343,8 @@ std::string Emitter::inRangeTest(const ir::Op &op, const MemRef &m, const ir::Va
   if (h.num == 0) { // a constant bound: decided here for a shared array
     if (m.shared)
       return h.b < static_cast<int64_t>(std::stoll(m.count)) ? "true" : "";
+    if (r->lo->num == 0 && r->lo->b == h.b) // one index: the plain check is as cheap
+      return "";
     return "(" + std::to_string(h.b) + "l < (long)" + m.count + ")";
   }
   // floor(num * L / 2^sh) + b is the largest index of this launch (a uniform value)
