@@ -100,11 +100,15 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
   line("bool " + *fast + " = false; // nothing in the loop can overflow");
   line("if (" + std::string(stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub + ")");
   ++indent_;
-  // Every value of iv is in [start, ub - 1] (a superset of the values it takes: no iteration
-  // count, whose division per work-item cost PoCL's work-item loops more than the checks it
-  // saved), and iv + step <= ub - 1 + step. An add of a loop-invariant x runs in
-  // [x + start, x + ub - 1].
+  // Every value of iv is in [start, hi] with hi = ub - 1 (a superset of the values it takes:
+  // no iteration count, whose division per work-item cost PoCL's work-item loops more than the
+  // checks it saved), and iv + step <= hi + step. An add of a loop-invariant x runs in
+  // [x + start, x + hi]. A constant step > 1 makes hi the last value exactly (a remainder by
+  // a constant: a multiply), so that an unrolled body's x[iv + step - 1] stays provable.
   std::string hi = "((long)" + ub + " - 1l)";
+  if (stepKnownPositive && op.operands[2]->def->literal.i != 1)
+    hi = "((long)" + ub + " - 1l - ((long)" + ub + " - 1l - (long)" + iv + ") % " +
+         std::to_string(static_cast<int32_t>(op.operands[2]->def->literal.i)) + "l)";
   std::string pad(static_cast<size_t>(indent_) * 2 + 4, ' ');
   std::string cond = hi + " + (long)" + step + " <= (long)INT_MAX";
   for (const auto &[add, x] : adds) {

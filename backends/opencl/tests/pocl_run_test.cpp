@@ -486,6 +486,31 @@ TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
   }
 }
 
+// A constant step bounds the fast form's index range by the exact last value: x[i + 3] with
+// step 4 up to 16 reads x[15], one past a 15-element x, so the general form runs and the
+// robust load reads 0 there (and with 16 elements the fast form reads it).
+TEST_F(OpenCLFaultTest, ForFastFormWithAConstantStepStopsAtTheLastValue) {
+  for (int size : {15, 16}) {
+    std::string text = "kernel @unr(%x: buffer<i32, readonly>, %y: buffer<i32>, %n: i32) {\n"
+                       "  %z = const 0 : i32\n  %four = const 4 : i32\n  %three = const 3 : i32\n"
+                       "  for %i = %z to %n step %four : i32 {\n"
+                       "    %j = add %i, %three : i32\n"
+                       "    %v = load %x[%j] : i32\n"
+                       "    store %v, %y[%i] : i32\n"
+                       "  }\n"
+                       "}\n"
+                       "launch @unr grid(1) workgroup(1) {\n  %x[" +
+                       std::to_string(size) +
+                       "] = iota(100, 1)\n  %y[16] = fill(-1)\n  %n = 16\n}\n";
+    SCOPED_TRACE("x of " + std::to_string(size));
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+    ASSERT_EQ(dev.buffers.size(), 2u);
+    EXPECT_TRUE(dev.guardsIntact);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(word(dev.buffers[1], i), i % 4 ? -1 : i + 3 < size ? 103 + i : 0) << i;
+  }
+}
+
 // The cancel flag set: an endless `while`, and a `for` over 2^31 iterations in its fast form
 // (oc_for.cpp), end with the deadline record, with and without a barrier in the kernel (with
 // one, the work-items leave their loops instead of returning, and the `for` has counted

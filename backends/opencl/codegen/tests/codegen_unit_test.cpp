@@ -114,6 +114,21 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
   EXPECT_CONTAINS(s, "v1 += v0; // no overflow: checked before the loop");
   EXPECT_CONTAINS(s, "if (v1 >= n_arg)\n        break;\n      if (tsr_cancelled(control)) {");
 
+  // A constant step > 1: the last value exactly (ub - 1 - (ub - 1 - start) % step), so the
+  // unrolled x[i + 3] of a loop with step 4 over 16 elements is in range in the fast form.
+  std::string unrolled = source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
+                                "  %z = const 0 : i32\n  %four = const 4 : i32\n"
+                                "  %three = const 3 : i32\n"
+                                "  for %i = %z to %n step %four : i32 {\n"
+                                "    %j = add %i, %three : i32\n"
+                                "    %v = load %x[%j] : f32\n"
+                                "    store %v, %x[%i] : f32\n"
+                                "  }\n"
+                                "}\n");
+  EXPECT_CONTAINS(unrolled, "(ulong)((long)v2 + ((long)n_arg - 1l - ((long)n_arg - 1l - "
+                            "(long)v3) % 4l)) < (ulong)n0 &&");
+  EXPECT_CONTAINS(unrolled, "float v8 = p0[v7];");
+
   std::string nested =
       source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
              "  %z = const 0 : i32\n  %one = const 1 : i32\n"
