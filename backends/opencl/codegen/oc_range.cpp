@@ -11,8 +11,10 @@
 // [lo(lb), hi(ub) - 1] (docs/ir.md: it never wraps). That proves, for example, that the tree
 // reduction `if (tid < s) red[tid + s]` with s = local_size >> 1, halved each level, reads
 // below L: red's size N still has to be >= L, so the check becomes one test of the launch
-// (`L <= N || idx < N`), which PoCL folds away when it compiles the kernel for the workgroup
-// size of the launch, and which costs a uniform compare elsewhere. Indices whose bound does not
+// (`bound(L) < N || idx < N`), which PoCL can fold when it compiles the kernel for the
+// workgroup size of the launch (unless LLVM has already hoisted the combined test of a
+// loop-invariant index out of a loop: docs/performance.md), and which costs a uniform compare
+// elsewhere. Indices whose bound does not
 // depend on L are decided here: a constant-bounded index inside a shared array loses its check.
 // Calls (inlined at each call site) and atomics keep their checks.
 //
