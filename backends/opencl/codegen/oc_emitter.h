@@ -15,6 +15,7 @@
 #include "backends/opencl/codegen/opencl_codegen.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,40 @@ struct MemRef {
   ir::Scalar elem = ir::Scalar::F32;
   uint32_t param = UINT32_MAX; // kernel parameter index; UINT32_MAX for shared arrays
   bool shared = false;
+};
+
+/// An affine bound num * L / 2^sh + b of an i32 value, L the work-group size in dimension
+/// `dim` (num == 0: the constant b). See oc_range.cpp.
+struct IndexBound {
+  int64_t num = 0;
+  int sh = 0;
+  int64_t b = 0;
+  int dim = 0;
+};
+
+/// Bounds that hold for every launch; an absent end is unbounded.
+struct IndexRange {
+  std::optional<IndexBound> lo, hi;
+  bool nonNegative() const;
+};
+
+/// The ranges of the indices of a kernel's loads and stores (oc_range.cpp).
+class RangeAnalysis {
+public:
+  void run(const ir::Block &kernelBody);
+  /// The range of load / store `op`'s index, or null when the op was not analysed.
+  const IndexRange *index(const ir::Op &op) const;
+
+private:
+  IndexRange of(const ir::Value *v) const;
+  void set(const ir::Value *v, const IndexRange &r);
+  IndexRange result(const ir::Op &op) const;
+  void narrow(const ir::Value *cond, bool holds);
+  void walk(const ir::Block &b);
+  void walkIf(const ir::Op &op);
+  void walkLoop(const ir::Op &op);
+  std::map<const ir::Value *, IndexRange> env_;
+  std::map<const ir::Op *, IndexRange> ranges_;
 };
 
 class Emitter {
@@ -85,6 +120,10 @@ public:
   MemRef *mem(const ir::Value *v);
   std::string loadElem(const MemRef &m, const std::string &idx);
   std::string storeElem(const MemRef &m, const std::string &idx, const std::string &v);
+  /// A test that load / store `op`'s `index` is inside `m` for the whole launch (oc_range.cpp):
+  /// "true" when that holds for every launch, "" when nothing is known.
+  std::string inRangeTest(const ir::Op &op, const MemRef &m, const ir::Value *index);
+  RangeAnalysis ranges_;
   /// The statement that records an out-of-bounds fault of `m` at `idx` (checked mode).
   std::string boundsFault(const MemRef &m, const std::string &kind, const std::string &idx);
 
@@ -102,11 +141,11 @@ public:
   std::set<const ir::Op *> nswAdds_;
   /// The loads and stores of a `for` body proved in range before the loop (oc_for.cpp).
   std::set<const ir::Op *> inRangeMem_;
-  /// The iteration count and non-overflow test of `for` loop `op`'s fast form, or false when
-  /// the loop does not have one (oc_for.cpp).
+  /// Emits the test that `for` loop `op`'s fast form may run (nothing overflows, the loads
+  /// and stores in inRangeMem_ stay in range) into a new bool named in *fast; false when the
+  /// loop has no fast form (oc_for.cpp).
   bool fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,
-                    const std::string &step, bool stepKnownPositive, std::string *trips,
-                    std::string *fast);
+                    const std::string &step, bool stepKnownPositive, std::string *fast);
   bool emitWhile(const ir::Op &op);
   bool emitCall(const ir::Op &op);
   void emitPoll(const std::string &counter);

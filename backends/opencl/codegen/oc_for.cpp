@@ -7,14 +7,16 @@
 // scalar, 0.6x of the same algorithm written by hand (bench/opencl_bench).
 //
 // The fast form, for an innermost i32 loop without barriers or matrices, is taken when a test
-// before the loop proves that nothing in it can overflow: the iteration count is computed once, the
-// body runs in a counted inner loop of at most kPollInterval iterations (one exit) with the cancel
+// before the loop proves that nothing in it can overflow (iv stays in [start, ub - 1], a
+// superset of its values that needs no iteration count: the division that counted them cost
+// every work-item of PoCL's work-item loops more than it saved). The body runs in a plain
+// `while (iv < end)` loop (one exit) over chunks of kPollInterval iterations with the cancel
 // flag read between them, and `iv + step` as well as each `add` of the induction variable and
 // a loop-invariant value are emitted as plain signed C adds (which then never overflow), so
 // the index of a load is an affine expression the vectoriser understands; a load or store
-// indexed by such a value whose whole index range is inside its memory loses its bounds check. Both
-// forms run the same iterations, read the flag after the same iterations and compute the same
-// values.
+// indexed by such a value whose whole index range is inside its memory loses its bounds check.
+// Both forms run the same iterations, read the flag after the same iterations and compute the
+// same values.
 #include "backends/opencl/codegen/oc_emitter.h"
 
 namespace tessera::opencl::detail {
@@ -86,8 +88,7 @@ void memOps(const ir::Block &b, std::vector<std::pair<const ir::Op *, const ir::
 } // namespace
 
 bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::string &ub,
-                           const std::string &step, bool stepKnownPositive, std::string *trips,
-                           std::string *fast) {
+                           const std::string &step, bool stepKnownPositive, std::string *fast) {
   const ir::Block &body = op.region(0);
   if (body.args[0]->type.elem != Scalar::I32 || containsBarrier(body) || unfitForTwoForms(body))
     return false;
@@ -95,28 +96,30 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
   definedIn(body, &inner);
   std::vector<std::pair<const ir::Op *, const ir::Value *>> adds;
   ivAdds(body, body.args[0].get(), inner, &adds);
-  *trips = fresh();
   *fast = fresh();
-  std::string last = fresh();
-  line("uint " + *trips + " = 0u; // the iterations left (fast form)");
   line("bool " + *fast + " = false; // nothing in the loop can overflow");
-  line("if (" + std::string(stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub + ") {");
+  line("if (" + std::string(stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub + ")");
   ++indent_;
-  // iv < ub: ub - iv is in [1, 2^32) as uint, and iv + (trips - 1) * step the last value < ub.
-  line(*trips + " = ((uint)" + ub + " - (uint)" + iv + " - 1u) / (uint)" + step + " + 1u;");
-  line("long " + last + " = (long)" + iv + " + (long)(" + *trips + " - 1u) * (long)" + step + ";");
-  // iv runs from its start to `last` (and one step past it); an add of a loop-invariant x
-  // runs over [x + start, x + last].
-  std::string cond = last + " + (long)" + step + " <= (long)INT_MAX";
+  // Every value of iv is in [start, hi] with hi = ub - 1 (a superset of the values it takes:
+  // no iteration count, whose division per work-item cost PoCL's work-item loops more than the
+  // checks it saved), and iv + step <= hi + step. An add of a loop-invariant x runs in
+  // [x + start, x + hi]. A constant step > 1 makes hi the last value exactly (a remainder by
+  // a constant: a multiply), so that an unrolled body's x[iv + step - 1] stays provable.
+  std::string hi = "((long)" + ub + " - 1l)";
+  if (stepKnownPositive && op.operands[2]->def->literal.i != 1)
+    hi = "((long)" + ub + " - 1l - ((long)" + ub + " - 1l - (long)" + iv + ") % " +
+         std::to_string(static_cast<int32_t>(op.operands[2]->def->literal.i)) + "l)";
+  std::string pad(static_cast<size_t>(indent_) * 2 + 4, ' ');
+  std::string cond = hi + " + (long)" + step + " <= (long)INT_MAX";
   for (const auto &[add, x] : adds) {
     std::string xs = "(long)" + val(x);
-    cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + xs + " + (long)" +
-            iv + " >= (long)INT_MIN && " + xs + " + " + last + " <= (long)INT_MAX";
+    cond += " &&\n" + pad + xs + " + (long)" + iv + " >= (long)INT_MIN && " + xs + " + " + hi +
+            " <= (long)INT_MAX";
     nswAdds_.insert(add);
   }
   // A load or store indexed by iv or by one of those adds stays inside its buffer or shared
-  // array when both ends of the index range do: then the fast form leaves out its check (the
-  // general form runs, and checks, whenever one would not).
+  // array when both ends of that range do: then the fast form leaves out its check (the
+  // general form runs, and checks, whenever one might not).
   if (bounded()) {
     std::vector<std::pair<const ir::Op *, const ir::Value *>> mems;
     memOps(body, &mems);
@@ -124,27 +127,25 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
       auto ref = mems_.find(m->operands[m->kind == OpKind::Load ? 0 : 1]);
       if (ref == mems_.end())
         continue;
-      std::string lo, hi;
+      std::string lo, top;
       if (index == body.args[0].get()) {
         lo = "(long)" + iv;
-        hi = last;
+        top = hi;
       } else {
         for (const auto &[add, x] : adds)
           if (add->result() == index) {
             lo = "(long)" + val(x) + " + (long)" + iv;
-            hi = "(long)" + val(x) + " + " + last;
+            top = "(long)" + val(x) + " + " + hi;
           }
       }
       if (lo.empty())
         continue;
-      cond += " &&\n" + std::string(static_cast<size_t>(indent_) * 2 + 4, ' ') + lo +
-              " >= 0l && (ulong)(" + hi + ") < (ulong)" + ref->second.count;
+      cond += " &&\n" + pad + lo + " >= 0l && (ulong)(" + top + ") < (ulong)" + ref->second.count;
       inRangeMem_.insert(m);
     }
   }
   line(*fast + " = " + cond + ";");
   --indent_;
-  line("}");
   return true;
 }
 
@@ -175,19 +176,24 @@ bool Emitter::emitFor(const ir::Op &op) {
     line("  " + faultCall("7u /* TSR_FAULT_LOOP_STEP */", UINT32_MAX, step, "0"));
   }
 
-  std::string trips, fast;
-  bool twoForms = fastForGuard(op, iv, ub, step, stepKnownPositive, &trips, &fast);
+  std::string fast;
+  bool twoForms = fastForGuard(op, iv, ub, step, stepKnownPositive, &fast);
   if (twoForms) {
-    // The fast form: chunks of kPollInterval counted iterations, the flag read after each
-    // full chunk (where the general form reads it: after every kPollInterval iterations).
-    std::string chunk = fresh(), k = fresh(), n = std::to_string(kPollInterval) + "u";
+    // The fast form: a plain `while (iv < end) { body; iv += step; }` over chunks of kPollInterval
+    // iterations (end = iv + kPollInterval * step, or ub for the last chunk), the flag read
+    // after each chunk that is not the last (where the general form reads it).
     line("if (" + fast + ") {");
     ++indent_;
-    line("while (" + stop + trips + " != 0u) {");
-    ++indent_;
-    line("uint " + chunk + " = " + trips + " < " + n + " ? " + trips + " : " + n + ";");
-    line(trips + " -= " + chunk + ";");
-    line("for (uint " + k + " = 0u; " + k + " < " + chunk + "; ++" + k + ") {");
+    std::string end = fresh(), n = std::to_string(kPollInterval) + "l";
+    if (cancellable) {
+      line(std::string(hasBarrier_ ? "while (!tsr_stop)" : "for (;;)") + " {");
+      ++indent_;
+      line("int " + end + " = (long)" + ub + " - (long)" + iv + " > " + n + " * (long)" + step +
+           " ? (int)((long)" + iv + " + " + n + " * (long)" + step + ") : " + ub + ";");
+    } else {
+      line("int " + end + " = " + ub + ";");
+    }
+    line("while (" + iv + " < " + end + ") {");
     ++indent_;
     std::vector<std::string> ys;
     bool ok = emitBlock(body, &ys);
@@ -203,14 +209,12 @@ bool Emitter::emitFor(const ir::Op &op) {
     --indent_;
     line("}");
     if (cancellable) {
-      line("if (" + chunk + " == " + n + ") {");
-      ++indent_;
+      line("if (" + iv + " >= " + ub + ")");
+      line("  break;");
       emitCancelExit();
       --indent_;
       line("}");
     }
-    --indent_;
-    line("}");
     --indent_;
     line("} else {");
     ++indent_;

@@ -454,6 +454,7 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   for (const std::string &s : prologue)
     line(s);
   hasBarrier_ = containsBarrier(*f.body);
+  ranges_.run(*f.body);
   if (hasBarrier_)
     line("bool tsr_stop = false; // set when the launch is cancelled (see emitPoll)");
   if (!emitBlock(*f.body, nullptr))

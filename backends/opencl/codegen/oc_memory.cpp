@@ -55,6 +55,13 @@ std::string Emitter::boundsFault(const MemRef &m, const std::string &kind, const
 }
 
 namespace {
+/// The bounds test of an access at `idx`, short-cut by a uniform test `fits` that the whole
+/// launch's indices are inside `m` (oc_range.cpp; PoCL folds it for a known work-group size).
+std::string inRangeOk(const std::string &fits, const std::string &idx, const MemRef &m) {
+  std::string ok = "(ulong)" + idx + " < (ulong)" + m.count;
+  return fits.empty() ? ok : "(" + fits + " || " + ok + ")";
+}
+
 const char *kLoadFault = "1u /* TSR_FAULT_LOAD_OUT_OF_BOUNDS */";
 const char *kStoreFault = "2u /* TSR_FAULT_STORE_OUT_OF_BOUNDS */";
 const char *kAtomicFault = "3u /* TSR_FAULT_ATOMIC_OUT_OF_BOUNDS */";
@@ -66,11 +73,13 @@ bool Emitter::emitLoad(const ir::Op &op) {
     return false;
   std::string idx = fresh();
   line("long " + idx + " = (long)" + val(op.operands[1]) + "; // " + loc() + " load");
-  if (!bounded() || inRangeMem_.count(&op)) { // in range: proved before the loop (oc_for.cpp)
+  // In range: proved before the loop (oc_for.cpp) or for every launch (oc_range.cpp).
+  std::string fits = bounded() ? inRangeTest(op, *m, op.operands[1]) : "";
+  if (!bounded() || inRangeMem_.count(&op) || fits == "true") {
     def(op.result(), loadElem(*m, idx));
     return true;
   }
-  std::string ok = "(ulong)" + idx + " < (ulong)" + m->count;
+  std::string ok = inRangeOk(fits, idx, *m);
   if (checked()) {
     line("if (!(" + ok + "))");
     line("  " + boundsFault(*m, kLoadFault, idx));
@@ -87,11 +96,12 @@ bool Emitter::emitStore(const ir::Op &op) {
   std::string v = val(op.operands[0]);
   std::string idx = fresh();
   line("long " + idx + " = (long)" + val(op.operands[2]) + "; // " + loc() + " store");
-  if (!bounded() || inRangeMem_.count(&op)) {
+  std::string fits = bounded() ? inRangeTest(op, *m, op.operands[2]) : "";
+  if (!bounded() || inRangeMem_.count(&op) || fits == "true") {
     line(storeElem(*m, idx, v));
     return true;
   }
-  std::string ok = "(ulong)" + idx + " < (ulong)" + m->count;
+  std::string ok = inRangeOk(fits, idx, *m);
   line("if (" + ok + ")");
   line("  " + storeElem(*m, idx, v));
   if (checked()) {

@@ -3,7 +3,8 @@
 // interpreter (ir/interp, subgroup size 1 as the ABI says): every kernel with a launch spec in
 // ir/examples and conformance/kernels, then hand-written kernels for the fault rules
 // (division by zero, out-of-bounds in robust and checked mode with the record's contents, the
-// `for` step rule, the `for` fast form's guard, cancelled long loops). Skips with the reason when
+// `for` step rule, the `for` fast form's guard, shared indices bounded by the work-group size,
+// cancelled long loops). Skips with the reason when
 // no OpenCL platform exists.
 #include "backends/opencl/tests/pocl_host.h"
 #include "ir/interp/interpreter.h"
@@ -423,6 +424,91 @@ TEST_F(OpenCLFaultTest, ForFastFormKeepsBoundsChecksPastTheEnd) {
   EXPECT_TRUE(dev.guardsIntact);
   EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
   EXPECT_EQ(dev.control[5], 16u); // the first index past the end
+}
+
+// A tree reduction over shared<i32, 8> (oc_range.cpp bounds its indices by the work-group
+// size L): with L = 8 the short cut holds and the sum matches the interpreter; with L = 16 it
+// does not, and the accesses past the array must still read 0 and be dropped (robust: still
+// 1 + ... + 8, as the robust rules give) or be recorded (checked: the shared-memory fault).
+std::string treeSum(int workgroup) {
+  std::string w = std::to_string(workgroup);
+  return "kernel @tree(%y: buffer<i32>) {\n"
+         "  %red = shared_alloc : shared<i32, 8>\n"
+         "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
+         "  %zero = const 0 : i32\n  %one = const 1 : i32\n"
+         "  %v = add %tid, %one : i32\n"
+         "  store %v, %red[%tid] : i32\n"
+         "  barrier\n"
+         "  %half = shr.u %nt, %one : i32\n"
+         "  %e = while iter(%s = %half) {\n"
+         "    %go = cmp.sgt %s, %zero : i32\n    condition %go\n"
+         "  } do {\n"
+         "    %act = cmp.slt %tid, %s : i32\n"
+         "    if %act {\n"
+         "      %o = add %tid, %s : i32\n"
+         "      %a = load %red[%tid] : i32\n"
+         "      %b = load %red[%o] : i32\n"
+         "      %c = add %a, %b : i32\n"
+         "      store %c, %red[%tid] : i32\n"
+         "    }\n"
+         "    barrier\n"
+         "    %s2 = shr.u %s, %one : i32\n    yield %s2\n"
+         "  }\n"
+         "  %r = load %red[%zero] : i32\n"
+         "  store %r, %y[%tid] : i32\n"
+         "}\n"
+         "launch @tree grid(1) workgroup(" +
+         w + ") {\n  %y[" + w + "] = fill(-1)\n}\n";
+}
+
+TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
+  for (int wg : {8, 16}) {
+    SCOPED_TRACE("workgroup " + std::to_string(wg));
+    auto m = testing::parse(treeSum(wg));
+    ASSERT_NE(m, nullptr);
+    OpenCLCompileOptions o;
+    o.bounds = TSR_BOUNDS_ROBUST;
+    if (wg == 8) // the interpreter faults on the accesses past the array
+      runAndCompare(*m, "tree", o, 0, 0);
+    DeviceRun dev = runText(treeSum(wg), TSR_BOUNDS_ROBUST);
+    ASSERT_EQ(dev.buffers.size(), 1u);
+    EXPECT_EQ(dev.control[1], 0u);
+    for (int i = 0; i < wg; ++i)
+      EXPECT_EQ(word(dev.buffers[0], i), 36) << i; // 1 + ... + 8: nothing past red's end
+    dev = runText(treeSum(wg), TSR_BOUNDS_CHECKED);
+    if (wg == 8) {
+      EXPECT_EQ(dev.control[1], 0u);
+    } else {
+      EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_SHARED_OUT_OF_BOUNDS});
+      EXPECT_EQ(dev.control[7], 8u); // the array's size
+      EXPECT_GE(dev.control[5], 8u); // an index past it
+    }
+  }
+}
+
+// A constant step bounds the fast form's index range by the exact last value: x[i + 3] with
+// step 4 up to 16 reads x[15], one past a 15-element x, so the general form runs and the
+// robust load reads 0 there (and with 16 elements the fast form reads it).
+TEST_F(OpenCLFaultTest, ForFastFormWithAConstantStepStopsAtTheLastValue) {
+  for (int size : {15, 16}) {
+    std::string text = "kernel @unr(%x: buffer<i32, readonly>, %y: buffer<i32>, %n: i32) {\n"
+                       "  %z = const 0 : i32\n  %four = const 4 : i32\n  %three = const 3 : i32\n"
+                       "  for %i = %z to %n step %four : i32 {\n"
+                       "    %j = add %i, %three : i32\n"
+                       "    %v = load %x[%j] : i32\n"
+                       "    store %v, %y[%i] : i32\n"
+                       "  }\n"
+                       "}\n"
+                       "launch @unr grid(1) workgroup(1) {\n  %x[" +
+                       std::to_string(size) +
+                       "] = iota(100, 1)\n  %y[16] = fill(-1)\n  %n = 16\n}\n";
+    SCOPED_TRACE("x of " + std::to_string(size));
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+    ASSERT_EQ(dev.buffers.size(), 2u);
+    EXPECT_TRUE(dev.guardsIntact);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(word(dev.buffers[1], i), i % 4 ? -1 : i + 3 < size ? 103 + i : 0) << i;
+  }
 }
 
 // The cancel flag set: an endless `while`, and a `for` over 2^31 iterations in its fast form

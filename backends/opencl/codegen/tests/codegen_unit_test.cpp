@@ -93,22 +93,41 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
                          "    store %v, %x[%i] : f32\n"
                          "  }\n"
                          "}\n");
-  EXPECT_CONTAINS(s, "bool v3 = false; // nothing in the loop can overflow");
-  EXPECT_CONTAINS(s, "v2 = ((uint)n_arg - (uint)v1 - 1u) / (uint)v0 + 1u;");
-  EXPECT_CONTAINS(s, "v3 = v4 + (long)v0 <= (long)INT_MAX &&");
-  EXPECT_CONTAINS(
-      s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + v4 <= (long)INT_MAX &&");
+  EXPECT_CONTAINS(s, "bool v2 = false; // nothing in the loop can overflow");
+  // iv in [b, n - 1]: no iteration count (no division per work-item)
+  EXPECT_CONTAINS(s, "v2 = ((long)n_arg - 1l) + (long)v0 <= (long)INT_MAX &&");
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= (long)INT_MIN && (long)b_arg + ((long)n_arg - "
+                     "1l) <= (long)INT_MAX &&");
   // both accesses in range: the fast form drops their checks, the general form keeps them
-  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + v4) < (ulong)n0 &&");
-  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(v4) < (ulong)n0;");
-  EXPECT_CONTAINS(s, "float v9 = p0[v8];");
-  EXPECT_CONTAINS(s, "float v14 = (ulong)v13 < (ulong)n0 ? p0[v13] : (float)0;");
-  EXPECT_CONTAINS(s, "if ((ulong)v15 < (ulong)n0)\n        p0[v15] = v14;");
-  EXPECT_CONTAINS(s, "for (uint v6 = 0u; v6 < v5; ++v6) {");
-  EXPECT_CONTAINS(s, "int v7 = (b_arg + v1);");                   // the fast form's add
-  EXPECT_CONTAINS(s, "int v12 = (int)((uint)b_arg + (uint)v1);"); // the general form's
+  EXPECT_CONTAINS(s, "(long)b_arg + (long)v1 >= 0l && (ulong)((long)b_arg + ((long)n_arg - 1l)) "
+                     "< (ulong)n0 &&");
+  EXPECT_CONTAINS(s, "(long)v1 >= 0l && (ulong)(((long)n_arg - 1l)) < (ulong)n0;");
+  EXPECT_CONTAINS(s, "float v6 = p0[v5];");
+  EXPECT_CONTAINS(s, "float v11 = (ulong)v10 < (ulong)n0 ? p0[v10] : (float)0;");
+  EXPECT_CONTAINS(s, "if ((ulong)v12 < (ulong)n0)\n        p0[v12] = v11;");
+  // chunks of 1024 iterations, a plain loop each, the flag read between them
+  EXPECT_CONTAINS(s, "int v3 = (long)n_arg - (long)v1 > 1024l * (long)v0 ? (int)((long)v1 + "
+                     "1024l * (long)v0) : n_arg;");
+  EXPECT_CONTAINS(s, "while (v1 < v3) {");
+  EXPECT_CONTAINS(s, "int v4 = (b_arg + v1);");                  // the fast form's add
+  EXPECT_CONTAINS(s, "int v9 = (int)((uint)b_arg + (uint)v1);"); // the general form's
   EXPECT_CONTAINS(s, "v1 += v0; // no overflow: checked before the loop");
-  EXPECT_CONTAINS(s, "if (v5 == 1024u) {");
+  EXPECT_CONTAINS(s, "if (v1 >= n_arg)\n        break;\n      if (tsr_cancelled(control)) {");
+
+  // A constant step > 1: the last value exactly (ub - 1 - (ub - 1 - start) % step), so the
+  // unrolled x[i + 3] of a loop with step 4 over 16 elements is in range in the fast form.
+  std::string unrolled = source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
+                                "  %z = const 0 : i32\n  %four = const 4 : i32\n"
+                                "  %three = const 3 : i32\n"
+                                "  for %i = %z to %n step %four : i32 {\n"
+                                "    %j = add %i, %three : i32\n"
+                                "    %v = load %x[%j] : f32\n"
+                                "    store %v, %x[%i] : f32\n"
+                                "  }\n"
+                                "}\n");
+  EXPECT_CONTAINS(unrolled, "(ulong)((long)v2 + ((long)n_arg - 1l - ((long)n_arg - 1l - "
+                            "(long)v3) % 4l)) < (ulong)n0 &&");
+  EXPECT_CONTAINS(unrolled, "float v8 = p0[v7];");
 
   std::string nested =
       source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
@@ -131,6 +150,79 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
        p = nested.find("nothing in the loop can overflow", p + 1))
     ++guards;
   EXPECT_EQ(guards, 1u) << nested; // the inner i32 loop only
+}
+
+// The index ranges of oc_range.cpp: a tree reduction's indices are bounded by the work-group
+// size L, so their checks become the uniform `bound(L) < N || idx < N`; a constant index
+// inside a shared array has none; every index that is not proved keeps the plain check.
+TEST(OpenCLGolden, IndexRangesShortCutBoundsChecks) {
+  std::string tree = "kernel @k(%y: buffer<i32>) {\n"
+                     "  %red = shared_alloc : shared<i32, 8>\n"
+                     "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
+                     "  %zero = const 0 : i32\n  %one = const 1 : i32\n"
+                     "  store %tid, %red[%tid] : i32\n"
+                     "  %half = shr.u %nt, %one : i32\n"
+                     "  %e = while iter(%s = %half) {\n"
+                     "    %go = cmp.sgt %s, %zero : i32\n    condition %go\n"
+                     "  } do {\n"
+                     "    %act = cmp.slt %tid, %s : i32\n"
+                     "    if %act {\n"
+                     "      %o = add %tid, %s : i32\n"
+                     "      %b = load %red[%o] : i32\n"
+                     "      store %b, %red[%tid] : i32\n"
+                     "    }\n"
+                     "    %s2 = shr.u %s, %one : i32\n    yield %s2\n"
+                     "  }\n"
+                     "  %r = load %red[%zero] : i32\n"
+                     "  %m = sub %tid, %one : i32\n" // may be -1
+                     "  %q = load %red[%m] : i32\n"
+                     "  %eight = const 8 : i32\n" // one past the end
+                     "  %p = load %red[%eight] : i32\n"
+                     "  %u = load %y[%r] : i32\n" // a loaded index: unknown
+                     "  %t = add %q, %p : i32\n  %w = add %t, %u : i32\n"
+                     "  store %w, %y[%tid] : i32\n"
+                     "}\n";
+  std::string s = source(tree, withBounds(TSR_BOUNDS_ROBUST));
+  // red[tid]: tid <= L - 1
+  EXPECT_CONTAINS(s, "if (((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v5 < "
+                     "(ulong)8l))\n    v0[v5] = v1;");
+  // red[tid + s] under tid < s <= L / 2: below L; red[tid] there: below L / 2
+  EXPECT_CONTAINS(s, "int v13 = ((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v12 < "
+                     "(ulong)8l) ? v0[v12] : (int)0;");
+  EXPECT_CONTAINS(s, "if ((((((long)get_local_size(0) >> 1) - 1l) < (long)8l) || (ulong)v14 < "
+                     "(ulong)8l))");
+  EXPECT_CONTAINS(s, "int v17 = v0[v16];");                                   // red[0]: no check
+  EXPECT_CONTAINS(s, "int v20 = (ulong)v19 < (ulong)8l ? v0[v19] : (int)0;"); // red[tid - 1]
+  EXPECT_CONTAINS(s, "int v23 = (ulong)v22 < (ulong)8l ? v0[v22] : (int)0;"); // red[8]
+  EXPECT_CONTAINS(s, "int v25 = (ulong)v24 < (ulong)n0 ? p0[v24] : (int)0;"); // y[red[0]]
+  EXPECT_CONTAINS(s, "(((long)get_local_size(0) - 1l) < (long)n0) || (ulong)v28 < (ulong)n0)");
+  // checked mode: the same short cut in front of the fault
+  s = source(tree, withBounds(TSR_BOUNDS_CHECKED));
+  EXPECT_CONTAINS(s, "if (!(((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v12 < "
+                     "(ulong)8l)))\n");
+
+  // A loop value that grows is not bounded by its initial value: red[s] keeps its check;
+  // red[i] with i in [0, 3] has none (in both forms of the loop).
+  s = source("kernel @k(%y: buffer<i32>) {\n"
+             "  %red = shared_alloc : shared<i32, 8>\n"
+             "  %zero = const 0 : i32\n  %one = const 1 : i32\n  %four = const 4 : i32\n"
+             "  %e = while iter(%s = %zero) {\n"
+             "    %go = cmp.slt %s, %four : i32\n    condition %go\n"
+             "  } do {\n"
+             "    %v = load %red[%s] : i32\n"
+             "    store %v, %y[%s] : i32\n"
+             "    %s2 = add %s, %one : i32\n    yield %s2\n"
+             "  }\n"
+             "  %f = for %i = %zero to %four step %one iter(%a = %zero) : i32 {\n"
+             "    %w = load %red[%i] : i32\n    yield %w\n"
+             "  }\n"
+             "  store %f, %y[%zero] : i32\n"
+             "}\n",
+             withBounds(TSR_BOUNDS_ROBUST));
+  EXPECT_CONTAINS(s, "int v8 = (ulong)v7 < (ulong)8l ? v0[v7] : (int)0;");
+  EXPECT_CONTAINS(s, "int v16 = v0[v15];");
+  EXPECT_CONTAINS(s, "int v18 = v0[v17];");
+  EXPECT_CONTAINS(s, "if ((ulong)v19 < (ulong)n0)\n    p0[v19] = v11;"); // y[0]: one index
 }
 
 TEST(OpenCLGolden, StrictDecomposesAndRoundsDivThroughF64) {
