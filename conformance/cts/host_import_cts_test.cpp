@@ -2,7 +2,8 @@
 // answers UNIMPLEMENTED naming its driver (then every case here is skipped) or aliases the
 // caller's memory: maps return the caller's pointer, copies, fills and kernels read and
 // write the caller's bytes, views work, handles may be released in any order while work is
-// pending, and misuse is refused before the driver sees it.
+// pending (the release callback runs once the last use retired), and misuse is refused
+// before the driver sees it.
 #include "conformance/cts/cts.h"
 
 #include "ir/text/parser.h"
@@ -101,8 +102,12 @@ TEST_P(CtsHostImport, KernelsReadAndWriteImportedMemoryThroughViews) {
     x.f()[i] = float(i) * 0.25f - 7.0f;
   std::memset(y.data, 0, n * 4 + skip);
   TSR_IMPORT_ASSERT(bx, x.data, n * 4);
-  tsr_buffer_t by = import(y.data, n * 4 + skip);
-  ASSERT_NE(by, nullptr);
+  // y through the release-callback form: told once, when the last use has retired.
+  int released = 0;
+  tsr_buffer_t by = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_import_host_with_release(
+      device_, y.data, n * 4 + skip, [](void *count) { ++*static_cast<int *>(count); }, &released,
+      &by));
   tsr_buffer_t yView = nullptr;
   TSR_ASSERT_OK(tsr_buffer_create_view(by, skip, n * 4, &yView));
   tsr_arg_t args[2] = {tsr_arg_buffer(bx, 0), tsr_arg_buffer(yView, 0)};
@@ -113,7 +118,9 @@ TEST_P(CtsHostImport, KernelsReadAndWriteImportedMemoryThroughViews) {
   tsr_buffer_release(by);
   tsr_buffer_release(yView);
   tsr_buffer_release(bx);
+  EXPECT_EQ(released, 0) << "the enqueued launch still holds y";
   TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+  EXPECT_EQ(released, 1) << "synchronize retires the launch: y is the caller's again";
   const char *raw = static_cast<const char *>(y.data);
   for (uint64_t i = 0; i < skip; ++i)
     ASSERT_EQ(raw[i], 0) << "byte " << i << " before the view";

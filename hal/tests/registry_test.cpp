@@ -357,6 +357,27 @@ TEST_F(Registry, HostImportReachesTheDriverAndFreesThroughIt) {
   EXPECT_EQ(size, sizeof host);
   tsr_buffer_release(b);
   EXPECT_EQ(gImportFrees.load(), frees + 1) << "the driver's buffer_free ends an import";
+
+  // The callback form: release runs once, after buffer_free, when the last handle goes.
+  struct Seen {
+    int calls = 0;
+    int freesAtCall = -1;
+  } seen;
+  tsr_buffer_t view = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_import_host_with_release(
+      device, host, sizeof host,
+      [](void *p) {
+        auto *s = static_cast<Seen *>(p);
+        ++s->calls;
+        s->freesAtCall = gImportFrees.load();
+      },
+      &seen, &b));
+  TSR_ASSERT_OK(tsr_buffer_create_view(b, 64, 64, &view));
+  tsr_buffer_release(b);
+  EXPECT_EQ(seen.calls, 0) << "the view still holds the import";
+  tsr_buffer_release(view);
+  EXPECT_EQ(seen.calls, 1);
+  EXPECT_EQ(seen.freesAtCall, frees + 2) << "after the driver let go of the memory";
   tsr_device_release(device);
 }
 
