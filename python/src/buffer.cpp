@@ -5,7 +5,8 @@
 // whose memory is the host's (cpu:0) aliases the producer's memory (tsr_buffer_import_host):
 // the HAL buffer holds the producer's DLPack reference until its last use retires, so the
 // memory outlives in-flight work even when Python drops everything. Elsewhere, and for views
-// not aligned to the device's buffer_offset_alignment, it copies onto the device.
+// that are not contiguous or not aligned to the device's buffer_offset_alignment, it copies
+// into a contiguous buffer on the device.
 // Export (`__dlpack__`) of host-visible storage (cpu:0, unified-memory devices) aliases the
 // device memory: the capsule's owner is the Buffer object, which keeps the storage, and its
 // mapping, alive until the consumer drops the tensor. Device-local storage is exported as a
@@ -220,7 +221,7 @@ void copyBufferToHost(const Buffer &src, void *dst, const std::vector<int64_t> &
 namespace {
 
 /// `v` as a Buffer over the producer's own memory, or false when the device cannot alias it
-/// (not host-visible, no import in its driver, misaligned, empty).
+/// (not host-visible, no import in its driver, not contiguous, misaligned, empty).
 bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
   if (!device->hostVisible())
     return false;
@@ -228,6 +229,10 @@ bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
   b.shape = v.shape;
   b.strides = v.strides;
   b.dtype = v.dtype;
+  // Only dense row-major views: from_dlpack's Buffers stay contiguous whichever way they
+  // were made (a graph takes a device buffer only in its parameter's layout).
+  if (!b.contiguous())
+    return false;
   uint64_t span = b.spanBytes();
   uint64_t align = std::max<uint32_t>(1, device->info.buffer_offset_alignment);
   if (span == 0 || reinterpret_cast<uintptr_t>(v.data) % align != 0)
@@ -361,7 +366,8 @@ void bindBuffers(nb::module_ &m) {
       nb::arg("obj"), nb::arg("device") = nb::none(),
       "A DLPack-capable host tensor (or a Buffer) on `device` (default cpu:0): zero-copy, "
       "sharing the tensor's memory, on devices whose memory is the host's (cpu:0) when the "
-      "data is aligned to the device's buffer_offset_alignment; a copy otherwise.");
+      "data is contiguous and aligned to the device's buffer_offset_alignment; a contiguous "
+      "copy otherwise.");
 }
 
 } // namespace tessera::py
