@@ -77,7 +77,7 @@
    .name = driverName,                                                                             \
    TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                          \
        ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(__VA_ARGS__),   \
-   TSR_DRIVER_CHANNEL_ENTRY_POINTS(channelEntry)}
+   TSR_DRIVER_CHANNEL_ENTRY_POINTS(channelEntry).buffer_import_host = nullptr}
 
 /// `constexpr tsr_driver_v1 variable` for backend `driverName` ("cpu"), listing the entry
 /// points of the current namespace: a constant-initialised table, no static constructor.
@@ -95,6 +95,14 @@
       TSR_DRIVER_TABLE_INITIALIZER(driverName, TSR_DRIVER_TABLE_ENTRY, __VA_ARGS__)
 
 namespace tessera {
+/// `table` with one optional entry set: how a driver lists an entry that the macros above
+/// leave NULL (buffer_import_host, ABI 1.5), still as a constant:
+/// `constexpr auto kT = withEntry(TSR_DRIVER_TABLE_INITIALIZER(...), &tsr_driver_v1::f, fn);`
+template <typename Entry>
+constexpr tsr_driver_v1 withEntry(tsr_driver_v1 table, Entry tsr_driver_v1::*field, Entry entry) {
+  table.*field = entry;
+  return table;
+}
 /// The optional entry given to TSR_DEFINE_DRIVER_TABLE, or NULL when none was.
 template <typename Entry> constexpr Entry driverEntryOrNull() { return nullptr; }
 template <typename Entry> constexpr Entry driverEntryOrNull(Entry entry) { return entry; }

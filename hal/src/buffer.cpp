@@ -1,4 +1,5 @@
-// Buffers: allocation (cuMemAlloc), views, size, and host mapping (vkMapMemory).
+// Buffers: allocation (cuMemAlloc), import of host memory (cuMemHostRegister), views, size,
+// and host mapping (vkMapMemory).
 //
 // Maps are counted per allocation, so a driver maps each allocation at most once however
 // many views map it. Must never hand a driver a view, a zero size or a size above the
@@ -25,6 +26,19 @@ void unmapRoot(tsr_buffer_s *buffer) {
   root->mapBase = nullptr;
 }
 
+// The root object of a new driver allocation (or import) `handle`.
+tsr_buffer_s *newRoot(tsr_device_t device, uint64_t size, tsr_memory_kind_t kind,
+                      tsr_drv_buffer_t handle) {
+  auto *buffer = new tsr_buffer_s;
+  buffer->device = device;
+  device->retainInternal();
+  buffer->root = buffer;
+  buffer->size = size;
+  buffer->kind = kind;
+  buffer->handle = handle;
+  return buffer;
+}
+
 } // namespace
 
 void tsr_buffer_s::destroy() {
@@ -34,6 +48,8 @@ void tsr_buffer_s::destroy() {
     parent->releaseInternal();
   } else {
     device->table().buffer_free(device->handle, handle);
+    if (release)
+      release(releaseData);
   }
   device->releaseInternal();
 }
@@ -61,13 +77,46 @@ tsr_status_t tsr_buffer_allocate(tsr_device_t device, uint64_t size, tsr_memory_
   tsr_drv_buffer_t handle = nullptr;
   TSR_RETURN_IF_ERROR(TSR_CALL_DRIVER(kCall, *device->driver, buffer_allocate, device->handle, size,
                                       kind, &handle));
-  auto *buffer = new tsr_buffer_s;
-  buffer->device = device;
-  device->retainInternal();
-  buffer->root = buffer;
-  buffer->size = size;
-  buffer->kind = kind;
-  buffer->handle = handle;
+  *out_buffer = newRoot(device, size, kind, handle);
+  return nullptr;
+}
+
+tsr_status_t tsr_buffer_import_host(tsr_device_t device, void *ptr, uint64_t size,
+                                    tsr_buffer_t *out_buffer) {
+  return tsr_buffer_import_host_with_release(device, ptr, size, nullptr, nullptr, out_buffer);
+}
+
+tsr_status_t tsr_buffer_import_host_with_release(tsr_device_t device, void *ptr, uint64_t size,
+                                                 tsr_buffer_release_fn release, void *user_data,
+                                                 tsr_buffer_t *out_buffer) {
+  // One name in every message: the plain call is this one without a callback.
+  static const char *kCall = "tsr_buffer_import_host";
+  TSR_RETURN_IF_ERROR(checkPointer(kCall, "out_buffer", out_buffer));
+  *out_buffer = nullptr;
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "device", device));
+  if (size == 0)
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: size is 0; a buffer must hold at least one byte",
+                    kCall);
+  if (!ptr)
+    return TSR_FAIL(TSR_INVALID_ARGUMENT, "%s: ptr is NULL for a size of %" PRIu64 " bytes", kCall,
+                    size);
+  // Launch offsets must be multiples of buffer_offset_alignment from the allocation's start;
+  // an import whose start is not would make every kernel's view of it misaligned.
+  uint64_t align = device->info.buffer_offset_alignment ? device->info.buffer_offset_alignment : 1;
+  if (reinterpret_cast<uintptr_t>(ptr) % align != 0)
+    return TSR_FAIL(TSR_INVALID_ARGUMENT,
+                    "%s: ptr %p is not aligned to %" PRIu64
+                    " bytes, the buffer_offset_alignment device '%s' requires",
+                    kCall, ptr, align, device->info.name);
+  if (uint64_t(uintptr_t(ptr)) + size < uint64_t(uintptr_t(ptr)))
+    return TSR_FAIL(TSR_OUT_OF_RANGE, "%s: [ptr, ptr + %" PRIu64 ") wraps the address space", kCall,
+                    size);
+  tsr_drv_buffer_t handle = nullptr;
+  TSR_RETURN_IF_ERROR(TSR_CALL_DRIVER(kCall, *device->driver, buffer_import_host, device->handle,
+                                      ptr, size, &handle));
+  tsr_buffer_s *buffer = newRoot(device, size, TSR_MEMORY_HOST_VISIBLE, handle);
+  buffer->release = release;
+  buffer->releaseData = user_data;
   *out_buffer = buffer;
   return nullptr;
 }

@@ -28,6 +28,9 @@ struct tsr_buffer_s final : tessera::hal::Handle<tsr_buffer_s> {
   std::mutex mapMutex;
   uint32_t mapCount = 0;
   void *mapBase = nullptr;
+  // Root of an import only: told when the caller's memory is free (after buffer_free).
+  tsr_buffer_release_fn release = nullptr;
+  void *releaseData = nullptr;
 
   void destroy();
 };

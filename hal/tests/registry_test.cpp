@@ -151,13 +151,13 @@ TEST_F(Registry, RefusesAnotherMajorVersionWithAReason) {
   t.abi_minor = 0;
   int opensBefore = gOpens.load();
   TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_UNAVAILABLE,
-                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.4");
+                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.5");
   EXPECT_EQ(gOpens.load(), opensBefore) << "a refused driver is never opened";
   uint32_t count = 0;
   TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(unavailable(0), "future: driver 'future' was built for driver ABI 2.0 but this HAL "
-                            "speaks 1.4; major versions must match (rebuild the driver)");
+                            "speaks 1.5; major versions must match (rebuild the driver)");
 }
 
 TEST_F(Registry, FieldsBeyondStructSizeAreAbsent) {
@@ -315,6 +315,102 @@ TEST_F(Registry, AnAbi11DriverHasNoDeadlines) {
                    "stream_set_timeout");
   EXPECT_EQ(gTimeoutCalls.load(), callsBefore) << "an entry beyond struct_size is never called";
   tsr_stream_release(stream);
+  tsr_device_release(device);
+}
+
+} // namespace
+} // namespace tessera::hal
+
+namespace tessera::hal {
+namespace {
+
+std::atomic<int> gImportCalls{0};
+std::atomic<int> gImportFrees{0};
+void *gImportedPtr = nullptr;
+
+tsr_status_t fakeImport(tsr_drv_device_t, void *ptr, uint64_t, tsr_drv_buffer_t *out) {
+  ++gImportCalls;
+  gImportedPtr = ptr;
+  *out = reinterpret_cast<tsr_drv_buffer_t>(ptr);
+  return nullptr;
+}
+tsr_status_t refuseImport(tsr_drv_device_t, void *, uint64_t, tsr_drv_buffer_t *) {
+  return tsr_status_make(TSR_UNIMPLEMENTED, "driver 'refuser' cannot use pageable host memory");
+}
+void fakeImportFree(tsr_drv_device_t, tsr_drv_buffer_t) { ++gImportFrees; }
+
+TEST_F(Registry, HostImportReachesTheDriverAndFreesThroughIt) {
+  tsr_driver_v1 t = fakeDriver("importer");
+  t.buffer_import_host = fakeImport;
+  t.buffer_free = fakeImportFree;
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "importer:0", &device));
+  alignas(64) static char host[256];
+  tsr_buffer_t b = nullptr;
+  int calls = gImportCalls.load(), frees = gImportFrees.load();
+  TSR_ASSERT_OK(tsr_buffer_import_host(device, host, sizeof host, &b));
+  EXPECT_EQ(gImportCalls.load(), calls + 1);
+  EXPECT_EQ(gImportedPtr, static_cast<void *>(host));
+  uint64_t size = 0;
+  TSR_ASSERT_OK(tsr_buffer_size(b, &size));
+  EXPECT_EQ(size, sizeof host);
+  tsr_buffer_release(b);
+  EXPECT_EQ(gImportFrees.load(), frees + 1) << "the driver's buffer_free ends an import";
+
+  // The callback form: release runs once, after buffer_free, when the last handle goes.
+  struct Seen {
+    int calls = 0;
+    int freesAtCall = -1;
+  } seen;
+  tsr_buffer_t view = nullptr;
+  TSR_ASSERT_OK(tsr_buffer_import_host_with_release(
+      device, host, sizeof host,
+      [](void *p) {
+        auto *s = static_cast<Seen *>(p);
+        ++s->calls;
+        s->freesAtCall = gImportFrees.load();
+      },
+      &seen, &b));
+  TSR_ASSERT_OK(tsr_buffer_create_view(b, 64, 64, &view));
+  tsr_buffer_release(b);
+  EXPECT_EQ(seen.calls, 0) << "the view still holds the import";
+  tsr_buffer_release(view);
+  EXPECT_EQ(seen.calls, 1);
+  EXPECT_EQ(seen.freesAtCall, frees + 2) << "after the driver let go of the memory";
+  tsr_device_release(device);
+}
+
+TEST_F(Registry, AnAbi14DriverCannotImportHostMemory) {
+  tsr_driver_v1 t = fakeDriver("old14");
+  t.buffer_import_host = fakeImport; // beyond struct_size: never called
+  t.struct_size = uint32_t(TSR_DRIVER_V1_4_SIZE);
+  t.abi_minor = 4;
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "old14:0", &device));
+  alignas(64) static char host[64];
+  tsr_buffer_t b = nullptr;
+  int calls = gImportCalls.load();
+  TSR_EXPECT_ERROR(tsr_buffer_import_host(device, host, sizeof host, &b), TSR_UNIMPLEMENTED,
+                   "tsr_buffer_import_host: driver 'old14' (ABI 1.4) does not implement "
+                   "buffer_import_host");
+  EXPECT_EQ(b, nullptr);
+  EXPECT_EQ(gImportCalls.load(), calls) << "an entry beyond struct_size is never called";
+  tsr_device_release(device);
+}
+
+TEST_F(Registry, ADriverMayRefuseAnImport) {
+  tsr_driver_v1 t = fakeDriver("refuser");
+  t.buffer_import_host = refuseImport;
+  TSR_ASSERT_OK(tsr_registry_register_driver(registry_, &t));
+  tsr_device_t device = nullptr;
+  TSR_ASSERT_OK(tsr_registry_open_device(registry_, "refuser:0", &device));
+  alignas(64) static char host[64];
+  tsr_buffer_t b = nullptr;
+  TSR_EXPECT_ERROR(tsr_buffer_import_host(device, host, sizeof host, &b), TSR_UNIMPLEMENTED,
+                   "tsr_buffer_import_host: driver 'refuser' cannot use pageable host memory");
+  EXPECT_EQ(b, nullptr);
   tsr_device_release(device);
 }
 

@@ -1,7 +1,12 @@
 // tessera.Buffer and DLPack both ways.
 //
 // Import (`from_dlpack`, graph inputs) reads any host tensor nanobind's ndarray caster accepts
-// (torch CPU tensors, numpy arrays, anything with __dlpack__) and copies it onto the device.
+// (torch CPU tensors, numpy arrays, anything with __dlpack__). `from_dlpack` onto a device
+// whose memory is the host's (cpu:0) aliases the producer's memory (tsr_buffer_import_host):
+// the HAL buffer holds the producer's DLPack reference until its last use retires, so the
+// memory outlives in-flight work even when Python drops everything. Elsewhere, and for views
+// that are not contiguous or not aligned to the device's buffer_offset_alignment, it copies
+// into a contiguous buffer on the device.
 // Export (`__dlpack__`) of host-visible storage (cpu:0, unified-memory devices) aliases the
 // device memory: the capsule's owner is the Buffer object, which keeps the storage, and its
 // mapping, alive until the consumer drops the tensor. Device-local storage is exported as a
@@ -213,6 +218,45 @@ void copyBufferToHost(const Buffer &src, void *dst, const std::vector<int64_t> &
   copyStridedHost(stage.data(), src.strides, static_cast<char *>(dst), dstStrides, src.shape, elem);
 }
 
+namespace {
+
+/// `v` as a Buffer over the producer's own memory, or false when the device cannot alias it
+/// (not host-visible, no import in its driver, not contiguous, misaligned, empty).
+bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
+  if (!device->hostVisible())
+    return false;
+  Buffer b;
+  b.shape = v.shape;
+  b.strides = v.strides;
+  b.dtype = v.dtype;
+  // Only dense row-major views: from_dlpack's Buffers stay contiguous whichever way they
+  // were made (a graph takes a device buffer only in its parameter's layout).
+  if (!b.contiguous())
+    return false;
+  uint64_t span = b.spanBytes();
+  uint64_t align = std::max<uint32_t>(1, device->info.buffer_offset_alignment);
+  if (span == 0 || reinterpret_cast<uintptr_t>(v.data) % align != 0)
+    return false;
+  // Released by the HAL after the buffer's last use (any thread: nanobind takes the GIL).
+  auto *producer = new nb::ndarray<>(v.array);
+  auto release = [](void *p) { delete static_cast<nb::ndarray<> *>(p); };
+  auto imported = device->device.importHost(const_cast<void *>(v.data), span, release, producer);
+  if (!imported.ok()) {
+    delete producer; // a failed import never calls release
+    if (imported.status().code() == TSR_UNIMPLEMENTED)
+      return false;
+    check(imported.status());
+  }
+  b.storage = std::make_shared<Storage>();
+  b.storage->device = device;
+  b.storage->bytes = span;
+  b.storage->buffer = std::move(imported.value());
+  *out = std::move(b);
+  return true;
+}
+
+} // namespace
+
 Buffer bufferFromHost(const HostView &v, const std::string &device) {
   Buffer b = emptyBuffer(v.shape, v.dtype, device);
   copyHostToBuffer(v, b);
@@ -314,10 +358,16 @@ void bindBuffers(nb::module_ &m) {
           copyHostToBuffer(v, out);
           return out;
         }
-        return bufferFromHost(hostView(obj), dev);
+        HostView v = hostView(obj);
+        if (Buffer in; importInPlace(v, Runtime::get().device(dev), &in))
+          return in;
+        return bufferFromHost(v, dev);
       },
       nb::arg("obj"), nb::arg("device") = nb::none(),
-      "Copies a DLPack-capable host tensor (or a Buffer) onto `device` (default cpu:0).");
+      "A DLPack-capable host tensor (or a Buffer) on `device` (default cpu:0): zero-copy, "
+      "sharing the tensor's memory, on devices whose memory is the host's (cpu:0) when the "
+      "data is contiguous and aligned to the device's buffer_offset_alignment; a contiguous "
+      "copy otherwise.");
 }
 
 } // namespace tessera::py

@@ -2,7 +2,7 @@
 
     import tessera
     tessera.devices()                          # every device the registry lists
-    buf = tessera.from_dlpack(torch_tensor)    # a copy on cpu:0
+    buf = tessera.from_dlpack(torch_tensor)    # zero-copy on cpu:0 (aliases the tensor)
     t = torch.from_dlpack(buf)                 # zero-copy on host-visible devices
     g = tessera.compile_graph(graph_ir_text, "cpu:0")
     outs = g.run([x, w])                       # list[tessera.Buffer]

@@ -128,10 +128,12 @@ def test_saxpy_matches_numpy(device):
     y = rng.uniform(-1, 1, n).astype(np.float32)
     p = tessera.compile(SAXPY, device)
     assert p.kernels == ["saxpy"]
+    # fma rounds once: the f64 value of a*x+y (exact product) rounded to f32, within 1 ulp.
+    # Computed first: on cpu:0 `by` aliases `y` (zero-copy from_dlpack), so the launch
+    # overwrites y itself.
+    want = (np.float64(2.5) * x + y).astype(np.float32)
     bx, by = tessera.from_dlpack(x, device), tessera.from_dlpack(y, device)
     p.launch("saxpy", (n + 63) // 64, 64, [bx, by, 2.5, n])
-    # fma rounds once: the f64 value of a*x+y (exact product) rounded to f32, within 1 ulp.
-    want = (np.float64(2.5) * x + y).astype(np.float32)
     np.testing.assert_array_max_ulp(np.from_dlpack(by), want, maxulp=1)
     assert np.array_equal(np.from_dlpack(bx), x)
 

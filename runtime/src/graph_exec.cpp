@@ -297,6 +297,8 @@ GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Pla
   x->pool_.resize(plan.buffers.size());
   x->poolMapped_.resize(plan.buffers.size(), nullptr);
   x->unified_ = preferredMemoryKind(device) & TSR_MEMORY_HOST_VISIBLE;
+  const char *importEnv = std::getenv("TESSERA_GRAPH_HOST_IMPORT");
+  x->importHost_ = x->unified_ && !(importEnv && std::string(importEnv) == "0");
   x->staging_.resize(g.params.size());
   auto ev = x->device_.createEvent();
   if (!ev.ok())
@@ -334,6 +336,27 @@ hal::Expected<tsr_buffer_t> GraphExecutable::pooled(size_t planBuffer, uint64_t 
     poolMapped_[planBuffer] = mapped.value();
   }
   return b.get();
+}
+
+hal::Expected<bool>
+GraphExecutable::bindImported(size_t planBuffer, const char *src, uint64_t bytes,
+                              std::vector<std::pair<tsr_buffer_t, uint64_t>> *bound) {
+  uint64_t align = std::max<uint32_t>(1, info_.buffer_offset_alignment);
+  if (!importHost_ || reinterpret_cast<uintptr_t>(src) % align != 0)
+    return false;
+  // The kernels only read inputs (plans never write a parameter's buffer), so aliasing the
+  // caller's tensor is safe; run() synchronizes before the caller gets its memory back.
+  auto imported = device_.importHost(const_cast<char *>(src), bytes);
+  if (!imported.ok()) {
+    if (imported.status().code() != TSR_UNIMPLEMENTED)
+      return imported.status();
+    importHost_ = false; // the driver cannot: copy from now on, without asking again
+    return false;
+  }
+  (*bound)[planBuffer] = {imported.value().get(), 0};
+  imports_.push_back(std::move(imported.value()));
+  stats_.inputBytesImported += bytes;
+  return true;
 }
 
 hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_stream_t stream,
@@ -401,6 +424,16 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   }
   if (!in.host)
     return Status(TSR_INVALID_ARGUMENT, where + ": neither a buffer nor host memory");
+  const char *src = static_cast<const char *>(in.host) + in.offset * int64_t(elem);
+  if (sameLayout && storageBytes > 0) {
+    auto imported = bindImported(static_cast<size_t>(planBuffer), src, storageBytes, bound);
+    if (!imported.ok())
+      return imported.status();
+    if (imported.value()) {
+      *hostCopy = true; // the device reads the caller's memory: run() waits for it
+      return Status();
+    }
+  }
   auto dst = pooled(static_cast<size_t>(planBuffer), storageBytes);
   if (!dst.ok())
     return dst.status();
@@ -410,7 +443,7 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   // The caller gave host memory: it gets its results synchronously (run() waits), whichever
   // way the data travels.
   *hostCopy = true;
-  const char *src = static_cast<const char *>(in.host) + in.offset * int64_t(elem);
+  stats_.inputBytesCopied += storageBytes;
   if (char *mapped = static_cast<char *>(poolMapped_[static_cast<size_t>(planBuffer)])) {
     // Unified memory: written here, on the calling thread, once earlier runs are done with
     // the pool (one queue round trip per input saved: they dominate small graphs).
@@ -454,6 +487,7 @@ hal::Status GraphExecutable::run(const std::vector<GraphInput> &inputs, tsr_stre
   if (hostCopy)
     if (Status sync = Status::fromC(tsr_stream_synchronize(stream)); st.ok())
       st = sync;
+  imports_.clear(); // the stream has finished with them (or never enqueued work on them)
   if (!st.ok())
     outputs->clear();
   return st;

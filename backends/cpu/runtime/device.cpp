@@ -98,7 +98,8 @@ CpuDevice::CpuDevice(const tsr_device_info_t &deviceInfo, uint32_t index)
     // keeps a launch from oversubscribing the machine.
     : info(deviceInfo), pool(deviceInfo.compute_units > 1 ? deviceInfo.compute_units - 1 : 0),
       // Every CPU device draws on the same host memory.
-      memory(backend::DeviceMemory::of("cpu:" + std::to_string(index), deviceInfo.total_memory)) {}
+      memory(backend::DeviceMemory::of("cpu:" + std::to_string(index), deviceInfo.total_memory)),
+      blocks(BlockCache::defaultBytes(deviceInfo.total_memory)) {}
 
 tsr_status_t driverOpen(tsr_drv_driver_t *out_driver) {
   auto *driver = new (std::nothrow) CpuDriver;

@@ -9,7 +9,10 @@
 namespace tessera::cpu {
 namespace {
 
-TSR_DEFINE_DRIVER_TABLE(kCpuDriver, "cpu");
+// Host memory is the device's memory: buffer_import_host (ABI 1.5) aliases it in place.
+constexpr tsr_driver_v1 kCpuDriver =
+    withEntry(TSR_DRIVER_TABLE_INITIALIZER("cpu", TSR_DRIVER_TABLE_NULL_ENTRY),
+              &tsr_driver_v1::buffer_import_host, &bufferImportHost);
 
 } // namespace
 } // namespace tessera::cpu

@@ -5,6 +5,7 @@
 // public face). Handles are these C++ objects, cast to the opaque driver handle types.
 #pragma once
 
+#include "backends/cpu/runtime/block_cache.h"
 #include "backends/cpu/runtime/cpu_native_module.h"
 #include "backends/cpu/runtime/thread_pool.h"
 #include "backends/cpu/runtime/watchdog.h"
@@ -43,6 +44,7 @@ struct CpuDevice {
   ThreadPool pool;              // runs the workgroups of every launch on this device
   Watchdog watchdog;            // raises the cancel flag of a launch past its deadline
   backend::DeviceMemory memory; // live buffers against info.total_memory
+  BlockCache blocks;            // freed blocks, not counted in `memory`
 };
 
 /// A kernel fault or deadline, kept until a synchronize reports it (a copy, so that event
@@ -54,8 +56,9 @@ struct Fault {
 };
 
 struct CpuBuffer {
-  void *data = nullptr; // 64-byte aligned
+  void *data = nullptr; // 64-byte aligned when owned
   uint64_t size = 0;
+  bool owned = true; // false: imported caller memory (buffer_import_host), never freed here
 };
 
 /// One-shot completion flag of one event record.
@@ -143,5 +146,6 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
 
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
 TSR_DECLARE_DRIVER_ENTRY_POINTS()
+TSR_DRIVER_DECLARE_ENTRY_POINT(buffer_import_host, bufferImportHost)
 
 } // namespace tessera::cpu

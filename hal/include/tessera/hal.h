@@ -333,6 +333,28 @@ tsr_status_t tsr_buffer_allocate(tsr_device_t device, uint64_t size, tsr_memory_
  * views of the same storage. */
 tsr_status_t tsr_buffer_create_view(tsr_buffer_t parent, uint64_t offset, uint64_t length,
                                     tsr_buffer_t *out_view);
+/* A buffer over caller-owned host memory [ptr, ptr+size), without a copy (as
+ * cuMemHostRegister + cuMemHostGetDevicePointer, Vulkan VK_EXT_external_memory_host, OpenCL
+ * CL_MEM_USE_HOST_PTR). Kernels and copies on the buffer read and write those very bytes, and
+ * tsr_buffer_map returns `ptr` (the buffer is TSR_MEMORY_HOST_VISIBLE).
+ * The contract: the caller keeps the memory alive, and does not let anyone but the device
+ * touch it, until every stream has finished the work enqueued on the buffer (synchronize)
+ * and, for the memory's lifetime, until the last handle (views included) was released.
+ * Imports do not count against total_memory. INVALID_ARGUMENT: ptr is NULL, size is 0, or
+ * ptr is not a multiple of the device's buffer_offset_alignment (the message says which
+ * alignment). UNIMPLEMENTED, naming the driver, where the device cannot use host memory in
+ * place (its driver has no buffer_import_host entry, ABI before 1.5, or refuses). */
+tsr_status_t tsr_buffer_import_host(tsr_device_t device, void *ptr, uint64_t size,
+                                    tsr_buffer_t *out_buffer);
+/* As tsr_buffer_import_host, and the HAL tells the caller when the memory is free again (as
+ * IREE's iree_hal_buffer_release_callback_t): release(user_data) runs exactly once, after the
+ * last reference (views' and in-flight work's included) is gone and the driver let go of the
+ * memory, on whichever thread dropped that reference; it must not call the HAL. Not called
+ * when the import fails (the caller still owns everything). release may be NULL. */
+typedef void (*tsr_buffer_release_fn)(void *user_data);
+tsr_status_t tsr_buffer_import_host_with_release(tsr_device_t device, void *ptr, uint64_t size,
+                                                 tsr_buffer_release_fn release, void *user_data,
+                                                 tsr_buffer_t *out_buffer);
 void tsr_buffer_retain(tsr_buffer_t buffer);
 void tsr_buffer_release(tsr_buffer_t buffer);
 tsr_status_t tsr_buffer_size(tsr_buffer_t buffer, uint64_t *out_size);

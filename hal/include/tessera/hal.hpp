@@ -286,6 +286,15 @@ public:
     return detail::make<Buffer, tsr_buffer_t>(
         [&](tsr_buffer_t *out) { return tsr_buffer_allocate(get(), size, kind, out); });
   }
+  /// tsr_buffer_import_host: a buffer aliasing caller-owned host memory (no copy). Keep
+  /// [ptr, ptr+size) alive and untouched by others until the device is done with it, or pass
+  /// `release`, which the HAL calls once the memory is free again.
+  Expected<Buffer> importHost(void *ptr, uint64_t size, tsr_buffer_release_fn release = nullptr,
+                              void *user_data = nullptr) {
+    return detail::make<Buffer, tsr_buffer_t>([&](tsr_buffer_t *out) {
+      return tsr_buffer_import_host_with_release(get(), ptr, size, release, user_data, out);
+    });
+  }
   Expected<Stream> createStream() {
     return detail::make<Stream, tsr_stream_t>(
         [&](tsr_stream_t *out) { return tsr_stream_create(get(), out); });

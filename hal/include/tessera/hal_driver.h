@@ -38,8 +38,9 @@ extern "C" {
  * 1.1: appended stream_query.
  * 1.2: appended stream_set_timeout (kernel deadlines).
  * 1.3: appended device_compiler_caps (the capability record of tsr_device_compiler_caps).
- * 1.4: appended the native collective channel (channel_unique_id ... stream_collective). */
-#define TSR_DRIVER_ABI_MINOR 4
+ * 1.4: appended the native collective channel (channel_unique_id ... stream_collective).
+ * 1.5: appended buffer_import_host (tsr_buffer_import_host: caller-owned host memory). */
+#define TSR_DRIVER_ABI_MINOR 5
 
 /* Name of the function a plugin .so exports: `const tsr_driver_v1* tsr_driver_entry(void)`. */
 #define TSR_DRIVER_ENTRY_SYMBOL "tsr_driver_entry"
@@ -259,6 +260,18 @@ struct tsr_driver_v1 {
    * collective was validated (types, ranges, root, peer); the channel is of this device. */
   tsr_status_t (*stream_collective)(tsr_drv_device_t device, tsr_drv_stream_t stream,
                                     tsr_drv_channel_t channel, const tsr_drv_collective_t *op);
+
+  /* ---- ABI 1.5 -------------------------------------------------------------------------- */
+  /* cuMemHostRegister / vkAllocateMemory with VkImportMemoryHostPointerInfoEXT / OpenCL
+   * CL_MEM_USE_HOST_PTR: a buffer that aliases `ptr` instead of owning memory. Guaranteed:
+   * ptr != NULL, size > 0, ptr is a multiple of the device's buffer_offset_alignment. The
+   * caller keeps [ptr, ptr+size) alive until buffer_free, which must then release only the
+   * driver's bookkeeping, never the memory. buffer_map returns `ptr`; launches and copies
+   * read and write the caller's bytes (no staging copy: a driver that would need one answers
+   * UNIMPLEMENTED). Imports do not count against total_memory. NULL (or absent) answers
+   * UNIMPLEMENTED. */
+  tsr_status_t (*buffer_import_host)(tsr_drv_device_t device, void *ptr, uint64_t size,
+                                     tsr_drv_buffer_t *out_buffer);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */
@@ -271,6 +284,8 @@ struct tsr_driver_v1 {
 #define TSR_DRIVER_V1_2_SIZE (offsetof(tsr_driver_v1, device_compiler_caps))
 /* struct_size of a driver built against ABI 1.3. */
 #define TSR_DRIVER_V1_3_SIZE (offsetof(tsr_driver_v1, channel_unique_id))
+/* struct_size of a driver built against ABI 1.4. */
+#define TSR_DRIVER_V1_4_SIZE (offsetof(tsr_driver_v1, buffer_import_host))
 
 #ifdef __cplusplus
 } /* extern "C" */

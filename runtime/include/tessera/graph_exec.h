@@ -129,6 +129,9 @@ struct GraphExecStats {
   ProgramStats::Source source = ProgramStats::Source::Compiled;
   bool programReused = false; // the Program came from the ProgramCache: no compile, no load
   double lowerMs = 0, compileMs = 0, loadMs = 0;
+  /// Bytes of host inputs, over every run so far: copied into device memory, or bound in
+  /// place (tsr_buffer_import_host, on devices whose memory is the host's).
+  uint64_t inputBytesCopied = 0, inputBytesImported = 0;
 };
 
 class GraphExecutable {
@@ -154,7 +157,10 @@ public:
   /// graph's parameters in count, dtype and shape; a device buffer must also have the
   /// parameter's strides. Runs of one executable are ordered with each other even on different
   /// streams (an event), since they share temporaries. Host inputs are copied asynchronously,
-  /// so when any input is host memory the call synchronizes `stream` before returning.
+  /// or, on a device that shares host memory, bound in place without a copy (imported: dense
+  /// in the parameter's layout and aligned to buffer_offset_alignment); either way, when any
+  /// input is host memory the call synchronizes `stream` before returning, so the caller's
+  /// memory is free again when it returns. $TESSERA_GRAPH_HOST_IMPORT=0 always copies.
   hal::Status run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                   std::vector<GraphOutput> *outputs);
 
@@ -175,6 +181,10 @@ private:
   hal::Status enqueue(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                       std::vector<GraphOutput> *outputs, bool *hostCopy);
   hal::Expected<tsr_buffer_t> pooled(size_t planBuffer, uint64_t bytes);
+  /// Binds dense host memory in place (tsr_buffer_import_host); false when it cannot (then
+  /// the caller copies), an error only when the import failed for another reason.
+  hal::Expected<bool> bindImported(size_t planBuffer, const char *src, uint64_t bytes,
+                                   std::vector<std::pair<tsr_buffer_t, uint64_t>> *bound);
   /// Decides, per matmul launch, between the plan's kernel and the vendor library
   /// (graph_gemm.cpp); fills gemmChoices_ and the extern launches.
   hal::Status chooseGemms(GemmImpl mode, CompileCache *cache);
@@ -194,6 +204,8 @@ private:
   bool unified_ = false;                   // the device's memory is host-visible
   bool hostWaited_ = false;                // this run has waited for the previous one on the host
   std::vector<std::vector<char>> staging_; // host staging for re-laid-out inputs
+  bool importHost_ = false;                // try tsr_buffer_import_host for host inputs
+  std::vector<hal::Buffer> imports_;       // this run's imported inputs (until it synchronized)
   hal::Event lastRun_;
   GraphExecStats stats_;
   std::mutex runMu_;
