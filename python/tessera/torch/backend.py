@@ -164,6 +164,7 @@ class SegmentRunner:
         self.out_nodes = ([n for n, _ in seg.outputs]
                           if all(i is None for _, i in seg.outputs) else None)
         self.last = None        # (strides as torch returns them, CompiledGraph) of the last run
+        self.eager = None       # the segment's nodes as TorchSteps, once it fell back
 
     def compiled(self, inputs):
         strides = tuple(param_strides(inputs))
@@ -225,8 +226,10 @@ class SegmentRunner:
             step.run(env)
 
     def _run_eager(self, env):
-        for node in self.seg.nodes:
-            TorchStep(node).run(env)
+        if self.eager is None:
+            self.eager = [TorchStep(node) for node in self.seg.nodes]
+        for step in self.eager:
+            step.run(env)
 
 
 class CompiledFx:
