@@ -100,9 +100,9 @@ const char kNoBytes = 0;
 /// The graph's outputs for `inputs` (Buffers of the graph's device, or host tensors; with
 /// `torchIn` every host input is a torch tensor, read through torch._C._to_dlpack: a C call,
 /// where the generic path calls Tensor.__dlpack__, a Python method). The outputs are complete
-/// when this returns.
+/// when this returns if `wait` (run() itself waits only when it read host memory).
 std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::handle stream,
-                                  bool torchIn) {
+                                  bool torchIn, bool wait) {
   size_t n = nb::len(inputs);
   std::vector<GraphInput> in(n);
   std::vector<HostView> views(n); // keep host memory alive during the run
@@ -131,8 +131,8 @@ std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::ha
   {
     nb::gil_scoped_release nogil;
     check(cg.exec->run(in, s, &out));
-    // run() waits only when it read host memory; the outputs must be complete either way.
-    checkC(tsr_stream_synchronize(s));
+    if (wait)
+      checkC(tsr_stream_synchronize(s));
   }
   return out;
 }
@@ -154,7 +154,7 @@ StoragePtr storageOf(CompiledGraph &cg, GraphOutput &o,
 }
 
 std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle stream) {
-  std::vector<GraphOutput> out = runGraph(cg, inputs, stream, false);
+  std::vector<GraphOutput> out = runGraph(cg, inputs, stream, false, false);
   std::vector<std::pair<tsr_buffer_t, StoragePtr>> seen;
   std::vector<Buffer> result;
   for (GraphOutput &o : out) {
@@ -176,7 +176,7 @@ nb::list runTorch(CompiledGraph &cg, nb::sequence inputs) {
   if (!cg.device->hostVisible())
     raise(TSR_UNIMPLEMENTED, "run_torch returns views of host-visible memory; " + cg.device->name +
                                  " has none (use run_into)");
-  std::vector<GraphOutput> out = runGraph(cg, inputs, nb::none(), true);
+  std::vector<GraphOutput> out = runGraph(cg, inputs, nb::none(), true, true);
   std::vector<std::pair<tsr_buffer_t, StoragePtr>> seen;
   nb::list result;
   for (GraphOutput &o : out) {
