@@ -42,8 +42,6 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
   return s;
 }
 
-namespace {
-
 dl::dtype toDl(graph::DType t) {
   using C = dl::dtype_code;
   auto mk = [](C c, int bits) {
@@ -67,6 +65,8 @@ dl::dtype toDl(graph::DType t) {
   }
   return mk(C::Float, 32);
 }
+
+namespace {
 
 graph::DType fromDl(dl::dtype d) {
   for (graph::DType t :
@@ -158,8 +158,8 @@ HostView hostView(nb::handle obj) {
   // Torch tensors that require grad refuse DLPack export; only their values are read here
   // (the ndarray keeps the detached tensor's memory alive).
   nb::object detached;
-  if (nb::hasattr(obj, "requires_grad") && nb::hasattr(obj, "detach") &&
-      nb::cast<bool>(obj.attr("requires_grad"))) {
+  if (!PyCapsule_CheckExact(obj.ptr()) && nb::hasattr(obj, "requires_grad") &&
+      nb::hasattr(obj, "detach") && nb::cast<bool>(obj.attr("requires_grad"))) {
     detached = obj.attr("detach")();
     obj = detached;
   }

@@ -118,8 +118,10 @@ struct HostView {
   std::vector<int64_t> shape, strides; // elements
   nb::ndarray<> array;                 // keeps the producer's memory alive (may be empty)
 };
-/// The host view of a DLPack-capable object (numpy, torch CPU tensors ...).
+/// The host view of a DLPack-capable object (numpy, torch CPU tensors ...) or a DLPack capsule.
 HostView hostView(nb::handle obj);
+/// The DLPack dtype of a graph dtype.
+nb::dlpack::dtype toDl(graph::DType t);
 /// Copies a view of host memory into a view of a Buffer's host-visible or device memory.
 void copyHostToBuffer(const HostView &src, Buffer &dst);
 /// A fresh contiguous Buffer on `device` holding a copy of `v`.

@@ -10,7 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
-#include <unordered_map>
+#include <utility>
 
 namespace tessera::py {
 namespace {
@@ -66,11 +66,46 @@ CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg, nb::ha
   return cg;
 }
 
-std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle stream) {
+/// torch._C._to_dlpack and torch._C._from_dlpack, looked up on first use (GIL held). Kept as
+/// strong references that are never released: static destructors run after the interpreter
+/// is gone.
+struct TorchDlpack {
+  nb::handle to, from;
+};
+const TorchDlpack &torchDlpack() {
+  static TorchDlpack fns;
+  if (!fns.from.ptr()) {
+    nb::object c = nb::module_::import_("torch._C");
+    fns.to = nb::object(c.attr("_to_dlpack")).release();
+    fns.from = nb::object(c.attr("_from_dlpack")).release();
+  }
+  return fns;
+}
+
+/// The DLPack capsule of torch tensor input `i`; anything else is a TesseraError.
+nb::object torchCapsule(nb::handle obj, size_t i) {
+  try {
+    return torchDlpack().to(obj);
+  } catch (nb::python_error &e) {
+    raise(TSR_INVALID_ARGUMENT, "input " + std::to_string(i) +
+                                    ": expected a torch tensor or a tessera.Buffer, got " +
+                                    nb::type_name(obj.type()).c_str() + " (" + e.what() + ")");
+  }
+}
+
+/// A zero-element tensor may export a null data pointer; no byte of it is ever read, but the
+/// runtime takes null as "no host memory": any valid address stands in for it.
+const char kNoBytes = 0;
+
+/// The graph's outputs for `inputs` (Buffers of the graph's device, or host tensors; with
+/// `torchIn` every host input is a torch tensor, read through torch._C._to_dlpack: a C call,
+/// where the generic path calls Tensor.__dlpack__, a Python method). The outputs are complete
+/// when this returns if `wait` (run() itself waits only when it read host memory).
+std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::handle stream,
+                                  bool torchIn, bool wait) {
   size_t n = nb::len(inputs);
   std::vector<GraphInput> in(n);
   std::vector<HostView> views(n); // keep host memory alive during the run
-  std::vector<nb::object> detached(n);
   for (size_t i = 0; i < n; ++i) {
     nb::handle obj = inputs[i];
     if (Buffer *b = nullptr; nb::try_cast<Buffer *>(obj, b) && b) {
@@ -85,8 +120,8 @@ std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle strea
       in[i].offset = b->offset;
       continue;
     }
-    views[i] = hostView(obj);
-    in[i].host = views[i].data;
+    views[i] = torchIn ? hostView(torchCapsule(obj, i)) : hostView(obj);
+    in[i].host = views[i].data ? views[i].data : &kNoBytes;
     in[i].dtype = views[i].dtype;
     in[i].shape = views[i].shape;
     in[i].strides = views[i].strides;
@@ -96,26 +131,66 @@ std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle strea
   {
     nb::gil_scoped_release nogil;
     check(cg.exec->run(in, s, &out));
+    if (wait)
+      checkC(tsr_stream_synchronize(s));
   }
-  // Outputs that share a HAL buffer (the same value returned twice) share one Storage, so
-  // that it is mapped once.
-  std::unordered_map<tsr_buffer_t, StoragePtr> storages;
+  return out;
+}
+
+/// One Storage per HAL buffer: outputs that share one (the same value returned twice) share
+/// it, so that it is mapped once.
+StoragePtr storageOf(CompiledGraph &cg, GraphOutput &o,
+                     std::vector<std::pair<tsr_buffer_t, StoragePtr>> &seen) {
+  for (auto &[buf, st] : seen)
+    if (buf == o.buffer.get())
+      return st;
+  auto st = std::make_shared<Storage>();
+  st->device = cg.device;
+  st->bytes = take(o.buffer.size());
+  tsr_buffer_t key = o.buffer.get();
+  st->buffer = std::move(o.buffer);
+  seen.emplace_back(key, st);
+  return st;
+}
+
+std::vector<Buffer> run(CompiledGraph &cg, nb::sequence inputs, nb::handle stream) {
+  std::vector<GraphOutput> out = runGraph(cg, inputs, stream, false, false);
+  std::vector<std::pair<tsr_buffer_t, StoragePtr>> seen;
   std::vector<Buffer> result;
   for (GraphOutput &o : out) {
-    StoragePtr &st = storages[o.buffer.get()];
-    if (!st) {
-      st = std::make_shared<Storage>();
-      st->device = cg.device;
-      st->bytes = take(o.buffer.size());
-      st->buffer = std::move(o.buffer);
-    }
     Buffer b;
-    b.storage = st;
+    b.storage = storageOf(cg, o, seen);
     b.dtype = o.dtype;
     b.shape = o.shape;
     b.strides = o.strides;
     b.offset = o.offset;
     result.push_back(std::move(b));
+  }
+  return result;
+}
+
+/// The torch.compile path (backend.py): torch tensors in, torch tensors out, each output a
+/// zero-copy view of its HAL buffer (a DLPack capsule made here, handed to
+/// torch._C._from_dlpack), with no tessera.Buffer in between.
+nb::list runTorch(CompiledGraph &cg, nb::sequence inputs) {
+  if (!cg.device->hostVisible())
+    raise(TSR_UNIMPLEMENTED, "run_torch returns views of host-visible memory; " + cg.device->name +
+                                 " has none (use run_into)");
+  std::vector<GraphOutput> out = runGraph(cg, inputs, nb::none(), true, true);
+  std::vector<std::pair<tsr_buffer_t, StoragePtr>> seen;
+  nb::list result;
+  for (GraphOutput &o : out) {
+    StoragePtr st = storageOf(cg, o, seen);
+    const size_t elem = static_cast<size_t>(graph::dtypeBytes(o.dtype));
+    char *data = static_cast<char *>(st->host()) + o.offset * int64_t(elem);
+    // The capsule owns one reference to the storage: torch's tensor keeps it alive.
+    nb::capsule owner(new StoragePtr(st),
+                      [](void *p) noexcept { delete static_cast<StoragePtr *>(p); });
+    std::vector<size_t> shape(o.shape.begin(), o.shape.end());
+    nb::ndarray<> arr(data, shape.size(), shape.data(), owner, o.strides.data(), toDl(o.dtype),
+                      nb::device::cpu::value, 0);
+    nb::object capsule = nb::cast(arr, nb::rv_policy::reference);
+    result.append(torchDlpack().from(capsule));
   }
   return result;
 }
@@ -142,6 +217,9 @@ void bindGraphs(nb::module_ &m) {
       .def("run", &run, nb::arg("inputs"), nb::arg("stream") = nb::none(),
            "Runs the graph on host tensors (torch CPU, numpy: copied) or Buffers of its device "
            "(used in place); returns one Buffer per graph output.")
+      .def("run_torch", &runTorch, nb::arg("inputs"),
+           "Runs the graph on torch CPU tensors (or Buffers of its device) and returns torch "
+           "tensors that alias the outputs' host-visible memory (no copy).")
       .def("run_into", &runInto, nb::arg("inputs"), nb::arg("outputs"),
            "Runs the graph and copies each output into the given host tensor.")
       .def_prop_ro("device", [](const CompiledGraph &c) { return c.device->name; })

@@ -83,15 +83,17 @@ def test_torch_inputs_outputs_and_zero_copy():
     torch.testing.assert_close(s1, ref.sum(1, keepdim=True))
 
 
-def test_strided_parameters_and_inputs():
-    # %w is a transposed [3, 5] tensor: strides [1, 3] in the graph, as the front end emits.
-    text = """
+# %w is a transposed [3, 5] tensor: strides [1, 3] in the graph, as the front end emits.
+STRIDED = """
 graph @t(%w: tensor<f32, [3, 5], strides [1, 3]>, %y: tensor<f32, [3, 5]>) {
   %0 = mul %w, %y
   return %0
 }
 """
-    g = tessera.compile_graph(text, "cpu:0")
+
+
+def test_strided_parameters_and_inputs():
+    g = tessera.compile_graph(STRIDED, "cpu:0")
     base = torch.arange(15, dtype=torch.float32).reshape(5, 3)
     w = base.T                                  # strides (1, 3): copied as its storage span
     y = torch.arange(15, dtype=torch.float32).reshape(5, 3).T.contiguous() - 7
@@ -165,3 +167,69 @@ def test_bad_graphs_and_inputs_are_clear_errors():
     with pytest.raises(tessera.TesseraError) as e:
         g.run_into([x, b], [torch.empty(2, 16)])
     assert e.value.code == "INVALID_ARGUMENT"
+
+
+def test_run_torch_returns_tensors_that_alias_the_outputs():
+    # the torch.compile path: torch tensors in, torch tensors out, no tessera.Buffer between
+    g = tessera.compile_graph(BLOCK.format(n=4), "cpu:0")
+    x = torch.randn(4, 16, requires_grad=True)  # only read, like run()
+    b = torch.randn(16)
+    outs = g.run_torch([x, b])
+    assert all(type(o) is torch.Tensor for o in outs)
+    assert [o.shape for o in outs] == [(4, 16), (4, 1)] and outs[1].stride() == (1, 1)
+    check_block([o.numpy() for o in outs], x.detach().numpy(), b.numpy())
+    # each tensor keeps its HAL buffer alive on its own, past the graph and its siblings
+    twice = tessera.compile_graph("""
+graph @t(%x: tensor<f32, [3]>) {
+  %0 = mul %x, %x
+  return %0, %0
+}
+""", "cpu:0")
+    a, c = twice.run_torch([torch.tensor([1.0, -2.0, 3.0])])
+    assert c.tolist() == [1.0, 4.0, 9.0]
+    del twice, g, c
+    import gc
+    gc.collect()
+    assert a.tolist() == [1.0, 4.0, 9.0]       # the capsule keeps the buffer alive
+    a[0] = 5.0
+    assert a.tolist() == [5.0, 4.0, 9.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64])
+def test_run_torch_dtypes(dtype):
+    name = {torch.float16: "f16", torch.bfloat16: "bf16", torch.int64: "i64"}[dtype]
+    g = tessera.compile_graph(f"""
+graph @t(%x: tensor<{name}, [2, 5]>, %y: tensor<{name}, [5]>) {{
+  %0 = add %x, %y
+  return %0
+}}
+""", "cpu:0")
+    x = (torch.arange(10).reshape(2, 5) * 3 - 7).to(dtype)
+    y = torch.tensor([1, -1, 2, -2, 100]).to(dtype)
+    (out,) = g.run_torch([x, y])
+    assert out.dtype == dtype
+    # small integers: exact in every one of these dtypes, so the sum must be too
+    assert out.to(torch.float64).tolist() == (x.double() + y.double()).tolist()
+
+
+def test_run_torch_strided_empty_and_bad_inputs():
+    g = tessera.compile_graph(STRIDED, "cpu:0")
+    w = torch.arange(15, dtype=torch.float32).reshape(5, 3).T
+    y_nc = (torch.arange(15, dtype=torch.float32).reshape(3, 5) - 7).T.contiguous().T
+    for a, b in ((w, y_nc), (w.contiguous(), y_nc.contiguous()), (w, y_nc[:, :5])):
+        (out,) = g.run_torch([a, b])
+        assert out.tolist() == (w * y_nc).tolist()
+    # zero-sized dimensions: no byte is read, none is written
+    e = tessera.compile_graph(BLOCK.format(n=0), "cpu:0")
+    outs = e.run_torch([torch.zeros(0, 16), torch.ones(16)])
+    assert [o.shape for o in outs] == [(0, 16), (0, 1)]
+    cases = [
+        ([w], "takes 2 inputs, got 1"),
+        ([w, "y"], "input 1: expected a torch tensor or a tessera.Buffer, got str"),
+        ([w.double(), y_nc], "dtype f64, the graph takes f32"),
+        ([w, torch.zeros(3, 4)], "shape [3, 4], the graph takes [3, 5]"),
+    ]
+    for inputs, msg in cases:
+        with pytest.raises(tessera.TesseraError) as err:
+            g.run_torch(inputs)
+        assert err.value.code == "INVALID_ARGUMENT" and msg in err.value.message, err.value

@@ -126,3 +126,30 @@ def test_backend_name_works_without_import(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, env=env, cwd=str(tmp_path))
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def test_steady_state_guards_pick_the_right_compiled_graph():
+    # the fast path of a call: the last key (CompiledFx) and the last input strides
+    # (SegmentRunner) are compared first; anything else must take the full path
+    fn = lambda x, y: (x * y + 1.0).relu()  # noqa: E731
+    rec = Recorder()
+    f = compile_fn(fn, "cpu:0", rec)
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    for _ in range(3):
+        torch.testing.assert_close(f(x, y), fn(x, y), rtol=0, atol=0)
+    cfx, (_, program) = rec.entries[0]
+    xt = torch.randn(4, 6).T                     # same shape, other strides: another key
+    for args in ((xt, y), (x, y), (xt, y)):      # to the new plan, back, and again
+        (out,) = cfx(list(args))
+        torch.testing.assert_close(out, fn(*args), rtol=0, atol=0)
+    assert len(cfx.plans) == 2
+    (runner,) = [s for s in program if hasattr(s, "by_strides")]
+    # the first plan's runner fed another layout than its last call's (as a fallback's
+    # output could be): compiled for it, right, and the table keeps both variants
+    env = {runner.params[0]: xt, runner.params[1]: y}
+    runner.run(env)
+    (node,) = runner.out_nodes
+    torch.testing.assert_close(env[node], fn(xt, y), rtol=0, atol=0)
+    assert len(runner.by_strides) == 2
+    runner.run(env := {runner.params[0]: x, runner.params[1]: y})
+    torch.testing.assert_close(env[node], fn(x, y), rtol=0, atol=0)

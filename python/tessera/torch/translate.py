@@ -59,20 +59,56 @@ def _has_tensor(v):
     return False
 
 
+def _nested_node(v):
+    """Whether a node hides inside list or tuple `v` (or its own items)."""
+    if isinstance(v, (list, tuple)):
+        return any(isinstance(x, torch.fx.Node) or _nested_node(x) for x in v)
+    if isinstance(v, dict):
+        return _nested_node(tuple(v.values()))
+    return False
+
+
 @dataclass
 class TorchStep:
     node: torch.fx.Node
     fallback: bool = False
     reshape_to: list | None = None   # set for a view replayed over a fresh segment output
+    _call: object = field(default=None, repr=False, compare=False)  # the per-call form
 
-    def run(self, env):
-        args = torch.fx.node.map_arg(self.node.args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(self.node.kwargs, lambda n: env[n])
-        target = self.node.target
+    def _parts(self):
         if self.reshape_to is not None:
             # a view replayed over a fresh segment output: reshape aliases when it can and
             # copies when the output's strides differ from eager's (never fails like view)
-            target, args, kwargs = aten.reshape.default, (args[0], self.reshape_to), {}
+            return aten.reshape.default, (self.node.args[0], self.reshape_to), {}
+        return self.node.target, self.node.args, self.node.kwargs
+
+    def _call_form(self):
+        """(callable, argument template, keyword arguments, [(position, node)]) when every node
+        argument is a top-level positional one (views, most fallbacks); else None: the general
+        path. The callable of an OpOverload is its C++ op (what OpOverload.__call__ calls)
+        unless the op has a Python dispatcher kernel."""
+        target, args, kwargs = self._parts()
+        if any(_nested_node(a) for a in args) or _nested_node(kwargs):
+            return None
+        if getattr(target, "_pyobj_dispatcher", True) is None:
+            target = target._op
+        slots = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.fx.Node)]
+        return target, list(args), dict(kwargs), slots
+
+    def run(self, env):
+        call = self._call
+        if call is None:
+            call = self._call = self._call_form() or False
+        if call:
+            target, args, kwargs, slots = call
+            args = args.copy()
+            for i, n in slots:
+                args[i] = env[n]
+            env[self.node] = target(*args, **kwargs)
+            return
+        target, args, kwargs = self._parts()
+        args = torch.fx.node.map_arg(args, lambda n: env[n])
+        kwargs = torch.fx.node.map_arg(kwargs, lambda n: env[n])
         env[self.node] = target(*args, **kwargs)
 
 
