@@ -115,7 +115,10 @@ tsr_status_t ClStream::finish(Launch &l) {
   {
     std::unique_lock<std::mutex> lock(state->mutex);
     auto done = [&] { return l.done; };
-    if (l.timeoutNs == 0) {
+    // std::chrono::nanoseconds is signed: a timeout past its range (the CTS sets UINT64_MAX,
+    // "no deadline in practice") would turn negative and expire at once. 2^62 ns is about
+    // 146 years: anything longer waits without a deadline.
+    if (l.timeoutNs == 0 || l.timeoutNs > (uint64_t(1) << 62)) {
       state->cv.wait(lock, done);
     } else if (!state->cv.wait_for(lock, std::chrono::nanoseconds(l.timeoutNs), done)) {
       cancelled = true;
