@@ -122,22 +122,9 @@ bool isKernelFault(tsr_status_t status) {
 }
 
 // The deadline of a new stream: TESSERA_KERNEL_TIMEOUT_MS (milliseconds, 0 = none) or the
-// default. A malformed value is ignored with a warning rather than failing every stream.
+// default.
 uint64_t defaultTimeoutNs() {
-  uint64_t ms = TSR_DEFAULT_KERNEL_TIMEOUT_MS;
-  if (const char *env = std::getenv("TESSERA_KERNEL_TIMEOUT_MS"); env && *env) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (errno == 0 && *end == '\0' && env[0] != '-' && v <= UINT64_MAX / 1000000)
-      ms = v;
-    else
-      std::fprintf(stderr,
-                   "tessera: ignoring TESSERA_KERNEL_TIMEOUT_MS='%s' (not a number of "
-                   "milliseconds); using %" PRIu64 " ms\n",
-                   env, ms);
-  }
-  return ms * 1000000;
+  return tessera::hal::timeoutNsFromEnv("TESSERA_KERNEL_TIMEOUT_MS", TSR_DEFAULT_KERNEL_TIMEOUT_MS);
 }
 
 // Gives a new stream the default deadline. A driver without deadlines (older ABI, or one
@@ -423,6 +410,27 @@ tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns) {
 }
 
 } // extern "C"
+
+namespace tessera::hal {
+
+uint64_t timeoutNsFromEnv(const char *var, uint64_t defaultMs) {
+  uint64_t ms = defaultMs;
+  if (const char *env = std::getenv(var); env && *env) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (errno == 0 && *end == '\0' && env[0] != '-' && v <= UINT64_MAX / 1000000)
+      ms = v;
+    else
+      std::fprintf(stderr,
+                   "tessera: ignoring %s='%s' (not a number of milliseconds); using %" PRIu64
+                   " ms\n",
+                   var, env, ms);
+  }
+  return ms * 1000000;
+}
+
+} // namespace tessera::hal
 
 namespace tessera::hal {
 

@@ -30,20 +30,7 @@ namespace {
 // TESSERA_COMM_TIMEOUT_MS (milliseconds, 0 = wait forever) or the default; a malformed
 // value is ignored with a warning rather than failing every communicator.
 uint64_t defaultTimeoutNs() {
-  uint64_t ms = TSR_COMM_DEFAULT_TIMEOUT_MS;
-  if (const char *env = std::getenv("TESSERA_COMM_TIMEOUT_MS"); env && *env) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (errno == 0 && *end == '\0' && env[0] != '-' && v <= UINT64_MAX / 1000000)
-      ms = v;
-    else
-      std::fprintf(stderr,
-                   "tessera: ignoring TESSERA_COMM_TIMEOUT_MS='%s' (not a number of "
-                   "milliseconds); using %" PRIu64 " ms\n",
-                   env, ms);
-  }
-  return ms * 1000000;
+  return timeoutNsFromEnv("TESSERA_COMM_TIMEOUT_MS", TSR_COMM_DEFAULT_TIMEOUT_MS);
 }
 
 tsr_comm_s *newComm(tsr_device_s *device, std::unique_ptr<Transport> transport,
