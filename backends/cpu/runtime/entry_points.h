@@ -102,11 +102,14 @@ public:
 private:
   void run();
   /// Pops and runs the front item with the lock released; `lock` holds mutex_ on entry/exit.
-  void runFront(std::unique_lock<std::mutex> &lock);
+  /// `onWorker`: called by the worker (else by a synchronizing thread, which wakes the worker
+  /// itself when it stops running items).
+  void runFront(std::unique_lock<std::mutex> &lock, bool onWorker);
   std::mutex mutex_;
   std::condition_variable workCv_, idleCv_;
   std::deque<std::function<void()>> queue_;
   uint64_t submitted_ = 0, completed_ = 0;
+  uint64_t wakeAt_ = UINT64_MAX; // completed_ at which a synchronize waits to be woken
   bool stopping_ = false;
   bool busy_ = false;          // an item runs (on the worker or a synchronizing thread)
   std::optional<Fault> fault_; // guarded by mutex_
@@ -120,6 +123,9 @@ struct CpuKernel {
   uint32_t requiredWorkgroup[3] = {0, 0, 0};
   uint32_t sharedMemoryBytes = 0;
   tsr_cpu_kernel_fn fn = nullptr;
+  /// The kernel runs its own threads (a vendor library call): the pool's polling helpers are
+  /// released before it runs, so that they do not hold the cores it needs.
+  bool ownThreads = false;
   /// Extern kernels (extern_kernels.cpp): checks a launch's arguments before it is enqueued
   /// (the ranges a vendor call touches, which no robust mode can bound inside the library).
   tsr_status_t (*check)(const CpuKernel &kernel, const uint32_t grid[3],

@@ -1,15 +1,16 @@
-// CPU executables: the "extern" format (extern_kernels.cpp), the "cpu" format (backends/gpu_module.h: the codegen's relocatable object,
-// JIT-linked here) and the "cpu-native" format (cpu_native_module.h: functions already in
-// the process, for hand-written kernels); checking and copying the module's kernel table,
-// answering kernel metadata, and running a launch's workgroups on the device's thread pool.
+// CPU executables: the "extern" format (extern_kernels.cpp), the "cpu" format
+// (backends/gpu_module.h: the codegen's relocatable object, JIT-linked here) and the "cpu-native"
+// format (cpu_native_module.h: functions already in the process, for hand-written kernels);
+// checking and copying the module's kernel table, answering kernel metadata, and running a launch's
+// workgroups on the device's thread pool.
 //
 // Must never keep a pointer into the caller's module struct (only the kernel functions
 // themselves), and never accept a kernel table the HAL could not validate launches against.
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/runtime/entry_points.h"
 #include "backends/gpu_module.h"
-#include "backends/simt_runtime/module_copy.h" // the tsr_gpu_module reader (names no vendor)
 #include "backends/kernel_fault_status.h"
+#include "backends/simt_runtime/module_copy.h" // the tsr_gpu_module reader (names no vendor)
 
 #include <algorithm>
 #include <atomic>
@@ -146,6 +147,8 @@ tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_
       ++ctx.group_id[2];
     }
   };
+  if (kernel.ownThreads)
+    device.pool.releaseSpinners();
   // Keyed by the kernel: a launch of a kernel whose workgroups took long last time shares
   // them at once (thread_pool.h).
   device.pool.parallelForRanges(total, body, reinterpret_cast<uintptr_t>(kernel.fn));

@@ -266,6 +266,8 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
     k.requiredWorkgroup[0] = k.requiredWorkgroup[1] = k.requiredWorkgroup[2] = 1;
     k.fn = gemmKernel;
     k.check = checkExternGemm;
+    k.ownThreads = true; // OpenBLAS's threads
+
     executable.kernels.push_back(std::move(k));
   }
   if (executable.kernels.empty())

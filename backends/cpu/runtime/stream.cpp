@@ -7,6 +7,7 @@
 // caller's arguments. Must never run two items of one stream at once or out of order.
 #include "backends/cpu/runtime/entry_points.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <new>
@@ -48,11 +49,11 @@ void CpuStream::run() {
                  [this] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !busy_); });
     if (queue_.empty())
       return; // stopping, and everything enqueued has run
-    runFront(lock);
+    runFront(lock, true);
   }
 }
 
-void CpuStream::runFront(std::unique_lock<std::mutex> &lock) {
+void CpuStream::runFront(std::unique_lock<std::mutex> &lock, bool onWorker) {
   std::function<void()> work = std::move(queue_.front());
   queue_.pop_front();
   busy_ = true;
@@ -62,9 +63,18 @@ void CpuStream::runFront(std::unique_lock<std::mutex> &lock) {
   lock.lock();
   busy_ = false;
   ++completed_;
-  idleCv_.notify_all();
-  if (!queue_.empty() || stopping_)
-    workCv_.notify_one(); // the worker may have skipped the next item (or its exit) meanwhile
+  // Only when some synchronize's target is reached: a waiter woken per item would find the
+  // next one running and sleep again (a futex round trip each, on the core the kernels use).
+  if (completed_ >= wakeAt_) {
+    wakeAt_ = UINT64_MAX;
+    idleCv_.notify_all();
+  }
+  // The worker may have skipped the next item (or its exit) while this one ran on a
+  // synchronizing thread. That thread runs the next item itself as long as it waits, and
+  // hands the rest to the worker when it leaves (synchronize): waking the worker here would
+  // cost a futex wake-up and, on a busy host, a context switch per item for nothing.
+  if (onWorker && (!queue_.empty() || stopping_))
+    workCv_.notify_one();
 }
 
 void CpuStream::synchronize() {
@@ -76,11 +86,16 @@ void CpuStream::synchronize() {
     // which dominated small graphs' run time). Enqueue still returns before the work runs.
     if (!busy_ && !queue_.empty()) {
       SubnormalScope keep; // this thread's MXCSR is the caller's: kernels must keep subnormals
-      runFront(lock);
+      runFront(lock, false);
       continue;
     }
+    // wakeAt_ is the smallest target of the waiting threads; each re-registers after a wake.
+    wakeAt_ = std::min(wakeAt_, target);
     idleCv_.wait(lock);
   }
+  // Items enqueued after `target` (by other threads) are the worker's again (see runFront).
+  if (!busy_ && (!queue_.empty() || stopping_))
+    workCv_.notify_one();
 }
 
 bool CpuStream::idle() {

@@ -13,9 +13,42 @@
 
 namespace tessera::cpu {
 namespace {
-// Below this estimated run time a job runs on its calling thread alone. Waking a helper and
-// waiting for it costs about 5-20 us (measured on a loaded 2-core host and a 16-core one).
+// Below this estimated run time a job runs on its calling thread alone. Waking a sleeping
+// helper and waiting for it costs about 5-20 us (measured on a loaded 2-core host and a
+// 16-core one); a helper still spinning after its last job picks a job up in well under 1 us.
 constexpr std::chrono::microseconds kInlineBudget{20};
+constexpr std::chrono::microseconds kInlineBudgetSpinning{3};
+// How long a helper keeps polling for the next job before it sleeps on the condition variable.
+// The launches of one graph run follow each other within microseconds, but a helper that
+// arrived late to a job (or had the smaller share) waits for the caller's rest of it too:
+// polling this long keeps it awake through a whole run instead of paying a futex wake-up
+// (and, on a busy host, a context switch) per launch, as OpenMP runtimes do (GOMP_SPINCOUNT).
+// BackToBackJobsFindTheirHelpersAwake measures it. Short enough that a helper left polling
+// after a run gives its core back soon.
+constexpr std::chrono::microseconds kHelperSpin{60};
+// How long a caller polls for its helpers' last chunks before it sleeps.
+constexpr std::chrono::microseconds kJoinSpin{60};
+
+void cpuRelax() {
+#if defined(__SSE2__)
+  _mm_pause();
+#endif
+}
+
+// Polls `ready` for about `budget`; true as soon as it holds. The clock is read every 32
+// polls (a pause is ~40-140 cycles), so a poll costs little more than the load.
+template <typename Ready> bool spinUntil(std::chrono::microseconds budget, Ready &&ready) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {
+      if (ready())
+        return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return ready();
+  }
+}
 } // namespace
 
 struct ThreadPool::Job {
@@ -55,6 +88,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    pending_.store(1, std::memory_order_release); // ends any helper's spin
   }
   wake_.notify_all();
   for (std::thread &t : threads_)
@@ -82,17 +116,31 @@ SubnormalScope::~SubnormalScope() {
 #endif
 }
 
+void ThreadPool::releaseSpinners() { napEpoch_.fetch_add(1, std::memory_order_release); }
+
 void ThreadPool::workerLoop() {
   keepSubnormals();
   for (;;) {
+    const uint32_t epoch = napEpoch_.load(std::memory_order_acquire);
+    // Poll first (see kHelperSpin); pending_ mirrors !queue_.empty() || stopping_, so the poll
+    // reads one shared cache line and never takes the mutex.
+    spinUntil(kHelperSpin, [&] {
+      return pending_.load(std::memory_order_acquire) != 0 ||
+             napEpoch_.load(std::memory_order_relaxed) != epoch;
+    });
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (!stopping_ && queue_.empty()) {
+        sleeping_.fetch_add(1, std::memory_order_relaxed); // changed under mutex_ only
+        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+      }
       if (queue_.empty())
         return; // stopping
       job = std::move(queue_.front());
       queue_.pop_front();
+      pending_.store(queue_.empty() && !stopping_ ? 0 : 1, std::memory_order_release);
     }
     job->run();
   }
@@ -140,7 +188,12 @@ void ThreadPool::parallelForRanges(uint64_t count,
   using std::chrono::nanoseconds;
   auto t0 = std::chrono::steady_clock::now();
   uint64_t first = 0; // indices the caller ran before sharing
-  if (uint64_t known = knownCost(key); !(known && nanoseconds(known * count) >= kInlineBudget)) {
+  // With every helper awake (spinning after its last job), sharing costs far less than a
+  // wake-up: the bar for sharing drops accordingly. Read without the lock: a stale value only
+  // picks the other budget once.
+  const std::chrono::microseconds budget =
+      sleeping_.load(std::memory_order_relaxed) ? kInlineBudget : kInlineBudgetSpinning;
+  if (uint64_t known = knownCost(key); !(known && nanoseconds(known * count) >= budget)) {
     // The caller runs the first chunk alone and times it: when the whole job would take less
     // than waking helpers costs (a futex wake and a context switch each, then waiting for the
     // slowest), it runs the rest alone too and the pool never hears of it. Small graphs'
@@ -152,26 +205,35 @@ void ThreadPool::parallelForRanges(uint64_t count,
     if (first == count)
       return;
     const uint64_t chunksLeft = (count - first + job->chunk - 1) / job->chunk;
-    if (probe * chunksLeft < kInlineBudget) {
+    if (probe * chunksLeft < budget) {
       body(first, count);
       return;
     }
   }
   job->next.store(first); // not yet shared: no thread can have claimed anything
   job->done.store(first);
+  unsigned sleepers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++sharedJobs_;
     for (uint64_t i = 0; i < helpers; ++i)
       queue_.push_back(job);
+    pending_.store(1, std::memory_order_release);
+    sleepers = sleeping_.load(std::memory_order_relaxed);
+    wakeups_ += sleepers ? 1 : 0;
   }
-  if (helpers == 1)
+  // Spinning helpers see pending_; only sleeping ones need the (syscall) wake-up.
+  if (sleepers == 1 || (sleepers && helpers == 1))
     wake_.notify_one();
-  else
+  else if (sleepers)
     wake_.notify_all();
   job->run();
-  std::unique_lock<std::mutex> lock(job->mutex);
-  job->finishedCv.wait(lock, [&] { return job->finished; });
+  // The helpers hold at most a chunk each by now: poll for them before sleeping. done counts
+  // indices whose body has returned, so done == count means every call is over.
+  if (!spinUntil(kJoinSpin, [&] { return job->done.load(std::memory_order_acquire) == count; })) {
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->finishedCv.wait(lock, [&] { return job->finished; });
+  }
   assert(job->done.load() == count && "parallelFor returned before every index ran");
   if (first == 0) {
     // Shared from the start: the cost per index from the whole job's time over its threads.

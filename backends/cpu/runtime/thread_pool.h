@@ -1,10 +1,15 @@
 // A fixed pool of worker threads that runs the workgroups of a launch in parallel.
 //
+// Helpers poll for the next job for a short while (tens of microseconds) before they sleep,
+// and a caller polls for its helpers to finish before it sleeps: back-to-back launches (a
+// graph run) then cost no futex wake-up or context switch each.
+//
 // Several streams may run launches at once: each parallelFor is its own job and the calling
 // thread always works on its own job, so progress never depends on a free pool thread.
 // Must never run a body after parallelFor has returned.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,6 +54,18 @@ public:
     return sharedJobs_;
   }
 
+  /// How many times a job had to wake a sleeping helper (a futex wake-up); helpers still
+  /// polling after their last job are not counted.
+  uint64_t wakeups() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return wakeups_;
+  }
+
+  /// Ends the polling of helpers now waiting for a next job: they sleep until one comes. For
+  /// a caller about to run something that brings its own threads (a vendor library's GEMM),
+  /// whose cores polling helpers would otherwise take.
+  void releaseSpinners();
+
   /// Calls body(i) once for every i in [0, count), on the pool and the calling thread, and
   /// returns when every call has returned.
   void parallelFor(uint64_t count, const std::function<void(uint64_t)> &body);
@@ -80,7 +97,14 @@ private:
   Cost costs_[kCostSlots];
   std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
   bool stopping_ = false;
-  uint64_t sharedJobs_ = 0; // guarded by mutex_
+  // Written under mutex_; read without it by polling helpers (pending_: the queue is not
+  // empty or the pool stops) and by callers choosing whether to share a short job
+  // (sleeping_: helpers blocked on wake_, whom only a notify reaches).
+  std::atomic<uint32_t> pending_{0};
+  std::atomic<unsigned> sleeping_{0};
+  std::atomic<uint32_t> napEpoch_{0}; // releaseSpinners(): polling helpers stop when it moves
+  uint64_t sharedJobs_ = 0;           // guarded by mutex_
+  uint64_t wakeups_ = 0;              // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 
