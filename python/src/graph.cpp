@@ -9,6 +9,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -101,11 +102,12 @@ const char kNoBytes = 0;
 /// `torchIn` every host input is a torch tensor, read through torch._C._to_dlpack: a C call,
 /// where the generic path calls Tensor.__dlpack__, a Python method). The outputs are complete
 /// when this returns if `wait` (run() itself waits only when it read host memory).
-std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::handle stream,
-                                  bool torchIn, bool wait) {
+/// The GraphInputs for `inputs` (see runGraph); `views` keeps their host memory alive.
+void graphInputs(CompiledGraph &cg, nb::sequence inputs, bool torchIn, std::vector<GraphInput> &in,
+                 std::vector<HostView> &views) {
   size_t n = nb::len(inputs);
-  std::vector<GraphInput> in(n);
-  std::vector<HostView> views(n); // keep host memory alive during the run
+  in.assign(n, GraphInput());
+  views.assign(n, HostView());
   for (size_t i = 0; i < n; ++i) {
     nb::handle obj = inputs[i];
     if (Buffer *b = nullptr; nb::try_cast<Buffer *>(obj, b) && b) {
@@ -126,6 +128,13 @@ std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::ha
     in[i].shape = views[i].shape;
     in[i].strides = views[i].strides;
   }
+}
+
+std::vector<GraphOutput> runGraph(CompiledGraph &cg, nb::sequence inputs, nb::handle stream,
+                                  bool torchIn, bool wait) {
+  std::vector<GraphInput> in;
+  std::vector<HostView> views; // keep host memory alive during the run
+  graphInputs(cg, inputs, torchIn, in, views);
   tsr_stream_t s = streamArg(stream, cg.device);
   std::vector<GraphOutput> out;
   {
@@ -210,6 +219,30 @@ void runInto(CompiledGraph &cg, nb::sequence inputs, nb::sequence outputs) {
   }
 }
 
+/// CompiledGraph.profile: each launch's median and minimum time over `runs` runs.
+nb::list profileGraph(CompiledGraph &cg, nb::sequence inputs, int runs) {
+  std::vector<GraphInput> in;
+  std::vector<HostView> views;
+  graphInputs(cg, inputs, false, in, views);
+  std::vector<LaunchProfile> prof;
+  {
+    nb::gil_scoped_release nogil;
+    check(cg.exec->profile(in, streamArg(nb::none(), cg.device), runs, &prof));
+  }
+  nb::list out;
+  for (LaunchProfile &p : prof) {
+    std::sort(p.ms.begin(), p.ms.end());
+    nb::dict d;
+    d["kernel"] = p.kernel;
+    d["launched"] = p.launched;
+    d["median_ms"] = p.ms[p.ms.size() / 2];
+    d["min_ms"] = p.ms.front();
+    d["runs"] = p.ms.size();
+    out.append(d);
+  }
+  return out;
+}
+
 } // namespace
 
 void bindGraphs(nb::module_ &m) {
@@ -222,6 +255,10 @@ void bindGraphs(nb::module_ &m) {
            "tensors that alias the outputs' host-visible memory (no copy).")
       .def("run_into", &runInto, nb::arg("inputs"), nb::arg("outputs"),
            "Runs the graph and copies each output into the given host tensor.")
+      .def("profile", &profileGraph, nb::arg("inputs"), nb::arg("runs") = 20,
+           "Runs the graph `runs` times with every launch timed alone (the stream synchronized "
+           "around it); returns one dict per launch: kernel, launched (the extern kernel when "
+           "a vendor GEMM replaces it), median_ms, min_ms, runs.")
       .def_prop_ro("device", [](const CompiledGraph &c) { return c.device->name; })
       .def_prop_ro("module", [](const CompiledGraph &c) { return c.exec->plan().module; })
       .def_prop_ro("kernels",

@@ -233,3 +233,36 @@ def test_run_torch_strided_empty_and_bad_inputs():
         with pytest.raises(tessera.TesseraError) as err:
             g.run_torch(inputs)
         assert err.value.code == "INVALID_ARGUMENT" and msg in err.value.message, err.value
+
+
+TWO_KERNELS = """
+graph @two(%x: tensor<f32, [1024, 1024]>, %s: tensor<f32, [16]>) {
+  %y = exp %x
+  %z = add %s, %s
+  return %y, %z
+}
+"""
+
+
+def test_profile_times_each_launch_alone():
+    cg = tessera.compile_graph(TWO_KERNELS, "cpu:0")
+    x = torch.randn(1024, 1024) * 0.1
+    s = torch.arange(16, dtype=torch.float32)
+    prof = cg.profile([x, s], runs=5)
+    assert [p["kernel"] for p in prof] == [k["kernel"] for k in cg.kernels]
+    assert [p["launched"] for p in prof] == cg.launch_kernels
+    for p in prof:
+        assert p["runs"] == 5 and 0 < p["min_ms"] <= p["median_ms"]
+    # a million exps against 16 adds: the times belong to their launches
+    big = next(p for p in prof if p["kernel"] in
+               [k["kernel"] for k in cg.kernels if "exp" in k["ops"]])
+    small = next(p for p in prof if p is not big)
+    assert big["min_ms"] > small["median_ms"], prof
+    # profiling leaves the graph runnable, with right results
+    y, z = cg.run_torch([x, s])
+    torch.testing.assert_close(y, torch.exp(x))
+    torch.testing.assert_close(z, s + s)
+    with pytest.raises(tessera.TesseraError, match="runs must be at least 1"):
+        cg.profile([x, s], runs=0)
+    with pytest.raises(tessera.TesseraError, match="takes 2 inputs"):
+        cg.profile([x], runs=1)

@@ -153,3 +153,22 @@ def test_steady_state_guards_pick_the_right_compiled_graph():
     assert len(runner.by_strides) == 2
     runner.run(env := {runner.params[0]: x, runner.params[1]: y})
     torch.testing.assert_close(env[node], fn(x, y), rtol=0, atol=0)
+
+
+def test_explain_profile_times_every_kernel():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),
+                                torch.nn.LayerNorm(128))
+    ex = explain(model, torch.randn(32, 64), device="cpu:0", profile=3)
+    assert ex.profiled == 3 and ex.kernels
+    for k in ex.kernels:
+        assert k["min_ms"] > 0 and k["median_ms"] >= k["min_ms"], k
+        assert k["launched"] in (k["kernel"], "blas.gemm.f32")
+    text = str(ex)
+    assert "profile (3 runs, each launch timed alone" in text
+    assert all(k["kernel"] in text.split("profile (")[1] for k in ex.kernels)
+    # without profile nothing is timed; a bad count is a clear error
+    assert all("median_ms" not in k for k in explain(model, torch.randn(32, 64),
+                                                       device="cpu:0").kernels)
+    with pytest.raises(ValueError, match="profile must be a number of runs"):
+        explain(model, torch.randn(32, 64), device="cpu:0", profile=-1)

@@ -152,8 +152,10 @@ class SegmentRunner:
     compiled one is re-laid out on the host), so this guard only picks the fastest variant.
     """
 
-    def __init__(self, seg: Segment, device: str, strict: bool):
+    def __init__(self, seg: Segment, device: str, strict: bool, keep_inputs: bool = False):
         self.seg, self.device, self.strict = seg, device, strict
+        # explain(profile=...) re-runs segments on their last inputs (kept only then)
+        self.keep_inputs, self.last_inputs = keep_inputs, None
         self.by_strides = {}    # param strides -> (text, CompiledGraph)
         self.host_visible = device.startswith("cpu")
         self.failed = None      # Counter of op names once the segment fell back
@@ -185,6 +187,8 @@ class SegmentRunner:
         if self.failed is not None:
             return self._run_eager(env)
         inputs = [env[n] for n in self.params]
+        if self.keep_inputs:
+            self.last_inputs = inputs
         last = self.last
         if last is not None:
             raw = [t.stride() for t in inputs]
@@ -258,7 +262,8 @@ class CompiledFx:
 
     def _prepare(self, args):
         plan: Plan = build_plan(self.gm, args, self.opts["dtypes"])
-        program = [SegmentRunner(s, self.opts["device"], self.opts["strict"])
+        program = [SegmentRunner(s, self.opts["device"], self.opts["strict"],
+                                 self.recorder is not None)
                    if isinstance(s, Segment) else s
                    for s in plan.steps]
         return plan, program

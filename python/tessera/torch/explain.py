@@ -6,6 +6,11 @@ compiled too), and reports: every FX graph AOTAutograd produced (forward/backwar
 segments (graph IR text), the fused kernels the lowering made of each (CompiledGraph.kernels),
 the GEMMs with their shapes and the kernel that runs each, and every fallback op by name and
 count with the reason. Nothing here changes what the backend does; it only watches.
+
+With profile=N, every compiled segment is then run N more times on the inputs it last saw,
+each launch timed alone (CompiledGraph.profile): each kernel gets median_ms / min_ms and the
+report lists them, slowest first, with their share of the total. This is the first thing to
+look at when a compiled model is slower than expected.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class Explanation:
     reasons: dict = field(default_factory=dict)
     gemms: list = field(default_factory=list)      # dicts: graph, shape (text), kernel
     device: str = ""
+    profiled: int = 0                              # runs per kernel timed (explain(profile=N))
 
     def __str__(self):
         lines = [f"tessera.torch.explain on {self.device}: {len(self.graphs)} graph(s), "
@@ -69,6 +75,15 @@ class Explanation:
             lines.append("GEMMs:")
             for gm in self.gemms:
                 lines.append(f"  graph {gm['graph']}: {gm['shape']} -> {gm['kernel']}")
+        timed = [k for k in self.kernels if "median_ms" in k]
+        if timed:
+            total = sum(k["median_ms"] for k in timed) or 1.0
+            lines.append(f"profile ({self.profiled} runs, each launch timed alone; median ms, "
+                         f"share): total {total:.3f} ms")
+            for k in sorted(timed, key=lambda k: -k["median_ms"]):
+                ran = "" if k["launched"] == k["kernel"] else f" as {k['launched']}"
+                lines.append(f"  graph {k['graph']} {k['kernel']}{ran}: {k['median_ms']:.3f} ms "
+                             f"({100 * k['median_ms'] / total:.0f} %), min {k['min_ms']:.3f}")
         lines.append("fallbacks:" if self.fallbacks else "fallbacks: none")
         for name, n in self.fallbacks.most_common():
             lines.append(f"  {name} x{n}: {self.reasons.get(name, '')}")
@@ -96,8 +111,8 @@ def _gemm_kernel(kernels, ops_index):
     return "tessera (kernel not reported)"
 
 
-def _report(recorder, device) -> Explanation:
-    ex = Explanation(device=device)
+def _report(recorder, device, profile=0) -> Explanation:
+    ex = Explanation(device=device, profiled=profile)
     for gi, (cfx, (plan, program)) in enumerate(recorder.entries):
         g = GraphReport(kind=cfx.kind)
         g.fallbacks.update(plan.fallbacks)
@@ -108,6 +123,13 @@ def _report(recorder, device) -> Explanation:
                 g.segments.append(text)
                 kernels = [dict(k, graph=gi, segment=runner.seg.index)
                            for k in (getattr(cg, "kernels", None) or [])]
+                if profile and runner.last_inputs is not None and runner.failed is None:
+                    times = {p["kernel"]: p for p in cg.profile(runner.last_inputs, profile)}
+                    for k in kernels:
+                        p = times.get(k.get("kernel"))
+                        if p is not None:
+                            k.update(median_ms=p["median_ms"], min_ms=p["min_ms"],
+                                     launched=p["launched"])
                 g.kernels.extend(kernels)
                 for mi, shape in enumerate(_gemm_shapes(text)):
                     ex.gemms.append({"graph": gi, "shape": shape,
@@ -122,8 +144,11 @@ def _report(recorder, device) -> Explanation:
     return ex
 
 
-def explain(model, *inputs, device=None, backward=False, **kwargs) -> Explanation:
-    """Compile `model` with the tessera backend, run it on `inputs`, report what happened."""
+def explain(model, *inputs, device=None, backward=False, profile=0, **kwargs) -> Explanation:
+    """Compile `model` with the tessera backend, run it on `inputs`, report what happened;
+    with profile=N, also time every kernel over N runs (see the module's docstring)."""
+    if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:
+        raise ValueError(f"explain: profile must be a number of runs >= 0, got {profile!r}")
     from .backend import check_options, tessera_backend
 
     opts = check_options({"device": device})
@@ -139,4 +164,4 @@ def explain(model, *inputs, device=None, backward=False, **kwargs) -> Explanatio
                    if isinstance(o, torch.Tensor) and o.requires_grad)
         if isinstance(loss, torch.Tensor):
             loss.backward()
-    return _report(rec, opts["device"])
+    return _report(rec, opts["device"], profile)

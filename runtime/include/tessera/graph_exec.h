@@ -125,6 +125,13 @@ private:
   std::unordered_map<std::string, bool> loadedDirs_;
 };
 
+/// The run time of one launch of a plan, over the runs of GraphExecutable::profile.
+struct LaunchProfile {
+  std::string kernel;     // the plan kernel ("k0_matmul")
+  std::string launched;   // what ran: the plan kernel or the extern kernel replacing it
+  std::vector<double> ms; // one wall time per run: the launch alone, from enqueue to done
+};
+
 struct GraphExecStats {
   ProgramStats::Source source = ProgramStats::Source::Compiled;
   bool programReused = false; // the Program came from the ProgramCache: no compile, no load
@@ -164,6 +171,15 @@ public:
   hal::Status run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                   std::vector<GraphOutput> *outputs);
 
+  /// Runs the graph `runs` times like run(), each launch timed alone: the stream is
+  /// synchronized before and after every launch, so a time is that kernel's own (on the CPU:
+  /// its workgroups over the thread pool) plus one enqueue and synchronize. For finding the
+  /// slow kernel of a graph (tessera.torch.explain's profile, CompiledGraph.profile); a whole
+  /// run() overlaps nothing more on the CPU, but on GPUs it pipelines launches this does not.
+  /// The outputs are discarded.
+  hal::Status profile(const std::vector<GraphInput> &inputs, tsr_stream_t stream, int runs,
+                      std::vector<LaunchProfile> *out);
+
   const graph::Graph &graph() const { return graph_; }
   const graph::Plan &plan() const { return plan_; }
   const GraphExecStats &stats() const { return stats_; }
@@ -176,6 +192,8 @@ public:
 
 private:
   GraphExecutable() = default;
+  hal::Status runLocked(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
+                        std::vector<GraphOutput> *outputs); // runMu_ held
   hal::Status bindInput(size_t param, const GraphInput &in, tsr_stream_t stream, bool *hostCopy,
                         std::vector<std::pair<tsr_buffer_t, uint64_t>> *bound);
   hal::Status enqueue(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
@@ -207,6 +225,7 @@ private:
   bool importHost_ = false;                // try tsr_buffer_import_host for host inputs
   std::vector<hal::Buffer> imports_;       // this run's imported inputs (until it synchronized)
   hal::Event lastRun_;
+  std::vector<LaunchProfile> *profile_ = nullptr; // set during profile(): time each launch
   GraphExecStats stats_;
   std::mutex runMu_;
 };
