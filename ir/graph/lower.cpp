@@ -159,9 +159,12 @@ std::vector<std::string> emitUnravel(KernelText &k, const std::string &flat,
       c[d] = rest;
       break;
     }
-    std::string r = k.fresh("co"), q = k.fresh("co");
-    k.line(r + " = rem " + rest + ", " + sizes[d] + " : i64");
+    // One division per dim: the remainder as rest - q * size (sizes are >= 1 whenever a
+    // kernel runs: a graph with a zero-sized dim launches nothing).
+    std::string q = k.fresh("co"), p = k.fresh("co"), r = k.fresh("co");
     k.line(q + " = div " + rest + ", " + sizes[d] + " : i64");
+    k.line(p + " = mul " + q + ", " + sizes[d] + " : i64");
+    k.line(r + " = sub " + rest + ", " + p + " : i64");
     c[d] = r;
     rest = q;
   }

@@ -4,6 +4,7 @@
 #include "ir/graph/tests/lower_check.h"
 
 #include <limits>
+#include <regex>
 
 namespace tessera::graph {
 namespace {
@@ -159,7 +160,27 @@ TEST(LowerPointwise, ChainsFuseIntoOneKernelAndSharedValuesAreRecomputed) {
   ASSERT_EQ(plan.kernels.size(), 1u);
   EXPECT_EQ(plan.kernels[0].kind, "pointwise");
   // A contiguous same-shape chain indexes flat: no div/rem unravelling.
+  EXPECT_FALSE(std::regex_search(plan.module, std::regex(R"(= (div|rem) [^\n]*: i64)")))
+      << plan.module;
+}
+
+TEST(LowerPointwise, RowsModeTestsTheOutermostCoordinateOfItsUnravel) {
+  // A permute is a rows-mode copy: the row index is unravelled with one division per dim
+  // (the remainder as a mul and a sub), and the row test reads the outermost coordinate, so
+  // that the divisions feed the branch and LLVM hoists them out of the work-item loop
+  // instead of sinking them into the branch, per element (docs/performance.md, "Run 6").
+  std::string text = R"(graph @p(%a: tensor<f32, [3, 5, 4, 7]>) {
+  %t = permute %a {perm = [0, 2, 1, 3]} : tensor<f32, [3, 4, 5, 7]>
+  return %t
+})";
+  Plan plan;
+  EXPECT_TRUE(lowerAndCompare(text, {}, &plan));
+  EXPECT_EQ(kinds(plan), (std::vector<std::string>{"copy"}));
   EXPECT_EQ(plan.module.find(" rem "), std::string::npos) << plan.module;
+  EXPECT_TRUE(std::regex_search(plan.module, std::regex(R"(= div %row\d+, %arg\d+ : i64)")))
+      << plan.module;
+  EXPECT_TRUE(std::regex_search(plan.module, std::regex(R"(= cmp\.slt %co\d+, %arg\d+ : i64)")))
+      << plan.module;
 }
 
 TEST(LowerPointwise, IntermediateOutputsAreWrittenOnce) {
