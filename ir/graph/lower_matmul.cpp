@@ -209,39 +209,20 @@ int fitDim(int64_t n, int lo, int hi) {
 // its tile to the GEMM (gemm_bench --shapes, the shapes of bench/torch_models.py; no loss at
 // 1024^3 / 2048^3): tm up to 128, tn and tk up to 64, each the smallest power of two covering
 // its dim. 128 rows load each B tile (a linear layer's weight: an in-register transpose per
-// `.col` load) for twice the rows of 64 (256 x 256 x 768: 1.9x), and 64 < M <= kCpuBlockRows
-// does better still as one group of 64-row tiles (GemmTiles::mgroup); a dim below 64 gets a tile
+// `.col` load) for twice the rows of 64 (256 x 256 x 768: 1.9x); a dim below 64 gets a tile
 // its size (attention's 64 x 64 x 32 bmm computed half its tile on zero padding: 3x slower);
 // and while the launch has fewer than kCpuMinTiles tiles the larger of tm / tn is halved (down
 // to 16), so that a 64 x 128 linear layer keeps two cores busy. 128-deep K steps measured no
 // better. So the CPU text depends on size buckets (powers of two and the tile count), like
 // matrixMinFlops: a new batch size may pick another bucket and compile another kernel.
 constexpr int64_t kCpuMinTiles = 4;
-// Up to this many rows (64 < M <= 256, the linear layers of bench/torch_models.py at batch 256)
-// one subgroup computes all of M as GemmTiles::mgroup 64-row tiles, transposing each `.col` B
-// tile once for them all: 256 x 256 x 768 131 -> 164 GFLOP/s against one 128-row tile, 128 rows
-// as two 64-row tiles 157 (a 64 x 64 mad's tiles stay in L1). Larger M keeps the 128-row tiles:
-// 1024^3 measured no better grouped (docs/performance.md, "GEMM tile groups").
-constexpr int64_t kCpuBlockRows = 256;
 
 GemmTiles pickTiles(const ScheduleCaps &caps, const GemmForm &f, int64_t batch) {
   if (caps.backend == "cpu") {
     GemmTiles t{fitDim(f.M, 16, 128), fitDim(f.N, 16, 64), fitDim(f.K, 8, 64), 1};
-    const int64_t mtiles64 = (f.M + 63) / 64;
-    if (f.M > 64 && f.M <= kCpuBlockRows) {
-      t.m = 64;
-      t.mgroup = static_cast<int>(mtiles64);
-    }
-    auto tiles = [&] {
-      return (f.M + int64_t(t.m) * t.mgroup - 1) / (int64_t(t.m) * t.mgroup) *
-             ((f.N + t.n - 1) / t.n) * batch;
-    };
-    while (tiles() < kCpuMinTiles && (t.mgroup > 1 || t.m > 16 || t.n > 16)) {
-      if (t.mgroup > 1) { // fewer tiles per block, a divisor of the 64-row tiles: none empty
-        do
-          --t.mgroup;
-        while (t.mgroup > 1 && mtiles64 % t.mgroup != 0);
-      } else if (t.m >= t.n)
+    auto tiles = [&] { return (f.M + t.m - 1) / t.m * ((f.N + t.n - 1) / t.n) * batch; };
+    while (tiles() < kCpuMinTiles && (t.m > 16 || t.n > 16)) {
+      if (t.m >= t.n)
         t.m /= 2;
       else
         t.n /= 2;

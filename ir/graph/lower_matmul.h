@@ -49,11 +49,9 @@ struct GemmForm {
 };
 
 /// Tile shape of the matrix kernel: tm x tn accumulator per subgroup, tk deep K steps,
-/// `subgroups` subgroups per workgroup; each subgroup computes `mgroup` vertically adjacent
-/// tm x tn tiles at once (an (mgroup * tm) x tn block), loading each B tile once for all of
-/// them (the CPU: a `.col` B tile is transposed on every load).
+/// `subgroups` subgroups per workgroup.
 struct GemmTiles {
-  int m = 64, n = 64, k = 64, subgroups = 1, mgroup = 1;
+  int m = 64, n = 64, k = 64, subgroups = 1;
 };
 
 /// The kernel's parameter list ("%A: buffer<f32, readonly>, ..., %M: i64, ...") and the names

@@ -13,7 +13,6 @@
 // All index math is i64. Nothing here may depend on a size or stride value.
 #include "ir/graph/lower_matmul.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -132,17 +131,13 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
   const std::string acc = matrixType(DType::F32, t.m, t.n, "acc");
   const std::string at = matrixType(f.inType, t.m, t.k, "a");
   const std::string bt = matrixType(f.inType, t.k, t.n, "b");
-  // G vertically adjacent tiles per subgroup (GemmTiles::mgroup): value names get a "_<g>"
-  // suffix when G > 1; G == 1 (Vulkan, other GPUs) is the one-tile kernel.
-  const int G = std::max(1, t.mgroup);
-  auto sfx = [&](int i) { return G == 1 ? std::string() : "_" + num(i); };
   k.open("kernel @" + name + "(" + gemmParams(f) + ") {");
   gemmPrologue(k, f);
   k.line("%g_zero = const 0 : i64");
-  k.line("%g_tm = const " + num(int64_t(t.m) * G) + " : i64"); // rows of one block
+  k.line("%g_tm = const " + num(t.m) + " : i64");
   k.line("%g_tn = const " + num(t.n) + " : i64");
   k.line("%g_tk = const " + num(t.k) + " : i64");
-  k.line("%g_tm1 = const " + num(int64_t(t.m) * G - 1) + " : i64");
+  k.line("%g_tm1 = const " + num(t.m - 1) + " : i64");
   k.line("%g_tn1 = const " + num(t.n - 1) + " : i64");
   k.line("%g_fzero = const 0.0 : f32");
   k.line("%g_lane0 = const 0 : i32");
@@ -166,108 +161,69 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
   k.line("%g_tj = rem %g_t, %g_ntiles : i64");
   k.line("%g_row0 = mul %g_ti, %g_tm : i64");
   k.line("%g_col0 = mul %g_tj, %g_tn : i64");
-  // Per tile i of the block: its first row and its rows left (<= 0 past M: the loads give
-  // zeros and the store writes nothing).
-  const size_t nG = static_cast<size_t>(G);
-  std::vector<std::string> row0(nG), rows(nG), a0(nG);
-  for (int i = 0; i < G; ++i) {
-    row0[size_t(i)] = i == 0 ? std::string("%g_row0") : "%g_row0" + sfx(i);
-    rows[size_t(i)] = "%g_rows" + sfx(i);
-    if (i > 0)
-      k.line(row0[size_t(i)] + " = add %g_row0, " + emitIntConst(k, int64_t(i) * t.m, "i64") +
-             " : i64");
-    k.line(rows[size_t(i)] + " = sub %M, " + row0[size_t(i)] + " : i64");
-  }
+  k.line("%g_rows = sub %M, %g_row0 : i64");
   k.line("%g_cols = sub %N, %g_col0 : i64");
-  for (int i = 0; i < G; ++i)
-    a0[size_t(i)] = tileOffset(k, base[0], "a", row0[size_t(i)], "%g_zero");
+  const std::string a0 = tileOffset(k, base[0], "a", "%g_row0", "%g_zero");
   const std::string b0 = tileOffset(k, base[1], "b", "%g_zero", "%g_col0");
-  std::string results, iters, yields;
-  for (int i = 0; i < G; ++i) {
-    k.line("%g_init" + sfx(i) + " = matrix_fill %g_fzero : " + acc);
-    results += (i ? ", " : "") + std::string("%g_acc") + sfx(i);
-    iters += (i ? ", " : "") + std::string("%g_c") + sfx(i) + " = %g_init" + sfx(i);
-    yields += (i ? ", " : "") + std::string("%g_c2") + sfx(i);
-  }
-  k.open(results + " = for %g_k0 = %g_zero to %K step %g_tk iter(" + iters + ") : i64 {");
+  k.line("%g_init = matrix_fill %g_fzero : " + acc);
+  k.open("%g_acc = for %g_k0 = %g_zero to %K step %g_tk iter(%g_c = %g_init) : i64 {");
   k.line("%g_ks = sub %K, %g_k0 : i64");
   k.line("%g_ak = mul %g_k0, %a_cs : i64");
-  if (G > 1) { // one B tile for the whole block
-    k.line("%g_bk = mul %g_k0, %b_rs : i64");
-    k.line("%g_boff = add " + b0 + ", %g_bk : i64");
-    k.line("%g_b = matrix_load" + loadTail(f.b.layout, "%B", "b", "%g_boff") +
-           " bounds %g_ks, %g_cols : " + bt);
-  }
-  for (int i = 0; i < G; ++i) {
-    const std::string x = sfx(i);
-    k.line("%g_aoff" + x + " = add " + a0[size_t(i)] + ", %g_ak : i64");
-    k.line("%g_a" + x + " = matrix_load" + loadTail(f.a.layout, "%A", "a", "%g_aoff" + x) +
-           " bounds " + rows[size_t(i)] + ", %g_ks : " + at);
-    if (G == 1) {
-      k.line("%g_bk = mul %g_k0, %b_rs : i64");
-      k.line("%g_boff = add " + b0 + ", %g_bk : i64");
-      k.line("%g_b = matrix_load" + loadTail(f.b.layout, "%B", "b", "%g_boff") +
-             " bounds %g_ks, %g_cols : " + bt);
-    }
-    k.line("%g_c2" + x + " = matrix_mad %g_a" + x + ", %g_b, %g_c" + x + " : " + at + ", " + bt +
-           ", " + acc);
-  }
-  k.line("yield " + yields);
+  k.line("%g_aoff = add " + a0 + ", %g_ak : i64");
+  k.line("%g_a = matrix_load" + loadTail(f.a.layout, "%A", "a", "%g_aoff") +
+         " bounds %g_rows, %g_ks : " + at);
+  k.line("%g_bk = mul %g_k0, %b_rs : i64");
+  k.line("%g_boff = add " + b0 + ", %g_bk : i64");
+  k.line("%g_b = matrix_load" + loadTail(f.b.layout, "%B", "b", "%g_boff") +
+         " bounds %g_ks, %g_cols : " + bt);
+  k.line("%g_c2 = matrix_mad %g_a, %g_b, %g_c : " + at + ", " + bt + ", " + acc);
+  k.line("yield %g_c2");
   k.close();
   // Extras: accumulator-shaped tiles, or one subgroup-uniform scalar (broadcast from lane 0:
   // every lane loaded the same element, and broadcast makes that visible to the verifier).
-  std::vector<std::string> scalars(f.extras.size());
+  std::vector<std::string> tiles, scalars(f.extras.size());
   for (size_t i = 0; i < f.extras.size(); ++i) {
     const GemmOperand &e = f.extras[i];
-    if (e.layout != TileLayout::Scalar)
+    const std::string op = "e" + num(int64_t(i)), buf = "%E" + num(int64_t(i));
+    if (e.layout == TileLayout::Scalar) {
+      std::string v = emitLoad(k, buf, e.dtype, base[2 + i]);
+      scalars[i] = k.fresh("u");
+      k.line(scalars[i] + " = broadcast " + v + ", %g_lane0 : f32");
       continue;
-    std::string v = emitLoad(k, "%E" + num(int64_t(i)), e.dtype, base[2 + i]);
-    scalars[i] = k.fresh("u");
-    k.line(scalars[i] + " = broadcast " + v + ", %g_lane0 : f32");
+    }
+    const std::string off = tileOffset(k, base[2 + i], op, "%g_row0", "%g_col0");
+    tiles.push_back(k.fresh("et"));
+    k.line(tiles.back() + " = matrix_load" + loadTail(e.layout, buf, op, off) +
+           " bounds %g_rows, %g_cols : " + matrixType(e.dtype, t.m, t.n, "acc"));
   }
+  std::string y = "%g_acc";
   const bool plain = mm.epilogue.empty() && f.extras.empty() && f.out.dtype == DType::F32 &&
                      f.productType == DType::F32;
-  for (int r = 0; r < G; ++r) { // epilogue and store of each tile of the block
-    const std::string x = sfx(r), &rw0 = row0[size_t(r)], &rws = rows[size_t(r)];
-    std::vector<std::string> tiles;
-    for (size_t i = 0; i < f.extras.size(); ++i) {
-      const GemmOperand &e = f.extras[i];
-      if (e.layout == TileLayout::Scalar)
+  if (!plain) {
+    std::string args = "%g_s = %g_acc";
+    std::vector<std::string> argNames;
+    for (size_t i = 0, j = 0; i < f.extras.size(); ++i) {
+      if (f.extras[i].layout == TileLayout::Scalar)
         continue;
-      const std::string op = "e" + num(int64_t(i)), buf = "%E" + num(int64_t(i));
-      const std::string off = tileOffset(k, base[2 + i], op, rw0, "%g_col0");
-      tiles.push_back(k.fresh("et"));
-      k.line(tiles.back() + " = matrix_load" + loadTail(e.layout, buf, op, off) + " bounds " + rws +
-             ", %g_cols : " + matrixType(e.dtype, t.m, t.n, "acc"));
+      argNames.push_back("%g_x" + num(int64_t(i)));
+      args += ", " + argNames.back() + " = " + tiles[j++];
     }
-    std::string y = "%g_acc" + x;
-    if (!plain) {
-      std::string args = "%g_s" + x + " = %g_acc" + x;
-      std::vector<std::string> argNames;
-      for (size_t i = 0, j = 0; i < f.extras.size(); ++i) {
-        if (f.extras[i].layout == TileLayout::Scalar)
-          continue;
-        argNames.push_back("%g_x" + num(int64_t(i)) + x);
-        args += ", " + argNames.back() + " = " + tiles[j++];
-      }
-      k.open("%g_y" + x + " = matrix_map(" + args + ") -> " +
-             matrixType(f.out.dtype, t.m, t.n, "acc") + " {");
-      std::vector<std::string> extras(f.extras.size());
-      for (size_t i = 0, j = 0; i < f.extras.size(); ++i)
-        extras[i] = f.extras[i].layout == TileLayout::Scalar
-                        ? scalars[i]
-                        : toCompute(k, f.extras[i].dtype, argNames[j++]);
-      std::string res;
-      if (!emitEpilogue(k, g, mm, f, "%g_s" + x, extras, &res, error))
-        return false;
-      k.line("yield " + toStorage(k, f.out.dtype, res));
-      k.close();
-      y = "%g_y" + x;
-    }
-    const std::string coff = tileOffset(k, base.back(), "c", rw0, "%g_col0");
-    k.line("matrix_store " + y + ", %C[" + coff + "] stride %c_rs bounds " + rws +
-           ", %g_cols : " + matrixType(f.out.dtype, t.m, t.n, "acc"));
+    k.open("%g_y = matrix_map(" + args + ") -> " + matrixType(f.out.dtype, t.m, t.n, "acc") + " {");
+    std::vector<std::string> extras(f.extras.size());
+    for (size_t i = 0, j = 0; i < f.extras.size(); ++i)
+      extras[i] = f.extras[i].layout == TileLayout::Scalar
+                      ? scalars[i]
+                      : toCompute(k, f.extras[i].dtype, argNames[j++]);
+    std::string r;
+    if (!emitEpilogue(k, g, mm, f, "%g_s", extras, &r, error))
+      return false;
+    k.line("yield " + toStorage(k, f.out.dtype, r));
+    k.close();
+    y = "%g_y";
   }
+  const std::string coff = tileOffset(k, base.back(), "c", "%g_row0", "%g_col0");
+  k.line("matrix_store " + y + ", %C[" + coff +
+         "] stride %c_rs bounds %g_rows, %g_cols : " + matrixType(f.out.dtype, t.m, t.n, "acc"));
   k.close(); // tiles
   if (!f.batch.empty())
     k.close();

@@ -89,30 +89,6 @@ TEST_P(LowerMatmulDevice, LinearBiasGeluResidual) {
   }
 }
 
-TEST_P(LowerMatmulDevice, CpuTileGroups) {
-  // 64 < M <= 256 on cpu:0: G 64-row tiles per subgroup sharing each transposed B tile
-  // (lower_matmul.cpp, pickTiles): a linear layer with bias + gelu + residual whose last tile
-  // of the group and last K step are partial (G = 3), and a plain 256 x 256 x 128 (G = 4, the
-  // in-range fast paths). Other backends keep one tile per subgroup (the cases above).
-  if (GetParam() != "cpu:0")
-    GTEST_SKIP() << "tile groups are chosen for cpu:0 only";
-  tessera::testing::DeviceSession s;
-  if (!s.open(GetParam()))
-    GTEST_SKIP() << GetParam() << " is not present here";
-  GemmCase g;
-  g.a.shape = {150, 70};
-  g.b = View{{70, 300}, {1, 70}, 0};
-  g.extras = {View{{300}, {}, 0}, View{{150, 300}, {}, 0}};
-  g.epilogue = testing::biasGeluResidual();
-  BuiltCase c = testing::buildCase(g);
-  runOn(s.device, s.info, c, true);
-  GemmCase h;
-  h.a.shape = {256, 128};
-  h.b = View{{128, 256}, {1, 128}, 0};
-  BuiltCase d = testing::buildCase(h);
-  runOn(s.device, s.info, d, true);
-}
-
 TEST_P(LowerMatmulDevice, ScalarAndColumnExtras) {
   tessera::testing::DeviceSession s;
   if (!s.open(GetParam()))

@@ -303,14 +303,12 @@ std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int
 TEST(LowerMatmulText, IndependentOfSizes) {
   // The same structure at other M, N, K and batch sizes: byte-identical kernel text, and the
   // sizes appear only among the launch's arguments. On the CPU within one size bucket (M in
-  // (64, 128], N, K >= 64 and enough tiles: a group of two 64 x 64 x 64 tiles), elsewhere at
-  // any size.
+  // (64, 128], N, K >= 64 and enough tiles: 128 x 64 x 64), elsewhere at any size.
   PlanLaunch l1, l2;
   std::string t1 = lowerBatched(cpuCaps(), 2, 100, 70, 200, &l1);
   std::string t2 = lowerBatched(cpuCaps(), 7, 128, 65, 64, &l2);
   EXPECT_EQ(t1, t2);
-  EXPECT_NE(t1.find("matrix<f32, 64, 64, acc>"), std::string::npos) << t1;
-  EXPECT_NE(t1.find("%g_c_1 = "), std::string::npos) << t1;
+  EXPECT_NE(t1.find("matrix<f32, 128, 64, acc>"), std::string::npos) << t1;
   EXPECT_NE(l1.args.size(), 0u);
   EXPECT_EQ(l1.args.size(), l2.args.size());
   EXPECT_NE(l1.grid[2], l2.grid[2]);
@@ -321,9 +319,8 @@ TEST(LowerMatmulText, IndependentOfSizes) {
 
 TEST(LowerMatmulText, CpuTilesFitTheGemm) {
   // pickTiles on the CPU: tm up to 128, tn and tk up to 64, each the smallest power of two
-  // covering its dim (at least 16 for M / N, 8 for K), 64 < M <= 256 as a group of 64-row tiles,
-  // and a launch of fewer than 4 tiles halves the larger of tm / tn. Each shape also runs on
-  // the interpreter against the reference.
+  // covering its dim (at least 16 for M / N, 8 for K), and a launch of fewer than 4 tiles halves
+  // the larger of tm / tn. Each shape also runs on the interpreter against the reference.
   struct Want {
     int64_t batch, M, N, K;
     const char *acc, *a;
@@ -333,9 +330,8 @@ TEST(LowerMatmulText, CpuTilesFitTheGemm) {
       {32, 64, 32, 64, "matrix<f32, 64, 32, acc>", "matrix<f32, 64, 64, a>"},  // attention p v
       {1, 64, 128, 512, "matrix<f32, 32, 64, acc>", "matrix<f32, 32, 64, a>"}, // 2 tiles -> 4
       {1, 5, 3, 2, "matrix<f32, 16, 16, acc>", "matrix<f32, 16, 8, a>"},
-      {1, 256, 256, 128, "matrix<f32, 64, 64, acc>", "matrix<f32, 64, 64, a>"},   // 4 x 64 rows
-      {1, 96, 512, 64, "matrix<f32, 64, 64, acc>", "matrix<f32, 64, 64, a>"},     // 2 x 64 rows
-      {1, 1024, 256, 64, "matrix<f32, 128, 64, acc>", "matrix<f32, 128, 64, a>"}, // no group
+      {1, 256, 256, 128, "matrix<f32, 128, 64, acc>", "matrix<f32, 128, 64, a>"},
+      {1, 96, 512, 64, "matrix<f32, 128, 64, acc>", "matrix<f32, 128, 64, a>"}, // M padded
   };
   for (const Want &w : cases) {
     GemmCase g;
@@ -345,36 +341,6 @@ TEST(LowerMatmulText, CpuTilesFitTheGemm) {
     Lowered l = runCase(c, cpuCaps());
     EXPECT_NE(l.module.find(w.acc), std::string::npos) << w.M << "x" << w.N << "x" << w.K;
     EXPECT_NE(l.module.find(w.a), std::string::npos) << w.M << "x" << w.N << "x" << w.K;
-  }
-}
-
-TEST(LowerMatmulText, CpuTileGroupsShareTheBTile) {
-  // 64 < M <= 256 on the CPU: one subgroup computes all of M as G 64-row tiles (iteration
-  // values %g_c_0 .. %g_c_<G-1>) with one B load per K step; G shrinks to a divisor of the
-  // 64-row tile count while the launch has fewer than 4 blocks. A linear layer (weight [N, K]
-  // read with `.col`) with bias + gelu + residual, sizes not multiples of the tiles (the last
-  // tile of a group partial, K partial), run on the interpreter against the reference.
-  struct Want {
-    int64_t M, N, K;
-    int groups; // G; 1: the one-tile kernel
-  };
-  const Want cases[] = {{150, 300, 70, 3}, {200, 200, 40, 4}, {130, 100, 33, 1}, {96, 40, 9, 1}};
-  for (const Want &w : cases) {
-    SCOPED_TRACE(std::to_string(w.M) + "x" + std::to_string(w.N) + "x" + std::to_string(w.K));
-    GemmCase g = plain(w.M, w.N, w.K);
-    g.b = View{{w.K, w.N}, {1, w.K}, 0};
-    g.extras = {View{{w.N}, {}, 0}, View{{w.M, w.N}, {}, 0}};
-    g.epilogue = testing::biasGeluResidual();
-    BuiltCase c = testing::buildCase(g);
-    Lowered l = runCase(c, cpuCaps());
-    const std::string last = "%g_c_" + std::to_string(w.groups - 1) + " = ";
-    const std::string past = "%g_c_" + std::to_string(w.groups) + " = ";
-    if (w.groups > 1) {
-      EXPECT_NE(l.module.find(last), std::string::npos) << l.module;
-      // one B load per K step for the whole group
-      EXPECT_EQ(l.module.find("matrix_load.col %B"), l.module.rfind("matrix_load.col %B"));
-    }
-    EXPECT_EQ(l.module.find(w.groups > 1 ? past : "%g_c_1 = "), std::string::npos) << l.module;
   }
 }
 
