@@ -487,10 +487,10 @@ TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
   }
 }
 
-// The tree kernel has barriers, so it is emitted in two versions chosen by the launch tests
-// (oc_kernel.cpp): red holds for L = 8, but y[tid] with 4 elements does not, so the version
-// with every check runs: the stores past y's end are dropped (robust) or recorded (checked,
-// the store fault of parameter 0 at index 4), and red's reduction still sums 1 + ... + 8.
+// The launch tests of oc_range.cpp decide per buffer: in the tree kernel with L = 8, red's
+// (L - 1 < 8) holds but y's (L - 1 < 4 elements) does not, so y[tid] is still checked: the
+// stores past y's end are dropped (robust) or recorded (checked, the store fault of parameter
+// 0 at index 4), and red's reduction still sums 1 + ... + 8.
 TEST_F(OpenCLFaultTest, BarrierKernelWithAFailingLaunchTestKeepsEveryCheck) {
   DeviceRun dev = runText(treeSum(8, 4), TSR_BOUNDS_ROBUST);
   ASSERT_EQ(dev.buffers.size(), 1u);
@@ -506,11 +506,10 @@ TEST_F(OpenCLFaultTest, BarrierKernelWithAFailingLaunchTestKeepsEveryCheck) {
   EXPECT_EQ(dev.control[7], 4u); // its element count
 }
 
-// Without checks (unchecked mode, or the version of a barrier kernel under its launch tests)
-// the stores `red[tid] = ...` in front of both barriers of a tree reduction are identical, and
-// PoCL's front end merged the two barriers into one at the loop header, which PoCL's
-// work-group loops then ran wrong (every sum 1: the loop did nothing). A helper per barrier
-// site keeps them apart (opencl_codegen.cpp).
+// Without checks (unchecked mode) the stores `red[tid] = ...` in front of both barriers of a
+// tree reduction are identical, and PoCL's front end merged the two barriers into one at the loop
+// header, which PoCL's work-group loops then ran wrong (every sum 1: the loop did nothing). A
+// helper per barrier site keeps them apart (opencl_codegen.cpp).
 TEST_F(OpenCLFaultTest, BarrierSitesStayApart) {
   for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
     SCOPED_TRACE(mode == TSR_BOUNDS_UNCHECKED ? "unchecked" : "robust");
