@@ -172,6 +172,8 @@ public:
   /// loop (PoCL's work-group loops need every work-item to reach each barrier), so it sets
   /// `tsr_stop`, leaves its loops and runs the rest of the kernel with partial results.
   bool hasBarrier_ = false;
+  /// The barrier sites emitted so far in the module: site k calls tsr_barrier_k (finish()).
+  unsigned barrierSites_ = 0;
   /// Whether `b` (or a function it calls) contains a barrier.
   bool containsBarrier(const ir::Block &b, int depth = 0) const;
 };

@@ -169,8 +169,8 @@ bool Emitter::emitOp(const ir::Op &op) {
     return emitAtomic(op);
   case OpForm::WorkItem:
     return emitWorkItem(op);
-  case OpForm::Barrier:
-    line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+  case OpForm::Barrier: // a helper per site: see Emitter::finish (opencl_codegen.cpp)
+    line("tsr_barrier_" + std::to_string(barrierSites_++) + "(); // " + loc() + " barrier");
     return true;
   case OpForm::SubgroupReduce:
   case OpForm::Shuffle:

@@ -85,6 +85,16 @@ std::string Emitter::finish() const {
   for (const Helper &h : helperTable())
     if (helpers_.count(h.name))
       helpers += std::string(h.text) + "\n";
+  // Each barrier site calls a function of its own that the front end may not inline, so that
+  // LLVM can never merge two sites into one call: PoCL's clang -O2 tail-merged the barrier in
+  // front of a tree reduction's loop with the one at the end of its body (with the identical
+  // `red[tid] = ...` stores before both) into one barrier at the loop header, and PoCL 3.1's
+  // work-group loops then computed wrong sums (ir/examples/reduce_tree.tir in unchecked mode;
+  // backends/opencl/tests/pocl_run_test.cpp, BarrierSitesStayApart). PoCL inlines them
+  // before it forms its work-group loops, so they cost nothing at run time.
+  for (unsigned k = 0; k < barrierSites_; ++k)
+    helpers += "__attribute__((noinline)) void tsr_barrier_" + std::to_string(k) +
+               "(void) {\n  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);\n}\n\n";
   std::string all = helpers + body_;
   if (all.find("double") != std::string::npos)
     out += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";

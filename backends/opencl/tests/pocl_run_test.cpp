@@ -430,8 +430,9 @@ TEST_F(OpenCLFaultTest, ForFastFormKeepsBoundsChecksPastTheEnd) {
 // size L): with L = 8 the short cut holds and the sum matches the interpreter; with L = 16 it
 // does not, and the accesses past the array must still read 0 and be dropped (robust: still
 // 1 + ... + 8, as the robust rules give) or be recorded (checked: the shared-memory fault).
-std::string treeSum(int workgroup) {
+std::string treeSum(int workgroup, int ySize = 0) {
   std::string w = std::to_string(workgroup);
+  std::string n = std::to_string(ySize ? ySize : workgroup);
   return "kernel @tree(%y: buffer<i32>) {\n"
          "  %red = shared_alloc : shared<i32, 8>\n"
          "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
@@ -458,7 +459,7 @@ std::string treeSum(int workgroup) {
          "  store %r, %y[%tid] : i32\n"
          "}\n"
          "launch @tree grid(1) workgroup(" +
-         w + ") {\n  %y[" + w + "] = fill(-1)\n}\n";
+         w + ") {\n  %y[" + n + "] = fill(-1)\n}\n";
 }
 
 TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
@@ -483,6 +484,39 @@ TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
       EXPECT_EQ(dev.control[7], 8u); // the array's size
       EXPECT_GE(dev.control[5], 8u); // an index past it
     }
+  }
+}
+
+// The launch tests of oc_range.cpp decide per buffer: in the tree kernel with L = 8, red's
+// (L - 1 < 8) holds but y's (L - 1 < 4 elements) does not, so y[tid] is still checked: the
+// stores past y's end are dropped (robust) or recorded (checked, the store fault of parameter
+// 0 at index 4), and red's reduction still sums 1 + ... + 8.
+TEST_F(OpenCLFaultTest, BarrierKernelWithAFailingLaunchTestKeepsEveryCheck) {
+  DeviceRun dev = runText(treeSum(8, 4), TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  EXPECT_EQ(dev.control[1], 0u);
+  EXPECT_TRUE(dev.guardsIntact);
+  ASSERT_EQ(dev.buffers[0].size(), 16u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
+  dev = runText(treeSum(8, 4), TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_STORE_OUT_OF_BOUNDS});
+  EXPECT_EQ(dev.control[4], 0u); // parameter %y
+  EXPECT_GE(dev.control[5], 4u); // an index past its end
+  EXPECT_EQ(dev.control[7], 4u); // its element count
+}
+
+// Without checks (unchecked mode) the stores `red[tid] = ...` in front of both barriers of a
+// tree reduction are identical, and PoCL's front end merged the two barriers into one at the loop
+// header, which PoCL's work-group loops then ran wrong (every sum 1: the loop did nothing). A
+// helper per barrier site keeps them apart (opencl_codegen.cpp).
+TEST_F(OpenCLFaultTest, BarrierSitesStayApart) {
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
+    SCOPED_TRACE(mode == TSR_BOUNDS_UNCHECKED ? "unchecked" : "robust");
+    DeviceRun dev = runText(treeSum(8), mode);
+    ASSERT_EQ(dev.buffers.size(), 1u);
+    for (int i = 0; i < 8; ++i)
+      EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
   }
 }
 

@@ -73,7 +73,9 @@ TEST(OpenCLGolden, DivisionGuardBarrierAndPragmas) {
   EXPECT_CONTAINS(s, "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable");
   EXPECT_CONTAINS(s, "== (long)0x8000000000000000ul && z_arg == (long)-1)) ? (long)1 : z_arg;");
   EXPECT_CONTAINS(s, "5u /* TSR_FAULT_DIVISION_BY_ZERO */");
-  EXPECT_CONTAINS(s, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+  EXPECT_CONTAINS(s, "__attribute__((noinline)) void tsr_barrier_0(void) {\n"
+                     "  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);\n}\n");
+  EXPECT_CONTAINS(s, "tsr_barrier_0();");
   EXPECT_CONTAINS(s, "__local int v0[4];");
   EXPECT_CONTAINS(s, "atom_add((volatile __global long *)&p0[");
   EXPECT_EQ(s.find("exp("), std::string::npos) << "exp:f64 is decomposed (PoCL's fails)";
@@ -223,6 +225,37 @@ TEST(OpenCLGolden, IndexRangesShortCutBoundsChecks) {
   EXPECT_CONTAINS(s, "int v16 = v0[v15];");
   EXPECT_CONTAINS(s, "int v18 = v0[v17];");
   EXPECT_CONTAINS(s, "if ((ulong)v19 < (ulong)n0)\n    p0[v19] = v11;"); // y[0]: one index
+}
+
+size_t occurrences(const std::string &s, const std::string &part) {
+  size_t n = 0;
+  for (size_t p = s.find(part); p != std::string::npos; p = s.find(part, p + 1))
+    ++n;
+  return n;
+}
+
+// Every barrier site calls a helper of its own (opencl_codegen.cpp: so that PoCL's front end
+// cannot merge two sites; pocl_run_test.cpp BarrierSitesStayApart shows why), numbered over
+// the whole module, and the helpers are what calls the OpenCL barrier.
+TEST(OpenCLGolden, EveryBarrierSiteHasItsOwnHelper) {
+  std::string s = source("kernel @a(%y: buffer<i32>) {\n"
+                         "  %z = const 0 : i32\n"
+                         "  barrier\n"
+                         "  store %z, %y[%z] : i32\n"
+                         "  barrier\n"
+                         "}\n"
+                         "kernel @b(%y: buffer<i32>) {\n"
+                         "  barrier\n"
+                         "}\n",
+                         withBounds(TSR_BOUNDS_UNCHECKED));
+  EXPECT_CONTAINS(s, "  tsr_barrier_0(); // 3:3 barrier\n");
+  EXPECT_CONTAINS(s, "  tsr_barrier_1(); // 5:3 barrier\n");
+  EXPECT_CONTAINS(s, "  tsr_barrier_2(); // 8:3 barrier\n");
+  for (int k = 0; k < 3; ++k)
+    EXPECT_CONTAINS(s, "__attribute__((noinline)) void tsr_barrier_" + std::to_string(k) +
+                           "(void) {\n  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);\n}\n");
+  EXPECT_EQ(occurrences(s, "barrier(CLK_"), 3u); // only in the helpers
+  EXPECT_EQ(occurrences(s, "tsr_barrier_3"), 0u);
 }
 
 TEST(OpenCLGolden, StrictDecomposesAndRoundsDivThroughF64) {
