@@ -208,6 +208,56 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
   mpm.run(m, mam);
 }
 
+// Whether `f` calls a function with a libmvec vector variant (CpuMathHooks marks those call
+// sites): the O3 vectoriser replaces such a call with the variant, which rounds differently
+// from the scalar function, so only the full pipeline computes the full tier's bits.
+bool callsVectorVariant(const llvm::Function &f) {
+  for (const llvm::BasicBlock &bb : f)
+    for (const llvm::Instruction &i : bb)
+      if (const auto *call = llvm::dyn_cast<llvm::CallBase>(&i))
+        if (call->hasFnAttr("vector-function-abi-variant"))
+          return true;
+  return false;
+}
+
+// The quick tier (CpuCompileOptions::optLevel == kQuickTier; docs/performance.md, "Cold
+// compile"). A kernel without vectorisable math calls gets SROA, early CSE, instcombine and
+// CFG simplification (none of them changes a floating-point result without fast-math flags,
+// which the lowering never sets) and is then marked optnone, so that the O3 pipeline and the
+// code generator's instruction selection skip it (fast isel): most of the compile time of a
+// module, and none of its bits. Every other function keeps the full O3 pipeline. Returns
+// whether any function still needs it.
+bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::FunctionPassManager fpm;
+  if (llvm::Error e =
+          pb.parsePassPipeline(fpm, "sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg"))
+    llvm::report_fatal_error(std::move(e)); // a constant pipeline: a typo is a build bug
+  bool needFull = false;
+  for (llvm::Function &f : m) {
+    if (f.isDeclaration())
+      continue;
+    // Helpers (never kernels) are called only from math kernels, which keep O3.
+    if (!f.getName().starts_with(TSR_CPU_WG_SYMBOL_PREFIX) || callsVectorVariant(f)) {
+      needFull = true;
+      continue;
+    }
+    fpm.run(f, fam);
+    f.addFnAttr(llvm::Attribute::OptimizeNone);
+    f.addFnAttr(llvm::Attribute::NoInline);
+  }
+  return needFull;
+}
+
 } // namespace
 
 std::unique_ptr<CpuCompiledModule>
@@ -262,7 +312,10 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   llvm::raw_string_ostream vos(verr);
   if (llvm::verifyModule(*mod, &vos))
     return fail("internal error: invalid LLVM IR from the lowering: " + verr);
-  optimize(*mod, *tm, opts.optLevel);
+  if (opts.optLevel != kQuickTier)
+    optimize(*mod, *tm, opts.optLevel);
+  else if (quickTierPasses(*mod, *tm))
+    optimize(*mod, *tm, 3);
   impl->dumps["llvm.opt"] = printLlvm(*mod);
   llvm::SmallVector<char, 0> obj;
   llvm::raw_svector_ostream os(obj);
