@@ -36,6 +36,9 @@ struct CpuCompileOptions {
   /// decompositions (no libm / libmvec call decides a bit) and FP-op fusion off in the target
   /// machine (AllowFPOpFusion = Strict), so the object computes exactly the IR's roundings.
   bool strict = false;
+  /// Keep the "kir", "llvm" and "llvm.opt" texts for dump(): printing a large module costs
+  /// tens of ms, which a runtime compile without --dump-dir skips. Not part of hash().
+  bool keepDumps = true;
 
   uint64_t hash() const;
   friend bool operator==(const CpuCompileOptions &, const CpuCompileOptions &) = default;

@@ -79,6 +79,7 @@ private:
     co.strict = opts.strict;
     if (opts.quick)
       co.optLevel = kQuickTier;
+    co.keepDumps = opts.keepStages;
     return co;
   }
 };
