@@ -54,6 +54,9 @@ struct TargetOptions {
   std::string caps;
   /// Fill Artefact::stages (`--dump-dir`): every intermediate, in order.
   bool keepStages = false;
+  /// The quick tier, for targets with Target::quickTier(): compiled in a fraction of the
+  /// time, computing the same bits as the full compile, running slower; part of cacheKey().
+  bool quick = false;
 };
 
 /// One kernel of an artefact: what the driver needs besides the image.
@@ -125,6 +128,8 @@ public:
     (void)caps;
     return 0;
   }
+  /// Whether TargetOptions::quick gives a cheaper compile (cpu); elsewhere it is ignored.
+  virtual bool quickTier() const { return false; }
   /// The vendor library behind the driver's extern GEMM kernel ("openblas"), or "" if none.
   virtual std::string_view externGemmLibrary() const { return {}; }
 

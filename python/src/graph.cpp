@@ -219,8 +219,21 @@ void runInto(CompiledGraph &cg, nb::sequence inputs, nb::sequence outputs) {
   }
 }
 
+/// Waits for the full tier (GraphExecutable::waitTierUp), GIL released: what the GEMM
+/// choices and the launched kernels describe is the steady state.
+void settleTier(const CompiledGraph &c) {
+  hal::Status st;
+  {
+    nb::gil_scoped_release nogil;
+    st = c.exec->waitTierUp();
+  }
+  if (!st.ok())
+    raise(st.code(), st.message());
+}
+
 /// CompiledGraph.profile: each launch's median and minimum time over `runs` runs.
 nb::list profileGraph(CompiledGraph &cg, nb::sequence inputs, int runs) {
+  settleTier(cg); // the steady state's kernels, not the quick tier's
   std::vector<GraphInput> in;
   std::vector<HostView> views;
   graphInputs(cg, inputs, false, in, views);
@@ -263,6 +276,8 @@ void bindGraphs(nb::module_ &m) {
       .def_prop_ro("module", [](const CompiledGraph &c) { return c.exec->plan().module; })
       .def_prop_ro("kernels",
                    [](const CompiledGraph &c) {
+                     // The GEMM choices are the full tier's: made once it runs.
+                     settleTier(c);
                      nb::list out;
                      for (const graph::PlanKernelInfo &k : c.exec->plan().kernels) {
                        nb::dict d;
@@ -285,20 +300,29 @@ void bindGraphs(nb::module_ &m) {
                      return out;
                    })
       .def_prop_ro("launch_kernels",
-                   [](const CompiledGraph &c) { return c.exec->launchedKernels(); })
+                   [](const CompiledGraph &c) {
+                     settleTier(c);
+                     return c.exec->launchedKernels();
+                   })
       .def_prop_ro("launches",
                    [](const CompiledGraph &c) { return c.exec->plan().launches.size(); })
-      .def_prop_ro("stats", [](const CompiledGraph &c) {
-        const GraphExecStats &s = c.exec->stats();
-        nb::dict d;
-        d["compile_ms"] = c.compileMs;
-        d["lower_ms"] = s.lowerMs;
-        d["codegen_ms"] = s.compileMs;
-        d["load_ms"] = s.loadMs;
-        d["source"] = graphSourceName(s);
-        d["program_reused"] = s.programReused;
-        return d;
-      });
+      .def_prop_ro("stats",
+                   [](const CompiledGraph &c) {
+                     const GraphExecStats &s = c.exec->stats();
+                     nb::dict d;
+                     d["compile_ms"] = c.compileMs;
+                     d["lower_ms"] = s.lowerMs;
+                     d["codegen_ms"] = s.compileMs;
+                     d["load_ms"] = s.loadMs;
+                     d["source"] = graphSourceName(s);
+                     d["program_reused"] = s.programReused;
+                     d["tier"] = s.quickTier ? "quick" : "full";
+                     return d;
+                   })
+      .def(
+          "wait_tier_up", [](CompiledGraph &c) { settleTier(c); },
+          "Waits until the background full-tier compile is done and its kernels replace the "
+          "quick tier's (run swaps them in by itself once ready; docs/torch.md).");
   m.def("compile_graph", &compileGraph, nb::arg("text"), nb::arg("device") = nb::none(),
         nb::arg("gemm_impl") = nb::none(),
         "Parses, verifies, lowers and compiles graph IR text (docs/graph_ir.md) for a device "

@@ -184,8 +184,9 @@ hal::Expected<ProgramCache::Lookup> ProgramCache::get(tsr_device_t device,
   // The key is the text itself (an exact compare, no hash collision to reason about), prefixed
   // by the device handle and every option that changes the compiled code.
   char prefix[96];
-  std::snprintf(prefix, sizeof(prefix), "%p|sg%u|b%d|s%d|", static_cast<void *>(device),
-                opts.subgroupSize, static_cast<int>(opts.bounds), opts.strict ? 1 : 0);
+  std::snprintf(prefix, sizeof(prefix), "%p|sg%u|b%d|s%d|q%d|", static_cast<void *>(device),
+                opts.subgroupSize, static_cast<int>(opts.bounds), opts.strict ? 1 : 0,
+                opts.quick ? 1 : 0);
   std::string key = prefix + moduleText;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();)
@@ -213,6 +214,9 @@ hal::Expected<ProgramCache::Lookup> ProgramCache::get(tsr_device_t device,
 // --- GraphExecutable ----------------------------------------------------------------------
 
 GraphExecutable::~GraphExecutable() {
+  // A full-tier compile still running uses this executable's device, which the caller may
+  // release right after: waited for (graph_tier.cpp).
+  abandonTierUp();
   for (size_t b = 0; b < pool_.size(); ++b)
     if (poolMapped_[b])
       (void)pool_[b].unmap();
@@ -261,21 +265,9 @@ GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Pla
     return Status(TSR_INTERNAL, "the plan has " + std::to_string(plan.outputs.size()) +
                                     " outputs for a graph with " +
                                     std::to_string(g.outputs.size()));
-  if (!plan.launches.empty()) {
-    graph::ScheduleCaps caps;
-    if (Status st = deviceScheduleCaps(device, &caps); !st.ok())
+  if (!plan.launches.empty())
+    if (Status st = x->compileProgram(plan.module, cache, programs); !st.ok())
       return st;
-    auto lookup = programs.get(device, plan.module, cache, graphProgramOptions(device, caps));
-    if (!lookup.ok())
-      return lookup.status();
-    x->program_ = lookup.value().program;
-    x->stats_.programReused = lookup.value().reused;
-    x->stats_.source = x->program_->stats().source;
-    if (!x->stats_.programReused) {
-      x->stats_.compileMs = x->program_->stats().compileMs;
-      x->stats_.loadMs = x->program_->stats().loadMs;
-    }
-  }
   for (const graph::PlanLaunch &l : plan.launches) {
     const ProgramKernel *k = x->program_->kernel(l.kernel);
     if (!k)
@@ -306,7 +298,12 @@ GraphExecutable::fromPlan(tsr_device_t device, const graph::Graph &g, graph::Pla
   x->lastRun_ = std::move(ev.value());
   x->graph_ = g;
   x->plan_ = std::move(plan);
-  if (Status st = x->chooseGemms(gemm, cache); !st.ok())
+  x->gemmMode_ = gemm;
+  x->cache_ = cache;
+  // The quick tier's GEMM kernels are not the ones to measure: the vendor library runs every
+  // GEMM it can take until the full tier is swapped in and chooses again.
+  const GemmImpl now = x->tierUp_ && gemm == GemmImpl::Auto ? GemmImpl::Extern : gemm;
+  if (Status st = x->chooseGemms(now, cache); !st.ok())
     return st;
   return x;
 }
@@ -485,6 +482,9 @@ hal::Status GraphExecutable::run(const std::vector<GraphInput> &inputs, tsr_stre
 hal::Status GraphExecutable::runLocked(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                                        std::vector<GraphOutput> *outputs) {
   outputs->clear();
+  if (tierUp_)
+    if (Status st = tierUp(/*wait=*/false); !st.ok())
+      return st;
   bool hostCopy = false;
   Status st = enqueue(inputs, stream, outputs, &hostCopy);
   // Host inputs are read by asynchronous copies: the caller's memory (and the staging) must
@@ -504,10 +504,15 @@ hal::Status GraphExecutable::profile(const std::vector<GraphInput> &inputs, tsr_
     return Status(TSR_INVALID_ARGUMENT,
                   "profile: runs must be at least 1, got " + std::to_string(runs));
   out->clear();
+  std::lock_guard<std::mutex> lock(runMu_); // profile_ is read by enqueue under it
+  // A full tier that is ready is swapped in first (as run() would), so the names below are
+  // what the timed runs launch.
+  if (tierUp_)
+    if (Status st = tierUp(/*wait=*/false); !st.ok())
+      return st;
   const std::vector<std::string> launched = launchedKernels();
   for (size_t i = 0; i < plan_.launches.size(); ++i)
     out->push_back({plan_.launches[i].kernel, launched[i], {}});
-  std::lock_guard<std::mutex> lock(runMu_); // profile_ is read by enqueue under it
   std::vector<GraphOutput> outputs;
   for (int r = 0; r < runs; ++r) {
     profile_ = out;

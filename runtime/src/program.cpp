@@ -41,7 +41,7 @@ const std::string &compilerBuildId() {
   static std::once_flag once;
   std::call_once(once, [] {
     Dl_info info{};
-    struct stat st {};
+    struct stat st{};
     if (dladdr(reinterpret_cast<void *>(&defaultTargets), &info) && info.dli_fname &&
         stat(info.dli_fname, &st) == 0)
       id = std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" +
@@ -103,6 +103,10 @@ std::optional<Artefact> cachedCompile(const Target &target, CompileCache *cache,
       }
       cache->reject(key, why);
     }
+  }
+  if (opts.cachedOnly) {
+    *error = "not in the compile cache";
+    return std::nullopt;
   }
   std::optional<Artefact> a = target.compile(m, topts, error);
   if (!a)
@@ -172,6 +176,11 @@ const char *boundsModeName(tsr_bounds_mode mode) {
     return "checked";
   }
   return "?";
+}
+
+bool quickTierSupported(std::string_view backend) {
+  const Target *t = defaultTargets().forBackend(backend);
+  return t && t->quickTier();
 }
 
 bool boundsModeSupported(std::string_view backend, tsr_bounds_mode mode) {
@@ -295,10 +304,11 @@ std::unique_ptr<Program> Program::create(tsr_device_t device, const ir::Module &
   topts.bounds = opts.bounds;
   topts.strict = opts.strict;
   topts.keepStages = !opts.dumpDir.empty();
+  topts.quick = opts.quick && target->quickTier();
   if (!target->deviceOptions(info, caps, &topts, &err))
     return fail(err);
   CacheKey key = makeCacheKey(std::string(kCompilerVersion) + " " + compilerBuildId(),
-                                 target->name(), target->cacheKey(topts), ir::printModule(m));
+                              target->name(), target->cacheKey(topts), ir::printModule(m));
 
   // A cached artefact the driver refuses is rejected and compiled afresh, once.
   for (int attempt = 0;; ++attempt) {

@@ -193,7 +193,18 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = level >= 2;
   pto.SLPVectorization = level >= 2;
-  llvm::PassBuilder pb(&tm, pto);
+  // Functions marked optnone (the quick tier's) are skipped by every optional pass: the new
+  // pass manager leaves that to an instrumentation callback (clang's OptNoneInstrumentation).
+  llvm::PassInstrumentationCallbacks pic;
+  pic.registerShouldRunOptionalPassCallback([](llvm::StringRef, llvm::Any ir) {
+    const llvm::Function *f = nullptr;
+    if (const llvm::Function **pf = llvm::any_cast<const llvm::Function *>(&ir))
+      f = *pf;
+    else if (const llvm::Loop **pl = llvm::any_cast<const llvm::Loop *>(&ir))
+      f = (*pl)->getHeader()->getParent();
+    return !(f && f->hasOptNone());
+  });
+  llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -206,6 +217,56 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
   llvm::ModulePassManager mpm =
       level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
   mpm.run(m, mam);
+}
+
+// Whether `f` calls a function with a libmvec vector variant (CpuMathHooks marks those call
+// sites): the O3 vectoriser replaces such a call with the variant, which rounds differently
+// from the scalar function, so only the full pipeline computes the full tier's bits.
+bool callsVectorVariant(const llvm::Function &f) {
+  for (const llvm::BasicBlock &bb : f)
+    for (const llvm::Instruction &i : bb)
+      if (const auto *call = llvm::dyn_cast<llvm::CallBase>(&i))
+        if (call->hasFnAttr("vector-function-abi-variant"))
+          return true;
+  return false;
+}
+
+// The quick tier (CpuCompileOptions::optLevel == kQuickTier; docs/performance.md, "Cold
+// compile"). A kernel without vectorisable math calls gets SROA, early CSE, instcombine and
+// CFG simplification (none of them changes a floating-point result without fast-math flags,
+// which the lowering never sets) and is then marked optnone, so that the O3 pipeline and the
+// code generator's instruction selection skip it (fast isel): most of the compile time of a
+// module, and none of its bits. Every other function keeps the full O3 pipeline. A helper
+// (tsr.fault.record, a math wrapper) is treated alike: not being inlined into an O3 caller
+// changes no result. Returns whether any function still needs O3.
+bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::FunctionPassManager fpm;
+  if (llvm::Error e =
+          pb.parsePassPipeline(fpm, "sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg"))
+    llvm::report_fatal_error(std::move(e)); // a constant pipeline: a typo is a build bug
+  bool needFull = false;
+  for (llvm::Function &f : m) {
+    if (f.isDeclaration())
+      continue;
+    if (callsVectorVariant(f)) {
+      needFull = true;
+      continue;
+    }
+    fpm.run(f, fam);
+    f.addFnAttr(llvm::Attribute::OptimizeNone);
+    f.addFnAttr(llvm::Attribute::NoInline);
+  }
+  return needFull;
 }
 
 } // namespace
@@ -224,7 +285,8 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   if (!tm)
     return fail(err);
   auto impl = std::make_unique<CpuCompiledModule::Impl>();
-  impl->dumps["kir"] = ir::printModule(m);
+  if (opts.keepDumps)
+    impl->dumps["kir"] = ir::printModule(m);
   // Transcendental ops the CPU has no library call for become basic ops (on a copy: `m` is
   // the caller's).
   ir::Module lm = ir::cloneModule(m);
@@ -257,13 +319,20 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
     if (avx512) // the elementwise fast path wants full 512-bit vectors
       f.addFnAttr("prefer-vector-width", "512");
   }
-  impl->dumps["llvm"] = printLlvm(*mod);
+  if (opts.keepDumps)
+    impl->dumps["llvm"] = printLlvm(*mod);
   std::string verr;
   llvm::raw_string_ostream vos(verr);
   if (llvm::verifyModule(*mod, &vos))
     return fail("internal error: invalid LLVM IR from the lowering: " + verr);
-  optimize(*mod, *tm, opts.optLevel);
-  impl->dumps["llvm.opt"] = printLlvm(*mod);
+  if (opts.optLevel != kQuickTier)
+    optimize(*mod, *tm, opts.optLevel);
+  else if (quickTierPasses(*mod, *tm))
+    optimize(*mod, *tm, 3);
+  else // no function left for O3: the whole code generator at its cheapest level
+    tm->setOptLevel(llvm::CodeGenOptLevel::None);
+  if (opts.keepDumps)
+    impl->dumps["llvm.opt"] = printLlvm(*mod);
   llvm::SmallVector<char, 0> obj;
   llvm::raw_svector_ostream os(obj);
   llvm::legacy::PassManager pm;

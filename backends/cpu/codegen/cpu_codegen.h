@@ -18,10 +18,16 @@
 
 namespace tessera::cpu {
 
+/// CpuCompileOptions::optLevel of the quick tier: most kernels compiled in a fraction of the
+/// O3 time, to the same bits, running slower (docs/performance.md, "Cold compile"); the runtime
+/// runs them until the O3 compile of the same module is done (GraphExecutable's tier-up).
+constexpr uint32_t kQuickTier = 0;
+
 /// Frozen compile options; hash() feeds the compile cache key.
 struct CpuCompileOptions {
   uint32_t subgroupSize = TSR_CPU_DEFAULT_SUBGROUP_SIZE; // f32 lanes of AVX-512
-  uint32_t optLevel = 3;                                 // 0..3
+  /// 1..3: the LLVM pipeline and code generator level; kQuickTier (0): the quick tier.
+  uint32_t optLevel = 3;
   bool hostCpu = true;    // -march=native (host CPU name and features); else x86-64
   bool vectorMath = true; // libmvec vector variants of libm functions
   /// Out-of-bounds accesses: robust (read 0, drop) by default (docs/ir.md, "Faults").
@@ -30,6 +36,9 @@ struct CpuCompileOptions {
   /// decompositions (no libm / libmvec call decides a bit) and FP-op fusion off in the target
   /// machine (AllowFPOpFusion = Strict), so the object computes exactly the IR's roundings.
   bool strict = false;
+  /// Keep the "kir", "llvm" and "llvm.opt" texts for dump(): printing a large module costs
+  /// tens of ms, which a runtime compile without --dump-dir skips. Not part of hash().
+  bool keepDumps = true;
 
   uint64_t hash() const;
   friend bool operator==(const CpuCompileOptions &, const CpuCompileOptions &) = default;

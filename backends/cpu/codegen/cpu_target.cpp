@@ -27,6 +27,7 @@ public:
   bool graphMatrixOps() const override { return true; }
   std::string_view externGemmLibrary() const override { return "openblas"; }
   bool subgroupSizeOption() const override { return true; }
+  bool quickTier() const override { return true; }
   bool buffersInHostMemory() const override { return true; }
 
   bool deviceOptions(const tsr_device_info_t &, std::string_view caps, TargetOptions *opts,
@@ -76,6 +77,9 @@ private:
       co.subgroupSize = opts.subgroupSize;
     co.bounds = opts.bounds;
     co.strict = opts.strict;
+    if (opts.quick)
+      co.optLevel = kQuickTier;
+    co.keepDumps = opts.keepStages;
     return co;
   }
 };

@@ -138,6 +138,16 @@ def _compile_text(text, device):
     return cg
 
 
+def wait_tier_up():
+    """Waits until every graph compiled so far runs its full-tier (O3) kernels. A cold compile
+    starts on the quick tier and swaps the full one in by itself once its background compile
+    is done (docs/torch.md, "Cold compile"); benchmarks of the steady state call this first."""
+    with _lock:
+        graphs = list(_compiled_texts.values())
+    for cg in graphs:
+        cg.wait_tier_up()
+
+
 class SegmentRunner:
     """Runs one Segment: compiled on first use for the strides its inputs arrive with.
 

@@ -26,6 +26,10 @@
 
 namespace tessera {
 
+namespace detail {
+class TierUp; // graph_tier.cpp: one background full-tier compile
+}
+
 /// What lowering may assume about `device`: its limits and features from tsr_device_info, and
 /// the subgroup size the compile uses (ProgramOptions::subgroupSize is set to the same value by
 /// graphProgramOptions, so the two always agree).
@@ -133,6 +137,9 @@ struct LaunchProfile {
 };
 
 struct GraphExecStats {
+  /// Runs launch the quick tier's kernels (ProgramOptions::quick) while the full compile runs
+  /// in the background; false once they were swapped for the full ones (or never quick).
+  bool quickTier = false;
   ProgramStats::Source source = ProgramStats::Source::Compiled;
   bool programReused = false; // the Program came from the ProgramCache: no compile, no load
   double lowerMs = 0, compileMs = 0, loadMs = 0;
@@ -189,6 +196,10 @@ public:
   /// ("blas.gemm.f32"); what enqueue() launches, read from the same tables.
   std::vector<std::string> launchedKernels() const;
   tsr_device_t device() const { return device_.get(); }
+  /// Blocks until the background full-tier compile (if any) is done and its kernels replace
+  /// the quick tier's (run() swaps them in by itself, between runs, once they are ready).
+  /// An error if that compile failed (the quick kernels then stay: same results, slower).
+  hal::Status waitTierUp();
 
 private:
   GraphExecutable() = default;
@@ -206,6 +217,15 @@ private:
   /// Decides, per matmul launch, between the plan's kernel and the vendor library
   /// (graph_gemm.cpp); fills gemmChoices_ and the extern launches.
   hal::Status chooseGemms(GemmImpl mode, CompileCache *cache);
+  /// The module's Program: the full tier from the caches, else the quick tier with a full
+  /// compile started in the background (graph_tier.cpp; TESSERA_TIERED=0: full, now).
+  hal::Status compileProgram(const std::string &module, CompileCache *cache,
+                             ProgramCache &programs);
+  /// Swaps in the full tier's kernels when its compile is done (`wait`: waits for it), then
+  /// chooses the GEMMs again with them; runMu_ held.
+  hal::Status tierUp(bool wait);
+  /// Waits for the background compile without using its result (the destructor).
+  void abandonTierUp();
 
   hal::Device device_;
   tsr_device_info_t info_{};
@@ -227,6 +247,9 @@ private:
   hal::Event lastRun_;
   std::vector<LaunchProfile> *profile_ = nullptr; // set during profile(): time each launch
   GraphExecStats stats_;
+  std::shared_ptr<detail::TierUp> tierUp_; // the background full compile, until swapped in
+  GemmImpl gemmMode_ = GemmImpl::Auto;     // what chooseGemms gets once the full tier runs
+  CompileCache *cache_ = nullptr;
   std::mutex runMu_;
 };
 

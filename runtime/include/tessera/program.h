@@ -24,7 +24,7 @@ inline constexpr const char *kCompilerVersion = "tessera-0.1.0";
 struct ProgramOptions {
   /// Targets that emulate subgroups (cpu): the width; 0 = the target's default (cpu: 16).
   uint32_t subgroupSize = 0;
-  std::string dumpDir;        // non-empty: write every compile stage there (bypasses the cache)
+  std::string dumpDir; // non-empty: write every compile stage there (bypasses the cache)
   /// What an out-of-bounds access does (docs/ir.md, "Faults"); part of the cache key. cuda and
   /// rocm implement only TSR_BOUNDS_UNCHECKED so far and refuse the others.
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
@@ -33,7 +33,17 @@ struct ProgramOptions {
   /// kept; results bitwise identical on every backend. Passed to the target as
   /// TargetOptions::strict; part of the cache key.
   bool strict = false;
+  /// The quick tier (TargetOptions::quick; docs/performance.md, "Cold compile"): the same
+  /// bits as the full compile, compiled in a fraction of its time, running slower. Only for
+  /// targets with quickTierSupported(); part of the cache key.
+  bool quick = false;
+  /// Take the artefact from the compile cache or fail ("not in the compile cache"): never
+  /// compile. Not part of the cache key.
+  bool cachedOnly = false;
 };
+
+/// Whether the target of devices of `backend` compiles ProgramOptions::quick faster (cpu).
+bool quickTierSupported(std::string_view backend);
 
 /// "unchecked", "robust", "checked".
 const char *boundsModeName(tsr_bounds_mode mode);
