@@ -25,14 +25,22 @@ namespace {
 
 using hal::Status;
 
-constexpr const char kExternGemm[] = "blas.gemm.f32";
+constexpr const char kAnyExternGemm[] = "blas.gemm.f32"; // the driver's preferred library
+constexpr const char kGemmSuffix[] = ".gemm.f32";        // "<library>.gemm.f32": that library's
 constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
+// The least work (multiply-adds) per workgroup of a split extern GEMM: below it a split costs
+// more in the pool's hand-off than it saves.
+constexpr int64_t kMinSplitMacs = int64_t(1) << 18;
 
-// The library behind the device's extern GEMM, as its target names it ("vendor" if none).
-std::string externLibrary(const tsr_device_info_t &info) {
+// The libraries behind the device's extern GEMM, in the order its target prefers them
+// (Target::externGemmLibrary: space-separated), or none when it names none.
+std::vector<std::string> externLibraries(const tsr_device_info_t &info) {
   const Target *target = targetForDevice(info);
-  std::string_view name = target ? target->externGemmLibrary() : std::string_view();
-  return name.empty() ? "vendor" : std::string(name);
+  std::istringstream names(std::string(target ? target->externGemmLibrary() : ""));
+  std::vector<std::string> out;
+  for (std::string n; names >> n;)
+    out.push_back(n);
+  return out;
 }
 
 struct FlatBatch {
@@ -89,10 +97,16 @@ graph::PlanArg i64Arg(int64_t v) {
   return a;
 }
 
-// blas.gemm.f32's launch (docs/hal.md, "Extern kernels") over the plan's buffers.
-graph::PlanLaunch externLaunch(const graph::PlanGemm &g, const FlatBatch &f) {
+// The extern GEMM's launch (docs/hal.md, "Extern kernels") over the plan's buffers, split
+// into up to `parts` workgroups (the driver threads a sequential library over them).
+graph::PlanLaunch externLaunch(const std::string &kernel, const graph::PlanGemm &g,
+                               const FlatBatch &f, uint32_t parts) {
   graph::PlanLaunch l;
-  l.kernel = kExternGemm;
+  l.kernel = kernel;
+  const int64_t macs = g.M * g.N * std::max<int64_t>(1, g.K) * f.count;
+  l.grid[0] = uint32_t(std::clamp<int64_t>(macs / kMinSplitMacs, 1, std::max(1u, parts)));
+  l.grid[1] = l.grid[2] = 1;
+  l.workgroup[0] = l.workgroup[1] = l.workgroup[2] = 1;
   l.args = {bufferArg(g.a.buffer), bufferArg(g.b.buffer), bufferArg(g.out.buffer)};
   for (int64_t v : {g.a.offset, g.b.offset, g.out.offset, g.M, g.N, g.K, f.count, g.a.rowStride,
                     g.a.colStride, g.b.rowStride, g.b.colStride, g.out.rowStride, g.out.colStride,
@@ -101,10 +115,11 @@ graph::PlanLaunch externLaunch(const graph::PlanGemm &g, const FlatBatch &f) {
   return l;
 }
 
-std::string shapeKey(const tsr_device_info_t &info, const graph::PlanGemm &g, const FlatBatch &f) {
+std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
+                     const graph::PlanGemm &g, const FlatBatch &f) {
   std::ostringstream k;
-  k << info.name << '/' << info.architecture << " M" << g.M << " N" << g.N << " K" << g.K << " b"
-    << f.count;
+  k << info.name << '/' << info.architecture << ' ' << library << " M" << g.M << " N" << g.N << " K"
+    << g.K << " b" << f.count;
   const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
   for (int i = 0; i < 3; ++i)
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
@@ -163,7 +178,9 @@ GemmImpl gemmImplFromEnv() {
     return GemmImpl::Auto;
   if (std::strcmp(e, "tessera") == 0)
     return GemmImpl::Tessera;
-  if (std::strcmp(e, "openblas") == 0 || std::strcmp(e, "extern") == 0)
+  // "extern": the driver's preferred vendor library (library names are accepted for it).
+  if (std::strcmp(e, "extern") == 0 || std::strcmp(e, "openblas") == 0 ||
+      std::strcmp(e, "mkl") == 0)
     return GemmImpl::Extern;
   return GemmImpl::Auto;
 }
@@ -193,8 +210,9 @@ void GemmChoiceCache::loadDir(const std::string &dir) {
     c.impl = impl;
     c.tesseraMs = std::strtod(t.c_str(), nullptr);
     c.externMs = std::strtod(x.c_str(), nullptr);
-    if (impl == "tessera" || impl == "openblas")
-      entries_.emplace(key, c);
+    // The key names the library: impl is "tessera" or that library.
+    if (!impl.empty() && impl.find_first_of(" \t") == std::string::npos)
+      entries_[key] = c;
   }
 }
 
@@ -233,10 +251,11 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   externKernels_.resize(plan_.launches.size());
   externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
   gemmChoices_.clear();
-  const std::string library = externLibrary(info_);
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
-  std::string unavailable; // why the library cannot be used on this device ("" : not tried)
+  std::string library = "vendor", kernelName = kAnyExternGemm; // set when externExe loads
+  std::string unavailable; // why no library can be used on this device ("" : not tried)
+  std::string skipped;     // the preferred libraries that could not be loaded, and why
   hal::Stream stream;
   for (const graph::PlanKernelInfo &info : plan_.kernels) {
     if (!info.gemm)
@@ -269,23 +288,42 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     if (!choice.reason.empty())
       continue;
     if (!externExe && unavailable.empty()) {
-      tsr_executable_t exe = nullptr;
-      Status st = Status::fromC(tsr_executable_create(device_.get(), "extern", kExternGemm,
-                                                      sizeof(kExternGemm) - 1, &exe));
-      if (st.ok())
-        externExe = hal::Executable(exe);
-      else
-        unavailable = st.code() == TSR_UNIMPLEMENTED
-                          ? "the " + std::string(info_.backend) + " device has no vendor GEMM (extern kernels)"
-                          : library + " is unavailable: " + st.message();
+      // The target's libraries in its order of preference, the first that loads wins; a
+      // target naming none gets whatever the driver's blas.gemm.f32 is.
+      std::vector<std::string> libs = externLibraries(info_);
+      const bool named = !libs.empty();
+      if (!named)
+        libs.push_back(library);
+      for (const std::string &lib : libs) {
+        const std::string name = named ? lib + kGemmSuffix : std::string(kAnyExternGemm);
+        tsr_executable_t exe = nullptr;
+        Status st = Status::fromC(
+            tsr_executable_create(device_.get(), "extern", name.data(), name.size(), &exe));
+        if (st.ok()) {
+          externExe = hal::Executable(exe);
+          library = lib;
+          kernelName = name;
+          break;
+        }
+        if (st.code() == TSR_UNIMPLEMENTED) {
+          unavailable =
+              "the " + std::string(info_.backend) + " device has no vendor GEMM (extern kernels)";
+          break;
+        }
+        skipped += (skipped.empty() ? "" : "; ") + lib + " is unavailable: " + st.message();
+      }
+      if (!externExe && unavailable.empty())
+        unavailable = skipped;
     }
     if (!externExe) {
       choice.reason = unavailable;
       continue;
     }
-    const std::string key = shapeKey(info_, g, flat);
+    choice.library = library;
+    const std::string key = shapeKey(info_, library, g, flat);
     if (mode == GemmImpl::Auto && GemmChoiceCache::global().find(key, dir, &choice)) {
       choice.kernel = info.kernel;
+      choice.library = library;
       choice.reason = "measured earlier for this shape: tessera " + msText(choice.tesseraMs) +
                       ", " + library + " " + msText(choice.externMs);
     } else {
@@ -297,10 +335,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
           return s.status();
         stream = std::move(s.value());
       }
-      auto kernel = externExe.kernel(kExternGemm);
+      auto kernel = externExe.kernel(kernelName.c_str());
       if (!kernel.ok())
         return kernel.status();
-      const graph::PlanLaunch ext = externLaunch(g, flat);
+      const graph::PlanLaunch ext = externLaunch(kernelName, g, flat, info_.compute_units);
       std::vector<hal::Buffer> scratch(plan_.buffers.size());
       for (const graph::PlanLaunch *l :
            {static_cast<const graph::PlanLaunch *>(&plan_.launches[launch]), &ext})
@@ -329,7 +367,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       }
       if (!timed) {
         choice.impl = library;
-        choice.reason = std::string("forced to ") + library + " (gemm_impl or TESSERA_GEMM_IMPL)";
+        choice.reason = "forced to " + library + " (gemm_impl or TESSERA_GEMM_IMPL)" +
+                        (skipped.empty() ? "" : " (" + skipped + ")");
         externKernels_[launch] = std::move(kernel.value());
         externLaunches_[launch] = ext;
         continue;
@@ -345,12 +384,14 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
                       msText(choice.externMs);
       GemmChoiceCache::global().store(key, dir, choice);
     }
+    if (!skipped.empty())
+      choice.reason += " (" + skipped + ")";
     if (choice.impl != "tessera") {
-      auto kernel = externExe.kernel(kExternGemm);
+      auto kernel = externExe.kernel(kernelName.c_str());
       if (!kernel.ok())
         return kernel.status();
       externKernels_[launch] = std::move(kernel.value());
-      externLaunches_[launch] = externLaunch(g, flat);
+      externLaunches_[launch] = externLaunch(kernelName, g, flat, info_.compute_units);
     }
   }
   return Status();
