@@ -138,17 +138,59 @@ def test_the_measured_choice_is_recorded_cached_and_honoured():
         (k["impl"], k["tessera_ms"], k["extern_ms"])
 
 
+BIAS_SHAPES = [
+    dict(M=37, N=29, K=53),
+    dict(M=61, N=17, K=31, transpose_b=True),
+    dict(M=13, N=71, K=7, batch=[3], transpose_b=True, broadcast_b=True),
+    dict(M=1, N=43, K=19),
+]
+
+
+@CPU
+@pytest.mark.parametrize("shape", BIAS_SHAPES, ids=shape_id)
+def test_a_bias_add_runs_as_the_librarys_gemm_bias(shape):
+    # addmm: the bias add is the whole epilogue, so the vendor GEMM takes it (C prefilled with
+    # the broadcast bias, beta = 1); prime sizes, transposed weights, a batch sharing b.
+    layout = {k: shape.get(k) for k in ("batch", "transpose_b", "broadcast_b")}
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    text = matmul_text(M, N, K, bias=True, **layout)
+    a, b = inputs(M, N, K, **layout)
+    bias = np.random.default_rng(5).uniform(-1, 1, N).astype(np.float32)
+    ref, bound = reference(a, b, shape.get("transpose_b", False))
+    lib = extern_library()
+    got = {}
+    for impl in ("tessera", "extern"):
+        g = tessera.compile_graph(text, "cpu:0", gemm_impl=impl)
+        (k,) = g.kernels
+        assert k["impl"] == (lib if impl == "extern" else "tessera"), k
+        if impl == "extern":
+            assert g.launch_kernels == [lib + ".gemm_bias.f32"], g.launch_kernels
+        got[impl] = g.run([a, b, bias])[0].numpy()
+        err = np.abs(got[impl] - (ref + bias))
+        assert (err <= bound + 2.0 ** -24 * np.abs(ref + bias)).all(), (impl, float(err.max()))
+    try:  # against eager torch too (its MKL matmul + add), where torch is installed
+        import torch
+    except ImportError:
+        return
+    bt = torch.from_numpy(b)
+    w = bt.transpose(-1, -2) if shape.get("transpose_b") else bt
+    eager = (torch.from_numpy(a) @ w + torch.from_numpy(bias)).numpy()
+    assert (np.abs(got["extern"] - eager) <= 2 * bound + 1e-6).all()
+
+
 @CPU
 def test_gemms_the_library_cannot_take_stay_tessera():
     M, N, K = 8, 12, 16
-    g = tessera.compile_graph(matmul_text(M, N, K, bias=True), "cpu:0", gemm_impl="extern")
+    text = matmul_text(M, N, K, bias=True).replace(
+        "  return %d", "  %r = relu %d\n  return %r")
+    g = tessera.compile_graph(text, "cpu:0", gemm_impl="extern")
     (k,) = g.kernels
     assert k["impl"] == "tessera" and "epilogue" in k["impl_reason"], k
     a, b = inputs(M, N, K)
     bias = np.linspace(-1, 1, N).astype(np.float32)
     ref, bound = reference(a, b, False)
     out = g.run([a, b, bias])[0].numpy()
-    assert (np.abs(out - (ref + bias)) <= bound + 1e-6).all()
+    assert (np.abs(out - np.maximum(ref + bias, 0)) <= bound + 1e-6).all()
     with pytest.raises(tessera.TesseraError) as e:
         tessera.compile_graph(matmul_text(M, N, K), "cpu:0", gemm_impl="cublas")
     assert e.value.code == "INVALID_ARGUMENT" and "gemm_impl" in e.value.message

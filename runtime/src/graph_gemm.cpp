@@ -1,7 +1,8 @@
 // Extern GEMMs for GraphExecutable (graph_exec.h: GemmImpl, GemmChoice, GemmChoiceCache;
 // docs/torch.md, "Extern GEMMs"): which matmul kernels of a plan may run as the device's
-// vendor GEMM (the HAL "extern" format's blas.gemm.f32: an epilogue-free f32 GEMM whose batch
-// dims flatten to one stride and whose operands each have a unit stride), timing both on
+// vendor GEMM (the HAL "extern" format's <library>.gemm.f32: an f32 GEMM with no epilogue, or
+// <library>.gemm_bias.f32 when the epilogue is one bias add, whose batch dims flatten to one
+// stride and whose operands each have a unit stride), timing both on
 // scratch buffers of the plan's sizes the first time a shape is compiled, and the cache of
 // the outcome (memory, and a text file next to the compile cache).
 //
@@ -25,8 +26,11 @@ namespace {
 
 using hal::Status;
 
-constexpr const char kAnyExternGemm[] = "blas.gemm.f32"; // the driver's preferred library
-constexpr const char kGemmSuffix[] = ".gemm.f32";        // "<library>.gemm.f32": that library's
+// Extern kernel names (docs/hal.md, "Extern kernels"): "<library>.gemm.f32" and
+// "<library>.gemm_bias.f32", where library "blas" is the driver's preferred one.
+constexpr const char kAnyLibrary[] = "blas";
+constexpr const char kGemmSuffix[] = ".gemm.f32";
+constexpr const char kGemmBiasSuffix[] = ".gemm_bias.f32";
 constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
 // The least work (multiply-adds) per workgroup of a split extern GEMM: below it a split costs
 // more in the pool's hand-off than it saves.
@@ -45,20 +49,20 @@ std::vector<std::string> externLibraries(const tsr_device_info_t &info) {
 
 struct FlatBatch {
   int64_t count = 1;
-  int64_t strides[3] = {0, 0, 0}; // a, b, out
+  int64_t strides[4] = {0, 0, 0, 0}; // a, b, out, bias
 };
 
 // The batch dims as one count and one stride per operand: each outer dim's stride must be the
 // next inner (non-unit) dim's stride times its extent, for every operand.
 bool flattenBatch(const graph::PlanGemm &g, FlatBatch *f, std::string *why) {
-  const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
-  int64_t next[3] = {0, 0, 0};
+  const graph::PlanGemmOperand *ops[4] = {&g.a, &g.b, &g.out, g.bias ? &*g.bias : &g.out};
+  int64_t next[4] = {0, 0, 0, 0};
   bool first = true;
   for (size_t d = g.batch.size(); d-- > 0;) {
     const int64_t n = g.batch[d];
     if (n == 1)
       continue;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       if (ops[i]->batchStrides.size() != g.batch.size()) {
         *why = "the GEMM description has " + std::to_string(ops[i]->batchStrides.size()) +
                " batch strides for " + std::to_string(g.batch.size()) + " batch dims";
@@ -99,10 +103,10 @@ graph::PlanArg i64Arg(int64_t v) {
 
 // The extern GEMM's launch (docs/hal.md, "Extern kernels") over the plan's buffers, split
 // into up to `parts` workgroups (the driver threads a sequential library over them).
-graph::PlanLaunch externLaunch(const std::string &kernel, const graph::PlanGemm &g,
+graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm &g,
                                const FlatBatch &f, uint32_t parts) {
   graph::PlanLaunch l;
-  l.kernel = kernel;
+  l.kernel = library + (g.bias ? kGemmBiasSuffix : kGemmSuffix);
   const int64_t macs = g.M * g.N * std::max<int64_t>(1, g.K) * f.count;
   l.grid[0] = uint32_t(std::clamp<int64_t>(macs / kMinSplitMacs, 1, std::max(1u, parts)));
   l.grid[1] = l.grid[2] = 1;
@@ -112,6 +116,11 @@ graph::PlanLaunch externLaunch(const std::string &kernel, const graph::PlanGemm 
                     g.a.colStride, g.b.rowStride, g.b.colStride, g.out.rowStride, g.out.colStride,
                     f.strides[0], f.strides[1], f.strides[2]})
     l.args.push_back(i64Arg(v));
+  if (g.bias) {
+    l.args.push_back(bufferArg(g.bias->buffer));
+    for (int64_t v : {g.bias->offset, g.bias->rowStride, g.bias->colStride, f.strides[3]})
+      l.args.push_back(i64Arg(v));
+  }
   return l;
 }
 
@@ -123,6 +132,8 @@ std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
   const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
   for (int i = 0; i < 3; ++i)
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
+  if (g.bias)
+    k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3];
   return k.str();
 }
 
@@ -253,7 +264,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   gemmChoices_.clear();
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
-  std::string library = "vendor", kernelName = kAnyExternGemm; // set when externExe loads
+  std::string library = "vendor", prefix = kAnyLibrary; // set when externExe loads
   std::string unavailable; // why no library can be used on this device ("" : not tried)
   std::string skipped;     // the preferred libraries that could not be loaded, and why
   hal::Stream stream;
@@ -276,8 +287,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     else if (g.dtype != graph::DType::F32 || g.outDtype != graph::DType::F32)
       choice.reason = std::string("the library takes f32, this GEMM is ") +
                       graph::dtypeName(g.dtype) + " -> " + graph::dtypeName(g.outDtype);
-    else if (!g.epilogueEmpty)
-      choice.reason = "its epilogue is fused into Tessera's kernel";
+    else if (!g.epilogueEmpty && !g.bias)
+      choice.reason = "its epilogue (other than a bias add) is fused into Tessera's kernel";
     else if (!unitStride(g.M, g.K, g.a) || !unitStride(g.K, g.N, g.b) ||
              !unitStride(g.M, g.N, g.out))
       choice.reason = "an operand has no unit stride";
@@ -295,14 +306,15 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       if (!named)
         libs.push_back(library);
       for (const std::string &lib : libs) {
-        const std::string name = named ? lib + kGemmSuffix : std::string(kAnyExternGemm);
+        const std::string p = named ? lib : std::string(kAnyLibrary);
+        const std::string name = p + kGemmSuffix + " " + p + kGemmBiasSuffix;
         tsr_executable_t exe = nullptr;
         Status st = Status::fromC(
             tsr_executable_create(device_.get(), "extern", name.data(), name.size(), &exe));
         if (st.ok()) {
           externExe = hal::Executable(exe);
           library = lib;
-          kernelName = name;
+          prefix = p;
           break;
         }
         if (st.code() == TSR_UNIMPLEMENTED) {
@@ -335,10 +347,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
           return s.status();
         stream = std::move(s.value());
       }
-      auto kernel = externExe.kernel(kernelName.c_str());
+      const graph::PlanLaunch ext = externLaunch(prefix, g, flat, info_.compute_units);
+      auto kernel = externExe.kernel(ext.kernel.c_str());
       if (!kernel.ok())
         return kernel.status();
-      const graph::PlanLaunch ext = externLaunch(kernelName, g, flat, info_.compute_units);
       std::vector<hal::Buffer> scratch(plan_.buffers.size());
       for (const graph::PlanLaunch *l :
            {static_cast<const graph::PlanLaunch *>(&plan_.launches[launch]), &ext})
@@ -387,11 +399,12 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     if (!skipped.empty())
       choice.reason += " (" + skipped + ")";
     if (choice.impl != "tessera") {
-      auto kernel = externExe.kernel(kernelName.c_str());
+      graph::PlanLaunch ext = externLaunch(prefix, g, flat, info_.compute_units);
+      auto kernel = externExe.kernel(ext.kernel.c_str());
       if (!kernel.ok())
         return kernel.status();
       externKernels_[launch] = std::move(kernel.value());
-      externLaunches_[launch] = externLaunch(kernelName, g, flat, info_.compute_units);
+      externLaunches_[launch] = std::move(ext);
     }
   }
   return Status();

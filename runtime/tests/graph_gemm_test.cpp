@@ -1,7 +1,8 @@
 // GraphExecutable's extern GEMMs (graph_gemm.cpp; docs/torch.md, "Extern GEMMs") on cpu:0: a
 // batched GEMM with odd sizes and a transposed (permuted) weight, forced to the vendor library
 // and to Tessera's kernel, against the fp64 reference evaluator; the choice names the library
-// the driver loaded and the run launches that library's kernel; an epilogue keeps Tessera's.
+// the driver loaded and the run launches that library's kernel; a bias add (broadcast over
+// the batch and the rows) runs as the library's gemm_bias; another epilogue keeps Tessera's.
 #include "tessera/graph_exec.h"
 
 #include "device_session.h"
@@ -16,14 +17,17 @@
 namespace tessera {
 namespace {
 
-// a [3, 97, 33] x permute(b [45, 33]) (+ bias [45] when `bias`): the weight read transposed.
-std::string gemmText(bool bias) {
+// a [3, 97, 33] x permute(b [45, 33]): the weight read transposed; with `bias`, + bias [45]
+// (then relu with `relu`).
+std::string gemmText(bool bias, bool relu = false) {
   return std::string("graph @g(%a: tensor<f32, [3, 97, 33]>, %b: tensor<f32, [45, 33]>") +
          (bias ? ", %bias: tensor<f32, [45]>" : "") +
          ") {\n"
          "  %bt = permute %b {perm = [1, 0]} : tensor<f32, [33, 45]>\n"
          "  %c = matmul %a, %bt : tensor<f32, [3, 97, 45]>\n" +
-         (bias ? "  %d = add %c, %bias\n  return %d\n}\n" : "  return %c\n}\n");
+         (!bias  ? "  return %c\n}\n"
+          : relu ? "  %d = add %c, %bias\n  %r = relu %d\n  return %r\n}\n"
+                 : "  %d = add %bias, %c\n  return %d\n}\n");
 }
 
 hal::Device retained(tsr_device_t d) { // the session keeps its own reference
@@ -102,8 +106,19 @@ TEST_F(GraphGemmTest, ForcedExternRunsTheLoadedLibrarysKernelAndMatchesTheRefere
   EXPECT_NE(t->launchedKernels()[0], c.library + ".gemm.f32");
 }
 
-TEST_F(GraphGemmTest, AnEpilogueKeepsTessera) {
+TEST_F(GraphGemmTest, ABiasAddRunsAsTheLibrarysGemmBias) {
   auto x = runAndCheck(gemmText(true), GemmImpl::Extern);
+  ASSERT_TRUE(x);
+  ASSERT_EQ(x->gemmChoices().size(), 1u);
+  const GemmChoice &c = x->gemmChoices()[0];
+  if (c.library.empty())
+    GTEST_SKIP() << "no vendor BLAS loads here: " << c.reason;
+  EXPECT_EQ(c.impl, c.library) << c.reason;
+  EXPECT_EQ(x->launchedKernels(), std::vector<std::string>{c.library + ".gemm_bias.f32"});
+}
+
+TEST_F(GraphGemmTest, AnotherEpilogueKeepsTessera) {
+  auto x = runAndCheck(gemmText(true, true), GemmImpl::Extern);
   ASSERT_TRUE(x);
   ASSERT_EQ(x->gemmChoices().size(), 1u);
   EXPECT_EQ(x->gemmChoices()[0].impl, "tessera");

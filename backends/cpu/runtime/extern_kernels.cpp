@@ -44,11 +44,20 @@ enum GemmParam : uint32_t {
   kABs,
   kBBs,
   kCBs,
-  kGemmParams
+  kGemmParams,
+  // gemm_bias only: C[b] = A[b] x B[b] + D[b], D (M x N, any strides, 0 where it broadcasts).
+  kD = kGemmParams,
+  kDOff,
+  kDRs,
+  kDCs,
+  kDBs,
+  kGemmBiasParams
 };
 const char *const kGemmParamNames[kGemmParams] = {
     "A",    "B",    "C",    "a_off", "b_off", "c_off", "M",    "N",    "K",   "batch",
     "a_rs", "a_cs", "b_rs", "b_cs",  "c_rs",  "c_cs",  "a_bs", "b_bs", "c_bs"};
+const char *const kBiasParamNames[kGemmBiasParams - kGemmParams] = {"D", "d_off", "d_rs", "d_cs",
+                                                                    "d_bs"};
 
 bool hostHasAvx512() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -180,7 +189,18 @@ int64_t blockStart(int64_t r, int64_t blocks, int64_t extent) {
   return std::min(extent, (r * extent / blocks + 8) / 16 * 16);
 }
 
-void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas) {
+// gemm_bias: the piece [r0, r1) x [c0, c1) of the cblas call's C (row-major, `ld`) filled
+// with D, whose (m, n) element is d[m*drs + n*dcs] (m, n: the GEMM's own dims, so swapped
+// when the call computes C^T).
+void fillBias(float *c, int64_t ld, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float *d,
+              int64_t drs, int64_t dcs, bool swap) {
+  const int64_t rs = swap ? dcs : drs, cs = swap ? drs : dcs;
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t j = c0; j < c1; ++j)
+      c[i * ld + j] = d[i * rs + j * cs];
+}
+
+void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas, bool bias) {
   // Workgroup `part` of `parts` takes a contiguous share of the (batch entry, block) items:
   // whole batch entries when there are enough of them, else row blocks of the larger of the
   // cblas call's M and N. A library that threads inside gets one call, in workgroup 0.
@@ -217,6 +237,16 @@ void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas)
     const float *bm = base[1] + g.off[1] + b * g.bs[1];
     float *cm = c + g.off[2] + b * g.bs[2];
     const float *x = call.swap ? bm : a, *y = call.swap ? a : bm;
+    if (bias) {
+      // C prefilled with D, then beta = 1: the bias add costs one pass over the piece.
+      int64_t d[4];
+      for (int i = 0; i < 4; ++i)
+        std::memcpy(&d[i], args[kDOff + i], sizeof(int64_t));
+      const float *dm;
+      std::memcpy(&dm, args[kD], sizeof(void *));
+      fillBias(cm, call.c.ld, rows ? lo : 0, rows ? hi : m, rows ? 0 : lo, rows ? n : hi,
+               dm + d[0] + b * d[3], d[1], d[2], call.swap);
+    }
     // x is m x K (stored K x m when transposed), y K x n (stored n x K), C m x n row-major.
     if (rows) {
       x += lo * (call.a.trans ? 1 : call.a.ld);
@@ -227,14 +257,13 @@ void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas)
     }
     blas.sgemm(101 /*RowMajor*/, call.a.trans ? 112 : 111, call.b.trans ? 112 : 111,
                int(rows ? hi - lo : m), int(rows ? n : hi - lo), int(g.K), 1.0f, x, int(call.a.ld),
-               y, int(call.b.ld), 0.0f, cm, int(call.c.ld));
+               y, int(call.b.ld), bias ? 1.0f : 0.0f, cm, int(call.c.ld));
   }
 }
 
-void mklGemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) { gemmRun(ctx, args, mklGemm()); }
-
-void openBlasGemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
-  gemmRun(ctx, args, openBlasGemm());
+template <const VendorGemm &(*Lib)(), bool Bias>
+void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
+  gemmRun(ctx, args, Lib(), Bias);
 }
 
 // The largest element offset (inclusive) one operand touches, or -1 when it touches none.
@@ -251,9 +280,10 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              const uint32_t workgroup[3], const tsr_drv_arg_t *args,
                              uint32_t count) {
   const char *name = k.name.c_str();
-  if (count != kGemmParams)
+  const bool bias = k.params.size() == kGemmBiasParams;
+  if (count != k.params.size())
     return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: %s takes %u arguments, got %u", name,
-                           uint32_t(kGemmParams), count);
+                           uint32_t(k.params.size()), count);
   if (grid[0] == 0 || grid[1] * uint64_t(grid[2]) != 1 ||
       workgroup[0] * uint64_t(workgroup[1]) * workgroup[2] != 1)
     return tsr_status_make(TSR_INVALID_ARGUMENT,
@@ -290,6 +320,24 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              "%llu f32 elements",
                              name, kGemmParamNames[i], (long long)last, (unsigned long long)elems);
   }
+  if (bias) {
+    int64_t d[4];
+    for (int i = 0; i < 4; ++i) {
+      d[i] = args[kDOff + i].value.i64;
+      if (d[i] < 0)
+        return tsr_status_make(TSR_INVALID_ARGUMENT,
+                               "cpu driver: %s argument %s = %lld is "
+                               "negative",
+                               name, kBiasParamNames[1 + i], (long long)d[i]);
+    }
+    const int64_t last = lastElement(d[0], g.batch, d[3], g.M, d[1], g.N, d[2]);
+    const uint64_t elems = args[kD].value.buffer.length / sizeof(float);
+    if (last >= 0 && uint64_t(last) >= elems)
+      return tsr_status_make(TSR_INVALID_ARGUMENT,
+                             "cpu driver: %s reads D element %lld, past its view of %llu f32 "
+                             "elements",
+                             name, (long long)last, (unsigned long long)elems);
+  }
   return nullptr;
 }
 
@@ -305,12 +353,19 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
       end = text.size();
     std::string name = text.substr(start, end - start);
     pos = end;
-    const bool anyLib = name == "blas.gemm.f32";
-    const bool wantMkl = anyLib || name == "mkl.gemm.f32";
-    if (!wantMkl && name != "openblas.gemm.f32")
+    // "<library>.<routine>": library blas (MKL, else OpenBLAS), mkl or openblas; routine
+    // gemm.f32 or gemm_bias.f32.
+    const size_t dot = name.find('.');
+    const std::string lib = name.substr(0, dot);
+    const std::string routine = dot == std::string::npos ? "" : name.substr(dot + 1);
+    const bool bias = routine == "gemm_bias.f32";
+    const bool anyLib = lib == "blas";
+    const bool wantMkl = anyLib || lib == "mkl";
+    if ((!wantMkl && lib != "openblas") || (!bias && routine != "gemm.f32"))
       return tsr_status_make(TSR_INVALID_ARGUMENT,
                              "cpu driver: extern kernel '%s' is not built in (known: "
-                             "blas.gemm.f32, mkl.gemm.f32, openblas.gemm.f32)",
+                             "<library>.gemm.f32 and <library>.gemm_bias.f32 for library "
+                             "blas, mkl or openblas)",
                              name.c_str());
     for (const CpuKernel &k : executable.kernels)
       if (k.name == name)
@@ -328,12 +383,14 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
           (anyLib ? mkl().error + "; " + openBlas().error : openBlas().error).c_str());
     CpuKernel k;
     k.name = name;
-    for (uint32_t p = 0; p < kGemmParams; ++p) {
-      k.paramNames.push_back(kGemmParamNames[p]);
-      k.params.push_back({p < kAOff ? TSR_TYPE_BUFFER : TSR_TYPE_I64, nullptr});
+    for (uint32_t p = 0; p < (bias ? kGemmBiasParams : kGemmParams); ++p) {
+      k.paramNames.push_back(p < kGemmParams ? kGemmParamNames[p]
+                                             : kBiasParamNames[p - kGemmParams]);
+      k.params.push_back({p < kAOff || p == kD ? TSR_TYPE_BUFFER : TSR_TYPE_I64, nullptr});
     }
     k.requiredWorkgroup[0] = k.requiredWorkgroup[1] = k.requiredWorkgroup[2] = 1;
-    k.fn = useMkl ? mklGemmKernel : openBlasGemmKernel;
+    k.fn = useMkl ? (bias ? gemmKernel<mklGemm, true> : gemmKernel<mklGemm, false>)
+                  : (bias ? gemmKernel<openBlasGemm, true> : gemmKernel<openBlasGemm, false>);
     k.check = checkExternGemm;
     executable.kernels.push_back(std::move(k));
   }

@@ -56,6 +56,15 @@ Layout layoutOf(int64_t rows, int64_t cols, bool colMajor, int64_t batch, bool b
   return l;
 }
 
+// At least one value (an empty operand still gets a buffer), uniform in [-1, 1).
+std::vector<float> randomValues(std::mt19937 &rng, int64_t n) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
 int64_t elementsOf(const Layout &l, int64_t rows, int64_t cols, int64_t batch) {
   return l.off + (batch - 1) * l.bs + (rows - 1) * l.rs + (cols - 1) * l.cs + 1;
 }
@@ -123,7 +132,6 @@ TEST_F(ExternGemm, MatchesANaiveLoopOverLayoutsBatchesAndOffsets) {
     std::printf("MKL is not installed here (%s): mkl.gemm.f32 is not tested\n",
                 Mkl().error.c_str());
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const std::string &name : names)
     for (uint32_t parts : {1u, 4u, 7u})
       for (const Case &t : cases) {
@@ -136,12 +144,7 @@ TEST_F(ExternGemm, MatchesANaiveLoopOverLayoutsBatchesAndOffsets) {
         Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, t.aOff, t.pad);
         Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, t.broadcastB, t.bOff, t.pad);
         Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, t.cOff, t.pad);
-        auto fill = [&](int64_t n) {
-          std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
-          for (float &x : v)
-            x = dist(rng);
-          return v;
-        };
+        auto fill = [&](int64_t n) { return randomValues(rng, n); };
         std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
         std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
         std::vector<float> c(size_t(std::max<int64_t>(elementsOf(lc, t.M, t.N, t.batch), 1)),
@@ -178,6 +181,89 @@ TEST_F(ExternGemm, MatchesANaiveLoopOverLayoutsBatchesAndOffsets) {
           if (!written[e])
             ASSERT_EQ(got[e], 99.0f) << "element " << e << " outside C was written";
       }
+}
+
+// gemm_bias: C = A x B + D with D broadcast over rows (a bias), over batches (stride 0), or a
+// full strided matrix; transposed operands and a column-major C (the swapped call) included.
+TEST_F(ExternGemm, GemmBiasAddsDBroadcastOrFull) {
+  struct BiasCase {
+    int64_t M, N, K, batch;
+    bool aT, bT, cT;
+    int64_t drs, dcs, dbs; // in elements of D; 0 broadcasts
+  };
+  const BiasCase cases[] = {
+      {37, 29, 53, 1, false, true, false, 0, 1, 0},    // a bias row
+      {61, 17, 31, 3, true, false, false, 0, 1, 0},    // the same bias for every batch entry
+      {13, 71, 7, 2, false, false, true, 0, 1, 0},     // column-major C: the swapped call
+      {23, 19, 11, 2, false, true, false, 1, 23, 437}, // a full column-major D per entry
+      {5, 4, 0, 1, false, false, false, 0, 1, 0},      // K = 0: C = D
+  };
+  std::vector<std::string> names = {"openblas.gemm_bias.f32"};
+  if (Mkl())
+    names.push_back("mkl.gemm_bias.f32");
+  std::mt19937 rng(11);
+  for (const std::string &name : names)
+    for (uint32_t parts : {1u, 3u})
+      for (const BiasCase &t : cases) {
+        SCOPED_TRACE(::testing::Message() << name << " grid " << parts << " M " << t.M << " N "
+                                          << t.N << " batch " << t.batch << " d_rs " << t.drs);
+        tsr_kernel_t k = gemm(name);
+        ASSERT_NE(k, nullptr);
+        Case c = {t.M, t.N, t.K, t.batch, t.aT, t.bT, t.cT, false, 0, 0, 0, 0};
+        Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, 0, 0);
+        Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, false, 0, 0);
+        Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, 0, 0);
+        const int64_t dElems = (t.batch - 1) * t.dbs + (t.M - 1) * t.drs + (t.N - 1) * t.dcs + 1;
+        auto fill = [&](int64_t n) { return randomValues(rng, n); };
+        std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
+        std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
+        std::vector<float> d = fill(dElems);
+        std::vector<float> out(size_t(elementsOf(lc, t.M, t.N, t.batch)), 99.0f);
+        tsr_buffer_t ba = allocate(a.size() * 4), bb = allocate(b.size() * 4),
+                     bc = allocate(out.size() * 4), bd = allocate(d.size() * 4);
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), ba, 0, a.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), bb, 0, b.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, d.data(), bd, 0, d.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, out.data(), bc, 0, out.size() * 4));
+        std::vector<tsr_arg_t> v = args(ba, bb, bc, c, la, lb, lc);
+        v.push_back(tsr_arg_buffer(bd, 0));
+        for (int64_t x : {int64_t(0), t.drs, t.dcs, t.dbs})
+          v.push_back(tsr_arg_i64(x));
+        const uint32_t grid[3] = {parts, 1, 1};
+        TSR_ASSERT_OK(tsr_stream_launch(stream_, k, grid, kOne, v.data(), uint32_t(v.size())));
+        std::vector<float> got(out.size());
+        TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+        for (int64_t n = 0; n < t.batch; ++n)
+          for (int64_t i = 0; i < t.M; ++i)
+            for (int64_t j = 0; j < t.N; ++j) {
+              double ref = d[size_t(n * t.dbs + i * t.drs + j * t.dcs)], mag = std::fabs(ref);
+              for (int64_t p = 0; p < t.K; ++p) {
+                double x = a[size_t(la.off + n * la.bs + i * la.rs + p * la.cs)];
+                double y = b[size_t(lb.off + n * lb.bs + p * lb.rs + j * lb.cs)];
+                ref += x * y;
+                mag += std::fabs(x * y);
+              }
+              ASSERT_NEAR(got[size_t(n * lc.bs + i * lc.rs + j * lc.cs)], ref,
+                          2.0 * double(t.K + 1) * std::ldexp(mag, -24) + 1e-30)
+                  << "C[" << n << "][" << i << "][" << j << "]";
+            }
+      }
+  // D's last element past its view: refused before running.
+  tsr_kernel_t k = gemm("blas.gemm_bias.f32");
+  Case c = {8, 8, 8, 1, false, false, false, false, 0, 0, 0, 0};
+  Layout l = layoutOf(8, 8, false, 1, false, 0, 0);
+  tsr_buffer_t x = allocate(64 * 4), bias = allocate(7 * 4);
+  std::vector<tsr_arg_t> v = args(x, x, allocate(64 * 4), c, l, l, l);
+  v.push_back(tsr_arg_buffer(bias, 0));
+  for (int64_t e : {int64_t(0), int64_t(0), int64_t(1), int64_t(0)})
+    v.push_back(tsr_arg_i64(e));
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "reads D element 7, past its view of 7");
+  v.resize(v.size() - 5);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "takes 24 arguments, got arg_count 19");
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
 }
 
 TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
