@@ -130,7 +130,9 @@ public:
   }
   /// Whether TargetOptions::quick gives a cheaper compile (cpu); elsewhere it is ignored.
   virtual bool quickTier() const { return false; }
-  /// The vendor library behind the driver's extern GEMM kernel ("openblas"), or "" if none.
+  /// The vendor libraries behind the driver's extern GEMM kernel, space-separated in order of
+  /// preference ("mkl openblas": the runtime takes the first whose "<name>.gemm.f32" extern
+  /// kernel loads), or "" if none.
   virtual std::string_view externGemmLibrary() const { return {}; }
 
   /// The options for a device: `info` and its capability record `caps` (empty when the

@@ -21,9 +21,12 @@ PKGS_DEVICES=(
 # Test tools: headless Chromium renders the HTML conformance report (conformance/tests).
 PKGS_TEST=(chromium)
 # Python: tests, the package's build tools (nanobind, scikit-build-core), torch for the
-# torch.compile backend (issue #14). PY_MODULES are the import names checked on the fast path.
-PY_PKGS=(numpy pytest torch nanobind scikit-build-core)
+# torch.compile backend (issue #14), and Intel MKL (libmkl_rt in the prefix's lib/, which
+# the CPU driver's extern GEMM loads: docs/hal.md, "Extern kernels"). PY_MODULES are the
+# import names checked on the fast path; PY_DISTS the distributions with no module (mkl).
+PY_PKGS=(numpy pytest torch nanobind scikit-build-core mkl)
 PY_MODULES="'numpy', 'pytest', 'torch', 'nanobind', 'scikit_build_core'"
+PY_DISTS="'mkl',"
 
 PYTHON="${TESSERA_PYTHON:-$(command -v python3)}"
 
@@ -44,7 +47,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ($PY_MODULES)))" 2>/dev/null; then
+py_check="import importlib.util as u, importlib.metadata as md, sys
+def have(d):
+    try:
+        return bool(md.version(d))
+    except md.PackageNotFoundError:
+        return False
+sys.exit(not (all(u.find_spec(m) for m in ($PY_MODULES)) and all(have(d) for d in ($PY_DISTS))))"
+if ! "$PYTHON" -c "$py_check" 2>/dev/null; then
   echo "setup-deps: installing Python packages: ${PY_PKGS[*]}"
   "$PYTHON" -m pip install -q "${PY_PKGS[@]}"
 fi

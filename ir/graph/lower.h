@@ -82,6 +82,10 @@ struct PlanGemm {
   std::vector<int64_t> batch;         // the output's batch dims
   PlanGemmOperand a, b, out;
   bool epilogueEmpty = false;         // out = the plain product (no epilogue, no rounding)
+  /// out = product + bias, when that is the whole epilogue (f32 throughout; the bias aligned
+  /// to out's dims, 0 strides where it broadcasts): a vendor GEMM can take it as beta = 1 on
+  /// an output prefilled with the bias (docs/torch.md, "Extern GEMMs").
+  std::optional<PlanGemmOperand> bias = std::nullopt;
 };
 
 /// What `explain` shows for one kernel.

@@ -294,7 +294,7 @@ PlanGemmOperand planOperand(const GemmOperand &o) {
 // The normal form as the runtime sees it (PlanGemm); "epilogue empty" means the kernel
 // stores the product itself: no epilogue node, no extra operand, and no rounding step
 // (the product's dtype is the inputs' and the output's).
-PlanGemm describeGemm(const GemmForm &f, const MatmulGroup &mm) {
+PlanGemm describeGemm(const Graph &g, const GemmForm &f, const MatmulGroup &mm) {
   PlanGemm d;
   d.dtype = f.inType;
   d.outDtype = f.out.dtype;
@@ -307,6 +307,18 @@ PlanGemm describeGemm(const GemmForm &f, const MatmulGroup &mm) {
   d.out = planOperand(f.out);
   d.epilogueEmpty = mm.epilogue.empty() && mm.extras.empty() && mm.result == mm.matmul &&
                     f.productType == f.inType && f.out.dtype == f.inType;
+  // A bias add as the whole epilogue (addmm): one add of the product and the one extra.
+  if (mm.epilogue.size() == 1 && mm.extras.size() == 1 && mm.result == mm.epilogue[0] &&
+      f.inType == DType::F32 && f.productType == DType::F32 && f.out.dtype == DType::F32 &&
+      f.extras[0].dtype == DType::F32) {
+    const Node &n = g.node(mm.epilogue[0]);
+    auto extra = mm.extraOf.find(n.inputs.size() == 2 && n.inputs[0] == mm.matmul ? n.inputs[1]
+                                                                                  : n.inputs[0]);
+    if (n.op == OpKind::Add && n.type.dtype == DType::F32 && n.inputs.size() == 2 &&
+        (n.inputs[0] == mm.matmul) != (n.inputs[1] == mm.matmul) && extra != mm.extraOf.end() &&
+        extra->second == 0)
+      d.bias = planOperand(f.extras[0]);
+  }
   return d;
 }
 
@@ -456,7 +468,7 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
   if (gemm)
-    *gemm = describeGemm(f, mm);
+    *gemm = describeGemm(g, f, mm);
   std::string_view text = kernel.str();
   while (!text.empty()) {
     const size_t eol = text.find('\n');

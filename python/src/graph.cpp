@@ -34,10 +34,10 @@ GemmImpl gemmImplArg(nb::handle arg) {
     return GemmImpl::Auto;
   if (v == "tessera")
     return GemmImpl::Tessera;
-  if (v == "openblas")
-    return GemmImpl::Extern;
+  if (v == "extern" || v == "mkl" || v == "openblas")
+    return GemmImpl::Extern; // the target's first vendor library that loads
   raise(TSR_INVALID_ARGUMENT,
-        "gemm_impl must be None, \"auto\", \"tessera\" or \"openblas\", got \"" + v + "\"");
+        "gemm_impl must be None, \"auto\", \"tessera\" or \"extern\", got \"" + v + "\"");
 }
 
 CompiledGraph compileGraph(const std::string &text, nb::handle deviceArg, nb::handle gemmArg) {
@@ -293,7 +293,9 @@ void bindGraphs(nb::module_ &m) {
                          d["impl"] = gc.impl;
                          d["impl_reason"] = gc.reason;
                          d["tessera_ms"] = gc.tesseraMs >= 0 ? nb::cast(gc.tesseraMs) : nb::none();
-                         d["openblas_ms"] = gc.externMs >= 0 ? nb::cast(gc.externMs) : nb::none();
+                         d["extern_ms"] = gc.externMs >= 0 ? nb::cast(gc.externMs) : nb::none();
+                         d["extern_library"] =
+                             gc.library.empty() ? nb::none() : nb::cast(gc.library);
                        }
                        out.append(d);
                      }
@@ -328,7 +330,7 @@ void bindGraphs(nb::module_ &m) {
         "Parses, verifies, lowers and compiles graph IR text (docs/graph_ir.md) for a device "
         "(default: default_device()). gemm_impl: None (TESSERA_GEMM_IMPL, else \"auto\": "
         "epilogue-free f32 GEMMs run as the vendor library's when measured faster), "
-        "\"tessera\" or \"openblas\".");
+        "\"tessera\" or \"extern\" (the first vendor library that loads: MKL, else OpenBLAS).");
 }
 
 } // namespace tessera::py

@@ -41,6 +41,21 @@ def _load_native():
         return _C
 
 
+def _mkl_dirs():
+    """Where `pip install mkl` put libmkl_rt: the lib/ folder of this Python's prefix (and of
+    its base, for a virtual environment). The CPU driver tries these folders after the dynamic
+    loader's path when it loads MKL for its extern GEMM (docs/hal.md, "Extern kernels")."""
+    import sys
+
+    dirs = []
+    for prefix in (sys.prefix, sys.base_prefix):
+        lib = _os.path.join(prefix, "lib")
+        if lib not in dirs:
+            dirs.append(lib)
+    return ":".join(dirs)
+
+
+_os.environ.setdefault("TESSERA_MKL_DIRS", _mkl_dirs())
 _C = _load_native()
 
 DeviceInfo = _C.DeviceInfo

@@ -1,7 +1,8 @@
 // Extern GEMMs for GraphExecutable (graph_exec.h: GemmImpl, GemmChoice, GemmChoiceCache;
 // docs/torch.md, "Extern GEMMs"): which matmul kernels of a plan may run as the device's
-// vendor GEMM (the HAL "extern" format's blas.gemm.f32: an epilogue-free f32 GEMM whose batch
-// dims flatten to one stride and whose operands each have a unit stride), timing both on
+// vendor GEMM (the HAL "extern" format's <library>.gemm.f32: an f32 GEMM with no epilogue, or
+// <library>.gemm_bias.f32 when the epilogue is one bias add, whose batch dims flatten to one
+// stride and whose operands each have a unit stride), timing both on
 // scratch buffers of the plan's sizes the first time a shape is compiled, and the cache of
 // the outcome (memory, and a text file next to the compile cache).
 //
@@ -25,32 +26,43 @@ namespace {
 
 using hal::Status;
 
-constexpr const char kExternGemm[] = "blas.gemm.f32";
+// Extern kernel names (docs/hal.md, "Extern kernels"): "<library>.gemm.f32" and
+// "<library>.gemm_bias.f32", where library "blas" is the driver's preferred one.
+constexpr const char kAnyLibrary[] = "blas";
+constexpr const char kGemmSuffix[] = ".gemm.f32";
+constexpr const char kGemmBiasSuffix[] = ".gemm_bias.f32";
 constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
+// The least work (multiply-adds) per workgroup of a split extern GEMM: below it a split costs
+// more in the pool's hand-off than it saves.
+constexpr int64_t kMinSplitMacs = int64_t(1) << 18;
 
-// The library behind the device's extern GEMM, as its target names it ("vendor" if none).
-std::string externLibrary(const tsr_device_info_t &info) {
+// The libraries behind the device's extern GEMM, in the order its target prefers them
+// (Target::externGemmLibrary: space-separated), or none when it names none.
+std::vector<std::string> externLibraries(const tsr_device_info_t &info) {
   const Target *target = targetForDevice(info);
-  std::string_view name = target ? target->externGemmLibrary() : std::string_view();
-  return name.empty() ? "vendor" : std::string(name);
+  std::istringstream names(std::string(target ? target->externGemmLibrary() : ""));
+  std::vector<std::string> out;
+  for (std::string n; names >> n;)
+    out.push_back(n);
+  return out;
 }
 
 struct FlatBatch {
   int64_t count = 1;
-  int64_t strides[3] = {0, 0, 0}; // a, b, out
+  int64_t strides[4] = {0, 0, 0, 0}; // a, b, out, bias
 };
 
 // The batch dims as one count and one stride per operand: each outer dim's stride must be the
 // next inner (non-unit) dim's stride times its extent, for every operand.
 bool flattenBatch(const graph::PlanGemm &g, FlatBatch *f, std::string *why) {
-  const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
-  int64_t next[3] = {0, 0, 0};
+  const graph::PlanGemmOperand *ops[4] = {&g.a, &g.b, &g.out, g.bias ? &*g.bias : &g.out};
+  int64_t next[4] = {0, 0, 0, 0};
   bool first = true;
   for (size_t d = g.batch.size(); d-- > 0;) {
     const int64_t n = g.batch[d];
     if (n == 1)
       continue;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       if (ops[i]->batchStrides.size() != g.batch.size()) {
         *why = "the GEMM description has " + std::to_string(ops[i]->batchStrides.size()) +
                " batch strides for " + std::to_string(g.batch.size()) + " batch dims";
@@ -89,25 +101,39 @@ graph::PlanArg i64Arg(int64_t v) {
   return a;
 }
 
-// blas.gemm.f32's launch (docs/hal.md, "Extern kernels") over the plan's buffers.
-graph::PlanLaunch externLaunch(const graph::PlanGemm &g, const FlatBatch &f) {
+// The extern GEMM's launch (docs/hal.md, "Extern kernels") over the plan's buffers, split
+// into up to `parts` workgroups (the driver threads a sequential library over them).
+graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm &g,
+                               const FlatBatch &f, uint32_t parts) {
   graph::PlanLaunch l;
-  l.kernel = kExternGemm;
+  l.kernel = library + (g.bias ? kGemmBiasSuffix : kGemmSuffix);
+  const int64_t macs = g.M * g.N * std::max<int64_t>(1, g.K) * f.count;
+  l.grid[0] = uint32_t(std::clamp<int64_t>(macs / kMinSplitMacs, 1, std::max(1u, parts)));
+  l.grid[1] = l.grid[2] = 1;
+  l.workgroup[0] = l.workgroup[1] = l.workgroup[2] = 1;
   l.args = {bufferArg(g.a.buffer), bufferArg(g.b.buffer), bufferArg(g.out.buffer)};
   for (int64_t v : {g.a.offset, g.b.offset, g.out.offset, g.M, g.N, g.K, f.count, g.a.rowStride,
                     g.a.colStride, g.b.rowStride, g.b.colStride, g.out.rowStride, g.out.colStride,
                     f.strides[0], f.strides[1], f.strides[2]})
     l.args.push_back(i64Arg(v));
+  if (g.bias) {
+    l.args.push_back(bufferArg(g.bias->buffer));
+    for (int64_t v : {g.bias->offset, g.bias->rowStride, g.bias->colStride, f.strides[3]})
+      l.args.push_back(i64Arg(v));
+  }
   return l;
 }
 
-std::string shapeKey(const tsr_device_info_t &info, const graph::PlanGemm &g, const FlatBatch &f) {
+std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
+                     const graph::PlanGemm &g, const FlatBatch &f) {
   std::ostringstream k;
-  k << info.name << '/' << info.architecture << " M" << g.M << " N" << g.N << " K" << g.K << " b"
-    << f.count;
+  k << info.name << '/' << info.architecture << ' ' << library << " M" << g.M << " N" << g.N << " K"
+    << g.K << " b" << f.count;
   const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
   for (int i = 0; i < 3; ++i)
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
+  if (g.bias)
+    k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3];
   return k.str();
 }
 
@@ -163,7 +189,9 @@ GemmImpl gemmImplFromEnv() {
     return GemmImpl::Auto;
   if (std::strcmp(e, "tessera") == 0)
     return GemmImpl::Tessera;
-  if (std::strcmp(e, "openblas") == 0 || std::strcmp(e, "extern") == 0)
+  // "extern": the driver's preferred vendor library (library names are accepted for it).
+  if (std::strcmp(e, "extern") == 0 || std::strcmp(e, "openblas") == 0 ||
+      std::strcmp(e, "mkl") == 0)
     return GemmImpl::Extern;
   return GemmImpl::Auto;
 }
@@ -193,8 +221,9 @@ void GemmChoiceCache::loadDir(const std::string &dir) {
     c.impl = impl;
     c.tesseraMs = std::strtod(t.c_str(), nullptr);
     c.externMs = std::strtod(x.c_str(), nullptr);
-    if (impl == "tessera" || impl == "openblas")
-      entries_.emplace(key, c);
+    // The key names the library: impl is "tessera" or that library.
+    if (!impl.empty() && impl.find_first_of(" \t") == std::string::npos)
+      entries_[key] = c;
   }
 }
 
@@ -233,10 +262,11 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   externKernels_.resize(plan_.launches.size());
   externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
   gemmChoices_.clear();
-  const std::string library = externLibrary(info_);
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
-  std::string unavailable; // why the library cannot be used on this device ("" : not tried)
+  std::string library = "vendor", prefix = kAnyLibrary; // set when externExe loads
+  std::string unavailable; // why no library can be used on this device ("" : not tried)
+  std::string skipped;     // the preferred libraries that could not be loaded, and why
   hal::Stream stream;
   for (const graph::PlanKernelInfo &info : plan_.kernels) {
     if (!info.gemm)
@@ -257,8 +287,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     else if (g.dtype != graph::DType::F32 || g.outDtype != graph::DType::F32)
       choice.reason = std::string("the library takes f32, this GEMM is ") +
                       graph::dtypeName(g.dtype) + " -> " + graph::dtypeName(g.outDtype);
-    else if (!g.epilogueEmpty)
-      choice.reason = "its epilogue is fused into Tessera's kernel";
+    else if (!g.epilogueEmpty && !g.bias)
+      choice.reason = "its epilogue (other than a bias add) is fused into Tessera's kernel";
     else if (!unitStride(g.M, g.K, g.a) || !unitStride(g.K, g.N, g.b) ||
              !unitStride(g.M, g.N, g.out))
       choice.reason = "an operand has no unit stride";
@@ -269,23 +299,43 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     if (!choice.reason.empty())
       continue;
     if (!externExe && unavailable.empty()) {
-      tsr_executable_t exe = nullptr;
-      Status st = Status::fromC(tsr_executable_create(device_.get(), "extern", kExternGemm,
-                                                      sizeof(kExternGemm) - 1, &exe));
-      if (st.ok())
-        externExe = hal::Executable(exe);
-      else
-        unavailable = st.code() == TSR_UNIMPLEMENTED
-                          ? "the " + std::string(info_.backend) + " device has no vendor GEMM (extern kernels)"
-                          : library + " is unavailable: " + st.message();
+      // The target's libraries in its order of preference, the first that loads wins; a
+      // target naming none gets whatever the driver's blas.gemm.f32 is.
+      std::vector<std::string> libs = externLibraries(info_);
+      const bool named = !libs.empty();
+      if (!named)
+        libs.push_back(library);
+      for (const std::string &lib : libs) {
+        const std::string p = named ? lib : std::string(kAnyLibrary);
+        const std::string name = p + kGemmSuffix + " " + p + kGemmBiasSuffix;
+        tsr_executable_t exe = nullptr;
+        Status st = Status::fromC(
+            tsr_executable_create(device_.get(), "extern", name.data(), name.size(), &exe));
+        if (st.ok()) {
+          externExe = hal::Executable(exe);
+          library = lib;
+          prefix = p;
+          break;
+        }
+        if (st.code() == TSR_UNIMPLEMENTED) {
+          unavailable =
+              "the " + std::string(info_.backend) + " device has no vendor GEMM (extern kernels)";
+          break;
+        }
+        skipped += (skipped.empty() ? "" : "; ") + lib + " is unavailable: " + st.message();
+      }
+      if (!externExe && unavailable.empty())
+        unavailable = skipped;
     }
     if (!externExe) {
       choice.reason = unavailable;
       continue;
     }
-    const std::string key = shapeKey(info_, g, flat);
+    choice.library = library;
+    const std::string key = shapeKey(info_, library, g, flat);
     if (mode == GemmImpl::Auto && GemmChoiceCache::global().find(key, dir, &choice)) {
       choice.kernel = info.kernel;
+      choice.library = library;
       choice.reason = "measured earlier for this shape: tessera " + msText(choice.tesseraMs) +
                       ", " + library + " " + msText(choice.externMs);
     } else {
@@ -297,10 +347,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
           return s.status();
         stream = std::move(s.value());
       }
-      auto kernel = externExe.kernel(kExternGemm);
+      const graph::PlanLaunch ext = externLaunch(prefix, g, flat, info_.compute_units);
+      auto kernel = externExe.kernel(ext.kernel.c_str());
       if (!kernel.ok())
         return kernel.status();
-      const graph::PlanLaunch ext = externLaunch(g, flat);
       std::vector<hal::Buffer> scratch(plan_.buffers.size());
       for (const graph::PlanLaunch *l :
            {static_cast<const graph::PlanLaunch *>(&plan_.launches[launch]), &ext})
@@ -329,7 +379,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       }
       if (!timed) {
         choice.impl = library;
-        choice.reason = std::string("forced to ") + library + " (gemm_impl or TESSERA_GEMM_IMPL)";
+        choice.reason = "forced to " + library + " (gemm_impl or TESSERA_GEMM_IMPL)" +
+                        (skipped.empty() ? "" : " (" + skipped + ")");
         externKernels_[launch] = std::move(kernel.value());
         externLaunches_[launch] = ext;
         continue;
@@ -345,12 +396,15 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
                       msText(choice.externMs);
       GemmChoiceCache::global().store(key, dir, choice);
     }
+    if (!skipped.empty())
+      choice.reason += " (" + skipped + ")";
     if (choice.impl != "tessera") {
-      auto kernel = externExe.kernel(kExternGemm);
+      graph::PlanLaunch ext = externLaunch(prefix, g, flat, info_.compute_units);
+      auto kernel = externExe.kernel(ext.kernel.c_str());
       if (!kernel.ok())
         return kernel.status();
       externKernels_[launch] = std::move(kernel.value());
-      externLaunches_[launch] = externLaunch(g, flat);
+      externLaunches_[launch] = std::move(ext);
     }
   }
   return Status();

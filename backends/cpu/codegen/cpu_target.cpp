@@ -25,7 +25,9 @@ public:
     return {"0-kir.tir", "1-llvm.ll", "2-llvm.opt.ll", "3-obj.o"};
   }
   bool graphMatrixOps() const override { return true; }
-  std::string_view externGemmLibrary() const override { return "openblas"; }
+  // The driver's extern GEMM libraries, preferred first (extern_kernels.cpp: the driver
+  // loads "<library>.gemm.f32"; MKL is faster than OpenBLAS at the models' shapes).
+  std::string_view externGemmLibrary() const override { return "mkl openblas"; }
   bool subgroupSizeOption() const override { return true; }
   bool quickTier() const override { return true; }
   bool buffersInHostMemory() const override { return true; }

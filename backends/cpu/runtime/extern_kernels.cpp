@@ -1,15 +1,20 @@
 // The CPU driver's "extern" executable format (docs/hal.md, "Extern kernels"): kernels built
-// into the driver that call a vendor library, today "blas.gemm.f32" (cblas_sgemm of OpenBLAS,
-// dlopen'ed on first use by openblas.h). They launch like any kernel: the HAL checks the
-// argument kinds and buffer views, checkExternGemm (run by streamLaunch before enqueueing)
-// checks that every element the GEMM touches lies inside its view, and the call runs on the
-// stream's worker in order with the stream's other work.
+// into the driver that call a vendor library, today the f32 GEMM by cblas_sgemm of Intel MKL
+// or OpenBLAS (vendor_blas.h, openblas.h; dlopen'ed on first use): "mkl.gemm.f32",
+// "openblas.gemm.f32", and "blas.gemm.f32" (MKL when it loads, else OpenBLAS). They launch
+// like any kernel: the HAL checks the argument kinds and buffer views, checkExternGemm (run by
+// streamLaunch before enqueueing) checks that every element the GEMM touches lies inside its
+// view, and the call runs on the stream's worker in order with the stream's other work.
 //
 // Why a built-in table and not a plugin: the arguments, the range check and the library's
-// quirks (OPENBLAS_CORETYPE) are specific to each routine, and the set is small.
+// quirks (OPENBLAS_CORETYPE, MKL's threading layer) are specific to each routine, and the set
+// is small. Why a grid: sequential MKL runs one row or column block (or batch entries) per
+// workgroup, so the driver's own pool threads the GEMM (no second set of spinning threads).
 #include "backends/cpu/runtime/entry_points.h"
 #include "backends/cpu/runtime/openblas.h"
+#include "backends/cpu/runtime/vendor_blas.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <new>
@@ -39,11 +44,20 @@ enum GemmParam : uint32_t {
   kABs,
   kBBs,
   kCBs,
-  kGemmParams
+  kGemmParams,
+  // gemm_bias only: C[b] = A[b] x B[b] + D[b], D (M x N, any strides, 0 where it broadcasts).
+  kD = kGemmParams,
+  kDOff,
+  kDRs,
+  kDCs,
+  kDBs,
+  kGemmBiasParams
 };
 const char *const kGemmParamNames[kGemmParams] = {
     "A",    "B",    "C",    "a_off", "b_off", "c_off", "M",    "N",    "K",   "batch",
     "a_rs", "a_cs", "b_rs", "b_cs",  "c_rs",  "c_cs",  "a_bs", "b_bs", "c_bs"};
+const char *const kBiasParamNames[kGemmBiasParams - kGemmParams] = {"D", "d_off", "d_rs", "d_cs",
+                                                                    "d_bs"};
 
 bool hostHasAvx512() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -60,6 +74,29 @@ const OpenBlas &openBlas() {
                                                   ? std::getenv("TESSERA_OPENBLAS_LIBRARY")
                                                   : "libopenblas.so.0");
   return blas;
+}
+
+const Mkl &mkl() {
+  static const Mkl m; // like openBlas(): loaded on first use
+  return m;
+}
+
+// One library as the kernels see it: its cblas_sgemm and whether a launch's workgroups
+// split the GEMM (sequential MKL) or workgroup 0 makes one call that threads inside
+// (OpenBLAS; MKL when the caller chose its threading layer).
+struct VendorGemm {
+  OpenBlas::Sgemm sgemm = nullptr;
+  bool splits = false;
+};
+
+const VendorGemm &mklGemm() {
+  static const VendorGemm v{mkl().sgemm, mkl().sequential};
+  return v;
+}
+
+const VendorGemm &openBlasGemm() {
+  static const VendorGemm v{openBlas().sgemm, false};
+  return v;
 }
 
 // How one row-major operand [rows x cols] reaches cblas: untransposed with leading dimension
@@ -142,15 +179,41 @@ std::string gemmLayout(const GemmArgs &g, GemmCall *call) {
   return "";
 }
 
-void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
-  // One workgroup does the whole GEMM (the launch is 1 x 1 x 1, checked at launch);
-  // OpenBLAS parallelises inside the call.
-  if (ctx->group_id[0] || ctx->group_id[1] || ctx->group_id[2])
+// The start of block r of `blocks` over `extent` rows or columns, rounded to 16 (a whole
+// number of AVX-512 vectors) so that a column split keeps the library's aligned paths.
+int64_t blockStart(int64_t r, int64_t blocks, int64_t extent) {
+  if (r <= 0)
+    return 0;
+  if (r >= blocks)
+    return extent;
+  return std::min(extent, (r * extent / blocks + 8) / 16 * 16);
+}
+
+// gemm_bias: the piece [r0, r1) x [c0, c1) of the cblas call's C (row-major, `ld`) filled
+// with D, whose (m, n) element is d[m*drs + n*dcs] (m, n: the GEMM's own dims, so swapped
+// when the call computes C^T).
+void fillBias(float *c, int64_t ld, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const float *d,
+              int64_t drs, int64_t dcs, bool swap) {
+  const int64_t rs = swap ? dcs : drs, cs = swap ? drs : dcs;
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t j = c0; j < c1; ++j)
+      c[i * ld + j] = d[i * rs + j * cs];
+}
+
+void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas, bool bias) {
+  // Workgroup `part` of `parts` takes a contiguous share of the (batch entry, block) items:
+  // whole batch entries when there are enough of them, else row blocks of the larger of the
+  // cblas call's M and N. A library that threads inside gets one call, in workgroup 0.
+  const int64_t parts = blas.splits ? ctx->num_groups[0] : 1;
+  const int64_t part = ctx->group_id[0];
+  if (part >= parts)
     return;
   int64_t v[kGemmParams] = {};
   for (uint32_t i = kAOff; i < kGemmParams; ++i)
     std::memcpy(&v[i], args[i], sizeof(int64_t));
   const GemmArgs g = readGemm(v);
+  if (g.M == 0 || g.N == 0 || g.batch == 0)
+    return;
   GemmCall call;
   gemmLayout(g, &call); // checked at launch: cannot fail here
   const float *base[2];
@@ -158,20 +221,49 @@ void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
   std::memcpy(&base[1], args[kB], sizeof(void *));
   float *c;
   std::memcpy(&c, args[kC], sizeof(void *));
-  const OpenBlas &blas = openBlas();
-  for (int64_t b = 0; b < g.batch; ++b) {
+  const int64_t m = call.swap ? g.N : g.M, n = call.swap ? g.M : g.N;
+  const bool rows = m >= n;
+  const int64_t extent = rows ? m : n;
+  const int64_t blocks = g.batch >= parts ? 1 : std::min(extent, (parts + g.batch - 1) / g.batch);
+  const int64_t items = g.batch * blocks;
+  for (int64_t it = part * items / parts, end = (part + 1) * items / parts; it < end; ++it) {
     if (ctx->cancel && *ctx->cancel)
       return; // past the deadline: runLaunch reports it
+    const int64_t b = it / blocks, r = it % blocks;
+    const int64_t lo = blockStart(r, blocks, extent), hi = blockStart(r + 1, blocks, extent);
+    if (lo >= hi)
+      continue;
     const float *a = base[0] + g.off[0] + b * g.bs[0];
     const float *bm = base[1] + g.off[1] + b * g.bs[1];
     float *cm = c + g.off[2] + b * g.bs[2];
-    if (g.M == 0 || g.N == 0)
-      continue;
-    const int m = int(call.swap ? g.N : g.M), n = int(call.swap ? g.M : g.N);
     const float *x = call.swap ? bm : a, *y = call.swap ? a : bm;
-    blas.sgemm(101 /*RowMajor*/, call.a.trans ? 112 : 111, call.b.trans ? 112 : 111, m, n, int(g.K),
-               1.0f, x, int(call.a.ld), y, int(call.b.ld), 0.0f, cm, int(call.c.ld));
+    if (bias) {
+      // C prefilled with D, then beta = 1: the bias add costs one pass over the piece.
+      int64_t d[4];
+      for (int i = 0; i < 4; ++i)
+        std::memcpy(&d[i], args[kDOff + i], sizeof(int64_t));
+      const float *dm;
+      std::memcpy(&dm, args[kD], sizeof(void *));
+      fillBias(cm, call.c.ld, rows ? lo : 0, rows ? hi : m, rows ? 0 : lo, rows ? n : hi,
+               dm + d[0] + b * d[3], d[1], d[2], call.swap);
+    }
+    // x is m x K (stored K x m when transposed), y K x n (stored n x K), C m x n row-major.
+    if (rows) {
+      x += lo * (call.a.trans ? 1 : call.a.ld);
+      cm += lo * call.c.ld;
+    } else {
+      y += lo * (call.b.trans ? call.b.ld : 1);
+      cm += lo;
+    }
+    blas.sgemm(101 /*RowMajor*/, call.a.trans ? 112 : 111, call.b.trans ? 112 : 111,
+               int(rows ? hi - lo : m), int(rows ? n : hi - lo), int(g.K), 1.0f, x, int(call.a.ld),
+               y, int(call.b.ld), bias ? 1.0f : 0.0f, cm, int(call.c.ld));
   }
+}
+
+template <const VendorGemm &(*Lib)(), bool Bias>
+void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
+  gemmRun(ctx, args, Lib(), Bias);
 }
 
 // The largest element offset (inclusive) one operand touches, or -1 when it touches none.
@@ -188,13 +280,14 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              const uint32_t workgroup[3], const tsr_drv_arg_t *args,
                              uint32_t count) {
   const char *name = k.name.c_str();
-  if (count != kGemmParams)
+  const bool bias = k.params.size() == kGemmBiasParams;
+  if (count != k.params.size())
     return tsr_status_make(TSR_INVALID_ARGUMENT, "cpu driver: %s takes %u arguments, got %u", name,
-                           uint32_t(kGemmParams), count);
-  if (grid[0] * uint64_t(grid[1]) * grid[2] != 1 ||
+                           uint32_t(k.params.size()), count);
+  if (grid[0] == 0 || grid[1] * uint64_t(grid[2]) != 1 ||
       workgroup[0] * uint64_t(workgroup[1]) * workgroup[2] != 1)
     return tsr_status_make(TSR_INVALID_ARGUMENT,
-                           "cpu driver: %s launches as grid 1x1x1, workgroup 1x1x1 (got grid "
+                           "cpu driver: %s launches as grid Px1x1, workgroup 1x1x1 (got grid "
                            "%ux%ux%u, workgroup %ux%ux%u)",
                            name, grid[0], grid[1], grid[2], workgroup[0], workgroup[1],
                            workgroup[2]);
@@ -227,6 +320,24 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              "%llu f32 elements",
                              name, kGemmParamNames[i], (long long)last, (unsigned long long)elems);
   }
+  if (bias) {
+    int64_t d[4];
+    for (int i = 0; i < 4; ++i) {
+      d[i] = args[kDOff + i].value.i64;
+      if (d[i] < 0)
+        return tsr_status_make(TSR_INVALID_ARGUMENT,
+                               "cpu driver: %s argument %s = %lld is "
+                               "negative",
+                               name, kBiasParamNames[1 + i], (long long)d[i]);
+    }
+    const int64_t last = lastElement(d[0], g.batch, d[3], g.M, d[1], g.N, d[2]);
+    const uint64_t elems = args[kD].value.buffer.length / sizeof(float);
+    if (last >= 0 && uint64_t(last) >= elems)
+      return tsr_status_make(TSR_INVALID_ARGUMENT,
+                             "cpu driver: %s reads D element %lld, past its view of %llu f32 "
+                             "elements",
+                             name, (long long)last, (unsigned long long)elems);
+  }
   return nullptr;
 }
 
@@ -242,32 +353,48 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
       end = text.size();
     std::string name = text.substr(start, end - start);
     pos = end;
-    if (name != "blas.gemm.f32")
+    // "<library>.<routine>": library blas (MKL, else OpenBLAS), mkl or openblas; routine
+    // gemm.f32 or gemm_bias.f32.
+    const size_t dot = name.find('.');
+    const std::string lib = name.substr(0, dot);
+    const std::string routine = dot == std::string::npos ? "" : name.substr(dot + 1);
+    const bool bias = routine == "gemm_bias.f32";
+    const bool anyLib = lib == "blas";
+    const bool wantMkl = anyLib || lib == "mkl";
+    if ((!wantMkl && lib != "openblas") || (!bias && routine != "gemm.f32"))
       return tsr_status_make(TSR_INVALID_ARGUMENT,
                              "cpu driver: extern kernel '%s' is not built in (known: "
-                             "blas.gemm.f32)",
+                             "<library>.gemm.f32 and <library>.gemm_bias.f32 for library "
+                             "blas, mkl or openblas)",
                              name.c_str());
     for (const CpuKernel &k : executable.kernels)
       if (k.name == name)
         return tsr_status_make(TSR_INVALID_ARGUMENT,
                                "cpu driver: extern kernel '%s' is named twice", name.c_str());
-    const OpenBlas &blas = openBlas();
-    if (!blas)
+    const bool useMkl = wantMkl && mkl();
+    if (!useMkl && (!anyLib && wantMkl))
       return tsr_status_make(TSR_UNAVAILABLE,
-                             "cpu driver: extern kernel %s needs OpenBLAS, which cannot be "
-                             "loaded: %s",
-                             name.c_str(), blas.error.c_str());
+                             "cpu driver: extern kernel %s needs MKL, which cannot be loaded: %s",
+                             name.c_str(), mkl().error.c_str());
+    if (!useMkl && !openBlas())
+      return tsr_status_make(
+          TSR_UNAVAILABLE, "cpu driver: extern kernel %s needs %s, which cannot be loaded: %s",
+          name.c_str(), anyLib ? "MKL or OpenBLAS" : "OpenBLAS",
+          (anyLib ? mkl().error + "; " + openBlas().error : openBlas().error).c_str());
     CpuKernel k;
     k.name = name;
-    for (uint32_t p = 0; p < kGemmParams; ++p) {
-      k.paramNames.push_back(kGemmParamNames[p]);
-      k.params.push_back({p < kAOff ? TSR_TYPE_BUFFER : TSR_TYPE_I64, nullptr});
+    for (uint32_t p = 0; p < (bias ? kGemmBiasParams : kGemmParams); ++p) {
+      k.paramNames.push_back(p < kGemmParams ? kGemmParamNames[p]
+                                             : kBiasParamNames[p - kGemmParams]);
+      k.params.push_back({p < kAOff || p == kD ? TSR_TYPE_BUFFER : TSR_TYPE_I64, nullptr});
     }
     k.requiredWorkgroup[0] = k.requiredWorkgroup[1] = k.requiredWorkgroup[2] = 1;
-    k.fn = gemmKernel;
+    k.fn = useMkl ? (bias ? gemmKernel<mklGemm, true> : gemmKernel<mklGemm, false>)
+                  : (bias ? gemmKernel<openBlasGemm, true> : gemmKernel<openBlasGemm, false>);
     k.check = checkExternGemm;
-    k.ownThreads = true; // OpenBLAS's threads
-
+    // OpenBLAS, or MKL with a threading layer the caller chose, threads inside its one call;
+    // sequential MKL runs on the pool's workgroups like any kernel.
+    k.ownThreads = !useMkl || !mkl().sequential;
     executable.kernels.push_back(std::move(k));
   }
   if (executable.kernels.empty())

@@ -1,16 +1,44 @@
-// The "extern" executable format's blas.gemm.f32 (OpenBLAS through the HAL) against a naive
-// double-precision loop: untransposed and transposed operands, a column-major C, batches with
-// broadcast (stride 0) operands, odd sizes, element and byte offsets; bad launches are
-// INVALID_ARGUMENT before anything runs, and a missing library is UNAVAILABLE.
+// The "extern" executable format's GEMMs (mkl.gemm.f32, openblas.gemm.f32 and blas.gemm.f32
+// through the HAL) against a naive double-precision loop: untransposed and transposed
+// operands, a column-major C, batches with broadcast (stride 0) operands, odd sizes, element
+// and byte offsets, split over 1 to 7 workgroups; bad launches are INVALID_ARGUMENT before
+// anything runs, and a missing library is UNAVAILABLE (MKL missing: OpenBLAS serves).
 #include "backends/cpu/runtime/openblas.h"
+#include "backends/cpu/runtime/vendor_blas.h"
 #include "backends/cpu/tests/test_kernels.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 namespace tessera::cpu::testing {
 namespace {
+
+// Where `pip install mkl` put libmkl_rt when the loader's path lacks it: the lib/ folder of
+// the prefix of the python3 on PATH (what tessera/__init__.py passes the driver). Set before
+// any test loads the library; a machine without MKL skips the MKL cases.
+class MklDirsFromPython : public ::testing::Environment {
+public:
+  void SetUp() override {
+    if (std::getenv("TESSERA_MKL_DIRS"))
+      return;
+    FILE *p = popen("python3 -c 'import sys; print(sys.prefix + \"/lib\")' 2>/dev/null", "r");
+    if (!p)
+      return;
+    char line[4096] = {};
+    if (std::fgets(line, sizeof(line), p)) {
+      std::string dir = line;
+      while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r'))
+        dir.pop_back();
+      setenv("TESSERA_MKL_DIRS", dir.c_str(), 0);
+    }
+    pclose(p);
+  }
+};
+[[maybe_unused]] ::testing::Environment *const kMklDirs =
+    ::testing::AddGlobalTestEnvironment(new MklDirsFromPython);
 
 struct Layout {
   int64_t off = 0, rs = 0, cs = 0, bs = 0;
@@ -28,6 +56,15 @@ Layout layoutOf(int64_t rows, int64_t cols, bool colMajor, int64_t batch, bool b
   return l;
 }
 
+// At least one value (an empty operand still gets a buffer), uniform in [-1, 1).
+std::vector<float> randomValues(std::mt19937 &rng, int64_t n) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
 int64_t elementsOf(const Layout &l, int64_t rows, int64_t cols, int64_t batch) {
   return l.off + (batch - 1) * l.bs + (rows - 1) * l.rs + (cols - 1) * l.cs + 1;
 }
@@ -40,14 +77,13 @@ struct Case {
 
 class ExternGemm : public CpuTest {
 protected:
-  tsr_kernel_t gemm() {
+  tsr_kernel_t gemm(const std::string &name = "blas.gemm.f32") {
     tsr_executable_t exe = nullptr;
-    const char names[] = "blas.gemm.f32";
     EXPECT_EQ(hal::testing::consume(
-                  tsr_executable_create(device_, "extern", names, sizeof(names) - 1, &exe)),
+                  tsr_executable_create(device_, "extern", name.data(), name.size(), &exe)),
               "");
     tsr_kernel_t k = nullptr;
-    EXPECT_EQ(hal::testing::consume(tsr_executable_kernel(exe, "blas.gemm.f32", &k)), "");
+    EXPECT_EQ(hal::testing::consume(tsr_executable_kernel(exe, name.c_str(), &k)), "");
     tsr_executable_release(exe); // the kernel keeps it alive
     kernels_.push_back(k);
     return k;
@@ -84,59 +120,150 @@ TEST_F(ExternGemm, MatchesANaiveLoopOverLayoutsBatchesAndOffsets) {
       {64, 1, 40, 2, false, false, false, false, 0, 0, 0, 0},
       {0, 5, 3, 2, false, false, false, false, 0, 0, 0, 0},
       {4, 6, 0, 2, false, false, false, false, 0, 0, 0, 0}, // K = 0: C = 0
+      // Split by rows, by columns (N > M) and by batch entries, with transposes.
+      {97, 41, 23, 1, true, false, false, false, 1, 2, 3, 1},
+      {13, 131, 19, 1, false, true, true, false, 0, 3, 1, 2},
+      {11, 35, 7, 9, false, false, false, true, 2, 0, 5, 0},
   };
-  tsr_kernel_t k = gemm();
-  ASSERT_NE(k, nullptr);
+  std::vector<std::string> names = {"openblas.gemm.f32", "blas.gemm.f32"};
+  if (Mkl())
+    names.push_back("mkl.gemm.f32");
+  else
+    std::printf("MKL is not installed here (%s): mkl.gemm.f32 is not tested\n",
+                Mkl().error.c_str());
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (const Case &t : cases) {
-    SCOPED_TRACE(::testing::Message()
-                 << "M " << t.M << " N " << t.N << " K " << t.K << " batch " << t.batch << " aT "
-                 << t.aT << " bT " << t.bT << " cT " << t.cT);
-    Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, t.aOff, t.pad);
-    Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, t.broadcastB, t.bOff, t.pad);
-    Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, t.cOff, t.pad);
-    auto fill = [&](int64_t n) {
-      std::vector<float> v(size_t(std::max<int64_t>(n, 1)));
-      for (float &x : v)
-        x = dist(rng);
-      return v;
-    };
-    std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
-    std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
-    std::vector<float> c(size_t(std::max<int64_t>(elementsOf(lc, t.M, t.N, t.batch), 1)), 99.0f);
-    tsr_buffer_t ba = allocate(a.size() * 4), bb = allocate(b.size() * 4),
-                 bc = allocate(c.size() * 4);
-    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), ba, 0, a.size() * 4));
-    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), bb, 0, b.size() * 4));
-    TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, c.data(), bc, 0, c.size() * 4));
-    std::vector<tsr_arg_t> v = args(ba, bb, bc, t, la, lb, lc);
-    TSR_ASSERT_OK(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())));
-    std::vector<float> got(c.size());
-    TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
-    TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
-    std::vector<bool> written(c.size(), false);
-    for (int64_t n = 0; n < t.batch; ++n)
-      for (int64_t i = 0; i < t.M; ++i)
-        for (int64_t j = 0; j < t.N; ++j) {
-          double ref = 0, mag = 0;
-          for (int64_t p = 0; p < t.K; ++p) {
-            double x = a[size_t(la.off + n * la.bs + i * la.rs + p * la.cs)];
-            double y = b[size_t(lb.off + n * lb.bs + p * lb.rs + j * lb.cs)];
-            ref += x * y;
-            mag += std::fabs(x * y);
-          }
-          const size_t at = size_t(lc.off + n * lc.bs + i * lc.rs + j * lc.cs);
-          written[at] = true;
-          // f32 accumulation of K products: |error| <= K * 2^-24 * sum |a||b| (rounding of
-          // each product and sum), doubled for the blocked order's slack.
-          ASSERT_NEAR(got[at], ref, 2.0 * double(t.K) * std::ldexp(mag, -24) + 1e-30)
-              << "C[" << n << "][" << i << "][" << j << "]";
-        }
-    for (size_t e = 0; e < c.size(); ++e)
-      if (!written[e])
-        ASSERT_EQ(got[e], 99.0f) << "element " << e << " outside C was written";
-  }
+  for (const std::string &name : names)
+    for (uint32_t parts : {1u, 4u, 7u})
+      for (const Case &t : cases) {
+        tsr_kernel_t k = gemm(name);
+        ASSERT_NE(k, nullptr);
+        const uint32_t grid[3] = {parts, 1, 1};
+        SCOPED_TRACE(::testing::Message()
+                     << name << " grid " << parts << " M " << t.M << " N " << t.N << " K " << t.K
+                     << " batch " << t.batch << " aT " << t.aT << " bT " << t.bT << " cT " << t.cT);
+        Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, t.aOff, t.pad);
+        Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, t.broadcastB, t.bOff, t.pad);
+        Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, t.cOff, t.pad);
+        auto fill = [&](int64_t n) { return randomValues(rng, n); };
+        std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
+        std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
+        std::vector<float> c(size_t(std::max<int64_t>(elementsOf(lc, t.M, t.N, t.batch), 1)),
+                             99.0f);
+        tsr_buffer_t ba = allocate(a.size() * 4), bb = allocate(b.size() * 4),
+                     bc = allocate(c.size() * 4);
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), ba, 0, a.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), bb, 0, b.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, c.data(), bc, 0, c.size() * 4));
+        std::vector<tsr_arg_t> v = args(ba, bb, bc, t, la, lb, lc);
+        TSR_ASSERT_OK(tsr_stream_launch(stream_, k, grid, kOne, v.data(), uint32_t(v.size())));
+        std::vector<float> got(c.size());
+        TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+        std::vector<bool> written(c.size(), false);
+        for (int64_t n = 0; n < t.batch; ++n)
+          for (int64_t i = 0; i < t.M; ++i)
+            for (int64_t j = 0; j < t.N; ++j) {
+              double ref = 0, mag = 0;
+              for (int64_t p = 0; p < t.K; ++p) {
+                double x = a[size_t(la.off + n * la.bs + i * la.rs + p * la.cs)];
+                double y = b[size_t(lb.off + n * lb.bs + p * lb.rs + j * lb.cs)];
+                ref += x * y;
+                mag += std::fabs(x * y);
+              }
+              const size_t at = size_t(lc.off + n * lc.bs + i * lc.rs + j * lc.cs);
+              written[at] = true;
+              // f32 accumulation of K products: |error| <= K * 2^-24 * sum |a||b| (rounding of
+              // each product and sum), doubled for the blocked order's slack.
+              ASSERT_NEAR(got[at], ref, 2.0 * double(t.K) * std::ldexp(mag, -24) + 1e-30)
+                  << "C[" << n << "][" << i << "][" << j << "]";
+            }
+        for (size_t e = 0; e < c.size(); ++e)
+          if (!written[e])
+            ASSERT_EQ(got[e], 99.0f) << "element " << e << " outside C was written";
+      }
+}
+
+// gemm_bias: C = A x B + D with D broadcast over rows (a bias), over batches (stride 0), or a
+// full strided matrix; transposed operands and a column-major C (the swapped call) included.
+TEST_F(ExternGemm, GemmBiasAddsDBroadcastOrFull) {
+  struct BiasCase {
+    int64_t M, N, K, batch;
+    bool aT, bT, cT;
+    int64_t drs, dcs, dbs; // in elements of D; 0 broadcasts
+  };
+  const BiasCase cases[] = {
+      {37, 29, 53, 1, false, true, false, 0, 1, 0},    // a bias row
+      {61, 17, 31, 3, true, false, false, 0, 1, 0},    // the same bias for every batch entry
+      {13, 71, 7, 2, false, false, true, 0, 1, 0},     // column-major C: the swapped call
+      {23, 19, 11, 2, false, true, false, 1, 23, 437}, // a full column-major D per entry
+      {5, 4, 0, 1, false, false, false, 0, 1, 0},      // K = 0: C = D
+  };
+  std::vector<std::string> names = {"openblas.gemm_bias.f32"};
+  if (Mkl())
+    names.push_back("mkl.gemm_bias.f32");
+  std::mt19937 rng(11);
+  for (const std::string &name : names)
+    for (uint32_t parts : {1u, 3u})
+      for (const BiasCase &t : cases) {
+        SCOPED_TRACE(::testing::Message() << name << " grid " << parts << " M " << t.M << " N "
+                                          << t.N << " batch " << t.batch << " d_rs " << t.drs);
+        tsr_kernel_t k = gemm(name);
+        ASSERT_NE(k, nullptr);
+        Case c = {t.M, t.N, t.K, t.batch, t.aT, t.bT, t.cT, false, 0, 0, 0, 0};
+        Layout la = layoutOf(t.M, t.K, t.aT, t.batch, false, 0, 0);
+        Layout lb = layoutOf(t.K, t.N, t.bT, t.batch, false, 0, 0);
+        Layout lc = layoutOf(t.M, t.N, t.cT, t.batch, false, 0, 0);
+        const int64_t dElems = (t.batch - 1) * t.dbs + (t.M - 1) * t.drs + (t.N - 1) * t.dcs + 1;
+        auto fill = [&](int64_t n) { return randomValues(rng, n); };
+        std::vector<float> a = fill(elementsOf(la, t.M, t.K, t.batch));
+        std::vector<float> b = fill(elementsOf(lb, t.K, t.N, t.batch));
+        std::vector<float> d = fill(dElems);
+        std::vector<float> out(size_t(elementsOf(lc, t.M, t.N, t.batch)), 99.0f);
+        tsr_buffer_t ba = allocate(a.size() * 4), bb = allocate(b.size() * 4),
+                     bc = allocate(out.size() * 4), bd = allocate(d.size() * 4);
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, a.data(), ba, 0, a.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, b.data(), bb, 0, b.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, d.data(), bd, 0, d.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, out.data(), bc, 0, out.size() * 4));
+        std::vector<tsr_arg_t> v = args(ba, bb, bc, c, la, lb, lc);
+        v.push_back(tsr_arg_buffer(bd, 0));
+        for (int64_t x : {int64_t(0), t.drs, t.dcs, t.dbs})
+          v.push_back(tsr_arg_i64(x));
+        const uint32_t grid[3] = {parts, 1, 1};
+        TSR_ASSERT_OK(tsr_stream_launch(stream_, k, grid, kOne, v.data(), uint32_t(v.size())));
+        std::vector<float> got(out.size());
+        TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
+        TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+        for (int64_t n = 0; n < t.batch; ++n)
+          for (int64_t i = 0; i < t.M; ++i)
+            for (int64_t j = 0; j < t.N; ++j) {
+              double ref = d[size_t(n * t.dbs + i * t.drs + j * t.dcs)], mag = std::fabs(ref);
+              for (int64_t p = 0; p < t.K; ++p) {
+                double x = a[size_t(la.off + n * la.bs + i * la.rs + p * la.cs)];
+                double y = b[size_t(lb.off + n * lb.bs + p * lb.rs + j * lb.cs)];
+                ref += x * y;
+                mag += std::fabs(x * y);
+              }
+              ASSERT_NEAR(got[size_t(n * lc.bs + i * lc.rs + j * lc.cs)], ref,
+                          2.0 * double(t.K + 1) * std::ldexp(mag, -24) + 1e-30)
+                  << "C[" << n << "][" << i << "][" << j << "]";
+            }
+      }
+  // D's last element past its view: refused before running.
+  tsr_kernel_t k = gemm("blas.gemm_bias.f32");
+  Case c = {8, 8, 8, 1, false, false, false, false, 0, 0, 0, 0};
+  Layout l = layoutOf(8, 8, false, 1, false, 0, 0);
+  tsr_buffer_t x = allocate(64 * 4), bias = allocate(7 * 4);
+  std::vector<tsr_arg_t> v = args(x, x, allocate(64 * 4), c, l, l, l);
+  v.push_back(tsr_arg_buffer(bias, 0));
+  for (int64_t e : {int64_t(0), int64_t(0), int64_t(1), int64_t(0)})
+    v.push_back(tsr_arg_i64(e));
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "reads D element 7, past its view of 7");
+  v.resize(v.size() - 5);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "takes 24 arguments, got arg_count 19");
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
 }
 
 TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
@@ -166,8 +293,11 @@ TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
   TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
                    TSR_INVALID_ARGUMENT, "K = -1 is negative");
   v = args(a, b, c, t, l, l, l);
-  const uint32_t two[3] = {2, 1, 1};
-  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, two, kOne, v.data(), uint32_t(v.size())),
+  const uint32_t two[3] = {2, 1, 1}, twoByTwo[3] = {2, 2, 1};
+  TSR_EXPECT_OK(tsr_stream_launch(stream_, k, two, kOne, v.data(), uint32_t(v.size())));
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, twoByTwo, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "launches as grid Px1x1");
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, two, v.data(), uint32_t(v.size())),
                    TSR_INVALID_ARGUMENT, "");
   v.pop_back();
   TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
@@ -177,9 +307,9 @@ TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
 
 TEST_F(ExternGemm, UnknownNamesAreRefused) {
   tsr_executable_t exe = nullptr;
-  const char names[] = "blas.gemm.f32, blas.gemm.f64";
+  const char names[] = "blas.gemm.f32, mkl.gemm.f64";
   TSR_EXPECT_ERROR(tsr_executable_create(device_, "extern", names, sizeof(names) - 1, &exe),
-                   TSR_INVALID_ARGUMENT, "extern kernel 'blas.gemm.f64' is not built in");
+                   TSR_INVALID_ARGUMENT, "extern kernel 'mkl.gemm.f64' is not built in");
   TSR_EXPECT_ERROR(tsr_executable_create(device_, "extern", " ", 1, &exe), TSR_INVALID_ARGUMENT,
                    "names no kernel");
 }
@@ -190,20 +320,58 @@ TEST(OpenBlasLoader, AMissingLibrarySaysWhy) {
   EXPECT_NE(missing.error.find("libtessera-no-such-blas.so"), std::string::npos) << missing.error;
 }
 
-// The driver loads the library once per process, so the missing-library path runs in a
-// fresh process (the threadsafe death-test style re-executes this binary).
+TEST(MklLoader, AMissingLibrarySaysWhy) {
+  setenv("TESSERA_MKL_LIBRARY", "libtessera-no-such-mkl.so", 1);
+  Mkl missing;
+  unsetenv("TESSERA_MKL_LIBRARY");
+  EXPECT_FALSE(missing);
+  EXPECT_NE(missing.error.find("libtessera-no-such-mkl.so"), std::string::npos) << missing.error;
+}
+
+// The driver loads each library once per process, so the missing-library paths run in a
+// fresh process (the threadsafe death-test style re-executes this binary). Exit codes: 0 as
+// expected, else which check failed.
+int createStatus(tsr_device_t device, const char *name, tsr_status_code_t code,
+                 const char *needle) {
+  tsr_executable_t exe = nullptr;
+  tsr_status_t st = tsr_executable_create(device, "extern", name, std::strlen(name), &exe);
+  const bool ok = tsr_status_code(st) == code &&
+                  (!st || std::string(tsr_status_message(st)).find(needle) != std::string::npos);
+  if (!ok)
+    std::fprintf(stderr, "%s: %s\n", name, st ? tsr_status_message(st) : "ok");
+  tsr_status_free(st);
+  if (exe)
+    tsr_executable_release(exe);
+  return ok ? 0 : 1;
+}
+
+TEST_F(ExternGemm, AMissingMklFallsBackToOpenBlas) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TESSERA_MKL_LIBRARY", "libtessera-no-such-mkl.so", 1);
+        int bad = createStatus(device_, "mkl.gemm.f32", TSR_UNAVAILABLE,
+                               "needs MKL, which cannot be loaded: libtessera-no-such-mkl.so");
+        bad |= createStatus(device_, "blas.gemm.f32", TSR_OK, "") << 1;
+        bad |= createStatus(device_, "openblas.gemm.f32", TSR_OK, "") << 2;
+        std::_Exit(bad);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(ExternGemm, AMissingLibraryIsUnavailable) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
+        setenv("TESSERA_MKL_LIBRARY", "libtessera-no-such-mkl.so", 1);
         setenv("TESSERA_OPENBLAS_LIBRARY", "libtessera-no-such-blas.so", 1);
-        tsr_executable_t exe = nullptr;
-        tsr_status_t st = tsr_executable_create(device_, "extern", "blas.gemm.f32", 13, &exe);
-        const bool ok =
-            tsr_status_code(st) == TSR_UNAVAILABLE &&
-            std::string(tsr_status_message(st)).find("needs OpenBLAS") != std::string::npos;
-        tsr_status_free(st);
-        std::_Exit(ok ? 0 : 1);
+        int bad = createStatus(device_, "blas.gemm.f32", TSR_UNAVAILABLE,
+                               "needs MKL or OpenBLAS, which cannot be loaded: "
+                               "libtessera-no-such-mkl.so");
+        bad |= createStatus(device_, "openblas.gemm.f32", TSR_UNAVAILABLE,
+                            "needs OpenBLAS, which cannot be loaded: libtessera-no-such-blas")
+               << 1;
+        std::_Exit(bad);
       },
       ::testing::ExitedWithCode(0), "");
 }

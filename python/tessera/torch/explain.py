@@ -101,9 +101,9 @@ def _gemm_kernel(kernels, ops_index):
                 # (docs/torch.md, "Extern GEMMs"), with the times and the reason.
                 impl = k.get("impl", "tessera")
                 times = ""
-                if k.get("tessera_ms") is not None and k.get("openblas_ms") is not None:
+                if k.get("tessera_ms") is not None and k.get("extern_ms") is not None:
                     times = (f"; tessera {k['tessera_ms']:.3g} ms, "
-                             f"openblas {k['openblas_ms']:.3g} ms")
+                             f"{k.get('extern_library') or 'extern'} {k['extern_ms']:.3g} ms")
                 elif k.get("impl_reason"):
                     times = f"; {k['impl_reason']}"
                 return f"{k.get('kernel', '?')} ({k.get('kind', '?')}, {impl}{times})"

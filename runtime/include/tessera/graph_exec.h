@@ -102,13 +102,15 @@ struct GraphOutput {
 /// Tessera's kernel against the device's vendor library (the HAL's "extern" format) on the
 /// first compile of each shape and keeps the faster; the others force one (tests).
 enum class GemmImpl : uint8_t { Auto, Tessera, Extern };
-/// TESSERA_GEMM_IMPL: "auto" (default, also when unset or unknown), "tessera", "openblas".
+/// TESSERA_GEMM_IMPL: "auto" (default, also when unset or unknown), "tessera", "extern" (the
+/// target's first vendor library that loads; "mkl" and "openblas" are read as "extern").
 GemmImpl gemmImplFromEnv();
 
 /// The implementation chosen for one matmul kernel of a plan.
 struct GemmChoice {
   std::string kernel;           // the plan kernel ("k0_matmul")
-  std::string impl = "tessera"; // "tessera" or "openblas"
+  std::string impl = "tessera"; // "tessera" or the vendor library ("mkl", "openblas")
+  std::string library;          // the vendor library measured against ("": none loaded)
   std::string reason;           // why: measured, cached, forced, or why the library was not used
   double tesseraMs = -1, externMs = -1; // medians of the timed runs (-1: not measured)
 };
@@ -193,7 +195,7 @@ public:
   /// One entry per matmul kernel of the plan, in plan order.
   const std::vector<GemmChoice> &gemmChoices() const { return gemmChoices_; }
   /// The kernel each run launches, in order: the plan's, or the extern kernel replacing it
-  /// ("blas.gemm.f32"); what enqueue() launches, read from the same tables.
+  /// ("mkl.gemm.f32"); what enqueue() launches, read from the same tables.
   std::vector<std::string> launchedKernels() const;
   tsr_device_t device() const { return device_.get(); }
   /// Blocks until the background full-tier compile (if any) is done and its kernels replace

@@ -1,0 +1,129 @@
+// GraphExecutable's extern GEMMs (graph_gemm.cpp; docs/torch.md, "Extern GEMMs") on cpu:0: a
+// batched GEMM with odd sizes and a transposed (permuted) weight, forced to the vendor library
+// and to Tessera's kernel, against the fp64 reference evaluator; the choice names the library
+// the driver loaded and the run launches that library's kernel; a bias add (broadcast over
+// the batch and the rows) runs as the library's gemm_bias; another epilogue keeps Tessera's.
+#include "tessera/graph_exec.h"
+
+#include "device_session.h"
+#include "ir/graph/eval.h"
+#include "ir/graph/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+// a [3, 97, 33] x permute(b [45, 33]): the weight read transposed; with `bias`, + bias [45]
+// (then relu with `relu`).
+std::string gemmText(bool bias, bool relu = false) {
+  return std::string("graph @g(%a: tensor<f32, [3, 97, 33]>, %b: tensor<f32, [45, 33]>") +
+         (bias ? ", %bias: tensor<f32, [45]>" : "") +
+         ") {\n"
+         "  %bt = permute %b {perm = [1, 0]} : tensor<f32, [33, 45]>\n"
+         "  %c = matmul %a, %bt : tensor<f32, [3, 97, 45]>\n" +
+         (!bias  ? "  return %c\n}\n"
+          : relu ? "  %d = add %c, %bias\n  %r = relu %d\n  return %r\n}\n"
+                 : "  %d = add %bias, %c\n  return %d\n}\n");
+}
+
+hal::Device retained(tsr_device_t d) { // the session keeps its own reference
+  tsr_device_retain(d);
+  return hal::Device(d);
+}
+
+class GraphGemmTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!session.open("cpu:0"))
+      GTEST_SKIP() << "cpu:0 is not available here";
+    auto s = retained(session.device).createStream();
+    ASSERT_TRUE(s.ok());
+    stream = std::move(s.value());
+  }
+  // Runs `text` with `impl`; checks it against the evaluator (f32 accumulation of 33 terms of
+  // magnitude <= 1: 33 * 2^-24 * 33 per element, doubled) and returns the executable.
+  std::unique_ptr<GraphExecutable> runAndCheck(const std::string &text, GemmImpl impl) {
+    graph::Graph g;
+    std::string err;
+    EXPECT_TRUE(graph::parseGraph(text, "<test>", &g, &err)) << err;
+    auto x = GraphExecutable::create(session.device, g, nullptr, programs, impl);
+    EXPECT_TRUE(x.ok()) << x.status().toString();
+    if (!x.ok())
+      return nullptr;
+    std::vector<std::vector<float>> in;
+    std::vector<graph::HostTensor> ref;
+    std::vector<GraphInput> gi;
+    for (size_t p = 0; p < g.params.size(); ++p) {
+      int64_t n = 1;
+      for (int64_t d : g.params[p].type.shape)
+        n *= d;
+      in.emplace_back(size_t(n));
+      ref.push_back({g.params[p].type, {}});
+      for (int64_t i = 0; i < n; ++i) {
+        in[p][size_t(i)] = float(int((i * 7919 + 13 * p) % 129) - 64) / 64.0f;
+        ref[p].data.push_back(in[p][size_t(i)]);
+      }
+    }
+    for (size_t p = 0; p < g.params.size(); ++p) {
+      GraphInput one;
+      one.host = in[p].data();
+      one.shape = g.params[p].type.shape;
+      gi.push_back(one);
+    }
+    std::vector<graph::HostTensor> want;
+    EXPECT_TRUE(graph::evaluate(g, ref, &want, &err)) << err;
+    std::vector<GraphOutput> out;
+    EXPECT_TRUE(x.value()->run(gi, stream.get(), &out).ok());
+    std::vector<float> got(want[0].data.size());
+    EXPECT_TRUE(stream.copyToHost(out[0].buffer, 0, got.data(), got.size() * 4).ok());
+    EXPECT_TRUE(stream.synchronize().ok());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[0].data[i], 2.0 * 33 * 33 * std::ldexp(1.0, -24)) << i;
+    return std::move(x).value();
+  }
+  testing::DeviceSession session;
+  hal::Stream stream;
+  ProgramCache programs;
+};
+
+TEST_F(GraphGemmTest, ForcedExternRunsTheLoadedLibrarysKernelAndMatchesTheReference) {
+  auto x = runAndCheck(gemmText(false), GemmImpl::Extern);
+  ASSERT_TRUE(x);
+  ASSERT_EQ(x->gemmChoices().size(), 1u);
+  const GemmChoice &c = x->gemmChoices()[0];
+  if (c.library.empty())
+    GTEST_SKIP() << "no vendor BLAS loads here: " << c.reason;
+  EXPECT_EQ(c.impl, c.library) << c.reason;
+  EXPECT_NE(c.reason.find("forced to " + c.library), std::string::npos) << c.reason;
+  EXPECT_EQ(x->launchedKernels(), std::vector<std::string>{c.library + ".gemm.f32"});
+  auto t = runAndCheck(gemmText(false), GemmImpl::Tessera);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->gemmChoices()[0].impl, "tessera");
+  EXPECT_NE(t->launchedKernels()[0], c.library + ".gemm.f32");
+}
+
+TEST_F(GraphGemmTest, ABiasAddRunsAsTheLibrarysGemmBias) {
+  auto x = runAndCheck(gemmText(true), GemmImpl::Extern);
+  ASSERT_TRUE(x);
+  ASSERT_EQ(x->gemmChoices().size(), 1u);
+  const GemmChoice &c = x->gemmChoices()[0];
+  if (c.library.empty())
+    GTEST_SKIP() << "no vendor BLAS loads here: " << c.reason;
+  EXPECT_EQ(c.impl, c.library) << c.reason;
+  EXPECT_EQ(x->launchedKernels(), std::vector<std::string>{c.library + ".gemm_bias.f32"});
+}
+
+TEST_F(GraphGemmTest, AnotherEpilogueKeepsTessera) {
+  auto x = runAndCheck(gemmText(true, true), GemmImpl::Extern);
+  ASSERT_TRUE(x);
+  ASSERT_EQ(x->gemmChoices().size(), 1u);
+  EXPECT_EQ(x->gemmChoices()[0].impl, "tessera");
+  EXPECT_NE(x->gemmChoices()[0].reason.find("epilogue"), std::string::npos);
+}
+
+} // namespace
+} // namespace tessera
