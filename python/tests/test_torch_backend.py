@@ -163,7 +163,7 @@ def test_explain_profile_times_every_kernel():
     assert ex.profiled == 3 and ex.kernels
     for k in ex.kernels:
         assert k["min_ms"] > 0 and k["median_ms"] >= k["min_ms"], k
-        assert k["launched"] in (k["kernel"], "blas.gemm.f32")
+        assert k["launched"] == k["kernel"] or ".gemm" in k["launched"], k
     text = str(ex)
     assert "profile (3 runs, each launch timed alone" in text
     assert all(k["kernel"] in text.split("profile (")[1] for k in ex.kernels)
