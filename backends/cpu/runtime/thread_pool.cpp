@@ -153,11 +153,19 @@ void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)>
   });
 }
 
+size_t ThreadPool::costSlot(uint64_t key) {
+  // Keys are function addresses, 16-byte aligned or more: `key % 64` would use 4 of the 64
+  // slots, so the kernels of one graph evicted each other and a launch of 2-4 long
+  // workgroups (an extern GEMM's blocks, a small GEMM's tiles) ran its probe serially each
+  // time. A Fibonacci hash spreads them over every slot.
+  return size_t((key * 0x9E3779B97F4A7C15ull) >> 58) % kCostSlots;
+}
+
 uint64_t ThreadPool::knownCost(uint64_t key) {
   if (!key)
     return 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  const Cost &c = costs_[key % kCostSlots];
+  const Cost &c = costs_[costSlot(key)];
   return c.key == key ? c.ns : 0;
 }
 
@@ -165,7 +173,7 @@ void ThreadPool::noteCost(uint64_t key, uint64_t nsPerIndex) {
   if (!key)
     return;
   std::lock_guard<std::mutex> lock(mutex_);
-  costs_[key % kCostSlots] = {key, nsPerIndex ? nsPerIndex : 1};
+  costs_[costSlot(key)] = {key, nsPerIndex ? nsPerIndex : 1};
 }
 
 void ThreadPool::parallelForRanges(uint64_t count,

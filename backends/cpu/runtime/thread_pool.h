@@ -83,6 +83,7 @@ private:
   struct Job;
   void workerLoop();
 
+  static size_t costSlot(uint64_t key);
   uint64_t knownCost(uint64_t key);
   void noteCost(uint64_t key, uint64_t nsPerIndex);
 
