@@ -155,7 +155,8 @@ hal::Status GraphExecutable::compileProgram(const std::string &module, CompileCa
   if (hal::Status st = deviceScheduleCaps(device_.get(), &caps); !st.ok())
     return st;
   const ProgramOptions full = graphProgramOptions(device_.get(), caps);
-  hal::Expected<ProgramCache::Lookup> lookup = hal::Status();
+  // Assigned on every path below (an Expected holds a value or an error, never neither).
+  hal::Expected<ProgramCache::Lookup> lookup = hal::Status(TSR_INTERNAL, "no program looked up");
   const bool tiered = tieredFromEnv() && quickTierSupported(info_.backend);
   if (tiered) { // the full tier if a cache has it, else the quick one and a background job
     ProgramOptions cachedOnly = full;
