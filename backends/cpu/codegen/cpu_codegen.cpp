@@ -185,11 +185,23 @@ std::string printLlvm(const llvm::Module &m) {
   return s;
 }
 
-void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
+// The new pass manager's four analysis managers, registered with `pb` and cross-wired (what
+// both the O3 pipeline and the quick tier's function passes run with).
+struct AnalysisManagers {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+  explicit AnalysisManagers(llvm::PassBuilder &pb) {
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+  }
+};
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = level >= 2;
   pto.SLPVectorization = level >= 2;
@@ -205,18 +217,14 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
     return !(f && f->hasOptNone());
   });
   llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  AnalysisManagers am(pb);
   llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
                                : level == 2 ? llvm::OptimizationLevel::O2
                                : level == 1 ? llvm::OptimizationLevel::O1
                                             : llvm::OptimizationLevel::O0;
   llvm::ModulePassManager mpm =
       level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
-  mpm.run(m, mam);
+  mpm.run(m, am.mam);
 }
 
 // Whether `f` calls a function with a libmvec vector variant (CpuMathHooks marks those call
@@ -240,16 +248,8 @@ bool callsVectorVariant(const llvm::Function &f) {
 // (tsr.fault.record, a math wrapper) is treated alike: not being inlined into an O3 caller
 // changes no result. Returns whether any function still needs O3.
 bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  AnalysisManagers am(pb);
   llvm::FunctionPassManager fpm;
   if (llvm::Error e =
           pb.parsePassPipeline(fpm, "sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg"))
@@ -262,7 +262,7 @@ bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
       needFull = true;
       continue;
     }
-    fpm.run(f, fam);
+    fpm.run(f, am.fam);
     f.addFnAttr(llvm::Attribute::OptimizeNone);
     f.addFnAttr(llvm::Attribute::NoInline);
   }

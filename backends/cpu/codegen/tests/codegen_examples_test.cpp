@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
 namespace tessera::cpu {
 namespace {
@@ -117,17 +116,7 @@ TEST_P(ExampleTest, MatchesInterpreter) {
   }
 }
 
-std::vector<std::string> allExamples() {
-  std::vector<std::string> names;
-  for (auto &e : std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) +
-                                                     "/ir/examples"))
-    if (e.path().extension() == ".tir")
-      names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest, ::testing::ValuesIn(allExamples()),
+INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest, ::testing::ValuesIn(testing::allExamples()),
                          [](const auto &info) { return info.param; });
 
 } // namespace

@@ -7,12 +7,26 @@
 #include "ir/interp/launch.h"
 #include "ir/interp/numerics.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace tessera::cpu::testing {
+
+/// The names (stems) of every ir/examples/*.tir, sorted: the parameters of the suites that run
+/// each example (codegen_examples_test, codegen_tier_test).
+inline std::vector<std::string> allExamples() {
+  std::vector<std::string> names;
+  for (auto &e :
+       std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) + "/ir/examples"))
+    if (e.path().extension() == ".tir")
+      names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 /// Calls `fn` once per workgroup of `dims` with `args` (the interpreter's argument list), as
 /// the driver does: buffer sizes in arg_bytes, a fault record, a cancel flag (never raised).
@@ -60,9 +74,8 @@ inline tsr_kernel_fault runGrid(TsrCpuWgFn fn, const CpuKernelInfo &k, const ir:
 }
 
 /// Compiles and JIT-loads `m`; fails the test (returns null) on any error.
-inline std::unique_ptr<CpuCompiledModule> compileAndLoad(const ir::Module &m,
-                                                         const CpuCompileOptions &opts,
-                                                         std::string &error) {
+inline std::unique_ptr<CpuCompiledModule>
+compileAndLoad(const ir::Module &m, const CpuCompileOptions &opts, std::string &error) {
   auto cm = compileKernelModule(m, opts, &error);
   if (!cm)
     return nullptr;

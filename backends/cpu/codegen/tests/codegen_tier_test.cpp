@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 namespace tessera::cpu {
 namespace {
 
@@ -69,17 +67,7 @@ TEST_P(TierTest, QuickTierComputesTheFullTiersBits) {
   EXPECT_EQ(fullIr.find("optnone"), std::string::npos) << name;
 }
 
-std::vector<std::string> allExamples() {
-  std::vector<std::string> names;
-  for (auto &e :
-       std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) + "/ir/examples"))
-    if (e.path().extension() == ".tir")
-      names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Examples, TierTest, ::testing::ValuesIn(allExamples()),
+INSTANTIATE_TEST_SUITE_P(Examples, TierTest, ::testing::ValuesIn(testing::allExamples()),
                          [](const auto &info) { return info.param; });
 
 } // namespace
