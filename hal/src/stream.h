@@ -13,6 +13,7 @@
 #pragma once
 
 #include "hal/src/device.h"
+#include "hal/src/env_timeout.h"
 #include "hal/src/object.h"
 
 #include <condition_variable>
@@ -142,11 +143,5 @@ tsr_status_t takeRecordedError(tsr_event_s *event);
 
 /// Keeps `status` (taken over) for the stream's next synchronize; the first error wins.
 void storeAsyncErrorLocked(tsr_stream_s *stream, tsr_status_t status);
-
-/// A timeout from the environment variable `var` (whole milliseconds, 0 = none), else
-/// `defaultMs`; returned in nanoseconds. A malformed value is ignored with a warning on stderr
-/// rather than failing the stream or communicator that asked. Shared by the kernel deadline
-/// (TESSERA_KERNEL_TIMEOUT_MS) and the collectives' (TESSERA_COMM_TIMEOUT_MS).
-uint64_t timeoutNsFromEnv(const char *var, uint64_t defaultMs);
 
 } // namespace tessera::hal

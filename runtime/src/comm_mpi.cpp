@@ -8,6 +8,8 @@
 // over all_gather, before any data moves).
 #include "tessera/comm_mpi.h"
 
+#include "hal/src/env_timeout.h"
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -286,9 +288,12 @@ tsr_status_t splitEntry(void *ctx, int32_t color, int32_t key,
 }
 
 uint64_t creationDeadline() {
-  const char *env = std::getenv("TESSERA_COMM_TIMEOUT_MS");
-  uint64_t ms = env ? std::strtoull(env, nullptr, 10) : TSR_COMM_DEFAULT_TIMEOUT_MS;
-  return ms == 0 ? UINT64_MAX : monotonicNs() + ms * 1000000ull;
+  // Parsed as the HAL parses it for the communicator that follows (a malformed value is
+  // the default with a warning, not "wait forever").
+  const uint64_t ns =
+      tessera::hal::timeoutNsFromEnv("TESSERA_COMM_TIMEOUT_MS", TSR_COMM_DEFAULT_TIMEOUT_MS);
+  const uint64_t now = monotonicNs();
+  return ns == 0 || ns > UINT64_MAX - now ? UINT64_MAX : now + ns;
 }
 
 tsr_status_t checkMpiReady(const char *call, MPI_Comm comm) {
