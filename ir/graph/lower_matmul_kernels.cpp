@@ -327,4 +327,42 @@ bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
   return true;
 }
 
+bool emitEpilogueKernel(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                        const std::string &name, std::string *error) {
+  k.open("kernel @" + name + "(" + gemmParams(f, "readwrite") + ") {");
+  gemmPrologue(k, f);
+  // Columns are work-items (C, and a bias row, read unit-stride across the workgroup, as the
+  // pointwise row kernels do); rows and batch entries are group-uniform grid-stride loops.
+  k.line("%g_gx = group_id.x : i64");
+  k.line("%g_ls = local_size.x : i64");
+  k.line("%g_lid = local_id.x : i64");
+  k.line("%g_col0 = mul %g_gx, %g_ls : i64");
+  k.line("%g_col = add %g_col0, %g_lid : i64");
+  k.line("%g_colok = cmp.slt %g_col, %N : i64");
+  k.line("%g_gy = group_id.y : i64");
+  k.line("%g_ngy = num_groups.y : i64");
+  std::vector<std::string> base = openBatch(k, f);
+  k.open("for %g_row = %g_gy to %M step %g_ngy : i64 {");
+  k.open("if %g_colok {");
+  std::vector<std::string> extras;
+  for (size_t i = 0; i < f.extras.size(); ++i) {
+    const std::string op = "e" + num(int64_t(i));
+    const std::string idx = tileOffset(k, base[2 + i], op, "%g_row", "%g_col");
+    extras.push_back(emitLoad(k, "%E" + num(int64_t(i)), f.extras[i].dtype, idx));
+  }
+  const std::string cidx = tileOffset(k, base.back(), "c", "%g_row", "%g_col");
+  // The product as the vendor GEMM stored it: f32, which is also the product's dtype here.
+  const std::string product = emitLoad(k, "%C", DType::F32, cidx);
+  std::string r;
+  if (!emitEpilogue(k, g, mm, f, product, extras, &r, error))
+    return false;
+  emitStore(k, "%C", f.out.dtype, cidx, r);
+  k.close(); // if
+  k.close(); // rows
+  if (!f.batch.empty())
+    k.close();
+  k.close();
+  return true;
+}
+
 } // namespace tessera::graph::detail

@@ -125,7 +125,8 @@ graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm
 }
 
 std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
-                     const graph::PlanGemm &g, const FlatBatch &f) {
+                     const graph::PlanKernelInfo &kernel, const FlatBatch &f) {
+  const graph::PlanGemm &g = *kernel.gemm;
   std::ostringstream k;
   k << info.name << '/' << info.architecture << ' ' << library << " M" << g.M << " N" << g.N << " K"
     << g.K << " b" << f.count;
@@ -134,6 +135,16 @@ std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
   if (g.bias)
     k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3];
+  // A separate epilogue is part of both times: its ops (the fused kernel's, in graph order)
+  // and the extras' layouts (a broadcast row reads faster than a full tensor).
+  if (g.epilogue) {
+    k << " epilogue";
+    for (const std::string &op : kernel.ops)
+      k << ' ' << op;
+    for (const graph::PlanArg &a : g.epilogue->args)
+      if (a.kind != graph::PlanArg::Kind::Buffer)
+        k << ',' << a.i;
+  }
   return k.str();
 }
 
@@ -143,22 +154,32 @@ std::string msText(double ms) {
   return b;
 }
 
-// Launches `l` on scratch buffers: one warm-up run, then kTimedRuns timed ones (launch to
-// synchronize); the median in ms. `timed` false: the warm-up only (a check that it launches).
-hal::Expected<double> timeLaunch(tsr_stream_t stream, tsr_kernel_t kernel,
-                                 const graph::PlanLaunch &l,
+// One launch of what is timed: the plan's kernel, or the extern GEMM and its epilogue.
+struct TimedStep {
+  tsr_kernel_t kernel;
+  const graph::PlanLaunch *launch;
+};
+
+// Launches `steps` in order on scratch buffers: one warm-up run, then kTimedRuns timed ones
+// (launch to synchronize); the median in ms. `timed` false: the warm-up only (a check that it
+// launches).
+hal::Expected<double> timeLaunch(tsr_stream_t stream, const std::vector<TimedStep> &steps,
                                  const std::vector<hal::Buffer> &scratch, bool timed) {
-  std::vector<tsr_arg_t> args;
-  for (const graph::PlanArg &a : l.args)
-    args.push_back(a.kind == graph::PlanArg::Kind::Buffer
-                       ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
-                       : detail::planScalarArg(a));
+  std::vector<std::vector<tsr_arg_t>> args(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (const graph::PlanArg &a : steps[i].launch->args)
+      args[i].push_back(a.kind == graph::PlanArg::Kind::Buffer
+                            ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
+                            : detail::planScalarArg(a));
   auto once = [&]() -> hal::Expected<double> {
     auto t0 = std::chrono::steady_clock::now();
-    if (Status st = Status::fromC(tsr_stream_launch(stream, kernel, l.grid, l.workgroup,
-                                                    args.data(), uint32_t(args.size())));
-        !st.ok())
-      return st;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const graph::PlanLaunch &l = *steps[i].launch;
+      if (Status st = Status::fromC(tsr_stream_launch(stream, steps[i].kernel, l.grid, l.workgroup,
+                                                      args[i].data(), uint32_t(args[i].size())));
+          !st.ok())
+        return st;
+    }
     if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
       return st;
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -261,6 +282,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   externKernels_.clear();
   externKernels_.resize(plan_.launches.size());
   externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
+  externEpilogues_.assign(plan_.launches.size(), nullptr);
+  externEpilogueLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
   gemmChoices_.clear();
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
@@ -287,7 +310,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     else if (g.dtype != graph::DType::F32 || g.outDtype != graph::DType::F32)
       choice.reason = std::string("the library takes f32, this GEMM is ") +
                       graph::dtypeName(g.dtype) + " -> " + graph::dtypeName(g.outDtype);
-    else if (!g.epilogueEmpty && !g.bias)
+    else if (!g.epilogueEmpty && !g.bias && !g.epilogue)
       choice.reason = "its epilogue (other than a bias add) is fused into Tessera's kernel";
     else if (!unitStride(g.M, g.K, g.a) || !unitStride(g.K, g.N, g.b) ||
              !unitStride(g.M, g.N, g.out))
@@ -296,6 +319,17 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       choice.reason = why;
     else if (mode == GemmImpl::Tessera)
       choice.reason = "forced to tessera (gemm_impl or TESSERA_GEMM_IMPL)";
+    // The separate epilogue kernel (a kernel of the module, never a plan launch): checked
+    // here as the plan's launches are at creation.
+    const ProgramKernel *epilogue = nullptr;
+    if (choice.reason.empty() && g.epilogue) {
+      epilogue = program_->kernel(g.epilogue->kernel);
+      if (!epilogue || epilogue->params.size() != g.epilogue->args.size())
+        return Status(TSR_INTERNAL, "@" + info.kernel + ": its epilogue kernel @" +
+                                        g.epilogue->kernel + " is not in the module or takes " +
+                                        "other arguments than the plan passes");
+      choice.epilogueKernel = g.epilogue->kernel;
+    }
     if (!choice.reason.empty())
       continue;
     if (!externExe && unavailable.empty()) {
@@ -332,10 +366,11 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       continue;
     }
     choice.library = library;
-    const std::string key = shapeKey(info_, library, g, flat);
+    const std::string key = shapeKey(info_, library, info, flat);
     if (mode == GemmImpl::Auto && GemmChoiceCache::global().find(key, dir, &choice)) {
       choice.kernel = info.kernel;
       choice.library = library;
+      choice.epilogueKernel = epilogue ? g.epilogue->kernel : "";
       choice.reason = "measured earlier for this shape: tessera " + msText(choice.tesseraMs) +
                       ", " + library + " " + msText(choice.externMs);
     } else {
@@ -372,7 +407,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
           scratch[size_t(a.buffer)] = std::move(b.value());
         }
       const bool timed = mode == GemmImpl::Auto;
-      auto xt = timeLaunch(stream.get(), kernel.value().get(), ext, scratch, timed);
+      std::vector<TimedStep> steps = {{kernel.value().get(), &ext}};
+      if (epilogue)
+        steps.push_back({epilogue->kernel, &*g.epilogue});
+      auto xt = timeLaunch(stream.get(), steps, scratch, timed);
       if (!xt.ok()) {
         choice.reason = library + " refused it: " + xt.status().message();
         continue;
@@ -383,10 +421,14 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
                         (skipped.empty() ? "" : " (" + skipped + ")");
         externKernels_[launch] = std::move(kernel.value());
         externLaunches_[launch] = ext;
+        if (epilogue) {
+          externEpilogues_[launch] = epilogue;
+          externEpilogueLaunches_[launch] = *g.epilogue;
+        }
         continue;
       }
-      auto tt = timeLaunch(stream.get(), launchKernels_[launch]->kernel, plan_.launches[launch],
-                           scratch, true);
+      auto tt = timeLaunch(
+          stream.get(), {{launchKernels_[launch]->kernel, &plan_.launches[launch]}}, scratch, true);
       if (!tt.ok())
         return tt.status();
       choice.tesseraMs = tt.value();
@@ -405,6 +447,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
         return kernel.status();
       externKernels_[launch] = std::move(kernel.value());
       externLaunches_[launch] = std::move(ext);
+      if (epilogue) {
+        externEpilogues_[launch] = epilogue;
+        externEpilogueLaunches_[launch] = *g.epilogue;
+      }
     }
   }
   return Status();
