@@ -349,7 +349,8 @@ std::optional<PlanLaunch> epilogueLaunch(const Graph &g, const MatmulGroup &mm, 
   const int64_t sg = std::max<uint32_t>(1, caps.subgroupSize);
   int64_t w = std::min<int64_t>(256, std::max<int64_t>(sg, caps.maxWorkgroupSize)) / sg * sg;
   w = std::clamp<int64_t>(ceilDiv(f.N, sg) * sg, sg, std::max(sg, w));
-  if (ceilDiv(f.N, w) > 65535)
+  const int64_t rows = f.M * batchCount(f); // workgroups y + 65535 z
+  if (ceilDiv(f.N, w) > 65535 || ceilDiv(rows, 65535) > 65535)
     return std::nullopt;
   KernelText k;
   std::string error;
@@ -360,8 +361,8 @@ std::optional<PlanLaunch> epilogueLaunch(const Graph &g, const MatmulGroup &mm, 
   l.args = gemm.args;
   l.workgroup[0] = static_cast<uint32_t>(w);
   l.grid[0] = gridExtent(ceilDiv(f.N, w));
-  l.grid[1] = gridExtent(f.M);
-  l.grid[2] = gridExtent(batchCount(f));
+  l.grid[1] = gridExtent(rows);
+  l.grid[2] = gridExtent(ceilDiv(rows, 65535));
   appendKernel(module, k);
   return l;
 }

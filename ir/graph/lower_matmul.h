@@ -87,8 +87,8 @@ bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
 /// product into the output with a vendor GEMM (PlanGemm::epilogue): it takes the GEMM
 /// kernel's parameters (A and B unused, C read and written) and replaces each element of C,
 /// the product, by the epilogue's result, with the same emitEpilogue ops as the fused kernels.
-/// Workgroups of `w` work-items over columns; group_id.y over rows, group_id.z over batch
-/// entries (grid-stride loops).
+/// One work-item per element: workgroups of work-items over columns, the batch entries' rows
+/// over group_id.y + 65535 group_id.z; no loop.
 bool emitEpilogueKernel(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
                         const std::string &name, std::string *error);
 

@@ -316,8 +316,8 @@ TEST(LowerMatmulText, TheEpilogueKernelOnlyForExternGemmsAndIndependentOfSizes) 
   EXPECT_EQ(g1.epilogue->args.size(), l1.args.size());
   EXPECT_EQ(g1.epilogue->workgroup[0], 80u);
   EXPECT_EQ(g1.epilogue->grid[0], 1u);
-  EXPECT_EQ(g1.epilogue->grid[1], 100u);
-  EXPECT_EQ(g1.epilogue->grid[2], 2u);
+  EXPECT_EQ(g1.epilogue->grid[1], 200u); // 2 batch entries of 100 rows
+  EXPECT_EQ(g1.epilogue->grid[2], 1u);
   // Without extern GEMMs (Vulkan, say) the module has no kernel it never launches.
   PlanGemm g3;
   std::string t3 = lowerBatched(cpuCaps(), 2, 100, 70, 200, &l1, &g3);
