@@ -51,6 +51,7 @@ CASES = [
     dict(M=13, N=71, K=7, act="silu", batch=[3], transpose_b=True),
     dict(M=23, N=41, K=19, act="gelu", batch=[2], residual=True),
     dict(M=1, N=43, K=19, act="silu", residual=True),
+    dict(M=7, N=19, K=11, act="relu", batch=[2, 3], residual=True),
 ]
 
 
