@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tessera {
@@ -31,7 +32,7 @@ using hal::Status;
 constexpr const char kAnyLibrary[] = "blas";
 constexpr const char kGemmSuffix[] = ".gemm.f32";
 constexpr const char kGemmBiasSuffix[] = ".gemm_bias.f32";
-constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
+constexpr int kTimedRuns = 5; // after one warm-up run each, alternating; the fastest is kept
 // The least work (multiply-adds) per workgroup of a split extern GEMM: below it a split costs
 // more in the pool's hand-off than it saves.
 constexpr int64_t kMinSplitMacs = int64_t(1) << 18;
@@ -160,42 +161,53 @@ struct TimedStep {
   const graph::PlanLaunch *launch;
 };
 
-// Launches `steps` in order on scratch buffers: one warm-up run, then kTimedRuns timed ones
-// (launch to synchronize); the median in ms. `timed` false: the warm-up only (a check that it
-// launches).
-hal::Expected<double> timeLaunch(tsr_stream_t stream, const std::vector<TimedStep> &steps,
-                                 const std::vector<hal::Buffer> &scratch, bool timed) {
-  std::vector<std::vector<tsr_arg_t>> args(steps.size());
-  for (size_t i = 0; i < steps.size(); ++i)
-    for (const graph::PlanArg &a : steps[i].launch->args)
-      args[i].push_back(a.kind == graph::PlanArg::Kind::Buffer
-                            ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
-                            : detail::planScalarArg(a));
-  auto once = [&]() -> hal::Expected<double> {
-    auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const graph::PlanLaunch &l = *steps[i].launch;
-      if (Status st = Status::fromC(tsr_stream_launch(stream, steps[i].kernel, l.grid, l.workgroup,
-                                                      args[i].data(), uint32_t(args[i].size())));
-          !st.ok())
-        return st;
-    }
-    if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
+// What one implementation launches, bound to the scratch buffers.
+struct Candidate {
+  std::vector<TimedStep> steps;
+  std::vector<std::vector<tsr_arg_t>> args; // per step
+};
+
+Candidate bindCandidate(std::vector<TimedStep> steps, const std::vector<hal::Buffer> &scratch) {
+  Candidate c;
+  c.steps = std::move(steps);
+  c.args.resize(c.steps.size());
+  for (size_t i = 0; i < c.steps.size(); ++i)
+    for (const graph::PlanArg &a : c.steps[i].launch->args)
+      c.args[i].push_back(a.kind == graph::PlanArg::Kind::Buffer
+                              ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
+                              : detail::planScalarArg(a));
+  return c;
+}
+
+// Launches the candidate's steps in order and synchronizes: the time in ms.
+hal::Expected<double> runOnce(tsr_stream_t stream, const Candidate &c) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const graph::PlanLaunch &l = *c.steps[i].launch;
+    if (Status st = Status::fromC(tsr_stream_launch(stream, c.steps[i].kernel, l.grid, l.workgroup,
+                                                    c.args[i].data(), uint32_t(c.args[i].size())));
+        !st.ok())
       return st;
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  auto warm = once();
-  if (!warm.ok() || !timed)
-    return warm;
-  std::vector<double> ms;
-  for (int r = 0; r < kTimedRuns; ++r) {
-    auto t = once();
-    if (!t.ok())
-      return t;
-    ms.push_back(t.value());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
+    return st;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Times both candidates after their warm-up runs: kTimedRuns runs each, alternating, so that
+// a change in the host's load falls on both; the fastest run of each is kept (load only ever
+// adds time, so the minimum is the estimate least disturbed by it).
+hal::Status timeBoth(tsr_stream_t stream, const Candidate &x, const Candidate &t, double *xMs,
+                     double *tMs) {
+  *xMs = *tMs = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < kTimedRuns; ++r)
+    for (auto [c, ms] : {std::pair{&x, xMs}, std::pair{&t, tMs}}) {
+      auto v = runOnce(stream, *c);
+      if (!v.ok())
+        return v.status();
+      *ms = std::min(*ms, v.value());
+    }
+  return Status();
 }
 
 std::string choicesFile(const std::string &dir) {
@@ -410,7 +422,8 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       std::vector<TimedStep> steps = {{kernel.value().get(), &ext}};
       if (epilogue)
         steps.push_back({epilogue->kernel, &*g.epilogue});
-      auto xt = timeLaunch(stream.get(), steps, scratch, timed);
+      const Candidate cx = bindCandidate(std::move(steps), scratch);
+      auto xt = runOnce(stream.get(), cx); // the warm-up, and a check that it launches
       if (!xt.ok()) {
         choice.reason = library + " refused it: " + xt.status().message();
         continue;
@@ -427,12 +440,12 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
         }
         continue;
       }
-      auto tt = timeLaunch(
-          stream.get(), {{launchKernels_[launch]->kernel, &plan_.launches[launch]}}, scratch, true);
-      if (!tt.ok())
-        return tt.status();
-      choice.tesseraMs = tt.value();
-      choice.externMs = xt.value();
+      const Candidate ct =
+          bindCandidate({{launchKernels_[launch]->kernel, &plan_.launches[launch]}}, scratch);
+      if (auto warm = runOnce(stream.get(), ct); !warm.ok())
+        return warm.status();
+      if (Status st = timeBoth(stream.get(), cx, ct, &choice.externMs, &choice.tesseraMs); !st.ok())
+        return st;
       choice.impl = choice.externMs < choice.tesseraMs ? library : "tessera";
       choice.reason = "measured: tessera " + msText(choice.tesseraMs) + ", " + library + " " +
                       msText(choice.externMs);

@@ -112,7 +112,7 @@ struct GemmChoice {
   std::string impl = "tessera"; // "tessera" or the vendor library ("mkl", "openblas")
   std::string library;          // the vendor library measured against ("": none loaded)
   std::string reason;           // why: measured, cached, forced, or why the library was not used
-  double tesseraMs = -1, externMs = -1; // medians of the timed runs (-1: not measured)
+  double tesseraMs = -1, externMs = -1; // fastest of the timed runs (-1: not measured)
   /// The plan kernel that applies the GEMM's epilogue after the vendor GEMM (relu, gelu, a
   /// residual add, ...; PlanGemm::epilogue), "" when there is none; externMs includes it.
   std::string epilogueKernel;
