@@ -466,16 +466,6 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   return Status::fromC(tsr_stream_copy_h2d(stream, stage.data(), dst.value(), 0, storageBytes));
 }
 
-std::vector<std::string> GraphExecutable::launchedKernels() const {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < plan_.launches.size(); ++i)
-    names.push_back(i < externKernels_.size() && externKernels_[i]
-                        ? externLaunches_[i].kernel +
-                              (externEpilogues_[i] ? " + " + externEpilogueLaunches_[i].kernel : "")
-                        : plan_.launches[i].kernel);
-  return names;
-}
-
 hal::Status GraphExecutable::run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                                  std::vector<GraphOutput> *outputs) {
   std::lock_guard<std::mutex> lock(runMu_);

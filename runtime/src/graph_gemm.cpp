@@ -288,6 +288,18 @@ void GemmChoiceCache::clearMemory() {
   loadedDirs_.clear();
 }
 
+// The plan's kernel, or the extern GEMM replacing it followed by its epilogue kernel, if any
+// ("mkl.gemm.f32 + k0_matmul_epilogue").
+std::vector<std::string> GraphExecutable::launchedKernels() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < plan_.launches.size(); ++i)
+    names.push_back(i < externKernels_.size() && externKernels_[i]
+                        ? externLaunches_[i].kernel +
+                              (externEpilogues_[i] ? " + " + externEpilogueLaunches_[i].kernel : "")
+                        : plan_.launches[i].kernel);
+  return names;
+}
+
 // --- GraphExecutable::chooseGemms ---------------------------------------------------------
 
 hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
