@@ -1,8 +1,9 @@
 // Extern GEMMs for GraphExecutable (graph_exec.h: GemmImpl, GemmChoice, GemmChoiceCache;
 // docs/torch.md, "Extern GEMMs"): which matmul kernels of a plan may run as the device's
 // vendor GEMM (the HAL "extern" format's <library>.gemm.f32: an f32 GEMM with no epilogue, or
-// <library>.gemm_bias.f32 when the epilogue is one bias add, whose batch dims flatten to one
-// stride and whose operands each have a unit stride), timing both on
+// <library>.gemm_bias.f32 when the epilogue is one bias add, or <library>.gemm.f32 followed by
+// the plan's epilogue kernel (PlanGemm::epilogue) for any other epilogue of an f32 GEMM; batch
+// dims that flatten to one stride, operands that each have a unit stride), timing both on
 // scratch buffers of the plan's sizes the first time a shape is compiled, and the cache of
 // the outcome (memory, and a text file next to the compile cache).
 //
