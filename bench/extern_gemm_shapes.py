@@ -1,6 +1,7 @@
 """Extern GEMMs at the torch models' shapes (docs/torch.md, "Extern GEMMs"): for each shape,
 Tessera's kernel against the vendor library the CPU driver loads, as CompiledGraph.kernels
-reports them (tessera_ms, extern_ms: medians of 3 timed launches on scratch buffers).
+reports them (tessera_ms, extern_ms: the fastest of 5 alternating timed launches on scratch
+buffers).
 
 Each library is loaded once per process, so compare configurations in separate processes,
 with a fresh TESSERA_CACHE_DIR each (else the cached choice is printed again):

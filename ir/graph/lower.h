@@ -30,6 +30,10 @@ struct ScheduleCaps {
   /// lavapipe) their large kernels cost seconds of driver compile time that a small GEMM never
   /// earns back. A size bucket, so the module text depends on which side of it a GEMM falls.
   uint64_t matrixMinFlops = 0;
+  /// The runtime may run GEMMs with a vendor library (the device has extern GEMM kernels):
+  /// GEMMs with an epilogue other than a bias add then also get a separate epilogue kernel
+  /// (PlanGemm::epilogue). Off, the module has no kernel that is never launched.
+  bool externGemm = false;
 };
 
 /// One device buffer the plan needs.
@@ -86,6 +90,12 @@ struct PlanGemm {
   /// to out's dims, 0 strides where it broadcasts): a vendor GEMM can take it as beta = 1 on
   /// an output prefilled with the bias (docs/torch.md, "Extern GEMMs").
   std::optional<PlanGemmOperand> bias = std::nullopt;
+  /// Any other epilogue of an f32 GEMM (relu, gelu, a residual add, ...) when
+  /// ScheduleCaps::externGemm: a kernel of the module that applies it in place to `out`
+  /// holding the plain product, so that a vendor GEMM writing the product followed by this
+  /// launch computes what the fused kernel does (the same epilogue ops; docs/torch.md,
+  /// "Extern GEMMs"). Its arguments are the matmul launch's.
+  std::optional<PlanLaunch> epilogue = std::nullopt;
 };
 
 /// What `explain` shows for one kernel.

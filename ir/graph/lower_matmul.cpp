@@ -322,6 +322,51 @@ PlanGemm describeGemm(const Graph &g, const GemmForm &f, const MatmulGroup &mm) 
   return d;
 }
 
+// Appends a complete kernel built apart (a refused one must not leave half a kernel behind).
+void appendKernel(KernelText &module, const KernelText &kernel) {
+  std::string_view text = kernel.str();
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    module.line(text.substr(0, eol));
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+  }
+}
+
+// The separate epilogue kernel (emitEpilogueKernel) appended to `module` and its launch, when
+// the vendor GEMM can store the product where the epilogue reads it: f32 in, product and out
+// (the product then passes through C unrounded), no extra aliasing the output (the GEMM would
+// overwrite it before the epilogue reads it), and columns within one grid dimension.
+std::optional<PlanLaunch> epilogueLaunch(const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                                         const ScheduleCaps &caps, const std::string &name,
+                                         const PlanLaunch &gemm, KernelText &module) {
+  if (f.inType != DType::F32 || f.productType != DType::F32 || f.out.dtype != DType::F32)
+    return std::nullopt;
+  for (const GemmOperand &e : f.extras)
+    if (e.buffer == f.out.buffer)
+      return std::nullopt;
+  // As the pointwise kernels: up to 256 work-items, a multiple of the subgroup, and no more
+  // than the columns need (the text reads local_size, so this is no part of it).
+  const int64_t sg = std::max<uint32_t>(1, caps.subgroupSize);
+  int64_t w = std::min<int64_t>(256, std::max<int64_t>(sg, caps.maxWorkgroupSize)) / sg * sg;
+  w = std::clamp<int64_t>(ceilDiv(f.N, sg) * sg, sg, std::max(sg, w));
+  const int64_t rows = f.M * batchCount(f); // workgroups y + 65535 z
+  if (ceilDiv(f.N, w) > 65535 || ceilDiv(rows, 65535) > 65535)
+    return std::nullopt;
+  KernelText k;
+  std::string error;
+  if (!emitEpilogueKernel(k, g, mm, f, name, &error))
+    return std::nullopt; // the fused kernel has the same epilogue: it reported any error
+  PlanLaunch l;
+  l.kernel = name;
+  l.args = gemm.args;
+  l.workgroup[0] = static_cast<uint32_t>(w);
+  l.grid[0] = gridExtent(ceilDiv(f.N, w));
+  l.grid[1] = gridExtent(rows);
+  l.grid[2] = gridExtent(ceilDiv(rows, 65535));
+  appendKernel(module, k);
+  return l;
+}
+
 } // namespace
 
 std::vector<std::string> gemmScalarNames(const GemmForm &f) {
@@ -358,14 +403,14 @@ void gemmPrologue(KernelText &k, const GemmForm &f) {
            std::to_string(d + 1) + " : i64");
 }
 
-std::string gemmParams(const GemmForm &f) {
+std::string gemmParams(const GemmForm &f, const char *cAccess) {
   auto buffer = [](const std::string &name, DType t, const char *access) {
     return "%" + name + ": buffer<" + storageType(t) + ", " + access + ">";
   };
   std::string p = buffer("A", f.a.dtype, "readonly") + ", " + buffer("B", f.b.dtype, "readonly");
   for (size_t i = 0; i < f.extras.size(); ++i)
     p += ", " + buffer("E" + std::to_string(i), f.extras[i].dtype, "readonly");
-  p += ", " + buffer("C", f.out.dtype, "writeonly");
+  p += ", " + buffer("C", f.out.dtype, cAccess);
   for (const std::string &n : gemmScalarNames(f))
     p += ", %" + n + (f.narrowArgs ? "_32: i32" : ": i64");
   return p;
@@ -467,14 +512,12 @@ bool lowerMatmul(const Graph &g, const MatmulGroup &mm, const ScheduleCaps &caps
   }
   launch->grid[2] = gridExtent(batch);
   bindArgs(f, launch);
-  if (gemm)
+  if (gemm) {
     *gemm = describeGemm(g, f, mm);
-  std::string_view text = kernel.str();
-  while (!text.empty()) {
-    const size_t eol = text.find('\n');
-    module.line(text.substr(0, eol));
-    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (!gemm->epilogueEmpty && !gemm->bias && caps.externGemm)
+      gemm->epilogue = epilogueLaunch(g, mm, f, caps, name + "_epilogue", *launch, kernel);
   }
+  appendKernel(module, kernel);
   return true;
 }
 

@@ -59,7 +59,9 @@ struct GemmTiles {
 /// %p_off, %p_rs, %p_cs, %p_bs<d>; buffers %A, %B, %E<i>, %C; sizes %M %N %K %D<d>; the
 /// output (contiguous) only %c_off. With narrowArgs the scalars are i32 parameters named
 /// with a "_32" suffix, and gemmPrologue defines the i64 names.
-std::string gemmParams(const GemmForm &f);
+/// `cAccess`: the output's access ("writeonly" for the GEMMs, "readwrite" for the separate
+/// epilogue kernel, which reads the product back).
+std::string gemmParams(const GemmForm &f, const char *cAccess = "writeonly");
 /// The names of the scalar parameters in argument order (without '%' and suffix).
 std::vector<std::string> gemmScalarNames(const GemmForm &f);
 /// Emits, at the top of a kernel: the i64 values of narrow arguments, and the output's strides
@@ -81,5 +83,13 @@ bool emitMatrixGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const 
 /// strides, any dtype (f64 included).
 bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f, int tile,
                   const std::string &name, std::string *error);
+/// The group's epilogue as a kernel of its own, for a runtime that computes the plain f32
+/// product into the output with a vendor GEMM (PlanGemm::epilogue): it takes the GEMM
+/// kernel's parameters (A and B unused, C read and written) and replaces each element of C,
+/// the product, by the epilogue's result, with the same emitEpilogue ops as the fused kernels.
+/// One work-item per element: workgroups of work-items over columns, the batch entries' rows
+/// over group_id.y + 65535 group_id.z; no loop.
+bool emitEpilogueKernel(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                        const std::string &name, std::string *error);
 
 } // namespace tessera::graph::detail

@@ -327,4 +327,95 @@ bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
   return true;
 }
 
+bool emitEpilogueKernel(KernelText &k, const Graph &g, const MatmulGroup &mm, const GemmForm &f,
+                        const std::string &name, std::string *error) {
+  k.open("kernel @" + name + "(" + gemmParams(f, "readwrite") + ") {");
+  gemmPrologue(k, f);
+  // One work-item per element and no loop, as the pointwise row kernels: columns are
+  // work-items (C and a bias row read unit-stride across the workgroup, so the CPU backend
+  // vectorises them), the (batch entry, row) pairs are workgroups, y + 65535 z. Each
+  // workgroup's row and batch entry are uniform: their divisions are hoisted out of the
+  // work-item loop.
+  k.line("%g_zero = const 0 : i64");
+  k.line("%g_gx = group_id.x : i64");
+  k.line("%g_ls = local_size.x : i64");
+  k.line("%g_lid = local_id.x : i64");
+  k.line("%g_col0 = mul %g_gx, %g_ls : i64");
+  k.line("%g_col = add %g_col0, %g_lid : i64");
+  k.line("%g_gy = group_id.y : i64");
+  k.line("%g_gz = group_id.z : i64");
+  k.line("%g_ny = num_groups.y : i64");
+  k.line("%g_r0 = mul %g_gz, %g_ny : i64");
+  k.line("%g_r = add %g_r0, %g_gy : i64");
+  std::string rows = "%M";
+  for (size_t d = 0; d < f.batch.size(); ++d) {
+    std::string r = k.fresh("bn");
+    k.line(r + " = mul " + rows + ", %D" + num(int64_t(d)) + " : i64");
+    rows = r;
+  }
+  k.line("%g_rowok = cmp.slt %g_r, " + rows + " : i64");
+  k.line("%g_colok = cmp.slt %g_col, %N : i64");
+  k.line("%g_ok = and %g_rowok, %g_colok : i1");
+  k.line("%g_row = rem %g_r, %M : i64");
+  // Each operand's base offset for this row's batch entry (the batch index split into dims
+  // last-first, as openBatch does).
+  std::vector<std::string> names = operandNames(f), bases;
+  for (const std::string &n : names)
+    bases.push_back("%" + n + "_off");
+  std::string rest = k.fresh("bq");
+  k.line(rest + " = div %g_r, %M : i64");
+  for (size_t d = f.batch.size(); d-- > 0;) {
+    const std::string D = "%D" + num(int64_t(d));
+    std::string idx = rest;
+    if (d > 0) {
+      idx = k.fresh("bi");
+      k.line(idx + " = rem " + rest + ", " + D + " : i64");
+      std::string q = k.fresh("bq");
+      k.line(q + " = div " + rest + ", " + D + " : i64");
+      rest = q;
+    }
+    for (size_t i = 2; i < names.size(); ++i) { // A and B are not read
+      std::string m = k.fresh("bm");
+      k.line(m + " = mul " + idx + ", %" + names[i] + "_bs" + num(int64_t(d)) + " : i64");
+      std::string b = k.fresh("bb");
+      k.line(b + " = add " + bases[i] + ", " + m + " : i64");
+      bases[i] = b;
+    }
+  }
+  k.open("if %g_ok {");
+  // An extra's offset: its layout class is part of the text (as in the matrix kernel), so a
+  // unit column stride is the column itself (a vector load, not a gather) and a broadcast
+  // scalar reads its base.
+  auto offset = [&](const std::string &base, const std::string &op, TileLayout l) {
+    if (l == TileLayout::Scalar)
+      return base;
+    std::string r = k.fresh("o");
+    k.line(r + " = mul %g_row, %" + op + "_rs : i64");
+    std::string s = k.fresh("o");
+    k.line(s + " = add " + base + ", " + r + " : i64");
+    std::string c = "%g_col";
+    if (l != TileLayout::Row) {
+      c = k.fresh("o");
+      k.line(c + " = mul %g_col, %" + op + "_cs : i64");
+    }
+    std::string o = k.fresh("o");
+    k.line(o + " = add " + s + ", " + c + " : i64");
+    return o;
+  };
+  std::vector<std::string> extras;
+  for (size_t i = 0; i < f.extras.size(); ++i)
+    extras.push_back(emitLoad(k, "%E" + num(int64_t(i)), f.extras[i].dtype,
+                              offset(bases[2 + i], "e" + num(int64_t(i)), f.extras[i].layout)));
+  const std::string cidx = offset(bases.back(), "c", TileLayout::Row);
+  // The product as the vendor GEMM stored it: f32, which is also the product's dtype here.
+  const std::string product = emitLoad(k, "%C", DType::F32, cidx);
+  std::string r;
+  if (!emitEpilogue(k, g, mm, f, product, extras, &r, error))
+    return false;
+  emitStore(k, "%C", f.out.dtype, cidx, r);
+  k.close(); // if
+  k.close();
+  return true;
+}
+
 } // namespace tessera::graph::detail

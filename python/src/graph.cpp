@@ -296,6 +296,9 @@ void bindGraphs(nb::module_ &m) {
                          d["extern_ms"] = gc.externMs >= 0 ? nb::cast(gc.externMs) : nb::none();
                          d["extern_library"] =
                              gc.library.empty() ? nb::none() : nb::cast(gc.library);
+                         // The kernel finishing the epilogue after the vendor GEMM.
+                         d["epilogue_kernel"] =
+                             gc.epilogueKernel.empty() ? nb::none() : nb::cast(gc.epilogueKernel);
                        }
                        out.append(d);
                      }

@@ -133,6 +133,7 @@ hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps) {
       return Status(TSR_INTERNAL, error);
     c.matrixOps = target->graphMatrixOps();
     c.matrixMinFlops = target->graphMatrixMinFlops(record);
+    c.externGemm = !target->externGemmLibrary().empty();
   } else {
     c.matrixOps = false;
   }
@@ -465,14 +466,6 @@ hal::Status GraphExecutable::bindInput(size_t p, const GraphInput &in, tsr_strea
   return Status::fromC(tsr_stream_copy_h2d(stream, stage.data(), dst.value(), 0, storageBytes));
 }
 
-std::vector<std::string> GraphExecutable::launchedKernels() const {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < plan_.launches.size(); ++i)
-    names.push_back(i < externKernels_.size() && externKernels_[i] ? externLaunches_[i].kernel
-                                                                   : plan_.launches[i].kernel);
-  return names;
-}
-
 hal::Status GraphExecutable::run(const std::vector<GraphInput> &inputs, tsr_stream_t stream,
                                  std::vector<GraphOutput> *outputs) {
   std::lock_guard<std::mutex> lock(runMu_);
@@ -567,10 +560,7 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
   if (profile_)
     if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
       return st;
-  for (size_t i = 0; i < plan_.launches.size(); ++i) {
-    // A GEMM measured faster in the vendor library runs as its extern kernel.
-    const bool external = i < externKernels_.size() && externKernels_[i];
-    const graph::PlanLaunch &l = external ? externLaunches_[i] : plan_.launches[i];
+  auto bindArgs = [&](const graph::PlanLaunch &l) {
     args.clear();
     for (const graph::PlanArg &a : l.args) {
       if (a.kind != graph::PlanArg::Kind::Buffer) {
@@ -580,6 +570,12 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
       auto [buf, off] = bound[static_cast<size_t>(a.buffer)];
       args.push_back(tsr_arg_buffer(buf, off));
     }
+  };
+  for (size_t i = 0; i < plan_.launches.size(); ++i) {
+    // A GEMM measured faster in the vendor library runs as its extern kernel.
+    const bool external = i < externKernels_.size() && externKernels_[i];
+    const graph::PlanLaunch &l = external ? externLaunches_[i] : plan_.launches[i];
+    bindArgs(l);
     const auto t0 =
         profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (Status st = Status::fromC(tsr_stream_launch(
@@ -587,6 +583,17 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
             l.workgroup, args.data(), static_cast<uint32_t>(args.size())));
         !st.ok())
       return Status(st.code(), "@" + l.kernel + ": " + st.message());
+    // A vendor GEMM stored the plain product: the plan's epilogue kernel finishes it in place
+    // (the matmul launch's arguments).
+    if (external && externEpilogues_[i]) {
+      const graph::PlanLaunch &e = externEpilogueLaunches_[i];
+      bindArgs(e);
+      if (Status st = Status::fromC(tsr_stream_launch(stream, externEpilogues_[i]->kernel, e.grid,
+                                                      e.workgroup, args.data(),
+                                                      static_cast<uint32_t>(args.size())));
+          !st.ok())
+        return Status(st.code(), "@" + e.kernel + ": " + st.message());
+    }
     if (profile_) {
       if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
         return Status(st.code(), "@" + l.kernel + ": " + st.message());

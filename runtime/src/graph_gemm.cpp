@@ -1,8 +1,9 @@
 // Extern GEMMs for GraphExecutable (graph_exec.h: GemmImpl, GemmChoice, GemmChoiceCache;
 // docs/torch.md, "Extern GEMMs"): which matmul kernels of a plan may run as the device's
 // vendor GEMM (the HAL "extern" format's <library>.gemm.f32: an f32 GEMM with no epilogue, or
-// <library>.gemm_bias.f32 when the epilogue is one bias add, whose batch dims flatten to one
-// stride and whose operands each have a unit stride), timing both on
+// <library>.gemm_bias.f32 when the epilogue is one bias add, or <library>.gemm.f32 followed by
+// the plan's epilogue kernel (PlanGemm::epilogue) for any other epilogue of an f32 GEMM; batch
+// dims that flatten to one stride, operands that each have a unit stride), timing both on
 // scratch buffers of the plan's sizes the first time a shape is compiled, and the cache of
 // the outcome (memory, and a text file next to the compile cache).
 //
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tessera {
@@ -31,7 +33,7 @@ using hal::Status;
 constexpr const char kAnyLibrary[] = "blas";
 constexpr const char kGemmSuffix[] = ".gemm.f32";
 constexpr const char kGemmBiasSuffix[] = ".gemm_bias.f32";
-constexpr int kTimedRuns = 3; // after one warm-up run each; the median is kept
+constexpr int kTimedRuns = 5; // after one warm-up run each, alternating; the fastest is kept
 // The least work (multiply-adds) per workgroup of a split extern GEMM: below it a split costs
 // more in the pool's hand-off than it saves.
 constexpr int64_t kMinSplitMacs = int64_t(1) << 18;
@@ -125,7 +127,8 @@ graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm
 }
 
 std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
-                     const graph::PlanGemm &g, const FlatBatch &f) {
+                     const graph::PlanKernelInfo &kernel, const FlatBatch &f) {
+  const graph::PlanGemm &g = *kernel.gemm;
   std::ostringstream k;
   k << info.name << '/' << info.architecture << ' ' << library << " M" << g.M << " N" << g.N << " K"
     << g.K << " b" << f.count;
@@ -134,6 +137,16 @@ std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
   if (g.bias)
     k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3];
+  // A separate epilogue is part of both times: its ops (the fused kernel's, in graph order)
+  // and the extras' layouts (a broadcast row reads faster than a full tensor).
+  if (g.epilogue) {
+    k << " epilogue";
+    for (const std::string &op : kernel.ops)
+      k << ' ' << op;
+    for (const graph::PlanArg &a : g.epilogue->args)
+      if (a.kind != graph::PlanArg::Kind::Buffer)
+        k << ',' << a.i;
+  }
   return k.str();
 }
 
@@ -143,38 +156,59 @@ std::string msText(double ms) {
   return b;
 }
 
-// Launches `l` on scratch buffers: one warm-up run, then kTimedRuns timed ones (launch to
-// synchronize); the median in ms. `timed` false: the warm-up only (a check that it launches).
-hal::Expected<double> timeLaunch(tsr_stream_t stream, tsr_kernel_t kernel,
-                                 const graph::PlanLaunch &l,
-                                 const std::vector<hal::Buffer> &scratch, bool timed) {
-  std::vector<tsr_arg_t> args;
-  for (const graph::PlanArg &a : l.args)
-    args.push_back(a.kind == graph::PlanArg::Kind::Buffer
-                       ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
-                       : detail::planScalarArg(a));
-  auto once = [&]() -> hal::Expected<double> {
-    auto t0 = std::chrono::steady_clock::now();
-    if (Status st = Status::fromC(tsr_stream_launch(stream, kernel, l.grid, l.workgroup,
-                                                    args.data(), uint32_t(args.size())));
+// One launch of what is timed: the plan's kernel, or the extern GEMM and its epilogue.
+struct TimedStep {
+  tsr_kernel_t kernel;
+  const graph::PlanLaunch *launch;
+};
+
+// What one implementation launches, bound to the scratch buffers.
+struct Candidate {
+  std::vector<TimedStep> steps;
+  std::vector<std::vector<tsr_arg_t>> args; // per step
+};
+
+Candidate bindCandidate(std::vector<TimedStep> steps, const std::vector<hal::Buffer> &scratch) {
+  Candidate c;
+  c.steps = std::move(steps);
+  c.args.resize(c.steps.size());
+  for (size_t i = 0; i < c.steps.size(); ++i)
+    for (const graph::PlanArg &a : c.steps[i].launch->args)
+      c.args[i].push_back(a.kind == graph::PlanArg::Kind::Buffer
+                              ? tsr_arg_buffer(scratch[static_cast<size_t>(a.buffer)].get(), 0)
+                              : detail::planScalarArg(a));
+  return c;
+}
+
+// Launches the candidate's steps in order and synchronizes: the time in ms.
+hal::Expected<double> runOnce(tsr_stream_t stream, const Candidate &c) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const graph::PlanLaunch &l = *c.steps[i].launch;
+    if (Status st = Status::fromC(tsr_stream_launch(stream, c.steps[i].kernel, l.grid, l.workgroup,
+                                                    c.args[i].data(), uint32_t(c.args[i].size())));
         !st.ok())
       return st;
-    if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
-      return st;
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  auto warm = once();
-  if (!warm.ok() || !timed)
-    return warm;
-  std::vector<double> ms;
-  for (int r = 0; r < kTimedRuns; ++r) {
-    auto t = once();
-    if (!t.ok())
-      return t;
-    ms.push_back(t.value());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  if (Status st = Status::fromC(tsr_stream_synchronize(stream)); !st.ok())
+    return st;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Times both candidates after their warm-up runs: kTimedRuns runs each, alternating, so that
+// a change in the host's load falls on both; the fastest run of each is kept (load only ever
+// adds time, so the minimum is the estimate least disturbed by it).
+hal::Status timeBoth(tsr_stream_t stream, const Candidate &x, const Candidate &t, double *xMs,
+                     double *tMs) {
+  *xMs = *tMs = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < kTimedRuns; ++r)
+    for (auto [c, ms] : {std::pair{&x, xMs}, std::pair{&t, tMs}}) {
+      auto v = runOnce(stream, *c);
+      if (!v.ok())
+        return v.status();
+      *ms = std::min(*ms, v.value());
+    }
+  return Status();
 }
 
 std::string choicesFile(const std::string &dir) {
@@ -255,12 +289,26 @@ void GemmChoiceCache::clearMemory() {
   loadedDirs_.clear();
 }
 
+// The plan's kernel, or the extern GEMM replacing it followed by its epilogue kernel, if any
+// ("mkl.gemm.f32 + k0_matmul_epilogue").
+std::vector<std::string> GraphExecutable::launchedKernels() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < plan_.launches.size(); ++i)
+    names.push_back(i < externKernels_.size() && externKernels_[i]
+                        ? externLaunches_[i].kernel +
+                              (externEpilogues_[i] ? " + " + externEpilogueLaunches_[i].kernel : "")
+                        : plan_.launches[i].kernel);
+  return names;
+}
+
 // --- GraphExecutable::chooseGemms ---------------------------------------------------------
 
 hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
   externKernels_.clear();
   externKernels_.resize(plan_.launches.size());
   externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
+  externEpilogues_.assign(plan_.launches.size(), nullptr);
+  externEpilogueLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
   gemmChoices_.clear();
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
@@ -287,7 +335,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     else if (g.dtype != graph::DType::F32 || g.outDtype != graph::DType::F32)
       choice.reason = std::string("the library takes f32, this GEMM is ") +
                       graph::dtypeName(g.dtype) + " -> " + graph::dtypeName(g.outDtype);
-    else if (!g.epilogueEmpty && !g.bias)
+    else if (!g.epilogueEmpty && !g.bias && !g.epilogue)
       choice.reason = "its epilogue (other than a bias add) is fused into Tessera's kernel";
     else if (!unitStride(g.M, g.K, g.a) || !unitStride(g.K, g.N, g.b) ||
              !unitStride(g.M, g.N, g.out))
@@ -296,6 +344,17 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       choice.reason = why;
     else if (mode == GemmImpl::Tessera)
       choice.reason = "forced to tessera (gemm_impl or TESSERA_GEMM_IMPL)";
+    // The separate epilogue kernel (a kernel of the module, never a plan launch): checked
+    // here as the plan's launches are at creation.
+    const ProgramKernel *epilogue = nullptr;
+    if (choice.reason.empty() && g.epilogue) {
+      epilogue = program_->kernel(g.epilogue->kernel);
+      if (!epilogue || epilogue->params.size() != g.epilogue->args.size())
+        return Status(TSR_INTERNAL, "@" + info.kernel + ": its epilogue kernel @" +
+                                        g.epilogue->kernel + " is not in the module or takes " +
+                                        "other arguments than the plan passes");
+      choice.epilogueKernel = g.epilogue->kernel;
+    }
     if (!choice.reason.empty())
       continue;
     if (!externExe && unavailable.empty()) {
@@ -332,10 +391,11 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       continue;
     }
     choice.library = library;
-    const std::string key = shapeKey(info_, library, g, flat);
+    const std::string key = shapeKey(info_, library, info, flat);
     if (mode == GemmImpl::Auto && GemmChoiceCache::global().find(key, dir, &choice)) {
       choice.kernel = info.kernel;
       choice.library = library;
+      choice.epilogueKernel = epilogue ? g.epilogue->kernel : "";
       choice.reason = "measured earlier for this shape: tessera " + msText(choice.tesseraMs) +
                       ", " + library + " " + msText(choice.externMs);
     } else {
@@ -372,7 +432,11 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
           scratch[size_t(a.buffer)] = std::move(b.value());
         }
       const bool timed = mode == GemmImpl::Auto;
-      auto xt = timeLaunch(stream.get(), kernel.value().get(), ext, scratch, timed);
+      std::vector<TimedStep> steps = {{kernel.value().get(), &ext}};
+      if (epilogue)
+        steps.push_back({epilogue->kernel, &*g.epilogue});
+      const Candidate cx = bindCandidate(std::move(steps), scratch);
+      auto xt = runOnce(stream.get(), cx); // the warm-up, and a check that it launches
       if (!xt.ok()) {
         choice.reason = library + " refused it: " + xt.status().message();
         continue;
@@ -383,14 +447,18 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
                         (skipped.empty() ? "" : " (" + skipped + ")");
         externKernels_[launch] = std::move(kernel.value());
         externLaunches_[launch] = ext;
+        if (epilogue) {
+          externEpilogues_[launch] = epilogue;
+          externEpilogueLaunches_[launch] = *g.epilogue;
+        }
         continue;
       }
-      auto tt = timeLaunch(stream.get(), launchKernels_[launch]->kernel, plan_.launches[launch],
-                           scratch, true);
-      if (!tt.ok())
-        return tt.status();
-      choice.tesseraMs = tt.value();
-      choice.externMs = xt.value();
+      const Candidate ct =
+          bindCandidate({{launchKernels_[launch]->kernel, &plan_.launches[launch]}}, scratch);
+      if (auto warm = runOnce(stream.get(), ct); !warm.ok())
+        return warm.status();
+      if (Status st = timeBoth(stream.get(), cx, ct, &choice.externMs, &choice.tesseraMs); !st.ok())
+        return st;
       choice.impl = choice.externMs < choice.tesseraMs ? library : "tessera";
       choice.reason = "measured: tessera " + msText(choice.tesseraMs) + ", " + library + " " +
                       msText(choice.externMs);
@@ -405,6 +473,10 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
         return kernel.status();
       externKernels_[launch] = std::move(kernel.value());
       externLaunches_[launch] = std::move(ext);
+      if (epilogue) {
+        externEpilogues_[launch] = epilogue;
+        externEpilogueLaunches_[launch] = *g.epilogue;
+      }
     }
   }
   return Status();

@@ -2,7 +2,9 @@
 // batched GEMM with odd sizes and a transposed (permuted) weight, forced to the vendor library
 // and to Tessera's kernel, against the fp64 reference evaluator; the choice names the library
 // the driver loaded and the run launches that library's kernel; a bias add (broadcast over
-// the batch and the rows) runs as the library's gemm_bias; another epilogue keeps Tessera's.
+// the batch and the rows) runs as the library's gemm_bias; another epilogue (relu, gelu, silu,
+// a residual add) runs as the library's GEMM and the plan's epilogue kernel, unless the output
+// is not f32.
 #include "tessera/graph_exec.h"
 
 #include "device_session.h"
@@ -17,17 +19,14 @@
 namespace tessera {
 namespace {
 
-// a [3, 97, 33] x permute(b [45, 33]): the weight read transposed; with `bias`, + bias [45]
-// (then relu with `relu`).
-std::string gemmText(bool bias, bool relu = false) {
+// a [3, 97, 33] x permute(b [45, 33]): the weight read transposed; with `bias`, + bias [45].
+std::string gemmText(bool bias) {
   return std::string("graph @g(%a: tensor<f32, [3, 97, 33]>, %b: tensor<f32, [45, 33]>") +
          (bias ? ", %bias: tensor<f32, [45]>" : "") +
          ") {\n"
          "  %bt = permute %b {perm = [1, 0]} : tensor<f32, [33, 45]>\n"
          "  %c = matmul %a, %bt : tensor<f32, [3, 97, 45]>\n" +
-         (!bias  ? "  return %c\n}\n"
-          : relu ? "  %d = add %c, %bias\n  %r = relu %d\n  return %r\n}\n"
-                 : "  %d = add %bias, %c\n  return %d\n}\n");
+         (bias ? "  %d = add %bias, %c\n  return %d\n}\n" : "  return %c\n}\n");
 }
 
 hal::Device retained(tsr_device_t d) { // the session keeps its own reference
@@ -117,12 +116,62 @@ TEST_F(GraphGemmTest, ABiasAddRunsAsTheLibrarysGemmBias) {
   EXPECT_EQ(x->launchedKernels(), std::vector<std::string>{c.library + ".gemm_bias.f32"});
 }
 
-TEST_F(GraphGemmTest, AnotherEpilogueKeepsTessera) {
-  auto x = runAndCheck(gemmText(true, true), GemmImpl::Extern);
-  ASSERT_TRUE(x);
-  ASSERT_EQ(x->gemmChoices().size(), 1u);
-  EXPECT_EQ(x->gemmChoices()[0].impl, "tessera");
-  EXPECT_NE(x->gemmChoices()[0].reason.find("epilogue"), std::string::npos);
+// a [3, 97, 33] x permute(b [45, 33]) + bias [45], then `act` (relu, gelu, silu) and, with
+// `residual`, + r [3, 97, 45] (an epilogue reading a second full tensor).
+std::string epilogueText(const std::string &act, bool residual) {
+  return std::string("graph @g(%a: tensor<f32, [3, 97, 33]>, %b: tensor<f32, [45, 33]>, "
+                     "%bias: tensor<f32, [45]>") +
+         (residual ? ", %r: tensor<f32, [3, 97, 45]>" : "") +
+         ") {\n"
+         "  %bt = permute %b {perm = [1, 0]} : tensor<f32, [33, 45]>\n"
+         "  %c = matmul %a, %bt : tensor<f32, [3, 97, 45]>\n"
+         "  %d = add %c, %bias\n"
+         "  %e = " +
+         act + " %d\n" + (residual ? "  %f = add %e, %r\n  return %f\n}\n" : "  return %e\n}\n");
+}
+
+// Any other epilogue: the vendor GEMM stores the plain product, then the plan's epilogue kernel
+// (the same epilogue ops as the fused kernel) finishes it in place; both against the
+// evaluator, for relu, gelu and silu, with and without a residual add.
+TEST_F(GraphGemmTest, AnotherEpilogueRunsAsTheLibrarysGemmAndAnEpilogueKernel) {
+  for (const char *act : {"relu", "gelu", "silu"})
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(std::string(act) + (residual ? " + residual" : ""));
+      auto x = runAndCheck(epilogueText(act, residual), GemmImpl::Extern);
+      ASSERT_TRUE(x);
+      ASSERT_EQ(x->gemmChoices().size(), 1u);
+      const GemmChoice &c = x->gemmChoices()[0];
+      if (c.library.empty())
+        GTEST_SKIP() << "no vendor BLAS loads here: " << c.reason;
+      EXPECT_EQ(c.impl, c.library) << c.reason;
+      EXPECT_EQ(c.epilogueKernel, c.kernel + "_epilogue");
+      EXPECT_EQ(x->launchedKernels(),
+                std::vector<std::string>{c.library + ".gemm.f32 + " + c.epilogueKernel});
+      auto t = runAndCheck(epilogueText(act, residual), GemmImpl::Tessera);
+      ASSERT_TRUE(t);
+      EXPECT_EQ(t->launchedKernels(), std::vector<std::string>{c.kernel});
+    }
+}
+
+TEST_F(GraphGemmTest, AnF16OutputKeepsTessera) {
+  // The vendor GEMM stores f32: an epilogue ending in a cast to f16 has no f32 output to hold
+  // the product, so it stays fused (and the module has no epilogue kernel for it).
+  const std::string text = "graph @g(%a: tensor<f32, [5, 7]>, %b: tensor<f32, [7, 3]>) {\n"
+                           "  %c = matmul %a, %b : tensor<f32, [5, 3]>\n"
+                           "  %r = relu %c\n"
+                           "  %h = cast %r {dtype = \"f16\"}\n"
+                           "  return %h\n}\n";
+  graph::Graph g;
+  std::string err;
+  ASSERT_TRUE(graph::parseGraph(text, "<test>", &g, &err)) << err;
+  auto x = GraphExecutable::create(session.device, g, nullptr, programs, GemmImpl::Extern);
+  ASSERT_TRUE(x.ok()) << x.status().toString();
+  ASSERT_EQ(x.value()->gemmChoices().size(), 1u);
+  const GemmChoice &c = x.value()->gemmChoices()[0];
+  EXPECT_EQ(c.impl, "tessera");
+  EXPECT_NE(c.reason.find("f32 -> f16"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.epilogueKernel, "");
+  EXPECT_EQ(x.value()->plan().module.find("_epilogue"), std::string::npos);
 }
 
 } // namespace

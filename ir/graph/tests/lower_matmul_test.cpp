@@ -286,7 +286,7 @@ TEST(LowerMatmulSimt, F64AndStridedOperands) {
 
 // The kernel text of a batched bias + gelu + residual GEMM (B read with `.col`) for `caps`.
 std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int64_t N, int64_t K,
-                         PlanLaunch *launch) {
+                         PlanLaunch *launch, PlanGemm *gemm = nullptr) {
   GemmCase g;
   g.a.shape = {batch, M, K};
   g.b = View{{K, N}, {1, K}, 0};
@@ -296,8 +296,33 @@ std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int
   BuiltCase c = testing::buildCase(g);
   detail::KernelText text;
   std::string err;
-  EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, caps, "k0_matmul", text, launch, &err)) << err;
+  EXPECT_TRUE(detail::lowerMatmul(c.g, c.mm, caps, "k0_matmul", text, launch, &err, gemm)) << err;
   return text.str();
+}
+
+TEST(LowerMatmulText, TheEpilogueKernelOnlyForExternGemmsAndIndependentOfSizes) {
+  // ScheduleCaps::externGemm: the bias + gelu + residual epilogue also as a kernel of its own
+  // (PlanGemm::epilogue), taking the matmul launch's arguments; its text, like the GEMM's,
+  // does not change with the sizes (its workgroup fits the columns: 70 -> 80 work-items).
+  ScheduleCaps caps = cpuCaps();
+  caps.externGemm = true;
+  PlanLaunch l1, l2;
+  PlanGemm g1, g2;
+  std::string t1 = lowerBatched(caps, 2, 100, 70, 200, &l1, &g1);
+  EXPECT_EQ(t1, lowerBatched(caps, 7, 128, 65, 64, &l2, &g2));
+  EXPECT_NE(t1.find("kernel @k0_matmul_epilogue("), std::string::npos) << t1;
+  ASSERT_TRUE(g1.epilogue && g2.epilogue);
+  EXPECT_EQ(g1.epilogue->kernel, "k0_matmul_epilogue");
+  EXPECT_EQ(g1.epilogue->args.size(), l1.args.size());
+  EXPECT_EQ(g1.epilogue->workgroup[0], 80u);
+  EXPECT_EQ(g1.epilogue->grid[0], 1u);
+  EXPECT_EQ(g1.epilogue->grid[1], 200u); // 2 batch entries of 100 rows
+  EXPECT_EQ(g1.epilogue->grid[2], 1u);
+  // Without extern GEMMs (Vulkan, say) the module has no kernel it never launches.
+  PlanGemm g3;
+  std::string t3 = lowerBatched(cpuCaps(), 2, 100, 70, 200, &l1, &g3);
+  EXPECT_EQ(t3.find("_epilogue"), std::string::npos);
+  EXPECT_FALSE(g3.epilogue);
 }
 
 TEST(LowerMatmulText, IndependentOfSizes) {

@@ -106,6 +106,10 @@ def _gemm_kernel(kernels, ops_index):
                              f"{k.get('extern_library') or 'extern'} {k['extern_ms']:.3g} ms")
                 elif k.get("impl_reason"):
                     times = f"; {k['impl_reason']}"
+                if k.get("epilogue_kernel"):
+                    # The epilogue runs as its own kernel after the vendor GEMM (relu, gelu,
+                    # a residual add, ...); extern_ms includes it.
+                    times += f"; epilogue {k['epilogue_kernel']}"
                 return f"{k.get('kernel', '?')} ({k.get('kind', '?')}, {impl}{times})"
             ops_index -= 1
     return "tessera (kernel not reported)"

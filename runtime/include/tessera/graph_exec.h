@@ -112,7 +112,10 @@ struct GemmChoice {
   std::string impl = "tessera"; // "tessera" or the vendor library ("mkl", "openblas")
   std::string library;          // the vendor library measured against ("": none loaded)
   std::string reason;           // why: measured, cached, forced, or why the library was not used
-  double tesseraMs = -1, externMs = -1; // medians of the timed runs (-1: not measured)
+  double tesseraMs = -1, externMs = -1; // fastest of the timed runs (-1: not measured)
+  /// The plan kernel that applies the GEMM's epilogue after the vendor GEMM (relu, gelu, a
+  /// residual add, ...; PlanGemm::epilogue), "" when there is none; externMs includes it.
+  std::string epilogueKernel;
 };
 
 /// Measured GEMM choices by (device, shape, layout): in memory, and in gemm_choices.txt of the
@@ -238,6 +241,10 @@ private:
   /// Per plan launch: the extern kernel that replaces it (null: the plan's) and its launch.
   std::vector<hal::Kernel> externKernels_;
   std::vector<graph::PlanLaunch> externLaunches_;
+  /// Per plan launch run externally: the plan kernel applying its epilogue afterwards (null:
+  /// none) and that launch (PlanGemm::epilogue).
+  std::vector<const ProgramKernel *> externEpilogues_;
+  std::vector<graph::PlanLaunch> externEpilogueLaunches_;
   std::vector<GemmChoice> gemmChoices_;
   std::vector<hal::Buffer> pool_;          // one per plan buffer (Temp/Input)
   std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
