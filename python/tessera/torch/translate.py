@@ -332,8 +332,49 @@ def concrete_meta(gm: torch.fx.GraphModule, inputs) -> dict:
     return meta
 
 
+def _concrete(v) -> bool:
+    """Whether a traced value (node.meta["val"]) is free of symbolic sizes and values."""
+    if isinstance(v, torch.Tensor):
+        return all(type(d) is int for d in v.shape)
+    if isinstance(v, (list, tuple)):
+        return all(_concrete(x) for x in v)
+    return v is None or type(v) in (int, float, bool, str, torch.dtype, torch.device)
+
+
+def traced_meta(gm: torch.fx.GraphModule, inputs) -> dict | None:
+    """Every node's value as AOTAutograd traced it (node.meta["val"]), when that trace holds for
+    `inputs`: every placeholder's dtype and shape (a scalar's value) as traced, every value
+    concrete (no SymInt), none missing. Shapes and dtypes (all the translator reads) never
+    depend on strides, so a call with other strides may use the trace as well. None: propagate
+    (concrete_meta), which costs about 0.1 s of fake-tensor dispatch on the models of
+    bench/torch_models.py."""
+    meta = {}
+    it = iter(inputs)
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            break
+        if "val" not in n.meta:
+            return None
+        v = n.meta["val"]
+        if not _concrete(v):
+            return None
+        if n.op == "placeholder":
+            x = next(it, None)
+            if isinstance(v, torch.Tensor) != isinstance(x, torch.Tensor):
+                return None
+            if isinstance(v, torch.Tensor):
+                if v.dtype != x.dtype or tuple(v.shape) != tuple(x.shape):
+                    return None
+            elif type(v) is not type(x) or v != x:
+                return None
+        meta[n] = v
+    return meta
+
+
 def build_plan(gm, inputs, dtypes) -> Plan:
-    meta = concrete_meta(gm, inputs)
+    meta = traced_meta(gm, inputs)
+    if meta is None:
+        meta = concrete_meta(gm, inputs)
     return Translator(gm, meta, dtypes).run()
 
 
