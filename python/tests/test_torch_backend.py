@@ -250,3 +250,30 @@ def test_traced_values_are_refused_for_other_inputs():
     sym = ShapeEnv().create_unbacked_symint()
     mul.meta["val"] = [sym]
     assert translate.traced_meta(gm, [torch.zeros(3), 2]) is None       # symbolic
+
+
+def test_fast_view_calls_equal_the_aten_ops():
+    # torch-side view steps call torch.permute & co. instead of the aten overload's schema
+    # path: the same view (shape, strides, offset, storage) for every op the table maps
+    from tessera.torch.translate import _FAST_VIEWS, TorchStep
+
+    aten = torch.ops.aten
+    x = torch.randn(4, 6, 5)[:, 1:, :]            # non-contiguous, with a storage offset
+    cases = {aten.permute.default: (x, [2, 0, 1]), aten.unsqueeze.default: (x, -1),
+             aten.transpose.int: (x, 0, 2), aten.t.default: (x[0],),
+             aten.select.int: (x, 1, 3), aten.view.default: (x[1], [25]),
+             aten.reshape.default: (x[2], [5, 5, 1]), aten.squeeze.dim: (x[:, :1, :], 1)}
+    assert set(cases) == set(_FAST_VIEWS)
+    g = torch.fx.Graph()
+    for op, args in cases.items():
+        node = g.call_function(op, tuple(g.placeholder(f"p{i}") if isinstance(a, torch.Tensor)
+                                         else a for i, a in enumerate(args)))
+        env = {n: a for n, a in zip(node.args, args) if isinstance(n, torch.fx.Node)}
+        step = TorchStep(node)
+        step.run(env)
+        assert step._call[0] is _FAST_VIEWS[op][0]
+        got, want = env[node], op(*args)
+        assert (got.shape, got.stride(), got.storage_offset()) == \
+            (want.shape, want.stride(), want.storage_offset()), op
+        assert got.untyped_storage().data_ptr() == want.untyped_storage().data_ptr()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
