@@ -172,3 +172,108 @@ def test_explain_profile_times_every_kernel():
                                                        device="cpu:0").kernels)
     with pytest.raises(ValueError, match="profile must be a number of runs"):
         explain(model, torch.randn(32, 64), device="cpu:0", profile=-1)
+
+
+def _plan_summary(plan):
+    """What a plan does, comparable across two builds of it."""
+    from tessera.torch.translate import Segment
+
+    steps = []
+    for s in plan.steps:
+        if isinstance(s, Segment):
+            steps.append(("segment", s.render([None] * len(s.text.params)),
+                          [(n.name, i) for n, i in s.outputs],
+                          [(r.node.name, r.reshape_to) for r in s.replays]))
+        else:
+            steps.append(("torch", s.node.name, s.fallback, s.reshape_to))
+    return (steps, {n.name: v for n, v in plan.constants.items()},
+            [getattr(o, "name", o) for o in plan.outputs], dict(plan.fallbacks))
+
+
+def test_plan_from_the_traced_values_equals_the_propagated_one(monkeypatch):
+    # build_plan reads the values AOTAutograd traced (node.meta["val"]) instead of running
+    # fake-tensor propagation again (0.1 s per graph on the benchmark's models): for the
+    # three models' forward and backward graphs both must give the same plan
+    import tessera.torch.backend as backend
+    from tessera.torch import translate
+    from tessera.torch.examples import MLP, Classifier, TransformerBlock, classifier_data
+
+    seen = []
+
+    def build_plan(gm, inputs, dtypes):
+        traced = translate.traced_meta(gm, inputs)
+        assert traced is not None, "AOTAutograd's graphs carry concrete traced values"
+        via_trace = translate.build_plan(gm, inputs, dtypes)
+        propagated = translate.Translator(gm, translate.concrete_meta(gm, inputs), dtypes).run()
+        assert _plan_summary(via_trace) == _plan_summary(propagated)
+        seen.append(len(via_trace.steps))
+        return via_trace
+
+    monkeypatch.setattr(backend, "build_plan", build_plan)
+    torch.manual_seed(0)
+    for model, inputs, train in ((MLP(32, 64, 16), (torch.randn(8, 32),), False),
+                                 (TransformerBlock(32, 4, 64), (torch.randn(2, 8, 32),), False),
+                                 (Classifier(16, 32, 4), classifier_data(24, 16, 4), True)):
+        torch._dynamo.reset()
+        f = torch.compile(model, backend=tessera_backend, options={"device": "cpu:0"})
+        if train:
+            got = f(*inputs)
+            got.backward()
+            torch.testing.assert_close(got, model(*inputs))
+        else:
+            with torch.no_grad():
+                torch.testing.assert_close(f(*inputs), model(*inputs))
+    assert len(seen) == 4  # mlp, block, classifier forward and backward
+
+
+def test_traced_values_are_refused_for_other_inputs():
+    # the trace holds only for the dtypes, shapes and scalar values it was made with; any other
+    # call propagates (and a graph without traced values too)
+    from tessera.torch import translate
+
+    def fn(x, n):
+        return x * n
+
+    gm = torch.fx.symbolic_trace(fn)
+    assert translate.traced_meta(gm, [torch.ones(3), 2]) is None  # no node.meta["val"]
+    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    (mul,) = [n for n in gm.graph.nodes if n.op == "call_function"]
+    ph[0].meta["val"], ph[1].meta["val"], mul.meta["val"] = torch.ones(3), 2, torch.ones(3)
+    assert translate.traced_meta(gm, [torch.zeros(3), 2]) is not None
+    assert translate.traced_meta(gm, [torch.zeros(6)[::2], 2]) is not None
+    assert translate.traced_meta(gm, [torch.zeros(4), 2]) is None       # another shape
+    assert translate.traced_meta(gm, [torch.zeros(3, dtype=torch.float64), 2]) is None
+    assert translate.traced_meta(gm, [torch.zeros(3), 3]) is None       # another scalar
+    assert translate.traced_meta(gm, [torch.zeros(3), 2.0]) is None     # another type
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    sym = ShapeEnv().create_unbacked_symint()
+    mul.meta["val"] = [sym]
+    assert translate.traced_meta(gm, [torch.zeros(3), 2]) is None       # symbolic
+
+
+def test_fast_view_calls_equal_the_aten_ops():
+    # torch-side view steps call torch.permute & co. instead of the aten overload's schema
+    # path: the same view (shape, strides, offset, storage) for every op the table maps
+    from tessera.torch.translate import _FAST_VIEWS, TorchStep
+
+    aten = torch.ops.aten
+    x = torch.randn(4, 6, 5)[:, 1:, :]            # non-contiguous, with a storage offset
+    cases = {aten.permute.default: (x, [2, 0, 1]), aten.unsqueeze.default: (x, -1),
+             aten.transpose.int: (x, 0, 2), aten.t.default: (x[0],),
+             aten.select.int: (x, 1, 3),
+             aten.reshape.default: (x[2], [5, 5, 1]), aten.squeeze.dim: (x[:, :1, :], 1)}
+    assert set(cases) == set(_FAST_VIEWS)
+    g = torch.fx.Graph()
+    for op, args in cases.items():
+        node = g.call_function(op, tuple(g.placeholder(f"p{i}") if isinstance(a, torch.Tensor)
+                                         else a for i, a in enumerate(args)))
+        env = {n: a for n, a in zip(node.args, args) if isinstance(n, torch.fx.Node)}
+        step = TorchStep(node)
+        step.run(env)
+        assert step._call[0] is _FAST_VIEWS[op][0]
+        got, want = env[node], op(*args)
+        assert (got.shape, got.stride(), got.storage_offset()) == \
+            (want.shape, want.stride(), want.storage_offset()), op
+        assert got.untyped_storage().data_ptr() == want.untyped_storage().data_ptr()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

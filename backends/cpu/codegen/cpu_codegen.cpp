@@ -325,12 +325,20 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
   llvm::raw_string_ostream vos(verr);
   if (llvm::verifyModule(*mod, &vos))
     return fail("internal error: invalid LLVM IR from the lowering: " + verr);
-  if (opts.optLevel != kQuickTier)
+  if (opts.optLevel != kQuickTier) {
     optimize(*mod, *tm, opts.optLevel);
-  else if (quickTierPasses(*mod, *tm))
-    optimize(*mod, *tm, 3);
-  else // no function left for O3: the whole code generator at its cheapest level
+  } else {
+    // The kernels with vectorisable math calls get O3's IR pipeline (so the vectoriser picks
+    // the same width, interleave and libmvec variants, hence the same bits), then the whole
+    // module goes through the code generator at its cheapest level: instruction selection and
+    // register allocation never change a floating-point result (no fast-math flags; fmuladd
+    // is never emitted; contraction is decided by TargetOptions, the same at every level), and
+    // on the vectorised IR of the math kernels the O3 code generator cost as much as their
+    // IR pipeline (docs/performance.md, "Cold compile").
+    if (quickTierPasses(*mod, *tm))
+      optimize(*mod, *tm, 3);
     tm->setOptLevel(llvm::CodeGenOptLevel::None);
+  }
   if (opts.keepDumps)
     impl->dumps["llvm.opt"] = printLlvm(*mod);
   llvm::SmallVector<char, 0> obj;

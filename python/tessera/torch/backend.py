@@ -267,8 +267,8 @@ class CompiledFx:
     @staticmethod
     def key(args):
         # torch.Size is a tuple and stride() returns one: hashable and comparable as they are
-        return tuple((a.dtype, a.shape, a.stride()) if isinstance(a, torch.Tensor)
-                     else (type(a).__name__, a) for a in args)
+        return tuple([(a.dtype, a.shape, a.stride()) if isinstance(a, torch.Tensor)
+                      else (type(a).__name__, a) for a in args])
 
     def _prepare(self, args):
         plan: Plan = build_plan(self.gm, args, self.opts["dtypes"])
@@ -294,7 +294,8 @@ class CompiledFx:
             self.last = (key, entry)
         plan, program = entry
         env = dict(zip(self.placeholders, args))
-        env.update(plan.constants)
+        if plan.constants:
+            env.update(plan.constants)
         for node, target in self.get_attrs:
             env[node] = getattr(self.gm, target)
         for step in program:

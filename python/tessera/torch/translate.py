@@ -68,6 +68,22 @@ def _nested_node(v):
     return False
 
 
+# The view ops torch-side steps run most (the replays of every call), bound to torch's Python
+# functions for them, which call the same aten op through the Python argument parser: 1.1-2.8
+# us per step where the op's schema-driven call path (OpOverload._op) takes 1.7-4.9 (view gains
+# nothing: not listed). Only for a call with exactly this many positional arguments and no
+# keywords, which both read alike.
+_FAST_VIEWS = {
+    aten.permute.default: (torch.permute, 2),
+    aten.unsqueeze.default: (torch.unsqueeze, 2),
+    aten.transpose.int: (torch.transpose, 3),
+    aten.t.default: (torch.t, 1),
+    aten.select.int: (torch.select, 3),
+    aten.reshape.default: (torch.reshape, 2),
+    aten.squeeze.dim: (torch.squeeze, 2),
+}
+
+
 @dataclass
 class TorchStep:
     node: torch.fx.Node
@@ -90,7 +106,10 @@ class TorchStep:
         target, args, kwargs = self._parts()
         if any(_nested_node(a) for a in args) or _nested_node(kwargs):
             return None
-        if getattr(target, "_pyobj_dispatcher", True) is None:
+        fast = _FAST_VIEWS.get(target)
+        if fast is not None and not kwargs and len(args) == fast[1]:
+            target = fast[0]
+        elif getattr(target, "_pyobj_dispatcher", True) is None:
             target = target._op
         slots = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.fx.Node)]
         return target, list(args), dict(kwargs), slots
@@ -332,8 +351,49 @@ def concrete_meta(gm: torch.fx.GraphModule, inputs) -> dict:
     return meta
 
 
+def _concrete(v) -> bool:
+    """Whether a traced value (node.meta["val"]) is free of symbolic sizes and values."""
+    if isinstance(v, torch.Tensor):
+        return all(type(d) is int for d in v.shape)
+    if isinstance(v, (list, tuple)):
+        return all(_concrete(x) for x in v)
+    return v is None or type(v) in (int, float, bool, str, torch.dtype, torch.device)
+
+
+def traced_meta(gm: torch.fx.GraphModule, inputs) -> dict | None:
+    """Every node's value as AOTAutograd traced it (node.meta["val"]), when that trace holds for
+    `inputs`: every placeholder's dtype and shape (a scalar's value) as traced, every value
+    concrete (no SymInt), none missing. Shapes and dtypes (all the translator reads) never
+    depend on strides, so a call with other strides may use the trace as well. None: propagate
+    (concrete_meta), which costs about 0.1 s of fake-tensor dispatch on the models of
+    bench/torch_models.py."""
+    meta = {}
+    it = iter(inputs)
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            break
+        if "val" not in n.meta:
+            return None
+        v = n.meta["val"]
+        if not _concrete(v):
+            return None
+        if n.op == "placeholder":
+            x = next(it, None)
+            if isinstance(v, torch.Tensor) != isinstance(x, torch.Tensor):
+                return None
+            if isinstance(v, torch.Tensor):
+                if v.dtype != x.dtype or tuple(v.shape) != tuple(x.shape):
+                    return None
+            elif type(v) is not type(x) or v != x:
+                return None
+        meta[n] = v
+    return meta
+
+
 def build_plan(gm, inputs, dtypes) -> Plan:
-    meta = concrete_meta(gm, inputs)
+    meta = traced_meta(gm, inputs)
+    if meta is None:
+        meta = concrete_meta(gm, inputs)
     return Translator(gm, meta, dtypes).run()
 
 
