@@ -117,6 +117,7 @@ def main():
         if a.only and name not in a.only.split(","):
             continue
         g = tessera.compile_graph(text.format(n=n, r=r), a.device)
+        g.wait_tier_up()  # the steady state: the full tier's kernel, not the quick tier's
         kinds = [k["kind"] for k in g.kernels]
         assert kinds == ["row"], f"{name}: expected one row kernel, got {kinds}"
         rng = np.random.default_rng(1)
