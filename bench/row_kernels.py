@@ -8,7 +8,7 @@ that the load of other jobs hits both alike; the table gives medians and best-of
 time, or with --cpu-time the process's CPU time over all threads).
 
   PYTHONPATH=python python3 bench/row_kernels.py [--device cpu:0] [--reps 200] [--rounds 7]
-      [--torch-threads N] [--cpu-time] [--only softmax,layer_norm]
+      [--torch-threads N] [--cpu-time] [--only softmax,layer_norm] [--kernel-only]
 """
 import argparse
 import statistics
@@ -105,6 +105,10 @@ def main():
     ap.add_argument("--cpu-time", action="store_true",
                     help="process CPU time (all threads) instead of wall time: steadier when "
                          "other jobs load the machine")
+    ap.add_argument("--kernel-only", action="store_true",
+                    help="Tessera's kernel alone: CompiledGraph.profile (each launch timed by "
+                         "itself, no per-call overhead), min / median over --reps runs; steadier "
+                         "than wall time when other jobs load the machine")
     ap.add_argument("--torch-threads", type=int, default=0,
                     help="eager torch's intra-op threads (0: its default)")
     a = ap.parse_args()
@@ -112,11 +116,13 @@ def main():
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
     dev = tessera.Device(a.device)
-    print(f"{'kernel':14} {'shape':>10} {'tessera us':>18} {'eager us':>18} {'eager/tessera':>14}")
+    if not a.kernel_only:
+        print(f"{'kernel':14} {'shape':>10} {'tessera us':>18} {'eager us':>18} {'eager/tessera':>14}")
     for name, text, n, r, eager, nparams in CASES:
         if a.only and name not in a.only.split(","):
             continue
         g = tessera.compile_graph(text.format(n=n, r=r), a.device)
+        g.wait_tier_up()  # the steady state: the full tier's kernel, not the quick tier's
         kinds = [k["kind"] for k in g.kernels]
         assert kinds == ["row"], f"{name}: expected one row kernel, got {kinds}"
         rng = np.random.default_rng(1)
@@ -135,6 +141,12 @@ def main():
         # Correct first: a fast wrong kernel is no result.
         got = torch.from_dlpack(g.run(bufs)[0])
         torch.testing.assert_close(got, eager(xt), rtol=1e-5, atol=2e-6)
+
+        if a.kernel_only:
+            p = g.profile([x] + ps, runs=a.reps)[0]
+            print(f"{name:14} {'x'.join(map(str, shape)):>10} kernel min {p['min_ms'] * 1e3:7.1f} "
+                  f"median {p['median_ms'] * 1e3:7.1f} us")
+            continue
 
         def run_tessera():
             g.run(bufs)

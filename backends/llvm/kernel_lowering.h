@@ -54,7 +54,7 @@ private:
   void computeArrays(const ir::Block &b);
   int itemOfDef(const ir::Value *v) const;
 
-  // --- lock-step emission (workitem_loops.cpp, lower_control.cpp)
+  // --- lock-step emission (workitem_loops.cpp, lower_control.cpp, workitem_subgroup.cpp)
   llvm::Error emitLockstepBlock(const ir::Block &b, llvm::Value *mask, const TermSink &sink);
   llvm::Error emitRun(const Item &run, llvm::Value *mask, const TermSink &sink);
   /// One loop over the active work-items with the per-lane context (lid_, lane_) set up.
@@ -66,6 +66,8 @@ private:
   llvm::Error emitLockstepWhile(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitLockstepCall(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitSubgroupReduce(const ir::Op &op, llvm::Value *mask);
+  /// The unmasked reduction over full subgroups, one vector per subgroup (workitem_subgroup.cpp).
+  void emitSubgroupReduceVector(const ir::Op &op);
   llvm::Error emitShuffle(const ir::Op &op, llvm::Value *mask);
   llvm::Error emitUniformOp(const ir::Op &op);
 

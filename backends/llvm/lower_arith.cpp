@@ -90,7 +90,7 @@ llvm::Value *roundNarrow(llvm::IRBuilder<> &b, llvm::Value *v, Scalar s) {
 
 llvm::Value *emitFloatMinMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, bool isMax) {
   llvm::Type *ft = x->getType();
-  llvm::Type *it = b.getIntNTy(ft->getPrimitiveSizeInBits());
+  llvm::Type *it = ft->getWithNewType(b.getIntNTy(ft->getScalarSizeInBits())); // vectors too
   // Ordered pick (false if either is NaN -> y), then -0 < +0 on equal operands, then a NaN
   // operand is ignored.
   llvm::Value *better = isMax ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y);

@@ -1,8 +1,8 @@
-// Structured control flow, calls and subgroup ops, in both execution styles:
+// Structured control flow and calls, in both execution styles:
 //  - inside a run (per work-item scalar code): if/for/while become LLVM branches and phis,
 //    calls of non-convergent functions are inlined;
 //  - in lock-step (the op contains a barrier or subgroup op): per-lane mask arrays, loops
-//    that iterate while any lane is active, subgroup ops as loops over subgroups.
+//    that iterate while any lane is active (subgroup ops: workitem_subgroup.cpp).
 // Must never let an inactive lane's value leak into an active lane's result.
 #include "backends/llvm/kernel_lowering.h"
 
@@ -329,65 +329,6 @@ llvm::Error KernelLowering::emitLockstepCall(const ir::Op &op, llvm::Value *mask
   for (auto &r : op.results)
     dests.push_back(arrayOf(r.get()));
   return emitLockstepBlock(*f->body, mask, sinkFor(dests, op.results));
-}
-
-llvm::Error KernelLowering::emitSubgroupReduce(const ir::Op &op, llvm::Value *mask) {
-  Scalar t = op.results[0]->type.elem;
-  OpKind k = op.kind == OpKind::SubgroupAdd   ? OpKind::Add
-             : op.kind == OpKind::SubgroupMin ? OpKind::Min
-                                              : OpKind::Max;
-  llvm::Type *rt = regType(ctx_, t);
-  llvm::Value *acc = b_.CreateAlloca(rt), *have = b_.CreateAlloca(b_.getInt1Ty());
-  llvm::Value *sg = b_.getInt64(cfg_.subgroupSize);
-  llvm::Value *nsg = b_.CreateUDiv(b_.CreateAdd(numLanes_, b_.getInt64(cfg_.subgroupSize - 1)), sg);
-  llvm::Value *res = arrayOf(op.results[0].get());
-  forRange(b_.getInt64(0), nsg, [&](llvm::Value *s) {
-    llvm::Value *base = b_.CreateMul(s, sg);
-    llvm::Value *end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateAdd(base, sg), numLanes_);
-    b_.CreateStore(b_.getFalse(), have);
-    b_.CreateStore(llvm::Constant::getNullValue(rt), acc);
-    auto onActive = [&](llvm::Value *lid, const std::function<void()> &fn) {
-      llvm::BasicBlock *on = llvm::BasicBlock::Create(ctx_, "sg.on", fn_);
-      llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "sg.done", fn_);
-      b_.CreateCondBr(isActive(mask, lid), on, done);
-      b_.SetInsertPoint(on);
-      fn();
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
-    };
-    forRange(base, end, [&](llvm::Value *lid) {
-      onActive(lid, [&] {
-        llvm::Value *v = laneLoad(op.operands[0], lid);
-        llvm::Value *a = b_.CreateLoad(rt, acc);
-        llvm::Value *c = emitCombine(b_, k, op.mods.isUnsigned, t, a, v);
-        b_.CreateStore(b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), have), c, v), acc);
-        b_.CreateStore(b_.getTrue(), have);
-      });
-    });
-    forRange(base, end, [&](llvm::Value *lid) {
-      onActive(lid, [&] { laneStore(res, t, lid, b_.CreateLoad(rt, acc)); });
-    });
-  });
-  return llvm::Error::success();
-}
-
-llvm::Error KernelLowering::emitShuffle(const ir::Op &op, llvm::Value *mask) {
-  Scalar t = op.results[0]->type.elem;
-  llvm::Value *res = arrayOf(op.results[0].get());
-  llvm::Value *sg = b_.getInt64(cfg_.subgroupSize);
-  forActiveLanes(mask, [&](llvm::Value *lid) {
-    llvm::Value *base = b_.CreateMul(b_.CreateUDiv(lid, sg), sg);
-    llvm::Value *lane = laneLoad(op.operands[1], lid);
-    llvm::Value *from = op.kind == OpKind::ShuffleXor
-                            ? b_.CreateXor(b_.CreateSub(lid, base), b_.CreateZExt(lane, b_.getInt64Ty()))
-                            : b_.CreateSExt(lane, b_.getInt64Ty());
-    // Reading outside the subgroup is undefined; read the lane itself rather than stray memory.
-    llvm::Value *src = b_.CreateAdd(base, from);
-    llvm::Value *ok = b_.CreateAnd(b_.CreateICmpULT(from, sg), b_.CreateICmpULT(src, numLanes_));
-    src = b_.CreateSelect(ok, src, lid);
-    laneStore(res, t, lid, laneLoad(op.operands[0], src));
-  });
-  return llvm::Error::success();
 }
 
 // ------------------------------------------------------------------------- inside a run

@@ -117,9 +117,18 @@ void KernelLowering::markRun(const ir::Block &b, unsigned id) {
 void KernelLowering::planLockstepBlock(const ir::Block &b) {
   std::vector<Item> items;
   int openRun = -1; // index in `items` of the run being filled
-  for (auto &p : b.ops) {
-    const ir::Op &op = *p;
+  for (size_t i = 0; i < b.ops.size(); ++i) {
+    const ir::Op &op = *b.ops[i];
     bool isTerm = op.info().form == OpForm::Terminator;
+    // A barrier right before the block's terminator orders nothing here: every step (the run
+    // before it included) finishes for all work-items before the next step starts. Dropping
+    // it lets the terminator join the open run instead of a run of its own that only copies
+    // the yielded values (the row kernels' lock-step pass loops end this way).
+    if (op.info().form == OpForm::Barrier && openRun >= 0 && i + 1 < b.ops.size() &&
+        b.ops[i + 1]->info().form == OpForm::Terminator) {
+      item_[&op] = item_[items[static_cast<size_t>(openRun)].ops.front()];
+      continue;
+    }
     if (!isTerm && isConvergent(op)) {
       openRun = -1;
       int id = nextItem_++;

@@ -177,18 +177,41 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   for (size_t d = p; d < S.size(); ++d)
     rowCtx.coords.push_back(zero);
 
-  // A pass over the row: every work-item runs the same trip count (j0 = 0, W, 2W, ...) and
-  // handles element j0 + local_id when it is inside the row. On the CPU backend a barrier
-  // per iteration makes the loop lock-step, so that each iteration's body is one loop over
-  // the work-items (consecutive elements) that LLVM vectorises; a per-work-item loop would be
-  // the innermost loop there, strided and scalar. Other targets need no barrier.
+  // A pass over the row: every work-item runs the same trip count (j0 = 0, U*W, 2*U*W, ...)
+  // and handles elements j0 + u*W + local_id, u = 0..U-1 in order, when inside the row. On the
+  // CPU backend a barrier per iteration makes the loop lock-step, so that each iteration's body
+  // is one loop over the work-items (consecutive elements) that LLVM vectorises; a per-work-item
+  // loop would be the innermost loop there, strided and scalar. Other targets need no barrier.
+  // U (the elements per work-item and iteration) is 1 on GPUs; on the CPU backend up to 4, as
+  // many as the row has for each work-item: every iteration is a run over the whole workgroup
+  // that pays its setup once, so fewer, longer iterations cost less (docs/graph_ir.md). Each
+  // work-item still folds its elements in the same order (j = local_id, local_id + W, ...), so
+  // the result does not depend on U.
+  uint32_t unroll = 1;
+  if (caps.backend == "cpu")
+    unroll = static_cast<uint32_t>(std::clamp<int64_t>((R + w - 1) / w, 1, 4));
+  std::string rowStep = wg;
+  if (unroll > 1)
+    rowStep = ln(k, "mul " + wg + ", " + emitIntConst(k, unroll, "i64") + " : i64", "t");
   std::string inRow;
   auto openRowLoop = [&](const std::string &results, const std::string &iters) {
-    std::string j0 = k.fresh("j"), j = k.fresh("j");
-    std::string head = "for " + j0 + " = " + zero + " to " + rArg + " step " + wg +
+    std::string j0 = k.fresh("j");
+    std::string head = "for " + j0 + " = " + zero + " to " + rArg + " step " + rowStep +
                        (iters.empty() ? "" : " iter(" + iters + ")") + " : i64 {";
     k.open(results.empty() ? head : results + " = " + head);
-    k.line(j + " = add " + j0 + ", " + lid + " : i64");
+    return j0;
+  };
+  // Element u of this iteration: j = j0 + u * W + local_id, and inRow = (j < R).
+  auto rowElement = [&](const std::string &j0, uint32_t u) {
+    std::string base = j0;
+    if (u > 0)
+      base =
+          ln(k,
+             "add " + j0 + ", " +
+                 ln(k, "mul " + wg + ", " + emitIntConst(k, u, "i64") + " : i64", "t") + " : i64",
+             "j");
+    std::string j = k.fresh("j");
+    k.line(j + " = add " + base + ", " + lid + " : i64");
     inRow = ln(k, "cmp.slt " + j + ", " + rArg + " : i64", "in");
     return j;
   };
@@ -234,6 +257,23 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   // rounded to it, so the round trip is exact) and the final pass reads it back instead of
   // recomputing it: one exp per element, not two. Each work-item reads back only what it
   // wrote (same row, same element), so no barrier is needed.
+  // The views of outputs this kernel stores (and the stash reads back). On the CPU backend each
+  // is bound once, so every unrolled element and the stash's store and load index it through
+  // the same offset parameter: LLVM then sees a work-item's load and store of the same address
+  // (one runtime alias check per run, or none) and vectorises the final pass; with an offset
+  // per copy it would need a check per pair and falls back to scalar code. GPUs keep a binding
+  // per use (their text must not change).
+  std::map<int, BoundView> outViews;
+  auto outView = [&](int m, bool write) {
+    if (caps.backend != "cpu")
+      return bindView(kb, *layoutOf(m), write, true);
+    auto it = outViews.find(m);
+    if (it == outViews.end())
+      it = outViews.emplace(m, bindView(kb, *layoutOf(m), true, true)).first;
+    if (!write) // the stash's read back: the buffer is read too
+      kb.buffer(layoutOf(m)->buffer, layoutOf(m)->dtype, false);
+    return it->second;
+  };
   int stashE = -1, stashY = -1;
   bool stashed = false;
   for (int m : fk.members) {
@@ -261,24 +301,29 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
                 resi = k.fresh("p");
     bool arg = r.op == OpKind::Argmax;
     std::string iters = acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "");
-    std::string j = openRowLoop(arg ? res + ", " + resi : res, iters);
-    std::string nv = k.fresh("nv"), ni = k.fresh("nv");
-    k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty + (arg ? ", i64" : "") +
-           ") {");
-    EmitCtx c = elementCtx(j);
-    std::string x = value(kb, c, input);
-    if (input == stashE && mean.empty() && !stashed) {
-      if (!rowOk.empty())
-        k.open("if " + rowOk + " {"); // a spare subgroup's row is the last row: not its own
-      const Operand &lay = *layoutOf(stashY);
-      BoundView bv = bindView(kb, lay, true, true);
-      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), x);
-      if (!rowOk.empty())
-        k.close();
-      stashed = true;
+    std::string j0 = openRowLoop(arg ? res + ", " + resi : res, iters);
+    bool stash = input == stashE && mean.empty() && !stashed;
+    std::string cur = acc, curi = acci;
+    for (uint32_t u = 0; u < unroll; ++u) {
+      std::string j = rowElement(j0, u);
+      std::string nv = k.fresh("nv"), ni = k.fresh("nv");
+      k.open((arg ? nv + ", " + ni : nv) + " = if " + inRow + " -> (" + r.ty +
+             (arg ? ", i64" : "") + ") {");
+      EmitCtx c = elementCtx(j);
+      std::string x = value(kb, c, input);
+      if (stash) {
+        if (!rowOk.empty())
+          k.open("if " + rowOk + " {"); // a spare subgroup's row is the last row: not its own
+        BoundView bv = outView(stashY, true);
+        emitStore(k, bv.buf, bv.dtype, emitIndex(k, c, bv), x);
+        if (!rowOk.empty())
+          k.close();
+      }
+      emitFoldElement(k, r, toAcc(k, r, x), mean, cur, curi, j, arg);
+      cur = nv, curi = ni;
     }
-    emitFoldElement(k, r, toAcc(k, r, x), mean, acc, acci, j, arg);
-    closeRowLoop(arg ? nv + ", " + ni : nv);
+    stashed = stashed || stash;
+    closeRowLoop(arg ? cur + ", " + curi : cur);
     if (subRows) // one subgroup per row: its reduction is the row's
       return subgroupTotal(k, r, res);
     std::string sh = sharedOf(r.ty);
@@ -383,21 +428,22 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     (isRow ? perRow : full).push_back(m);
   }
   if (!full.empty()) {
-    std::string j = openRowLoop("", "");
-    k.open("if " + (rowOk.empty() ? inRow : ln(k, "and " + inRow + ", " + rowOk + " : i1", "in")) +
-           " {");
-    EmitCtx c = elementCtx(j);
-    if (stashed) {
-      const Operand &lay = *layoutOf(stashY);
-      BoundView bv = bindView(kb, lay, false, true);
-      c.memo[stashE] = emitLoad(k, bv.buf, lay.dtype, emitIndex(k, c, bv));
+    std::string j0 = openRowLoop("", "");
+    for (uint32_t u = 0; u < unroll; ++u) {
+      std::string j = rowElement(j0, u);
+      k.open("if " +
+             (rowOk.empty() ? inRow : ln(k, "and " + inRow + ", " + rowOk + " : i1", "in")) + " {");
+      EmitCtx c = elementCtx(j);
+      if (stashed) {
+        BoundView bv = outView(stashY, false);
+        c.memo[stashE] = emitLoad(k, bv.buf, bv.dtype, emitIndex(k, c, bv));
+      }
+      for (int m : full) {
+        BoundView bv = outView(m, true);
+        emitStore(k, bv.buf, bv.dtype, emitIndex(k, c, bv), value(kb, c, m));
+      }
+      k.close();
     }
-    for (int m : full) {
-      const Operand &lay = *layoutOf(m);
-      BoundView bv = bindView(kb, lay, true, true);
-      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), value(kb, c, m));
-    }
-    k.close();
     closeRowLoop("");
   }
   if (!perRow.empty()) {

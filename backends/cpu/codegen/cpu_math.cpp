@@ -141,9 +141,22 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
   f->addFnAttr(llvm::Attribute::Speculatable);
   f->addFnAttr(llvm::Attribute::NoSync);
   f->addFnAttr(llvm::Attribute::NoFree);
-  llvm::CallInst *call = b.CreateCall(f, args);
+  // exp of x below ln(2^-150) (f32) or ln(2^-1075) (f64) rounds to +0. libmvec sends such
+  // lanes (-inf included: a causal mask's) down a scalar fallback that costs ~14x a normal
+  // 16-lane call, so they call exp(0) and take +0 instead: a masked softmax has half its
+  // inputs at -inf.
+  llvm::Value *tiny = nullptr;
+  llvm::SmallVector<llvm::Value *, 3> in(args.begin(), args.end());
+  if (k == OpKind::Exp) {
+    tiny = b.CreateFCmpOLT(in[0], llvm::ConstantFP::get(ft, isF32 ? -104.0 : -746.0));
+    in[0] = b.CreateSelect(tiny, llvm::ConstantFP::get(ft, 0.0), in[0]);
+  }
+  auto result = [&](llvm::Value *r) {
+    return tiny ? b.CreateSelect(tiny, llvm::ConstantFP::get(ft, 0.0), r) : r;
+  };
+  llvm::CallInst *call = b.CreateCall(f, in);
   if (!vectorMath_) // libmvec exports _ZGV{b,c,d,e}N*v_<name> for every library math op
-    return call;
+    return result(call);
   // Variants: ISA letter, lanes. 'e' = AVX-512, 'd' = AVX2, 'b' = SSE4.
   struct Isa {
     char letter;
@@ -177,7 +190,7 @@ llvm::Value *CpuMathHooks::emitMath(llvm::IRBuilder<> &b, OpKind k,
     attr += prefix + "_" + f->getName().str() + "(" + vf->getName().str() + ")";
   }
   call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant", attr));
-  return call;
+  return result(call);
 }
 
 } // namespace tessera::cpu

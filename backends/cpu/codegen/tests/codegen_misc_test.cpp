@@ -149,6 +149,60 @@ launch @k grid(3) workgroup(64) seed(1) {
     EXPECT_EQ(got.buffers[b].bytes, want.buffers[b].bytes) << "buffer " << b;
 }
 
+// A lock-step loop whose body ends `barrier; yield` (the row kernels' pass loops): that barrier
+// splits no run (workitem_loops.cpp), the yield joins the run before it. Each iteration reads
+// what a neighbour wrote in the previous one, then (after a barrier that must stay) overwrites
+// its own slot: the result depends on both barriers' ordering (eliding the middle one fails).
+TEST(CodegenMisc, TrailingBarrierBeforeYieldMatchesInterpreter) {
+  const char *text = R"(kernel @k(%x: buffer<f32, readonly>, %o: buffer<f32, writeonly>) {
+  %sh = shared_alloc : shared<f32, 64>
+  %i = global_id.x : i32
+  %l = local_id.x : i32
+  %w = local_size.x : i32
+  %c0 = const 0 : i32
+  %c1 = const 1 : i32
+  %n = const 7 : i32
+  %v = load %x[%i] : f32
+  store %v, %sh[%l] : f32
+  barrier
+  %nb = add %l, %c1 : i32
+  %nbr = rem %nb, %w : i32
+  %z = const 0.0 : f32
+  %s = for %j = %c0 to %n step %c1 iter(%acc = %z) : i32 {
+    %got = load %sh[%nbr] : f32
+    barrier
+    %half = const 0.5 : f32
+    %sc = mul %acc, %half : f32
+    %a = add %sc, %got : f32
+    store %a, %sh[%l] : f32
+    barrier
+    yield %a
+  }
+  store %s, %o[%i] : f32
+}
+launch @k grid(3) workgroup(64) seed(1) {
+  %x[192] = uniform(-1.0, 1.0)
+  %o[192] = fill(0.0)
+}
+)";
+  ir::ParseResult pr = ir::parseModule(text, "trailing_barrier.tir");
+  ASSERT_TRUE(pr.ok()) << pr.diags.at(0).str();
+  const ir::Function *k = pr.module->lookup("k");
+  std::string err;
+  auto cm = testing::compileAndLoad(*pr.module, {}, err);
+  ASSERT_NE(cm, nullptr) << err;
+  ir::LaunchData got, want;
+  ASSERT_TRUE(ir::makeLaunchData(*k, got, err)) << err;
+  ASSERT_TRUE(ir::makeLaunchData(*k, want, err)) << err;
+  testing::runGrid(cm->lookup("k"), cm->kernels()[0], got.dims, got.args);
+  ir::InterpOptions io;
+  io.subgroupSize = 16;
+  ir::InterpResult r = ir::interpret(*pr.module, *k, want.dims, want.args, io);
+  ASSERT_TRUE(r.ok) << r.error;
+  // f32 mul and add are correctly rounded on both sides: the same bits.
+  EXPECT_EQ(got.buffers[1].bytes, want.buffers[1].bytes);
+}
+
 // What the CPU calls in libm/libmvec; erf f32, sigmoid and rsqrt arrive decomposed.
 TEST(CodegenMisc, NativeMathSet) {
   using ir::OpKind;

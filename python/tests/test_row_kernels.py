@@ -1,0 +1,113 @@
+"""Row kernels on cpu:0 (ir/graph/lower_reduce.cpp: one subgroup per row, several rows per
+workgroup, each work-item folding up to 4 elements per lock-step iteration) against numpy in
+float64, at row lengths around the subgroup width (1, 15, 16, 17), the models' (64) and long
+rows (1000), with row counts that are not a multiple of the rows per workgroup; and the row sum
+bit for bit against the CPU backend's documented order: work-item l of a row's subgroup adds
+elements l, l + 16, l + 32, ... in turn, then the subgroup adds its 16 partials in lane order."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import tessera
+
+# The graphs as the torch front end decomposes the ops: the benchmark's own (bench/row_kernels.py).
+_spec = importlib.util.spec_from_file_location(
+    "row_kernels_bench", pathlib.Path(__file__).resolve().parents[2] / "bench" / "row_kernels.py")
+_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench)
+SOFTMAX, LOG_SOFTMAX, LAYER_NORM = _bench.SOFTMAX, _bench.LOG_SOFTMAX, _bench.LAYER_NORM
+RMS_NORM, MASKED_SOFTMAX = _bench.RMS_NORM, _bench.MASKED_SOFTMAX
+
+ROW_SUM = """graph @g(%x: tensor<f32, [{n}, {r}]>) {{
+  %s = sum %x {{axes = [1]}}
+  return %s
+}}"""
+
+
+def softmax64(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def run(text, n, r, inputs):
+    g = tessera.compile_graph(text.format(n=n, r=r), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["row"]
+    return [np.from_dlpack(o).astype(np.float64) for o in g.run(inputs)]
+
+
+# f32 budget of a row op: each element a few roundings (exp, rsqrt: a few ulp), a row sum
+# R roundings of partial sums of magnitude <= R * max|term|.
+def budget(r):
+    return dict(rtol=1e-5 * (1 + r / 64), atol=2e-6 * (1 + r / 64))
+
+
+LENGTHS = [1, 15, 16, 17, 64, 1000]
+ROWS = [1, 7, 9]
+
+
+@pytest.mark.parametrize("r", LENGTHS)
+@pytest.mark.parametrize("n", ROWS)
+def test_softmax_and_log_softmax(n, r):
+    x = np.random.default_rng(r * 31 + n).standard_normal((n, r)).astype(np.float32) * 3
+    x64 = x.astype(np.float64)
+    (y,) = run(SOFTMAX, n, r, [x])
+    np.testing.assert_allclose(y, softmax64(x64), **budget(r))
+    (y,) = run(LOG_SOFTMAX, n, r, [x])
+    want = x64 - x64.max(1, keepdims=True)
+    want -= np.log(np.exp(want).sum(1, keepdims=True))
+    np.testing.assert_allclose(y, want, **budget(r))
+
+
+@pytest.mark.parametrize("r", LENGTHS)
+@pytest.mark.parametrize("n", ROWS)
+def test_layer_norm_and_rms_norm(n, r):
+    rng = np.random.default_rng(r * 17 + n)
+    x = (rng.standard_normal((n, r)) + 2).astype(np.float32)
+    w, b = rng.standard_normal((2, r)).astype(np.float32)
+    x64, w64, b64 = (v.astype(np.float64) for v in (x, w, b))
+    (y,) = run(LAYER_NORM, n, r, [x, w, b])
+    m = x64.mean(1, keepdims=True)
+    v = ((x64 - m) ** 2).mean(1, keepdims=True)
+    # x - mean cancels: its relative error grows with |mean| / std (~2 here).
+    np.testing.assert_allclose(y, (x64 - m) / np.sqrt(v + 1e-5) * w64 + b64, rtol=1e-4, atol=1e-4)
+    (y,) = run(RMS_NORM, n, r, [x, w])
+    want = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-6) * w64
+    np.testing.assert_allclose(y, want, **budget(r))
+
+
+@pytest.mark.parametrize("r", [1, 17, 64])
+def test_masked_softmax(r):
+    n = 5
+    x = np.random.default_rng(r).standard_normal((n, r, r)).astype(np.float32)
+    x64 = np.where(np.tril(np.ones((r, r), bool)), x.astype(np.float64), -np.inf)
+    (y,) = run(MASKED_SOFTMAX, n, r, [x])
+    np.testing.assert_allclose(y, softmax64(x64), **budget(r))
+
+
+def lane_order_row_sum(x, width=16):
+    """The CPU backend's row sum in f32: per lane, its elements in turn; then lanes in order."""
+    out = np.empty(x.shape[0], np.float32)
+    for i, row in enumerate(x):
+        part = [np.float32(0)] * width
+        for j, v in enumerate(row):
+            part[j % width] = np.float32(part[j % width] + v)
+        acc = part[0]
+        for p in part[1:]:
+            acc = np.float32(acc + p)
+        out[i] = acc
+    return out
+
+
+@pytest.mark.parametrize("r", [15, 64, 100, 1000])
+def test_row_sum_is_the_documented_order_bit_for_bit(r):
+    n = 6
+    rng = np.random.default_rng(r)
+    # Magnitudes from 1e-3 to 1e5: almost every other order rounds differently.
+    x = (rng.standard_normal((n, r)) * 10.0 ** rng.integers(-3, 6, (n, r))).astype(np.float32)
+    g = tessera.compile_graph(ROW_SUM.format(n=n, r=r), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["row"]
+    got = np.from_dlpack(g.run([x])[0])
+    want = lane_order_row_sum(x)
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
