@@ -18,6 +18,7 @@
 #include "backends/opencl/runtime/internal.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 namespace tessera::opencl {
@@ -195,11 +196,16 @@ void destroy(const ClApi &api, ClExecutable *exe) {
 }
 
 // Builds the source for `workgroup` and creates every kernel of it; false when something
-// failed (`sp` then holds nothing: the generic program runs those launches).
+// failed (`sp` then holds nothing: the generic program runs those launches, which is correct,
+// only slower: one warning line says so).
 bool buildSized(ClDevice &dev, ClExecutable &exe, const uint32_t workgroup[3], SizedProgram *sp) {
   const ClApi &api = dev.api();
   tsr_status_t st = programFor(dev, exe.source, workgroupBuildOptions(workgroup), &sp->program);
   if (st) {
+    std::fprintf(stderr,
+                 "tessera: warning: opencl: the program for workgroup size %u,%u,%u did not "
+                 "build (%s); its launches run the generic program\n",
+                 workgroup[0], workgroup[1], workgroup[2], tsr_status_message(st));
     tsr_status_free(st);
     sp->program = nullptr;
     return false;
