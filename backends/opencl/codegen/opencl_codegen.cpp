@@ -68,8 +68,10 @@ bool OpenCLTargetCaps::set(std::string_view name, std::string_view value, std::s
 }
 
 uint64_t OpenCLCompileOptions::hash() const {
+  // v2: the generic source reads the work-group size through the per-size macros
+  // (opencl_abi.h), so artefacts cached before them are not reused.
   return Fnv1a()
-      .bytes("opencl-options-v1 " + caps.describe() + " bounds=" + std::to_string(int(bounds)) +
+      .bytes("opencl-options-v2 " + caps.describe() + " bounds=" + std::to_string(int(bounds)) +
              (strict ? " strict" : "") + " maxMatrixBytes=" + std::to_string(maxMatrixBytes) +
              " native=" + nativeMath(*this).describe() +
              (sized()
