@@ -19,6 +19,7 @@
 #include "ir/core/ir.h"
 #include "tessera/hal.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,10 @@ struct TargetOptions {
   /// The quick tier, for targets with Target::quickTier(): compiled in a fraction of the
   /// time, computing the same bits as the full compile, running slower; part of cacheKey().
   bool quick = false;
+  /// The one launch workgroup size the code is for, for targets with workgroupSizeOption()
+  /// (opencl: reqd_work_group_size, index tests decided for that size); {0, 0, 0}: any
+  /// (`tessera compile --workgroup-size`). Part of cacheKey() where used.
+  std::array<uint32_t, 3> workgroupSize{0, 0, 0};
 };
 
 /// One kernel of an artefact: what the driver needs besides the image.
@@ -109,6 +114,8 @@ public:
   virtual std::vector<std::string> archs() const { return {}; }
   /// Whether TargetOptions::subgroupSize may be chosen (cpu); GPU subgroups are the device's.
   virtual bool subgroupSizeOption() const { return false; }
+  /// Whether TargetOptions::workgroupSize may be given (code for one launch workgroup size).
+  virtual bool workgroupSizeOption() const { return false; }
   /// Whether its code implements `mode` (Program refuses a mode it does not).
   virtual bool boundsModeSupported(tsr_bounds_mode mode) const {
     (void)mode;

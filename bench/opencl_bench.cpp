@@ -5,16 +5,25 @@
 //   2. row softmax (ir/examples/row_softmax.tir) against bench/opencl/softmax.cl.
 // Both sides are OpenCL C built by the same device compiler and launched through the same HAL
 // driver and kernel ABI (backends/opencl/opencl_abi.h), so the ratios measure the code each
-// side wrote. Medians of --reps runs after a warm-up; results checked against fp64 first.
+// side wrote. Medians of --reps runs after a warm-up, the two sides alternating run by run
+// (a burst of load from other processes meets both); results checked against fp64 first.
 // --bounds unchecked|robust|checked compiles Tessera's kernels in that fault mode (default
-// robust, as `tessera run`).
+// robust, as `tessera run`); --cpu-time times the process's CPU time (every thread, PoCL's
+// workers included) instead of the wall time, the figure that other processes' load disturbs
+// least (with POCL_MAX_PTHREAD_COUNT=1: the single-threaded comparison); --compare-generic
+// adds Tessera's softmax built as the generic program (the driver's per-size programs off,
+// docs/backends.md "OpenCL") to the same rotation: before / after in one process.
 #include "backends/gpu_module.h"
 #include "backends/opencl/opencl_abi.h"
 #include "bench/bench_util.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
+#include <utility>
 
 namespace {
 
@@ -50,6 +59,34 @@ std::unique_ptr<tessera::Program> compileIn(Device &d, const tessera::ir::Module
   return p;
 }
 
+double nowMs(bool cpuTime) {
+  timespec t{};
+  clock_gettime(cpuTime ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
+struct Times {
+  double median, best;
+};
+
+/// Median and best ms of `reps` runs of each of `fns`, one warm-up each, then in rotation
+/// (fn 0, fn 1, ..., fn 0, ...), so that a burst of load from other processes meets every side.
+std::vector<Times> rotating(int reps, bool cpuTime, const std::vector<std::function<void()>> &fns) {
+  for (const auto &f : fns)
+    f();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int i = 0; i < reps; ++i)
+    for (size_t k = 0; k < fns.size(); ++k) {
+      double t0 = nowMs(cpuTime);
+      fns[k]();
+      t[k].push_back(nowMs(cpuTime) - t0);
+    }
+  std::vector<Times> out;
+  for (auto &v : t)
+    out.push_back({median(v), *std::min_element(v.begin(), v.end())});
+  return out;
+}
+
 /// Whether the opencl backend has a device here; prints why not.
 bool haveOpenCL() {
   tsr_registry_t r = nullptr;
@@ -75,7 +112,7 @@ bool haveOpenCL() {
 
 int main(int argc, char **argv) {
   int reps = 5;
-  bool quick = false;
+  bool quick = false, cpuTime = false, compareGeneric = false;
   tsr_bounds_mode bounds = TSR_BOUNDS_ROBUST;
   const char *modeNames[] = {"unchecked", "robust", "checked"};
   for (int i = 1; i < argc; ++i) {
@@ -83,6 +120,10 @@ int main(int argc, char **argv) {
     if (a == "--quick") {
       quick = true;
       reps = 2;
+    } else if (a == "--cpu-time") {
+      cpuTime = true;
+    } else if (a == "--compare-generic") {
+      compareGeneric = true;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--bounds" && i + 1 < argc) {
@@ -95,8 +136,11 @@ int main(int argc, char **argv) {
       bounds = tsr_bounds_mode(k);
     } else {
       std::printf("usage: opencl_bench [--reps N] [--quick] [--bounds unchecked|robust|checked]\n"
+                  "                    [--cpu-time] [--compare-generic]\n"
                   "Tessera's OpenCL C vs hand-written OpenCL C on opencl:0 (fused gelu, row\n"
-                  "softmax). Medians of N runs (default 5).\n");
+                  "softmax). Medians of N runs (default 5), the sides alternating; --cpu-time:\n"
+                  "process CPU time instead of wall time; --compare-generic: softmax also\n"
+                  "with the driver's per-size programs off, in the same rotation.\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -107,8 +151,9 @@ int main(int argc, char **argv) {
   info.struct_size = sizeof info;
   check(tsr_device_info(d.device, &info), "device info");
   std::string sourceDir = TESSERA_SOURCE_DIR;
-  std::printf("opencl_bench on opencl:0 (%s), median of %d runs, Tessera kernels %s\n",
-              info.architecture, reps, modeNames[bounds]);
+  std::printf("opencl_bench on opencl:0 (%s), median of %d runs, Tessera kernels %s, %s\n",
+              info.architecture, reps, modeNames[bounds],
+              cpuTime ? "process CPU time" : "wall time");
 
   // --- 1. fused elementwise -----------------------------------------------------------------
   const int64_t n = quick ? (1 << 16) : (1 << 22);
@@ -137,14 +182,16 @@ int main(int argc, char **argv) {
                                   tsr_arg_buffer(out, 0), tsr_arg_f32(a), tsr_arg_i32(int32_t(n))};
   };
   const uint32_t groups = uint32_t((n + 255) / 256);
-  double tT = timeMs(reps, [&] {
-    d.launch(gelu, groups, 256, args(by));
-    d.sync();
-  });
-  double tH = timeMs(reps, [&] {
-    d.launch(hgelu, groups, 256, args(byh));
-    d.sync();
-  });
+  std::vector<Times> gt = rotating(reps, cpuTime,
+                                   {[&] {
+                                      d.launch(gelu, groups, 256, args(by));
+                                      d.sync();
+                                    },
+                                    [&] {
+                                      d.launch(hgelu, groups, 256, args(byh));
+                                      d.sync();
+                                    }});
+  double tT = gt[0].median, tH = gt[1].median;
   d.download(by, y);
   d.download(byh, yh);
   checkGeluAffine(x, b, a, {{"tessera", &y}, {"hand-written", &yh}});
@@ -170,19 +217,47 @@ int main(int argc, char **argv) {
   tsr_kernel_t hsoftmax = loadSource(
       d, readFile(sourceDir + "/bench/opencl/softmax.cl"), "softmax",
       {{TSR_TYPE_BUFFER, nullptr}, {TSR_TYPE_BUFFER, nullptr}, {TSR_TYPE_I32, nullptr}}, &sexe);
-  double sT = timeMs(reps, [&] {
-    d.launch(softmax, uint32_t(rows), 128,
-             {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsy, 0), tsr_arg_i32(int32_t(cols))});
-    d.sync();
-  });
-  double sH = timeMs(reps, [&] {
-    d.launch(hsoftmax, uint32_t(rows), 128,
-             {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsh, 0), tsr_arg_i32(int32_t(cols))});
-    d.sync();
-  });
+  std::vector<std::function<void()>> sides = {
+      [&] {
+        d.launch(softmax, uint32_t(rows), 128,
+                 {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsy, 0), tsr_arg_i32(int32_t(cols))});
+        d.sync();
+      },
+      [&] {
+        d.launch(hsoftmax, uint32_t(rows), 128,
+                 {tsr_arg_buffer(bsx, 0), tsr_arg_buffer(bsh, 0), tsr_arg_i32(int32_t(cols))});
+        d.sync();
+      }};
+  // --compare-generic: Tessera's kernel once more on a second opencl:0 opened with the
+  // driver's per-size programs off (TESSERA_OPENCL_SIZED_PROGRAMS=0: the generic program, as
+  // before them), in the same rotation: before / after in one run.
+  std::unique_ptr<Device> g;
+  std::unique_ptr<tessera::Program> gsp;
+  tsr_buffer_t gx = nullptr, gy = nullptr;
+  std::vector<float> gys(sy.size());
+  if (compareGeneric) {
+    setenv("TESSERA_OPENCL_SIZED_PROGRAMS", "0", 1);
+    g = std::make_unique<Device>("opencl:0");
+    unsetenv("TESSERA_OPENCL_SIZED_PROGRAMS");
+    gsp = compileIn(*g, *sm, bounds);
+    gx = g->upload(sx);
+    gy = g->upload(gys);
+    tsr_kernel_t gk = gsp->kernel("row_softmax")->kernel;
+    sides.push_back([&, gk] {
+      g->launch(gk, uint32_t(rows), 128,
+                {tsr_arg_buffer(gx, 0), tsr_arg_buffer(gy, 0), tsr_arg_i32(int32_t(cols))});
+      g->sync();
+    });
+  }
+  std::vector<Times> st = rotating(reps, cpuTime, sides);
+  double sT = st[0].median, sH = st[1].median;
   d.download(bsy, sy);
   d.download(bsh, sh);
+  if (compareGeneric)
+    g->download(gy, gys);
   checkRowSoftmax(sx, rows, cols, {{"tessera", &sy}, {"hand-written", &sh}});
+  if (compareGeneric)
+    checkRowSoftmax(sx, rows, cols, {{"tessera generic", &gys}});
   std::printf("\n2. row softmax %lld x %lld f32, workgroup 128\n", (long long)rows,
               (long long)cols);
   double sbytes = double(rows * cols) * 8;
@@ -191,10 +266,20 @@ int main(int argc, char **argv) {
   std::printf("  %-48s %8.2f ms  %7.2f GB/s\n", "hand-written OpenCL C (bench/opencl/softmax.cl)",
               sH, gbps(sbytes, sH));
   ratioLine("Tessera / hand-written throughput", sH / sT, ">=", 0.9);
+  std::printf("  best of %d: Tessera %.2f ms, hand-written %.2f ms (ratio %.3f)\n", reps,
+              st[0].best, st[1].best, st[1].best / st[0].best);
+  if (compareGeneric)
+    std::printf("  Tessera's generic program (per-size programs off): median %.2f ms (ratio "
+                "%.3f), best %.2f ms (ratio %.3f)\n",
+                st[2].median, sH / st[2].median, st[2].best, st[1].best / st[2].best);
 
   tsr_executable_release(gexe);
   tsr_executable_release(sexe);
   for (tsr_buffer_t buf : {bx, bb, by, byh, bsx, bsy, bsh})
     tsr_buffer_release(buf);
+  for (tsr_buffer_t buf : {gx, gy})
+    if (buf)
+      tsr_buffer_release(buf);
+  gsp.reset(); // before its device
   return 0;
 }

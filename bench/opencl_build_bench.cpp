@@ -2,6 +2,11 @@
 // against warm (the device binary from the driver's on-disk cache, docs/backends.md "OpenCL"),
 // for a typical kernel as the codegen writes them: median of N runs each, printed as a ratio.
 //
+// Then the first launch after executable_create (workgroup 128, then 64), with the driver's
+// per-size programs (the default: the first launch of a size builds the source for it) and
+// without (TESSERA_OPENCL_SIZED_PROGRAMS=0: the generic program), cold and warm as above:
+// what a per-size program adds to the latency of a first launch.
+//
 // Usage: opencl_build_bench [--runs N] [--quick]. Every cold run uses a fresh, empty
 // $TESSERA_CACHE_DIR; the warm run after it reads the entry the cold run stored.
 #include "backends/gpu_module.h"
@@ -58,6 +63,50 @@ __kernel void tsr_softmax(__global uchar *b0, ulong o0, ulong n0, __global uchar
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Opens opencl:0 (the driver reads TESSERA_OPENCL_SIZED_PROGRAMS there), creates the
+// executable of `m` and launches it with workgroup 128 and then 64 (128 rows of 256 each),
+// each launch synchronized; adds the three times to `out` (ms). False on any failure.
+bool firstLaunches(tsr_registry_t reg, const tsr_gpu_module &m, std::vector<double> out[3]) {
+  tsr_device_t dev = nullptr;
+  tsr_stream_t stream = nullptr;
+  tsr_executable_t exe = nullptr;
+  tsr_kernel_t k = nullptr;
+  tsr_buffer_t x = nullptr, y = nullptr;
+  const int rows = 128, cols = 256;
+  bool ok = !tsr_registry_open_device(reg, "opencl:0", &dev) && !tsr_stream_create(dev, &stream) &&
+            !tsr_buffer_allocate(dev, 4 * rows * cols, TSR_MEMORY_DEVICE_LOCAL, &x) &&
+            !tsr_buffer_allocate(dev, 4 * rows * cols, TSR_MEMORY_DEVICE_LOCAL, &y);
+  auto t0 = std::chrono::steady_clock::now();
+  ok = ok && !tsr_executable_create(dev, TSR_OPENCL_FORMAT, &m, sizeof m, &exe) &&
+       !tsr_executable_kernel(exe, "softmax", &k);
+  if (ok)
+    out[0].push_back(msSince(t0));
+  tsr_arg_t args[] = {tsr_arg_buffer(x, 0), tsr_arg_buffer(y, 0), tsr_arg_i32(cols)};
+  for (uint32_t i = 0; ok && i < 2; ++i) {
+    uint32_t wg[3] = {i == 0 ? 128u : 64u, 1, 1}, grid[3] = {rows / wg[0], 1, 1};
+    t0 = std::chrono::steady_clock::now();
+    ok = !tsr_stream_launch(stream, k, grid, wg, args, 3) && !tsr_stream_synchronize(stream);
+    if (ok)
+      out[1 + i].push_back(msSince(t0));
+  }
+  if (k)
+    tsr_kernel_release(k);
+  if (exe)
+    tsr_executable_release(exe);
+  for (tsr_buffer_t b : {x, y})
+    if (b)
+      tsr_buffer_release(b);
+  if (stream)
+    tsr_stream_release(stream);
+  if (dev)
+    tsr_device_release(dev);
+  return ok; // a failed call's status is leaked: the bench reports and exits
 }
 
 } // namespace
@@ -125,6 +174,27 @@ int main(int argc, char **argv) {
                 "(build from source), warm %.2f ms (binary cache): %.1fx\n",
                 runs, median(cold), median(warm), median(cold) / median(warm));
   tsr_device_release(dev);
+
+  // The first launches, per-size programs off and on, cold (fresh cache) and warm.
+  for (const char *sized : {"0", "1"}) {
+    setenv("TESSERA_OPENCL_SIZED_PROGRAMS", sized, 1);
+    std::vector<double> times[2][3]; // [cold, warm][create, launch 128, launch 64]
+    for (int r = 0; r < runs; ++r) {
+      fs::path dir = base / ("launch-" + std::string(sized) + "-" + std::to_string(r));
+      setenv("TESSERA_CACHE_DIR", dir.c_str(), 1);
+      for (int pass = 0; pass < 2; ++pass)
+        if (!firstLaunches(reg, m, times[pass])) {
+          std::printf("first launch (per-size programs %s) failed\n", sized);
+          ++failures;
+        }
+    }
+    fs::remove_all(base);
+    for (int pass = 0; pass < 2 && !times[pass][2].empty(); ++pass)
+      std::printf("opencl:0 per-size programs %s, %s: executable_create %.2f ms, first launch "
+                  "of workgroup 128 %.2f ms, then of 64 %.2f ms (medians of %d)\n",
+                  sized[0] == '1' ? "on " : "off", pass == 0 ? "cold" : "warm",
+                  median(times[pass][0]), median(times[pass][1]), median(times[pass][2]), runs);
+  }
   tsr_registry_release(reg);
   return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "tools/registry_session.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,7 @@ std::string indented(const std::string &text, size_t indent) {
 struct Request {
   std::string file, target, arch, out, dumpDir;
   uint32_t subgroup = 0; // 0: not given
+  std::string workgroup; // --workgroup-size X[,Y,Z]; empty: not given
   bool strict = false;   // --profile strict
   FILE *info = stdout;   // the summary: stderr when the artefact itself goes to stdout
   // --driver: plugins whose targets join the registry.
@@ -86,6 +88,8 @@ std::string checkOptions(const Request &rq, const Target &t) {
   if (!t.subgroupSizeOption() && rq.subgroup)
     return "--subgroup-size does not apply to --target " + name + " (its subgroups are the " +
            "device's)";
+  if (!t.workgroupSizeOption() && !rq.workgroup.empty())
+    return "--workgroup-size does not apply to --target " + name;
   if (archs.empty())
     return "";
   if (rq.arch.empty())
@@ -96,8 +100,31 @@ std::string checkOptions(const Request &rq, const Target &t) {
   return "";
 }
 
+// "X[,Y[,Z]]" (missing dimensions 1), each in [1, 65536]; false for anything else.
+bool parseWorkgroup(const std::string &text, std::array<uint32_t, 3> *out) {
+  *out = {1, 1, 1};
+  size_t at = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t end = text.find(',', at);
+    std::string part = text.substr(at, end == std::string::npos ? end : end - at);
+    if (part.empty() || part.size() > 5 || part.find_first_not_of("0123456789") != part.npos)
+      return false;
+    unsigned long v = std::stoul(part);
+    if (v < 1 || v > 65536)
+      return false;
+    (*out)[d] = static_cast<uint32_t>(v);
+    if (end == std::string::npos)
+      return true;
+    at = end + 1;
+  }
+  return false; // a fourth dimension
+}
+
 int compile(const Request &rq, const Target &t, const ir::Module &m) {
   TargetOptions opts;
+  if (!rq.workgroup.empty() && !parseWorkgroup(rq.workgroup, &opts.workgroupSize))
+    return usageError("compile", "--workgroup-size takes X[,Y[,Z]], each in [1, 65536], got '" +
+                                     rq.workgroup + "'");
   opts.arch = rq.arch;
   opts.subgroupSize = rq.subgroup;
   // The default fault mode where the target has it (docs/ir.md, "Faults").
@@ -174,7 +201,8 @@ std::string compileDescription() {
 
 constexpr const char *kCompileUsage =
     "usage: tessera compile FILE --target TARGET [--arch ARCH] [-o OUT] [--dump-dir DIR]\n"
-    "                       [--subgroup-size N] [--profile default|strict] [--driver PATH.so]...";
+    "                       [--subgroup-size N] [--workgroup-size X[,Y,Z]]\n"
+    "                       [--profile default|strict] [--driver PATH.so]...";
 
 // The command line of `tessera compile`, stored in `rq` as it parses.
 std::unique_ptr<CLI::App> compileApp(Request &rq) {
@@ -185,8 +213,7 @@ std::unique_ptr<CLI::App> compileApp(Request &rq) {
   app->add_option("--arch", rq.arch,
                   "architecture, for the targets that list them (required there)")
       ->type_name("ARCH");
-  app->add_option("-o", rq.out,
-                  "write the artefact to OUT ('-': stdout; OUT.tsrx: the container)")
+  app->add_option("-o", rq.out, "write the artefact to OUT ('-': stdout; OUT.tsrx: the container)")
       ->type_name("OUT");
   app->add_option("--dump-dir", rq.dumpDir, "write each stage (the files listed above)")
       ->type_name("DIR");
@@ -196,6 +223,11 @@ std::unique_ptr<CLI::App> compileApp(Request &rq) {
              "(64 on gfx90a / gfx942, 32 on gfx1100)",
              "--subgroup-size must be a power of two in [1, 64]", powerOfTwo(rq.subgroup, 64))
       ->type_name("N");
+  app->add_option("--workgroup-size", rq.workgroup,
+                  "opencl: the source for launches of this workgroup size only\n"
+                  "(reqd_work_group_size; the index tests decided for it); without it\n"
+                  "the generic source, which the driver builds per launch size")
+      ->type_name("X[,Y,Z]");
   addProfileOption(*app, rq.strict);
   addRepeatable(*app, "--driver", rq.drivers,
                 "also load this plugin; its target can be named by --target\n"

@@ -25,6 +25,16 @@
  *
  * Launch: global work size = grid * workgroup per dimension, local work size = workgroup, no
  * offset (so get_group_id / get_local_id are the IR's group_id / local_id).
+ * Per-size programs: the generic source reads the work-group size through the macros
+ * TSR_OPENCL_LOCAL_SIZE_0/1/2 and marks each kernel TSR_OPENCL_REQD_WORKGROUP, which its own
+ * prelude defines as get_local_size(d) and nothing. A driver may build the same source once per
+ * launch workgroup size X,Y,Z with TSR_OPENCL_BUILD_OPTIONS plus
+ * `-D TSR_OPENCL_WORKGROUP_X=X -D TSR_OPENCL_WORKGROUP_Y=Y -D TSR_OPENCL_WORKGROUP_Z=Z`
+ * (tessera::opencl::workgroupBuildOptions); the prelude then makes the sizes constants and every
+ * kernel
+ * __attribute__((reqd_work_group_size(X, Y, Z))), so that the index tests that depend on the
+ * size (backends/opencl/codegen/oc_range.cpp) fold in the front end. Such a program may only
+ * run launches of that workgroup size.
  * Subgroups: OpenCL 1.2 has none, so the codegen gives each work-item a subgroup of its own
  * (subgroup size 1: docs/ir.md lets the target choose it); the device info says 1.
  */
@@ -42,10 +52,19 @@
 #define TSR_OPENCL_BUFFER_ARGS 3u
 
 #ifdef __cplusplus
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace tessera::opencl {
+
+/// The clBuildProgram options of the per-size program for `workgroup` (see above).
+inline std::string workgroupBuildOptions(const uint32_t workgroup[3]) {
+  return std::string(TSR_OPENCL_BUILD_OPTIONS) +
+         " -D TSR_OPENCL_WORKGROUP_X=" + std::to_string(workgroup[0]) +
+         " -D TSR_OPENCL_WORKGROUP_Y=" + std::to_string(workgroup[1]) +
+         " -D TSR_OPENCL_WORKGROUP_Z=" + std::to_string(workgroup[2]);
+}
 
 /// The OpenCL C name of kernel (or device function) `irName` (without '@'): "tsr_" + name
 /// when it has no '.', else "tsrx_" + name with '.' as "_0" and '_' as "_1". Injective, and

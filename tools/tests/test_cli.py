@@ -405,6 +405,25 @@ def test_compile_gpu_targets_reject_a_bad_or_missing_arch():
         assert word in text, word
 
 
+def test_compile_opencl_for_one_workgroup_size():
+    ex = ROOT / "ir/examples/reduce_tree.tir"
+    generic = tessera("compile", ex, "--target", "opencl", check=0).stdout
+    assert "__kernel TSR_OPENCL_REQD_WORKGROUP void" in generic
+    assert "reqd_work_group_size(TSR_OPENCL_WORKGROUP_X" in generic  # the driver's per-size build
+    sized = tessera("compile", ex, "--target", "opencl", "--workgroup-size", "64", check=0).stdout
+    assert "__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void" in sized
+    assert "TSR_OPENCL_" not in sized and "get_local_size" not in sized
+    assert sized.count("(ulong)") < generic.count("(ulong)")  # checks the size decides are gone
+    assert "reqd_work_group_size(8, 2, 1)" in tessera(
+        "compile", ex, "--target", "opencl", "--workgroup-size", "8,2", check=0).stdout
+    for bad in ("0", "8,0", "1,2,3,4", "x", "65537", "8,"):
+        r = tessera("compile", ex, "--target", "opencl", "--workgroup-size", bad)
+        assert r.returncode == 2 and "--workgroup-size" in r.stderr, bad
+    r = tessera("compile", ex, "--target", "cpu", "--workgroup-size", "64")
+    assert r.returncode == 2 and "does not apply to --target cpu" in r.stderr
+    assert "--workgroup-size" in tessera("compile", "--help", check=0).stdout
+
+
 def test_compile_ptx_reports_an_unsupported_construct(tmp_path):
     big = tmp_path / "big.tir"
     big.write_text("kernel @big(%o: buffer<f32>) {\n"

@@ -103,6 +103,9 @@ public:
                         const std::string &count) const;
   bool checked() const { return opts_.bounds == TSR_BOUNDS_CHECKED; }
   bool bounded() const { return opts_.bounds != TSR_BOUNDS_UNCHECKED; }
+  /// The work-group size in dimension `d` as C text: the constant of a sized compile, else
+  /// the generic source's macro (opencl_abi.h, "Per-size programs").
+  std::string localSize(int d) const;
 
   // ----- oc_scalar.cpp / oc_convert.cpp
   bool emitScalar(const ir::Op &op);

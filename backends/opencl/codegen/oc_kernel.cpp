@@ -446,7 +446,12 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   }
   args.push_back("__global uint *control");
   line("// kernel @" + f.name);
-  std::string sig = "__kernel void " + info.symbol + "(";
+  std::string reqd = opts_.sized() ? "__attribute__((reqd_work_group_size(" +
+                                         std::to_string(opts_.workgroupSize[0]) + ", " +
+                                         std::to_string(opts_.workgroupSize[1]) + ", " +
+                                         std::to_string(opts_.workgroupSize[2]) + ")))"
+                                   : "TSR_OPENCL_REQD_WORKGROUP";
+  std::string sig = "__kernel " + reqd + " void " + info.symbol + "(";
   for (size_t k = 0; k < args.size(); ++k)
     sig += (k ? ", " : "") + args[k];
   line(sig + ") {");

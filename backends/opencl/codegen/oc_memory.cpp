@@ -206,7 +206,7 @@ bool Emitter::emitWorkItem(const ir::Op &op) {
     e = "get_group_id(" + d + ")";
     break;
   case OpKind::LocalSize:
-    e = "get_local_size(" + d + ")";
+    e = localSize(op.mods.dim);
     break;
   case OpKind::NumGroups:
     e = "get_num_groups(" + d + ")";
@@ -218,8 +218,8 @@ bool Emitter::emitWorkItem(const ir::Op &op) {
     e = "0";
     break;
   case OpKind::SubgroupId: // the linear local id: each work-item is its own subgroup
-    e = "get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * "
-        "get_local_id(2))";
+    e = "get_local_id(0) + " + localSize(0) + " * (get_local_id(1) + " + localSize(1) +
+        " * get_local_id(2))";
     break;
   default:
     return fail("not a work-item query");

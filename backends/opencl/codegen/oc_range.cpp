@@ -11,11 +11,13 @@
 // [lo(lb), hi(ub) - 1] (docs/ir.md: it never wraps). That proves, for example, that the tree
 // reduction `if (tid < s) red[tid + s]` with s = local_size >> 1, halved each level, reads
 // below L: red's size N still has to be >= L, so the check becomes one test of the launch
-// (`bound(L) < N || idx < N`), which PoCL can fold when it compiles the kernel for the
-// workgroup size of the launch (unless LLVM has already hoisted the combined test of a
-// loop-invariant index out of a loop: docs/performance.md), and which costs a uniform compare
-// elsewhere. Indices whose bound does not
-// depend on L are decided here: a constant-bounded index inside a shared array loses its check.
+// (`bound(L) < N || idx < N`). The driver builds the source once per launch workgroup size
+// with L a constant (opencl_abi.h, "Per-size programs"), so the test folds in the front end,
+// before LLVM could hoist it out of a loop and keep it per work-item (docs/performance.md); a
+// sized compile (OpenCLCompileOptions::workgroupSize, `tessera compile --workgroup-size`)
+// decides it here: the check is gone when bound(L) < N, plain otherwise. Indices whose bound
+// does not depend on L are decided here too: a constant-bounded index inside a shared array
+// loses its check.
 // Calls (inlined at each call site) and atomics keep their checks.
 //
 // Must only ever prove what holds for every launch: a wrong proof is an unchecked access.
@@ -337,11 +339,24 @@ const IndexRange *RangeAnalysis::index(const ir::Op &op) const {
   return it == ranges_.end() ? nullptr : &it->second;
 }
 
+std::string Emitter::localSize(int d) const {
+  if (opts_.sized())
+    return std::to_string(opts_.workgroupSize[d]);
+  return "TSR_OPENCL_LOCAL_SIZE_" + std::to_string(d);
+}
+
 std::string Emitter::inRangeTest(const ir::Op &op, const MemRef &m, const ir::Value *index) {
   const IndexRange *r = ranges_.index(op);
   if (!r || !isI32(index) || !r->nonNegative() || !r->hi || r->hi->num < 0)
     return "";
-  const IndexBound &h = *r->hi;
+  IndexBound h = *r->hi;
+  // A sized compile knows L: the bound (which holds for every L) is a constant for this one.
+  if (h.num != 0 && opts_.sized()) {
+    __int128 top = (static_cast<__int128>(h.num) * opts_.workgroupSize[h.dim] >> h.sh) + h.b;
+    if (top > INT32_MAX) // not an i32 index: nothing is proved
+      return "";
+    h = constant(static_cast<int64_t>(top));
+  }
   if (h.num == 0) { // a constant bound: decided here for a shared array
     if (m.shared)
       return h.b < static_cast<int64_t>(std::stoll(m.count)) ? "true" : "";
@@ -349,8 +364,10 @@ std::string Emitter::inRangeTest(const ir::Op &op, const MemRef &m, const ir::Va
       return "";
     return "(" + std::to_string(h.b) + "l < (long)" + m.count + ")";
   }
-  // floor(num * L / 2^sh) + b is the largest index of this launch (a uniform value)
-  std::string L = "(long)get_local_size(" + std::to_string(h.dim) + ")";
+  // floor(num * L / 2^sh) + b is the largest index of this launch (a uniform value); the
+  // generic source reads L through a macro that a per-size build makes a constant, so that
+  // the test folds in the front end (opencl_abi.h, "Per-size programs").
+  std::string L = "(long)" + localSize(h.dim);
   std::string top = h.num == 1 ? L : L + " * " + std::to_string(h.num) + "l";
   if (h.sh)
     top = "(" + top + " >> " + std::to_string(h.sh) + ")";

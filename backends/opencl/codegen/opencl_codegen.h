@@ -18,6 +18,7 @@
 #include "ir/core/ir.h"
 #include "ir/transforms/math_decompose.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,6 +58,13 @@ struct OpenCLCompileOptions {
   /// Replaces the native math set (not under strict): how the tests measure PoCL's builtins
   /// against the op table's budgets. Enters hash() through nativeMath().
   std::optional<ir::NativeMathSet> nativeMathOverride;
+  /// The launch workgroup size the source is for ({0, 0, 0}: any, the generic source): every
+  /// kernel gets reqd_work_group_size, the work-group size is a constant, and the index range
+  /// analysis (oc_range.cpp) decides its tests for exactly this size. `tessera compile
+  /// --workgroup-size`; the driver's per-size programs use the generic source's macros instead
+  /// (opencl_abi.h).
+  std::array<uint32_t, 3> workgroupSize{0, 0, 0};
+  bool sized() const { return workgroupSize[0] != 0; }
 
   uint64_t hash() const;
   friend bool operator==(const OpenCLCompileOptions &, const OpenCLCompileOptions &) = default;

@@ -26,6 +26,7 @@ public:
   PrecisionProfile declaredProfile() const override { return PrecisionProfile::Full; }
   std::vector<std::string> stageFiles() const override { return {"0-kir.tir", "1-opencl.cl"}; }
   bool textOutput() const override { return true; }
+  bool workgroupSizeOption() const override { return true; }
 
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps, TargetOptions *opts,
                      std::string *error) const override {
@@ -76,6 +77,7 @@ private:
   static bool options(const TargetOptions &opts, OpenCLCompileOptions *o, std::string *error) {
     o->bounds = opts.bounds;
     o->strict = opts.strict;
+    o->workgroupSize = opts.workgroupSize;
     return opts.caps.empty() || capsFromRecord(opts.caps, kPrefix, &o->caps, error);
   }
 };

@@ -194,6 +194,10 @@ tsr_status_t deviceOpen(tsr_drv_driver_t driver, uint32_t index, tsr_drv_device_
   dev->desc = &desc;
   dev->context = ctx;
   dev->mapQueue = q;
+  // TESSERA_OPENCL_SIZED_PROGRAMS=0: every launch runs the generic program (one build per
+  // executable instead of one more per launch workgroup size; executable.cpp).
+  if (const char *env = std::getenv("TESSERA_OPENCL_SIZED_PROGRAMS"); env && !std::strcmp(env, "0"))
+    dev->sizedPrograms = false;
   dev->accounting =
       backend::DeviceMemory::of("opencl:" + std::to_string(index), desc.info.total_memory);
   *out = handleOf<tsr_drv_device_t>(dev);

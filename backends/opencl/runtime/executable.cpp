@@ -2,6 +2,14 @@
 // with TSR_OPENCL_BUILD_OPTIONS, the device binary cached on disk) and launches per the
 // kernel ABI of backends/opencl/opencl_abi.h.
 //
+// Per-size programs: executable_create builds the generic program (it reports the build log
+// and checks the kernels' signatures); the first launch of each workgroup size builds the
+// source once more for that size (opencl_abi.h, "Per-size programs"), so that the index tests
+// that depend on the size fold in the front end: PoCL's LLVM otherwise hoisted them out of
+// loops before PoCL knew the size and kept them per work-item (docs/performance.md, "OpenCL").
+// That costs one more build per size at its first launch (cached on disk like the generic
+// one); TESSERA_OPENCL_SIZED_PROGRAMS=0 turns it off.
+//
 // Must never trust the module: sizes, names and the kernels' OpenCL signatures are checked
 // before anything is built or launched; a failed build is a status carrying the build log.
 #include "backends/gpu_module.h"
@@ -10,6 +18,7 @@
 #include "backends/opencl/runtime/internal.h"
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 namespace tessera::opencl {
@@ -45,8 +54,9 @@ std::string programBinary(const ClApi &api, cl_program program) {
 }
 
 // Builds `program` for the device; on failure releases it and returns the status with the log.
-tsr_status_t build(const ClApi &api, cl_program program, const DeviceDesc &desc, const char *what) {
-  cl_int r = api.clBuildProgram(program, 1, &desc.id, TSR_OPENCL_BUILD_OPTIONS, nullptr, nullptr);
+tsr_status_t build(const ClApi &api, cl_program program, const DeviceDesc &desc,
+                   const std::string &options, const char *what) {
+  cl_int r = api.clBuildProgram(program, 1, &desc.id, options.c_str(), nullptr, nullptr);
   if (r == CL_SUCCESS)
     return nullptr;
   std::string log = buildLog(api, program, desc.id);
@@ -57,13 +67,16 @@ tsr_status_t build(const ClApi &api, cl_program program, const DeviceDesc &desc,
       desc.info.architecture, log.c_str());
 }
 
-// The program of `source`: from the binary cache when it holds a binary that loads and builds,
-// else compiled from source (and then cached).
-tsr_status_t programFor(ClDevice &dev, const std::string &source, cl_program *out) {
+// The program of `source` built with `options`: from the binary cache when it holds a binary
+// that loads and builds, else compiled from source (and then cached). The key holds the
+// options, so a per-size program's binary (its -D TSR_OPENCL_WORKGROUP_*) is never handed to
+// another size or to the generic program.
+tsr_status_t programFor(ClDevice &dev, const std::string &source, const std::string &options,
+                        cl_program *out) {
   const ClApi &api = dev.api();
   const DeviceDesc &desc = *dev.desc;
   BinaryCache cache = BinaryCache::fromEnvironment();
-  std::string key = BinaryCache::key(source, TSR_OPENCL_BUILD_OPTIONS, desc.binaryIdentity);
+  std::string key = BinaryCache::key(source, options, desc.binaryIdentity);
   if (std::optional<std::string> bin = cache.load(key)) {
     const unsigned char *ptr = reinterpret_cast<const unsigned char *>(bin->data());
     size_t size = bin->size();
@@ -71,7 +84,7 @@ tsr_status_t programFor(ClDevice &dev, const std::string &source, cl_program *ou
     cl_program p =
         api.clCreateProgramWithBinary(dev.context, 1, &desc.id, &size, &ptr, &binStatus, &r);
     if (r == CL_SUCCESS && binStatus == CL_SUCCESS) {
-      tsr_status_t st = build(api, p, desc, "cached binary");
+      tsr_status_t st = build(api, p, desc, options, "cached binary");
       if (!st) {
         *out = p;
         return nullptr;
@@ -91,7 +104,7 @@ tsr_status_t programFor(ClDevice &dev, const std::string &source, cl_program *ou
   cl_program p = api.clCreateProgramWithSource(dev.context, 1, &text, &length, &r);
   if (r != CL_SUCCESS)
     return clStatus("clCreateProgramWithSource", r);
-  if (tsr_status_t st = build(api, p, desc, "module's OpenCL C source"))
+  if (tsr_status_t st = build(api, p, desc, options, "module's OpenCL C source"))
     return st;
   cache.store(key, programBinary(api, p));
   *out = p;
@@ -168,6 +181,12 @@ tsr_status_t createKernel(ClDevice &dev, cl_program program, const tsr_gpu_kerne
 }
 
 void destroy(const ClApi &api, ClExecutable *exe) {
+  for (auto &[size, sp] : exe->sized) {
+    for (cl_kernel k : sp.kernels)
+      api.clReleaseKernel(k);
+    if (sp.program)
+      api.clReleaseProgram(sp.program);
+  }
   for (auto &k : exe->kernels)
     if (k->kernel)
       api.clReleaseKernel(k->kernel);
@@ -176,7 +195,65 @@ void destroy(const ClApi &api, ClExecutable *exe) {
   delete exe;
 }
 
+// Builds the source for `workgroup` and creates every kernel of it; false when something
+// failed (`sp` then holds nothing: the generic program runs those launches, which is correct,
+// only slower: one warning line says so).
+bool buildSized(ClDevice &dev, ClExecutable &exe, const uint32_t workgroup[3], SizedProgram *sp) {
+  const ClApi &api = dev.api();
+  tsr_status_t st = programFor(dev, exe.source, workgroupBuildOptions(workgroup), &sp->program);
+  if (st) {
+    std::fprintf(stderr,
+                 "tessera: warning: opencl: the program for workgroup size %u,%u,%u did not "
+                 "build (%s); its launches run the generic program\n",
+                 workgroup[0], workgroup[1], workgroup[2], tsr_status_message(st));
+    tsr_status_free(st);
+    sp->program = nullptr;
+    return false;
+  }
+  for (const auto &k : exe.kernels) {
+    cl_int r = CL_SUCCESS;
+    cl_kernel ck = api.clCreateKernel(sp->program, opencl::symbol(k->name).c_str(), &r);
+    if (r != CL_SUCCESS) {
+      for (cl_kernel c : sp->kernels)
+        api.clReleaseKernel(c);
+      sp->kernels.clear();
+      api.clReleaseProgram(sp->program);
+      sp->program = nullptr;
+      return false;
+    }
+    sp->kernels.push_back(ck);
+  }
+  return true;
+}
+
 } // namespace
+
+cl_kernel kernelForWorkgroup(ClDevice &dev, ClKernel &k, const uint32_t workgroup[3]) {
+  if (!dev.sizedPrograms || !k.exe)
+    return k.kernel;
+  // A size the device cannot take: the generic kernel, whose launch reports it as before.
+  const tsr_device_info_t &info = dev.desc->info;
+  uint64_t total = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (workgroup[i] == 0 || workgroup[i] > info.max_workgroup_size[i])
+      return k.kernel;
+    total *= workgroup[i];
+  }
+  if (total > info.max_workgroup_total)
+    return k.kernel;
+  ClExecutable &exe = *k.exe;
+  std::array<uint32_t, 3> size{workgroup[0], workgroup[1], workgroup[2]};
+  // One lock for lookups and builds: a second launch of a size being built waits for it
+  // instead of building it again.
+  std::lock_guard<std::mutex> lock(exe.sizedMutex);
+  auto it = exe.sized.find(size);
+  if (it == exe.sized.end()) {
+    SizedProgram sp;
+    buildSized(dev, exe, workgroup, &sp); // on failure: remembered as generic
+    it = exe.sized.emplace(size, std::move(sp)).first;
+  }
+  return it->second.program ? it->second.kernels[k.index] : k.kernel;
+}
 
 tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const void *data,
                               size_t size, tsr_drv_executable_t *out) {
@@ -196,7 +273,7 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
                            "opencl: the OpenCL C source holds a NUL byte at offset %zu",
                            source.find('\0'));
   auto *exe = new ClExecutable;
-  if (tsr_status_t st = programFor(*dev, source, &exe->program)) {
+  if (tsr_status_t st = programFor(*dev, source, TSR_OPENCL_BUILD_OPTIONS, &exe->program)) {
     delete exe;
     return st;
   }
@@ -206,8 +283,11 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
       destroy(dev->api(), exe);
       return st;
     }
+    k->exe = exe;
+    k->index = i;
     exe->kernels.push_back(std::move(k));
   }
+  exe->source = std::move(source); // per-size programs are built from it at their first launch
   *out = handleOf<tsr_drv_executable_t>(exe);
   return nullptr;
 }

@@ -17,10 +17,12 @@
 #include "backends/memory_budget.h"
 #include "backends/opencl/runtime/cl_api.h"
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -93,6 +95,9 @@ struct ClDevice {
   std::mutex mapMutex;
   backend::DeviceMemory accounting;
   ControlPool controls;
+  /// Launches run a program built for their workgroup size (executable.cpp); false: the
+  /// generic program only (TESSERA_OPENCL_SIZED_PROGRAMS=0).
+  bool sizedPrograms = true;
   const ClApi &api() const { return driver->api; }
 };
 
@@ -158,19 +163,40 @@ struct ClEventObj {
   uint64_t seq = 0;                   // launches of that stream enqueued before the record
 };
 
+struct ClExecutable;
+
 struct ClKernel {
+  ClExecutable *exe = nullptr;
+  uint32_t index = 0; // in exe->kernels
   std::string name;
   std::vector<tsr_kernel_param_t> params;
   std::vector<std::string> paramNames;
   uint32_t sharedBytes = 0;
-  cl_kernel kernel = nullptr;
-  std::mutex mutex; // clSetKernelArg + enqueue are one step for concurrent launches
+  cl_kernel kernel = nullptr; // of the generic program
+  std::mutex mutex;           // clSetKernelArg + enqueue are one step for concurrent launches
+};
+
+/// The module's source built for one launch workgroup size (opencl_abi.h, "Per-size
+/// programs"): its kernels in the order of ClExecutable::kernels. program == nullptr: the
+/// build failed, launches of that size run the generic program.
+struct SizedProgram {
+  cl_program program = nullptr;
+  std::vector<cl_kernel> kernels;
 };
 
 struct ClExecutable {
-  cl_program program = nullptr;
+  std::string source;
+  cl_program program = nullptr; // generic: any workgroup size
   std::vector<std::unique_ptr<ClKernel>> kernels;
+  std::mutex sizedMutex; // guards `sized`; held while one size is built
+  std::map<std::array<uint32_t, 3>, SizedProgram> sized;
 };
+
+/// The cl_kernel that runs kernel `k` at `workgroup`: the one of the program built for that
+/// size (built at its first launch, thread-safe), or the generic one where the device cannot
+/// take the size (its launch then fails as before), per-size programs are off or the size's
+/// build failed.
+cl_kernel kernelForWorkgroup(ClDevice &dev, ClKernel &k, const uint32_t workgroup[3]);
 
 /// The largest OpenCL C source executable_create builds (a larger image is refused before
 /// the compiler sees it).

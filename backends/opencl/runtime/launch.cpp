@@ -1,6 +1,7 @@
 // Launches (hal_driver.h stream_launch) per the kernel ABI of backends/opencl/opencl_abi.h:
 // buffer views as (base cl_mem, offset, bytes), scalars by value, then a zeroed control
-// buffer; global size = grid * workgroup, local size = workgroup. The stream's worker
+// buffer; global size = grid * workgroup, local size = workgroup; the kernel of the program
+// built for that workgroup size (executable.cpp). The stream's worker
 // (stream.cpp) then watches the launch.
 //
 // Must never leave a kernel's arguments half set for another thread's launch: setting them
@@ -12,11 +13,11 @@
 namespace tessera::opencl {
 namespace {
 
-tsr_status_t setArgs(const ClApi &api, ClKernel &k, const tsr_drv_arg_t *args, uint32_t count,
-                     cl_mem control) {
+tsr_status_t setArgs(const ClApi &api, ClKernel &k, cl_kernel ck, const tsr_drv_arg_t *args,
+                     uint32_t count, cl_mem control) {
   cl_uint at = 0;
   auto set = [&](size_t size, const void *value) {
-    cl_int r = api.clSetKernelArg(k.kernel, at, size, value);
+    cl_int r = api.clSetKernelArg(ck, at, size, value);
     if (r != CL_SUCCESS)
       return tsr_status_make(TSR_INVALID_ARGUMENT,
                              "opencl: kernel @%s: clSetKernelArg(%u) of %zu bytes failed: %s",
@@ -66,6 +67,8 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   auto *s = as<ClStream>(stream);
   auto *k = as<ClKernel>(kernel);
   const ClApi &api = dev->api();
+  // Before a control slot is taken: the first launch of a size builds its program.
+  cl_kernel ck = kernelForWorkgroup(*dev, *k, workgroup);
   auto launch = std::make_shared<Launch>();
   if (tsr_status_t st = dev->controls.acquire(*dev, &launch->slot))
     return st;
@@ -81,7 +84,7 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   const char *call = "clEnqueueNDRangeKernel";
   {
     std::lock_guard<std::mutex> lock(k->mutex);
-    if (tsr_status_t st = setArgs(api, *k, args, argCount, launch->slot.mem)) {
+    if (tsr_status_t st = setArgs(api, *k, ck, args, argCount, launch->slot.mem)) {
       dev->controls.release(launch->slot);
       return st;
     }
@@ -92,7 +95,7 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
     }
     if (r == CL_SUCCESS) {
       call = "clEnqueueNDRangeKernel";
-      r = api.clEnqueueNDRangeKernel(s->queue, k->kernel, 3, nullptr, global, local, 0, nullptr,
+      r = api.clEnqueueNDRangeKernel(s->queue, ck, 3, nullptr, global, local, 0, nullptr,
                                      copied ? nullptr : &launch->event);
     }
   }

@@ -64,7 +64,7 @@ TEST_P(OpenCLBuildTest, CompilesAndPoclBuildsIt) {
   EXPECT_EQ(r->source.rfind("// OpenCL C 1.2", 0), 0u);
   EXPECT_CONTAINS(r->source, "#pragma OPENCL FP_CONTRACT OFF");
   for (const OpenCLKernelInfo &k : r->kernels)
-    EXPECT_CONTAINS(r->source, "__kernel void " + k.symbol + "(");
+    EXPECT_CONTAINS(r->source, "__kernel TSR_OPENCL_REQD_WORKGROUP void " + k.symbol + "(");
   // Deterministic: the same bytes again.
   auto again = compileOpenCL(*m, o, &err);
   ASSERT_TRUE(again) << err;

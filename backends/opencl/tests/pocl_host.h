@@ -54,8 +54,9 @@ public:
   }
   const std::string &reason() const { return reason_; }
 
-  /// Builds `source` with TSR_OPENCL_BUILD_OPTIONS; null with the build log in `*log`.
-  cl_program build(const std::string &source, std::string *log) {
+  /// Builds `source` with `options`; null with the build log in `*log`.
+  cl_program build(const std::string &source, std::string *log,
+                   const std::string &options = TSR_OPENCL_BUILD_OPTIONS) {
     const char *src = source.c_str();
     size_t len = source.size();
     cl_int e = 0;
@@ -64,7 +65,7 @@ public:
       *log = "clCreateProgramWithSource: " + std::to_string(e);
       return nullptr;
     }
-    e = clBuildProgram(p, 1, &device_, TSR_OPENCL_BUILD_OPTIONS, nullptr, nullptr);
+    e = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
     if (e == CL_SUCCESS)
       return p;
     size_t n = 0;

@@ -94,7 +94,7 @@ std::vector<Case> cases() {
 
 /// Runs kernel `name` of `m` on PoCL and on the interpreter with its launch spec.
 void runAndCompare(const ir::Module &m, const std::string &name, const OpenCLCompileOptions &o,
-                   double ulps, double rel) {
+                   double ulps, double rel, bool perSize = false) {
   const ir::Function *f = m.lookup(name);
   ASSERT_NE(f, nullptr);
   std::string err;
@@ -111,7 +111,9 @@ void runAndCompare(const ir::Module &m, const std::string &name, const OpenCLCom
   auto r = compileOpenCL(m, o, &err);
   ASSERT_TRUE(r) << err;
   std::string log;
-  cl_program p = pocl().build(r->source, &log);
+  uint32_t wg[3] = {in.dims.workgroup[0], in.dims.workgroup[1], in.dims.workgroup[2]};
+  cl_program p = pocl().build(
+      r->source, &log, perSize ? workgroupBuildOptions(wg) : std::string(TSR_OPENCL_BUILD_OPTIONS));
   ASSERT_NE(p, nullptr) << log;
   DeviceRun dev;
   bool ran = pocl().run(p, *f, in, &dev, &err);
@@ -139,6 +141,9 @@ TEST_P(OpenCLRunTest, MatchesTheInterpreter) {
     // matrix products may be added in another order than the interpreter's exact sum.
     runAndCompare(*m, GetParam().kernel, o, 16, 1e-5);
   }
+  // As the driver runs it: built for the launch's workgroup size (opencl_abi.h).
+  SCOPED_TRACE("robust, built for the launch's workgroup size");
+  runAndCompare(*m, GetParam().kernel, OpenCLCompileOptions{}, 16, 1e-5, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, OpenCLRunTest, ::testing::ValuesIn(cases()),
@@ -173,8 +178,18 @@ TEST(OpenCLNames, ParametersOfAnyIrName) {
 
 // ------------------------------------------------------------------ faults
 
+/// How the source of a launch is built: the generic source as is; the generic source for the
+/// launch's workgroup size (the driver's per-size programs: -D TSR_OPENCL_WORKGROUP_*); the
+/// source of a sized compile (OpenCLCompileOptions::workgroupSize).
+enum class Build { Generic, PerSize, Sized };
+const Build kBuilds[] = {Build::Generic, Build::PerSize, Build::Sized};
+const char *buildName(Build b) {
+  return b == Build::Generic ? "generic" : b == Build::PerSize ? "per-size build" : "sized";
+}
+
 /// Compiles `text` in `bounds` mode and runs its only kernel on PoCL with its launch spec.
-DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel = false) {
+DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel = false,
+                  Build how = Build::Generic) {
   DeviceRun dev;
   auto m = testing::parse(text);
   EXPECT_NE(m, nullptr);
@@ -186,11 +201,16 @@ DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel =
   EXPECT_TRUE(ir::makeLaunchData(f, in, err)) << err;
   OpenCLCompileOptions o;
   o.bounds = bounds;
+  if (how == Build::Sized)
+    o.workgroupSize = {in.dims.workgroup[0], in.dims.workgroup[1], in.dims.workgroup[2]};
   auto r = compileOpenCL(*m, o, &err);
   EXPECT_TRUE(r) << err;
   if (!r)
     return dev;
-  cl_program p = pocl().build(r->source, &log);
+  uint32_t wg[3] = {in.dims.workgroup[0], in.dims.workgroup[1], in.dims.workgroup[2]};
+  cl_program p = pocl().build(r->source, &log,
+                              how == Build::PerSize ? workgroupBuildOptions(wg)
+                                                    : std::string(TSR_OPENCL_BUILD_OPTIONS));
   EXPECT_NE(p, nullptr) << log;
   if (!p)
     return dev;
@@ -471,18 +491,23 @@ TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
     o.bounds = TSR_BOUNDS_ROBUST;
     if (wg == 8) // the interpreter faults on the accesses past the array
       runAndCompare(*m, "tree", o, 0, 0);
-    DeviceRun dev = runText(treeSum(wg), TSR_BOUNDS_ROBUST);
-    ASSERT_EQ(dev.buffers.size(), 1u);
-    EXPECT_EQ(dev.control[1], 0u);
-    for (int i = 0; i < wg; ++i)
-      EXPECT_EQ(word(dev.buffers[0], i), 36) << i; // 1 + ... + 8: nothing past red's end
-    dev = runText(treeSum(wg), TSR_BOUNDS_CHECKED);
-    if (wg == 8) {
+    // The same rules whether the size is a run-time value, a constant of the per-size build
+    // or known to the codegen (which drops the checks it proves for it and keeps the rest).
+    for (Build how : kBuilds) {
+      SCOPED_TRACE(buildName(how));
+      DeviceRun dev = runText(treeSum(wg), TSR_BOUNDS_ROBUST, false, how);
+      ASSERT_EQ(dev.buffers.size(), 1u);
       EXPECT_EQ(dev.control[1], 0u);
-    } else {
-      EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_SHARED_OUT_OF_BOUNDS});
-      EXPECT_EQ(dev.control[7], 8u); // the array's size
-      EXPECT_GE(dev.control[5], 8u); // an index past it
+      for (int i = 0; i < wg; ++i)
+        EXPECT_EQ(word(dev.buffers[0], i), 36) << i; // 1 + ... + 8: nothing past red's end
+      dev = runText(treeSum(wg), TSR_BOUNDS_CHECKED, false, how);
+      if (wg == 8) {
+        EXPECT_EQ(dev.control[1], 0u);
+      } else {
+        EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_SHARED_OUT_OF_BOUNDS});
+        EXPECT_EQ(dev.control[7], 8u); // the array's size
+        EXPECT_GE(dev.control[5], 8u); // an index past it
+      }
     }
   }
 }
@@ -492,18 +517,21 @@ TEST_F(OpenCLFaultTest, SharedIndexRangesHoldOnlyForSmallEnoughWorkgroups) {
 // stores past y's end are dropped (robust) or recorded (checked, the store fault of parameter
 // 0 at index 4), and red's reduction still sums 1 + ... + 8.
 TEST_F(OpenCLFaultTest, BarrierKernelWithAFailingLaunchTestKeepsEveryCheck) {
-  DeviceRun dev = runText(treeSum(8, 4), TSR_BOUNDS_ROBUST);
-  ASSERT_EQ(dev.buffers.size(), 1u);
-  EXPECT_EQ(dev.control[1], 0u);
-  EXPECT_TRUE(dev.guardsIntact);
-  ASSERT_EQ(dev.buffers[0].size(), 16u);
-  for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
-  dev = runText(treeSum(8, 4), TSR_BOUNDS_CHECKED);
-  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_STORE_OUT_OF_BOUNDS});
-  EXPECT_EQ(dev.control[4], 0u); // parameter %y
-  EXPECT_GE(dev.control[5], 4u); // an index past its end
-  EXPECT_EQ(dev.control[7], 4u); // its element count
+  for (Build how : kBuilds) {
+    SCOPED_TRACE(buildName(how));
+    DeviceRun dev = runText(treeSum(8, 4), TSR_BOUNDS_ROBUST, false, how);
+    ASSERT_EQ(dev.buffers.size(), 1u);
+    EXPECT_EQ(dev.control[1], 0u);
+    EXPECT_TRUE(dev.guardsIntact);
+    ASSERT_EQ(dev.buffers[0].size(), 16u);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
+    dev = runText(treeSum(8, 4), TSR_BOUNDS_CHECKED, false, how);
+    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_STORE_OUT_OF_BOUNDS});
+    EXPECT_EQ(dev.control[4], 0u); // parameter %y
+    EXPECT_GE(dev.control[5], 4u); // an index past its end
+    EXPECT_EQ(dev.control[7], 4u); // its element count
+  }
 }
 
 // Without checks (unchecked mode) the stores `red[tid] = ...` in front of both barriers of a
@@ -513,10 +541,13 @@ TEST_F(OpenCLFaultTest, BarrierKernelWithAFailingLaunchTestKeepsEveryCheck) {
 TEST_F(OpenCLFaultTest, BarrierSitesStayApart) {
   for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
     SCOPED_TRACE(mode == TSR_BOUNDS_UNCHECKED ? "unchecked" : "robust");
-    DeviceRun dev = runText(treeSum(8), mode);
-    ASSERT_EQ(dev.buffers.size(), 1u);
-    for (int i = 0; i < 8; ++i)
-      EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
+    for (Build how : kBuilds) {
+      SCOPED_TRACE(buildName(how));
+      DeviceRun dev = runText(treeSum(8), mode, false, how);
+      ASSERT_EQ(dev.buffers.size(), 1u);
+      for (int i = 0; i < 8; ++i)
+        EXPECT_EQ(word(dev.buffers[0], i), 36) << i;
+    }
   }
 }
 

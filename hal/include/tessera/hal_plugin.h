@@ -30,8 +30,9 @@ extern "C" {
 #define TSR_PLUGIN_ABI_VERSION 1
 /* The version of the C++ Target interface (backends/target.h) this HAL's compiler layer
  * implements. 1: name ... externGemmLibrary, deviceOptions, cacheKey, compile, rawOutput,
- * summary, over ir::Module as of Tessera 0.1. */
-#define TSR_TARGET_INTERFACE_VERSION 1
+ * summary, over ir::Module as of Tessera 0.1. 2: TargetOptions::workgroupSize and
+ * Target::workgroupSizeOption. */
+#define TSR_TARGET_INTERFACE_VERSION 2
 
 /* Name of the function a plugin exports: `const tsr_plugin_v1 *tsr_plugin_entry(void)`. */
 #define TSR_PLUGIN_ENTRY_SYMBOL "tsr_plugin_entry"

@@ -33,7 +33,8 @@ TEST(OpenCLGolden, SaxpyFollowsTheAbi) {
                          "  %w = load %y[%i] : f32\n  %r = fma %a, %v, %w : f32\n"
                          "  store %r, %y[%i] : f32\n}\n");
   EXPECT_CONTAINS(s, "#pragma OPENCL FP_CONTRACT OFF\n");
-  EXPECT_CONTAINS(s, "__kernel void tsr_saxpy(__global uchar *x_base, ulong x_offset, ulong "
+  EXPECT_CONTAINS(s, "__kernel TSR_OPENCL_REQD_WORKGROUP void tsr_saxpy(__global uchar *x_base, "
+                     "ulong x_offset, ulong "
                      "x_bytes, __global uchar *y_base, ulong y_offset, ulong y_bytes, float "
                      "a_arg, int n_arg, __global uint *control) {");
   EXPECT_CONTAINS(s, "__global float *p0 = (__global float *)(x_base + x_offset);");
@@ -154,53 +155,58 @@ TEST(OpenCLGolden, ForFastFormAndItsGuard) {
   EXPECT_EQ(guards, 1u) << nested; // the inner i32 loop only
 }
 
+// A tree reduction over shared<i32, 8> plus indices the ranges cannot prove (below).
+const std::string kTree = "kernel @k(%y: buffer<i32>) {\n"
+                          "  %red = shared_alloc : shared<i32, 8>\n"
+                          "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
+                          "  %zero = const 0 : i32\n  %one = const 1 : i32\n"
+                          "  store %tid, %red[%tid] : i32\n"
+                          "  %half = shr.u %nt, %one : i32\n"
+                          "  %e = while iter(%s = %half) {\n"
+                          "    %go = cmp.sgt %s, %zero : i32\n    condition %go\n"
+                          "  } do {\n"
+                          "    %act = cmp.slt %tid, %s : i32\n"
+                          "    if %act {\n"
+                          "      %o = add %tid, %s : i32\n"
+                          "      %b = load %red[%o] : i32\n"
+                          "      store %b, %red[%tid] : i32\n"
+                          "    }\n"
+                          "    %s2 = shr.u %s, %one : i32\n    yield %s2\n"
+                          "  }\n"
+                          "  %r = load %red[%zero] : i32\n"
+                          "  %m = sub %tid, %one : i32\n" // may be -1
+                          "  %q = load %red[%m] : i32\n"
+                          "  %eight = const 8 : i32\n" // one past the end
+                          "  %p = load %red[%eight] : i32\n"
+                          "  %u = load %y[%r] : i32\n" // a loaded index: unknown
+                          "  %t = add %q, %p : i32\n  %w = add %t, %u : i32\n"
+                          "  store %w, %y[%tid] : i32\n"
+                          "}\n";
+
 // The index ranges of oc_range.cpp: a tree reduction's indices are bounded by the work-group
 // size L, so their checks become the uniform `bound(L) < N || idx < N`; a constant index
 // inside a shared array has none; every index that is not proved keeps the plain check.
 TEST(OpenCLGolden, IndexRangesShortCutBoundsChecks) {
-  std::string tree = "kernel @k(%y: buffer<i32>) {\n"
-                     "  %red = shared_alloc : shared<i32, 8>\n"
-                     "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
-                     "  %zero = const 0 : i32\n  %one = const 1 : i32\n"
-                     "  store %tid, %red[%tid] : i32\n"
-                     "  %half = shr.u %nt, %one : i32\n"
-                     "  %e = while iter(%s = %half) {\n"
-                     "    %go = cmp.sgt %s, %zero : i32\n    condition %go\n"
-                     "  } do {\n"
-                     "    %act = cmp.slt %tid, %s : i32\n"
-                     "    if %act {\n"
-                     "      %o = add %tid, %s : i32\n"
-                     "      %b = load %red[%o] : i32\n"
-                     "      store %b, %red[%tid] : i32\n"
-                     "    }\n"
-                     "    %s2 = shr.u %s, %one : i32\n    yield %s2\n"
-                     "  }\n"
-                     "  %r = load %red[%zero] : i32\n"
-                     "  %m = sub %tid, %one : i32\n" // may be -1
-                     "  %q = load %red[%m] : i32\n"
-                     "  %eight = const 8 : i32\n" // one past the end
-                     "  %p = load %red[%eight] : i32\n"
-                     "  %u = load %y[%r] : i32\n" // a loaded index: unknown
-                     "  %t = add %q, %p : i32\n  %w = add %t, %u : i32\n"
-                     "  store %w, %y[%tid] : i32\n"
-                     "}\n";
+  const std::string &tree = kTree;
   std::string s = source(tree, withBounds(TSR_BOUNDS_ROBUST));
   // red[tid]: tid <= L - 1
-  EXPECT_CONTAINS(s, "if (((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v5 < "
+  EXPECT_CONTAINS(s, "if (((((long)TSR_OPENCL_LOCAL_SIZE_0 - 1l) < (long)8l) || (ulong)v5 < "
                      "(ulong)8l))\n    v0[v5] = v1;");
   // red[tid + s] under tid < s <= L / 2: below L; red[tid] there: below L / 2
-  EXPECT_CONTAINS(s, "int v13 = ((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v12 < "
+  EXPECT_CONTAINS(s, "int v13 = ((((long)TSR_OPENCL_LOCAL_SIZE_0 - 1l) < (long)8l) || (ulong)v12 < "
                      "(ulong)8l) ? v0[v12] : (int)0;");
-  EXPECT_CONTAINS(s, "if ((((((long)get_local_size(0) >> 1) - 1l) < (long)8l) || (ulong)v14 < "
-                     "(ulong)8l))");
+  EXPECT_CONTAINS(s,
+                  "if ((((((long)TSR_OPENCL_LOCAL_SIZE_0 >> 1) - 1l) < (long)8l) || (ulong)v14 < "
+                  "(ulong)8l))");
   EXPECT_CONTAINS(s, "int v17 = v0[v16];");                                   // red[0]: no check
   EXPECT_CONTAINS(s, "int v20 = (ulong)v19 < (ulong)8l ? v0[v19] : (int)0;"); // red[tid - 1]
   EXPECT_CONTAINS(s, "int v23 = (ulong)v22 < (ulong)8l ? v0[v22] : (int)0;"); // red[8]
   EXPECT_CONTAINS(s, "int v25 = (ulong)v24 < (ulong)n0 ? p0[v24] : (int)0;"); // y[red[0]]
-  EXPECT_CONTAINS(s, "(((long)get_local_size(0) - 1l) < (long)n0) || (ulong)v28 < (ulong)n0)");
+  EXPECT_CONTAINS(s,
+                  "(((long)TSR_OPENCL_LOCAL_SIZE_0 - 1l) < (long)n0) || (ulong)v28 < (ulong)n0)");
   // checked mode: the same short cut in front of the fault
   s = source(tree, withBounds(TSR_BOUNDS_CHECKED));
-  EXPECT_CONTAINS(s, "if (!(((((long)get_local_size(0) - 1l) < (long)8l) || (ulong)v12 < "
+  EXPECT_CONTAINS(s, "if (!(((((long)TSR_OPENCL_LOCAL_SIZE_0 - 1l) < (long)8l) || (ulong)v12 < "
                      "(ulong)8l)))\n");
 
   // A loop value that grows is not bounded by its initial value: red[s] keeps its check;
@@ -232,6 +238,56 @@ size_t occurrences(const std::string &s, const std::string &part) {
   for (size_t p = s.find(part); p != std::string::npos; p = s.find(part, p + 1))
     ++n;
   return n;
+}
+
+OpenCLCompileOptions sized(tsr_bounds_mode b, uint32_t x) {
+  OpenCLCompileOptions o = withBounds(b);
+  o.workgroupSize = {x, 1, 1};
+  return o;
+}
+
+// A sized compile (OpenCLCompileOptions::workgroupSize) decides the tests that depend on L:
+// with L = 8 every index of the tree is below 8 and loses its check; with L = 16 red[tid] and
+// red[tid + s] may reach 15 and keep the plain check, red[tid] under tid < s (<= 7) still has
+// none. What the ranges cannot prove keeps its check at every size.
+TEST(OpenCLGolden, SizedCompileDecidesTheLaunchTests) {
+  std::string s = source(kTree, sized(TSR_BOUNDS_ROBUST, 8));
+  EXPECT_CONTAINS(s, "// for launches of workgroup size 8,1,1 only");
+  EXPECT_CONTAINS(s, "__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void tsr_k(");
+  EXPECT_EQ(occurrences(s, "TSR_OPENCL_"), 0u) << s; // no macro, no generic prelude
+  EXPECT_EQ(occurrences(s, "get_local_size"), 0u) << s;
+  EXPECT_CONTAINS(s, "int v2 = (int)(8);");   // local_size.x
+  EXPECT_CONTAINS(s, "  v0[v5] = v1;\n");     // red[tid]
+  EXPECT_CONTAINS(s, "int v13 = v0[v12];");   // red[tid + s]
+  EXPECT_CONTAINS(s, "    v0[v14] = v13;\n"); // red[tid] under tid < s
+  EXPECT_CONTAINS(s, "int v20 = (ulong)v19 < (ulong)8l ? v0[v19] : (int)0;"); // red[tid - 1]
+  EXPECT_CONTAINS(s, "int v23 = (ulong)v22 < (ulong)8l ? v0[v22] : (int)0;"); // red[8]
+  EXPECT_CONTAINS(s, "int v25 = (ulong)v24 < (ulong)n0 ? p0[v24] : (int)0;"); // y[red[0]]
+  EXPECT_CONTAINS(s, "if (((7l < (long)n0) || (ulong)v28 < (ulong)n0))");     // y[tid]: L - 1 = 7
+
+  s = source(kTree, sized(TSR_BOUNDS_ROBUST, 16));
+  EXPECT_CONTAINS(s, "reqd_work_group_size(16, 1, 1)");
+  EXPECT_CONTAINS(s, "if ((ulong)v5 < (ulong)8l)\n    v0[v5] = v1;");         // red[tid]
+  EXPECT_CONTAINS(s, "int v13 = (ulong)v12 < (ulong)8l ? v0[v12] : (int)0;"); // red[tid + s]
+  EXPECT_CONTAINS(s, "    v0[v14] = v13;\n");                                 // tid < s <= 8
+  EXPECT_CONTAINS(s, "if (((15l < (long)n0) || (ulong)v28 < (ulong)n0))");
+
+  // Checked mode keeps the fault of what is not proved, and only of that.
+  s = source(kTree, sized(TSR_BOUNDS_CHECKED, 16));
+  EXPECT_CONTAINS(s, "if (!((ulong)v12 < (ulong)8l))\n");
+  EXPECT_EQ(occurrences(s, "4u /* TSR_FAULT_SHARED_OUT_OF_BOUNDS */"), 4u) << s;
+  s = source(kTree, sized(TSR_BOUNDS_CHECKED, 8));
+  EXPECT_EQ(occurrences(s, "4u /* TSR_FAULT_SHARED_OUT_OF_BOUNDS */"), 2u) << s;
+
+  // The generic source names L through the macros a driver's per-size build defines.
+  s = source(kTree, withBounds(TSR_BOUNDS_ROBUST));
+  EXPECT_CONTAINS(s, "#ifdef TSR_OPENCL_WORKGROUP_X\n");
+  EXPECT_CONTAINS(s, "__kernel TSR_OPENCL_REQD_WORKGROUP void tsr_k(");
+  EXPECT_CONTAINS(s, "int v2 = (int)(TSR_OPENCL_LOCAL_SIZE_0);");
+
+  OpenCLCompileOptions bad = withBounds(TSR_BOUNDS_ROBUST);
+  bad.workgroupSize = {8, 0, 1};
+  EXPECT_CONTAINS(testing::compileError(kTree, bad), "workgroup size 8,0,1");
 }
 
 // Every barrier site calls a helper of its own (opencl_codegen.cpp: so that PoCL's front end
@@ -394,6 +450,13 @@ TEST(OpenCLTarget, CapabilityRecord) {
   b = a;
   b.strict = true;
   EXPECT_NE(t->cacheKey(a), t->cacheKey(b));
+  b = a;
+  b.workgroupSize = {128, 1, 1};
+  EXPECT_TRUE(t->workgroupSizeOption());
+  EXPECT_NE(t->cacheKey(a), t->cacheKey(b));
+  TargetOptions c = a;
+  c.workgroupSize = {64, 1, 1};
+  EXPECT_NE(t->cacheKey(b), t->cacheKey(c));
 }
 
 } // namespace

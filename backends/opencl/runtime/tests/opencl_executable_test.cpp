@@ -60,6 +60,9 @@ protected:
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     env_ = std::make_unique<ScopedEnv>("TESSERA_CACHE_DIR", dir_.string());
+    // The generic program only, so that each source is one cache entry (the per-size
+    // programs have their own tests: opencl_sized_test.cpp).
+    sized_ = std::make_unique<ScopedEnv>("TESSERA_OPENCL_SIZED_PROGRAMS", "0");
     OpenClTest::SetUp();
   }
   void TearDown() override {
@@ -90,7 +93,7 @@ protected:
   }
 
   fs::path dir_;
-  std::unique_ptr<ScopedEnv> env_;
+  std::unique_ptr<ScopedEnv> env_, sized_;
 };
 
 const std::vector<float> kTimes1 = {10, 13, 16, 19}, kTimes3 = {30, 35, 40, 45};
