@@ -153,6 +153,15 @@ TEST_P(CtsKernelFaults, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
   if (!p)
     return;
   tsr_buffer_t out = allocate(16);
+  uint32_t grid[3] = {1, 1, 1}, wg[3] = {1, 1, 1};
+  // Every work-item of 64 workgroups spins: all of the device's threads are stuck in it.
+  uint32_t many[3] = {64, 1, 1}, four[3] = {4, 1, 1};
+  // First the same launch shape with a spin that ends at once, no deadline set: a driver may
+  // compile at a shape's first launch (PoCL builds its work-group function then), and this
+  // test times the cancellation of a running kernel, not that build.
+  tsr_arg_t warm[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(-1)};
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, many, four, warm, 2));
+  TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
   write(out, 0, bytesOf({0, 0, 0, 0}));
   tsr_status_t st = tsr_stream_set_timeout(stream_, 200 * 1000000ull);
   if (tsr_status_code(st) == TSR_UNIMPLEMENTED) {
@@ -160,9 +169,6 @@ TEST_P(CtsKernelFaults, ALaunchPastItsDeadlineIsCancelledAndTheStreamGoesOn) {
     GTEST_SKIP() << info_.backend << " cannot cancel a running kernel (no deadlines)";
   }
   TSR_ASSERT_OK(st);
-  uint32_t grid[3] = {1, 1, 1}, wg[3] = {1, 1, 1};
-  // Every work-item of 64 workgroups spins: all of the device's threads are stuck in it.
-  uint32_t many[3] = {64, 1, 1}, four[3] = {4, 1, 1};
   tsr_arg_t spin[2] = {tsr_arg_buffer(out, 0), tsr_arg_i32(1)};
   auto t0 = std::chrono::steady_clock::now();
   TSR_ASSERT_OK(tsr_stream_launch(stream_, p->kernel("spin")->kernel, many, four, spin, 2));

@@ -126,12 +126,17 @@ graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm
   return l;
 }
 
+/// Bumped when the way a choice is measured changes (see shapeKey).
+constexpr const char *kChoiceMethod = "m2";
+
 std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
                      const graph::PlanKernelInfo &kernel, const FlatBatch &f) {
   const graph::PlanGemm &g = *kernel.gemm;
   std::ostringstream k;
-  k << info.name << '/' << info.architecture << ' ' << library << " M" << g.M << " N" << g.N << " K"
-    << g.K << " b" << f.count;
+  // kChoiceMethod names how the times were taken: a choice measured another way (the median
+  // of 3 before "fastest of 5, alternating") is measured again rather than trusted.
+  k << kChoiceMethod << ' ' << info.name << '/' << info.architecture << ' ' << library << " M"
+    << g.M << " N" << g.N << " K" << g.K << " b" << f.count;
   const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
   for (int i = 0; i < 3; ++i)
     k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
