@@ -31,6 +31,31 @@ std::vector<std::string> operandNames(const GemmForm &f) {
   return n;
 }
 
+// Adds to bases[i] (operand names[i], i >= first) the offset of batch entry `index`: the
+// index split into the batch dims last-first, each dim's index times the operand's stride.
+void addBatchOffsets(KernelText &k, const GemmForm &f, std::string index,
+                     const std::vector<std::string> &names, size_t first,
+                     std::vector<std::string> &bases) {
+  for (size_t d = f.batch.size(); d-- > 0;) {
+    const std::string D = "%D" + num(int64_t(d));
+    std::string idx = index;
+    if (d > 0) {
+      idx = k.fresh("bi");
+      k.line(idx + " = rem " + index + ", " + D + " : i64");
+      std::string q = k.fresh("bq");
+      k.line(q + " = div " + index + ", " + D + " : i64");
+      index = q;
+    }
+    for (size_t i = first; i < names.size(); ++i) {
+      std::string m = k.fresh("bm");
+      k.line(m + " = mul " + idx + ", %" + names[i] + "_bs" + num(int64_t(d)) + " : i64");
+      std::string b = k.fresh("bb");
+      k.line(b + " = add " + bases[i] + ", " + m + " : i64");
+      bases[i] = b;
+    }
+  }
+}
+
 // Opens the batch loop (when the output has batch dims) and returns each operand's base
 // offset for the current batch entry, in operandNames order: off + sum_d idx_d * bs_d, the
 // batch index split into dims last-first.
@@ -49,25 +74,7 @@ std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
   k.line("%g_bz0 = group_id.z : i64");
   k.line("%g_nbz = num_groups.z : i64");
   k.open("for %g_bz = %g_bz0 to " + count + " step %g_nbz : i64 {");
-  std::string rest = "%g_bz";
-  for (size_t d = f.batch.size(); d-- > 0;) {
-    const std::string D = "%D" + num(int64_t(d));
-    std::string idx = rest;
-    if (d > 0) {
-      idx = k.fresh("bi");
-      k.line(idx + " = rem " + rest + ", " + D + " : i64");
-      std::string q = k.fresh("bq");
-      k.line(q + " = div " + rest + ", " + D + " : i64");
-      rest = q;
-    }
-    for (size_t i = 0; i < names.size(); ++i) {
-      std::string m = k.fresh("bm");
-      k.line(m + " = mul " + idx + ", %" + names[i] + "_bs" + num(int64_t(d)) + " : i64");
-      std::string b = k.fresh("bb");
-      k.line(b + " = add " + bases[i] + ", " + m + " : i64");
-      bases[i] = b;
-    }
-  }
+  addBatchOffsets(k, f, "%g_bz", names, 0, bases);
   return bases;
 }
 
@@ -362,26 +369,9 @@ bool emitEpilogueKernel(KernelText &k, const Graph &g, const MatmulGroup &mm, co
   std::vector<std::string> names = operandNames(f), bases;
   for (const std::string &n : names)
     bases.push_back("%" + n + "_off");
-  std::string rest = k.fresh("bq");
-  k.line(rest + " = div %g_r, %M : i64");
-  for (size_t d = f.batch.size(); d-- > 0;) {
-    const std::string D = "%D" + num(int64_t(d));
-    std::string idx = rest;
-    if (d > 0) {
-      idx = k.fresh("bi");
-      k.line(idx + " = rem " + rest + ", " + D + " : i64");
-      std::string q = k.fresh("bq");
-      k.line(q + " = div " + rest + ", " + D + " : i64");
-      rest = q;
-    }
-    for (size_t i = 2; i < names.size(); ++i) { // A and B are not read
-      std::string m = k.fresh("bm");
-      k.line(m + " = mul " + idx + ", %" + names[i] + "_bs" + num(int64_t(d)) + " : i64");
-      std::string b = k.fresh("bb");
-      k.line(b + " = add " + bases[i] + ", " + m + " : i64");
-      bases[i] = b;
-    }
-  }
+  std::string entry = k.fresh("bq");
+  k.line(entry + " = div %g_r, %M : i64");
+  addBatchOffsets(k, f, entry, names, 2, bases); // A and B are not read
   k.open("if %g_ok {");
   // An extra's offset: its layout class is part of the text (as in the matrix kernel), so a
   // unit column stride is the column itself (a vector load, not a gather) and a broadcast
