@@ -573,24 +573,25 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
   };
   for (size_t i = 0; i < plan_.launches.size(); ++i) {
     // A GEMM measured faster in the vendor library runs as its extern kernel.
-    const bool external = i < externKernels_.size() && externKernels_[i];
-    const graph::PlanLaunch &l = external ? externLaunches_[i] : plan_.launches[i];
+    const ExternGemm *x =
+        i < externGemms_.size() && externGemms_[i].kernel ? &externGemms_[i] : nullptr;
+    const graph::PlanLaunch &l = x ? x->launch : plan_.launches[i];
     bindArgs(l);
     const auto t0 =
         profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    if (Status st = Status::fromC(tsr_stream_launch(
-            stream, external ? externKernels_[i].get() : launchKernels_[i]->kernel, l.grid,
-            l.workgroup, args.data(), static_cast<uint32_t>(args.size())));
+    if (Status st = Status::fromC(
+            tsr_stream_launch(stream, x ? x->kernel.get() : launchKernels_[i]->kernel, l.grid,
+                              l.workgroup, args.data(), static_cast<uint32_t>(args.size())));
         !st.ok())
       return Status(st.code(), "@" + l.kernel + ": " + st.message());
     // A vendor GEMM stored the plain product: the plan's epilogue kernel finishes it in place
     // (the matmul launch's arguments).
-    if (external && externEpilogues_[i]) {
-      const graph::PlanLaunch &e = externEpilogueLaunches_[i];
+    if (x && x->epilogue) {
+      const graph::PlanLaunch &e = x->epilogueLaunch;
       bindArgs(e);
-      if (Status st = Status::fromC(tsr_stream_launch(stream, externEpilogues_[i]->kernel, e.grid,
-                                                      e.workgroup, args.data(),
-                                                      static_cast<uint32_t>(args.size())));
+      if (Status st =
+              Status::fromC(tsr_stream_launch(stream, x->epilogue->kernel, e.grid, e.workgroup,
+                                              args.data(), static_cast<uint32_t>(args.size())));
           !st.ok())
         return Status(st.code(), "@" + e.kernel + ": " + st.message());
     }

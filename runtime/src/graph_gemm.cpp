@@ -298,22 +298,20 @@ void GemmChoiceCache::clearMemory() {
 // ("mkl.gemm.f32 + k0_matmul_epilogue").
 std::vector<std::string> GraphExecutable::launchedKernels() const {
   std::vector<std::string> names;
-  for (size_t i = 0; i < plan_.launches.size(); ++i)
-    names.push_back(i < externKernels_.size() && externKernels_[i]
-                        ? externLaunches_[i].kernel +
-                              (externEpilogues_[i] ? " + " + externEpilogueLaunches_[i].kernel : "")
-                        : plan_.launches[i].kernel);
+  for (size_t i = 0; i < plan_.launches.size(); ++i) {
+    const ExternGemm *x =
+        i < externGemms_.size() && externGemms_[i].kernel ? &externGemms_[i] : nullptr;
+    names.push_back(x ? x->launch.kernel + (x->epilogue ? " + " + x->epilogueLaunch.kernel : "")
+                      : plan_.launches[i].kernel);
+  }
   return names;
 }
 
 // --- GraphExecutable::chooseGemms ---------------------------------------------------------
 
 hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
-  externKernels_.clear();
-  externKernels_.resize(plan_.launches.size());
-  externLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
-  externEpilogues_.assign(plan_.launches.size(), nullptr);
-  externEpilogueLaunches_.assign(plan_.launches.size(), graph::PlanLaunch());
+  externGemms_.clear();
+  externGemms_.resize(plan_.launches.size());
   gemmChoices_.clear();
   const std::string dir = cache ? cache->dir().string() : "";
   hal::Executable externExe;
@@ -362,6 +360,16 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
     }
     if (!choice.reason.empty())
       continue;
+    // This launch runs as the library's kernel (and then its epilogue kernel, if any).
+    auto install = [&](hal::Kernel kernel, graph::PlanLaunch ext) {
+      ExternGemm &x = externGemms_[launch];
+      x.kernel = std::move(kernel);
+      x.launch = std::move(ext);
+      if (epilogue) {
+        x.epilogue = epilogue;
+        x.epilogueLaunch = *g.epilogue;
+      }
+    };
     if (!externExe && unavailable.empty()) {
       // The target's libraries in its order of preference, the first that loads wins; a
       // target naming none gets whatever the driver's blas.gemm.f32 is.
@@ -450,12 +458,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
         choice.impl = library;
         choice.reason = "forced to " + library + " (gemm_impl or TESSERA_GEMM_IMPL)" +
                         (skipped.empty() ? "" : " (" + skipped + ")");
-        externKernels_[launch] = std::move(kernel.value());
-        externLaunches_[launch] = ext;
-        if (epilogue) {
-          externEpilogues_[launch] = epilogue;
-          externEpilogueLaunches_[launch] = *g.epilogue;
-        }
+        install(std::move(kernel.value()), ext);
         continue;
       }
       const Candidate ct =
@@ -476,12 +479,7 @@ hal::Status GraphExecutable::chooseGemms(GemmImpl mode, CompileCache *cache) {
       auto kernel = externExe.kernel(ext.kernel.c_str());
       if (!kernel.ok())
         return kernel.status();
-      externKernels_[launch] = std::move(kernel.value());
-      externLaunches_[launch] = std::move(ext);
-      if (epilogue) {
-        externEpilogues_[launch] = epilogue;
-        externEpilogueLaunches_[launch] = *g.epilogue;
-      }
+      install(std::move(kernel.value()), std::move(ext));
     }
   }
   return Status();

@@ -238,13 +238,17 @@ private:
   graph::Plan plan_;
   std::shared_ptr<Program> program_;
   std::vector<const ProgramKernel *> launchKernels_; // one per plan launch
-  /// Per plan launch: the extern kernel that replaces it (null: the plan's) and its launch.
-  std::vector<hal::Kernel> externKernels_;
-  std::vector<graph::PlanLaunch> externLaunches_;
-  /// Per plan launch run externally: the plan kernel applying its epilogue afterwards (null:
-  /// none) and that launch (PlanGemm::epilogue).
-  std::vector<const ProgramKernel *> externEpilogues_;
-  std::vector<graph::PlanLaunch> externEpilogueLaunches_;
+  /// A plan launch run as the vendor library's GEMM: the extern kernel and its launch, then
+  /// the plan kernel applying the epilogue afterwards (null: none) and that launch
+  /// (PlanGemm::epilogue).
+  struct ExternGemm {
+    hal::Kernel kernel;
+    graph::PlanLaunch launch;
+    const ProgramKernel *epilogue = nullptr;
+    graph::PlanLaunch epilogueLaunch;
+  };
+  /// Per plan launch (kernel null: the plan's own kernel runs).
+  std::vector<ExternGemm> externGemms_;
   std::vector<GemmChoice> gemmChoices_;
   std::vector<hal::Buffer> pool_;          // one per plan buffer (Temp/Input)
   std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
