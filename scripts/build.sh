@@ -10,6 +10,9 @@ if [ ! -f "build/$preset/build.ninja" ]; then
   cmake --preset "$preset" >/dev/null
 fi
 echo "== building preset '$preset' (-j$jobs)"
-cmake --build --preset "$preset" -- -j"$jobs" | grep -v '^\[[0-9]*/[0-9]*\] ' || true
-# grep hides ninja's per-file progress; the build's own status decides success.
-test "${PIPESTATUS[0]}" -eq 0
+# grep hides ninja's per-file progress (and may find nothing to print); with pipefail the
+# pipeline's status is the build's.
+if ! cmake --build --preset "$preset" -- -j"$jobs" | { grep -v '^\[[0-9]*/[0-9]*\] ' || true; }; then
+  echo "build.sh: building preset '$preset' failed (errors above)" >&2
+  exit 1
+fi
