@@ -37,9 +37,14 @@
 #include <string>
 #include <vector>
 
-// glibc's libmvec erff over 16 floats (the AVX-512 variant of the same libm's erff), called
-// directly: clang does not map erff to libmvec by itself.
+// glibc's libmvec erff over 16 floats (the AVX-512 variant of the same libm's erff) or, on a
+// host without AVX-512 (the bench is built with -march=native), over 8 (the AVX2 variant),
+// called directly: clang does not map erff to libmvec by itself.
+#if defined(__AVX512F__)
 extern "C" __m512 _ZGVeN16v_erff(__m512);
+#elif defined(__AVX2__)
+extern "C" __m256 _ZGVdN8v_erff(__m256);
+#endif
 
 namespace gemmbench {
 
@@ -54,7 +59,7 @@ std::vector<float> randomMatrix(size_t n, uint32_t seed) {
 
 // The peer, loaded once (before any use: its kernels are chosen when it is loaded).
 const tessera::bench::OpenBlas &peer() {
-  static const tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
+  static const tessera::bench::OpenBlas blas(std::strncmp(tsr_mx_path_name(), "avx512", 6) == 0);
   return blas;
 }
 
@@ -98,6 +103,7 @@ void biasGeluPass(std::vector<float> &y, const std::vector<float> &bias, int N) 
   for (int64_t r = 0; r < rows; ++r) {
     float *row = y.data() + r * N;
     int j = 0;
+#if defined(__AVX512F__)
     const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f),
                  isq2 = _mm512_set1_ps(0.70710677f);
     for (; j + 16 <= N; j += 16) {
@@ -105,6 +111,15 @@ void biasGeluPass(std::vector<float> &y, const std::vector<float> &bias, int N) 
       __m512 e = _ZGVeN16v_erff(_mm512_mul_ps(z, isq2));
       _mm512_storeu_ps(row + j, _mm512_mul_ps(_mm512_mul_ps(half, z), _mm512_add_ps(one, e)));
     }
+#elif defined(__AVX2__)
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f),
+                 isq2 = _mm256_set1_ps(0.70710677f);
+    for (; j + 8 <= N; j += 8) {
+      __m256 z = _mm256_add_ps(_mm256_loadu_ps(row + j), _mm256_loadu_ps(bias.data() + j));
+      __m256 e = _ZGVdN8v_erff(_mm256_mul_ps(z, isq2));
+      _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_mul_ps(half, z), _mm256_add_ps(one, e)));
+    }
+#endif
     for (; j < N; ++j) {
       float z = row[j] + bias[j];
       row[j] = 0.5f * z * (1.f + erff(z * 0.70710677f));
