@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
-// glibc's libmvec erff (the vector variants of the same libm's erff, glibc >= 2.35) at the
-// widest width this build's -march=native has: 16 floats (AVX-512) or 8 (AVX2). Called
-// directly: clang does not map erff to libmvec by itself.
+// glibc's libmvec erff over 16 floats (the AVX-512 variant of the same libm's erff) or, on a
+// host without AVX-512 (the bench is built with -march=native), over 8 (the AVX2 variant),
+// called directly: clang does not map erff to libmvec by itself.
 #if defined(__AVX512F__)
 extern "C" __m512 _ZGVeN16v_erff(__m512);
 #elif defined(__AVX2__)
@@ -59,7 +59,7 @@ std::vector<float> randomMatrix(size_t n, uint32_t seed) {
 
 // The peer, loaded once (before any use: its kernels are chosen when it is loaded).
 const tessera::bench::OpenBlas &peer() {
-  static const tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
+  static const tessera::bench::OpenBlas blas(std::strncmp(tsr_mx_path_name(), "avx512", 6) == 0);
   return blas;
 }
 

@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
         Bt[size_t(j) * ld + k] = B[size_t(k) * ld + j],
                             Bbt[size_t(j) * ld + k] = Bb[size_t(k) * ld + j];
   double flop = 2.0 * n * n * n;
-  tessera::bench::OpenBlas blas(tsr_mx_path_name()[0] == 'a');
+  tessera::bench::OpenBlas blas(std::strncmp(tsr_mx_path_name(), "avx512", 6) == 0);
   double blasGf = 0;
   if (blas.sgemm) {
     blas.setThreads(1);

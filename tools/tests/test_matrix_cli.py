@@ -227,10 +227,11 @@ def test_matrix_examples_match_the_interpreter(device, example):
     assert "MISMATCH" not in r.stdout and " ok" in r.stdout, r.stdout
 
 
-@pytest.mark.parametrize("path", ["generic", None])
+@pytest.mark.parametrize("path", ["generic", "avx2", None])
 def test_cpu_matrix_runtime_paths_agree_with_the_interpreter(tmp_path, path):
-    """The CPU matrix runtime's generic C++ path (forced by TESSERA_MX_PATH=generic) and the
-    one CPUID picks, each on a fresh cache, judged against the interpreter."""
+    """The CPU matrix runtime's generic C++ path (forced by TESSERA_MX_PATH=generic), its avx2
+    path (TESSERA_MX_PATH=avx2; the detected one where the host lacks AVX2) and the one CPUID
+    picks, each on a fresh cache, judged against the interpreter."""
     env = dict(os.environ, TESSERA_CACHE_DIR=str(tmp_path))
     if path:
         env["TESSERA_MX_PATH"] = path

@@ -2,8 +2,8 @@
  *
  * JIT-compiled kernels call these C functions to execute the IR's subgroup-scope matrix ops
  * (matrix_load / matrix_store / matrix_fill / matrix_mad); the library picks its code path
- * (generic C++, AVX-512) once per process by CPUID. A matrix value is one 64-byte-aligned block
- * of tsr_mx_tile_bytes() bytes per subgroup:
+ * (generic C++, AVX2, AVX-512) once per process by CPUID. A matrix value is one 64-byte-aligned
+ * block of tsr_mx_tile_bytes() bytes per subgroup:
  *   - `acc` tiles are plain row-major R x C arrays of the storage type (the codegen reads and
  *     writes them directly for matrix_map and matrix_fill): f32 -> float, i32 -> int32_t,
  *     f16 -> float (held as f32), bf16 -> uint16_t (bf16 bits), i8 -> int16_t;
@@ -84,11 +84,11 @@ void tsr_mx_fill(const tsr_mx_shape *s, void *tile, double v);
 void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, const void *b, const void *c,
                 void *d);
 
-/* The code path this process uses: "generic", "avx512" (AVX-512F/BW/VL: f32/f16 kernels),
- * "avx512-vnni" (also vpdpwssd for i8) or "avx512-bf16" (also AVX512_BF16 and VNNI). Chosen once,
- * by CPUID and XGETBV; the environment variable TESSERA_MX_PATH=generic|avx512 overrides it
- * (tests), a path the host cannot run is refused with a message on stderr and the detected path
- * used. */
+/* The code path this process uses: "generic", "avx2" (AVX2 + FMA + F16C, hosts without
+ * AVX-512), "avx512" (AVX-512F/BW/VL: f32/f16 kernels), "avx512-vnni" (also vpdpwssd for i8) or
+ * "avx512-bf16" (also AVX512_BF16 and VNNI). Chosen once, by CPUID and XGETBV; the environment
+ * variable TESSERA_MX_PATH=generic|avx2|avx512 overrides it (tests), a path the host cannot run
+ * is refused with a message on stderr and the detected path used. */
 const char *tsr_mx_path_name(void);
 
 #undef TSR_MX_INLINE

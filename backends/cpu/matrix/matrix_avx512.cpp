@@ -10,6 +10,8 @@
 #include "backends/cpu/matrix/matrix_kernels.h"
 
 #if defined(__x86_64__)
+#include "backends/cpu/matrix/matrix_full_tiles.h"
+
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -225,115 +227,8 @@ TSR_AVX512 void i16ToI8(const int16_t *src, int8_t *dst, int n) {
   }
 }
 
-// ---- whole in-range row-major tiles (matrix_kernels.h, loadFull / storeFull)
-
-// Row r of a tile: C elements of `bytes` each, copied in 64-byte vectors (the last one masked;
-// only an 8-column bf16 / f32 row, 16 or 32 bytes, is shorter than a vector).
-TSR_AVX512_INLINE void copyRow(const char *src, char *dst, int bytes) {
-  int i = 0;
-  for (; i + 64 <= bytes; i += 64)
-    _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
-  if (i < bytes) {
-    __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
-    _mm512_mask_storeu_epi8(dst + i, m, _mm512_maskz_loadu_epi8(m, src + i));
-  }
-}
-
-// b of bf16 / i8: two memory rows 2p, 2p + 1 into one pair row (32-bit lanes: row 2p's element
-// in the low half, row 2p + 1's in the high half), 16 columns per step.
-template <bool I8>
-TSR_AVX512_INLINE void packPairRow(const void *r0, const void *r1, uint16_t *dst, int C) {
-  for (int j = 0; j < C; j += 16) {
-    __mmask16 m = C - j >= 16 ? 0xffff : 0x00ff;
-    __m512i lo, hi;
-    if constexpr (I8) {
-      lo = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r0 + j));
-      hi = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r1 + j));
-      lo = _mm512_and_si512(lo, _mm512_set1_epi32(0xffff));
-    } else {
-      lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r0 + j));
-      hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r1 + j));
-    }
-    _mm512_mask_storeu_epi32(dst + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-  }
-}
-
-// Prefetches (into L2) the tile a GEMM's k loop loads next from the same matrix: a (M x K) moves
-// right by K columns, b (K x N) down by K rows. A guess that costs one prefetch per cache line
-// and never faults (addresses are computed as integers; a prefetch outside the mapping is
-// dropped), and hides most of the memory latency of the next load behind this tile's mad.
-TSR_AVX512_INLINE void prefetchNextTile(const tsr_mx_shape *s, const char *in, int64_t ld, int mb) {
-  if (s->use == TSR_MX_USE_ACC)
-    return;
-  uintptr_t base = uintptr_t(in), rowBytes = uintptr_t(s->cols) * mb, step = uintptr_t(ld * mb);
-  uintptr_t next = s->use == TSR_MX_USE_A ? base + rowBytes : base + step * s->rows;
-  for (int r = 0; r < s->rows; ++r, next += step)
-    for (uintptr_t i = 0; i < rowBytes; i += 64)
-      _mm_prefetch(reinterpret_cast<const char *>(next + i), _MM_HINT_T1);
-}
-
-TSR_AVX512 bool loadFull(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
-  int R = s->rows, C = s->cols;
-  const char *in = static_cast<const char *>(src);
-  prefetchNextTile(s, in, ld, s->elem == TSR_MX_I8 ? 1 : s->elem == TSR_MX_F32 ? 4 : 2);
-  if (s->use == TSR_MX_USE_B && (s->elem == TSR_MX_BF16 || s->elem == TSR_MX_I8)) {
-    int mb = s->elem == TSR_MX_I8 ? 1 : 2;
-    auto *out = static_cast<uint16_t *>(tile);
-    for (int p = 0; p < R / 2; ++p) {
-      const char *r0 = in + 2 * p * ld * mb, *r1 = r0 + ld * mb;
-      if (s->elem == TSR_MX_I8)
-        packPairRow<true>(r0, r1, out + 2 * p * C, C);
-      else
-        packPairRow<false>(r0, r1, out + 2 * p * C, C);
-    }
-    return true;
-  }
-  char *out = static_cast<char *>(tile);
-  for (int r = 0; r < R; ++r) {
-    switch (s->elem) {
-    case TSR_MX_F16:
-      f16ToF32((const uint16_t *)(in + r * ld * 2), (float *)out + r * C, C);
-      break;
-    case TSR_MX_I8:
-      i8ToI16((const int8_t *)(in + r * ld), (int16_t *)out + r * C, C);
-      break;
-    case TSR_MX_BF16:
-      copyRow(in + r * ld * 2, out + r * C * 2, C * 2);
-      break;
-    default: // f32, i32
-      copyRow(in + r * ld * 4, out + r * C * 4, C * 4);
-      break;
-    }
-  }
-  return true;
-}
-
-TSR_AVX512 bool storeFull(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld) {
-  if (s->use != TSR_MX_USE_ACC) // a / b stores are rare: the general path
-    return false;
-  int R = s->rows, C = s->cols;
-  const char *in = static_cast<const char *>(tile);
-  char *out = static_cast<char *>(dst);
-  for (int r = 0; r < R; ++r) {
-    switch (s->elem) {
-    case TSR_MX_F16:
-      f32ToF16((const float *)in + r * C, (uint16_t *)(out + r * ld * 2), C);
-      break;
-    case TSR_MX_I8:
-      i16ToI8((const int16_t *)in + r * C, (int8_t *)(out + r * ld), C);
-      break;
-    case TSR_MX_BF16:
-      copyRow(in + r * C * 2, out + r * ld * 2, C * 2);
-      break;
-    default:
-      copyRow(in + r * C * 4, out + r * ld * 4, C * 4);
-      break;
-    }
-  }
-  return true;
-}
-
-// ---- whole in-range col-major tiles (matrix_kernels.h, loadFullCol)
+// ---- whole in-range tiles (matrix_kernels.h, loadFull / storeFull / loadFullCol): the shared
+// logic of matrix_full_tiles.h with these row helpers.
 
 // In-register transpose of 16 vectors of 16 32-bit lanes: v[i][j] -> v[j][i].
 TSR_AVX512_INLINE void transpose16x16(__m512i v[16]) {
@@ -363,75 +258,95 @@ TSR_AVX512_INLINE void transpose16x16(__m512i v[16]) {
     v[i] = t[i];
 }
 
-// dst (R x C 32-bit words, row-major) = the transpose of the C x R word matrix in memory, word
-// (c, r) at src + c * stride + r * elemBytes bytes, read by Load(ptr, mask) as 16 words of one
-// memory row (f32 / i32 as they are, f16 converted, bf16 / i8 pairs). 16 x 16 blocks; an edge
-// block of fewer rows / columns (8, or 4 pair rows of an 8-row b tile) loads and stores under
-// masks, its unused lanes zero and never stored. No prefetch of the next tile (unlike loadFull).
-template <int elemBytes, class Load>
-TSR_AVX512_INLINE void transposeIn(const char *src, int64_t stride, uint32_t *dst, int R, int C,
-                                   Load load) {
-  for (int c0 = 0; c0 < C; c0 += 16) {
-    int nc = C - c0 < 16 ? C - c0 : 16;
-    __mmask16 mc = __mmask16((1u << nc) - 1);
-    for (int r0 = 0; r0 < R; r0 += 16) {
-      int nr = R - r0 < 16 ? R - r0 : 16;
-      __mmask16 mr = __mmask16((1u << nr) - 1);
-      __m512i v[16];
-      const char *p = src + c0 * stride + int64_t(r0) * elemBytes;
-      for (int i = 0; i < 16; ++i)
-        v[i] = i < nc ? load(p + i * stride, mr) : _mm512_setzero_si512();
-      transpose16x16(v);
-      for (int j = 0; j < nr; ++j)
-        _mm512_mask_storeu_epi32(dst + (r0 + j) * C + c0, mc, v[j]);
+struct Rows {
+  static constexpr auto halfRow = &f16ToF32;
+  static constexpr auto i8Row = &i8ToI16;
+  static constexpr auto toHalfRow = &f32ToF16;
+  static constexpr auto toI8Row = &i16ToI8;
+
+  // Row r of a tile: `bytes` bytes copied in 64-byte vectors (the last one masked; only an
+  // 8-column bf16 / f32 row, 16 or 32 bytes, is shorter than a vector).
+  TSR_AVX512 static inline void copyRow(const char *src, char *dst, int bytes) {
+    int i = 0;
+    for (; i + 64 <= bytes; i += 64)
+      _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+    if (i < bytes) {
+      __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
+      _mm512_mask_storeu_epi8(dst + i, m, _mm512_maskz_loadu_epi8(m, src + i));
     }
   }
+
+  // b of bf16 / i8: two memory rows 2p, 2p + 1 into one pair row (32-bit lanes: row 2p's
+  // element in the low half, row 2p + 1's in the high half), 16 columns per step.
+  template <bool I8>
+  TSR_AVX512 static inline void pairRow(const void *r0, const void *r1, uint16_t *dst, int C) {
+    for (int j = 0; j < C; j += 16) {
+      __mmask16 m = C - j >= 16 ? 0xffff : 0x00ff;
+      __m512i lo, hi;
+      if constexpr (I8) {
+        lo = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r0 + j));
+        hi = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)r1 + j));
+        lo = _mm512_and_si512(lo, _mm512_set1_epi32(0xffff));
+      } else {
+        lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r0 + j));
+        hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)r1 + j));
+      }
+      _mm512_mask_storeu_epi32(dst + 2 * j, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+
+  // dst (R x C 32-bit words, row-major) = the transpose of the C x R word matrix in memory, word
+  // (c, r) at src + c * stride + r * elemBytes bytes, read by Load(ptr, mask) as 16 words of one
+  // memory row (f32 / i32 as they are, f16 converted, bf16 / i8 pairs). 16 x 16 blocks; an edge
+  // block of fewer rows / columns (8, or 4 pair rows of an 8-row b tile) loads and stores under
+  // masks, its unused lanes zero and never stored. No prefetch of the next tile (unlike
+  // loadFull).
+  template <int elemBytes, class Load>
+  TSR_AVX512 static inline void transposeIn(const char *src, int64_t stride, uint32_t *dst, int R,
+                                            int C, Load load) {
+    for (int c0 = 0; c0 < C; c0 += 16) {
+      int nc = C - c0 < 16 ? C - c0 : 16;
+      __mmask16 mc = __mmask16((1u << nc) - 1);
+      for (int r0 = 0; r0 < R; r0 += 16) {
+        int nr = R - r0 < 16 ? R - r0 : 16;
+        __mmask16 mr = __mmask16((1u << nr) - 1);
+        __m512i v[16];
+        const char *p = src + c0 * stride + int64_t(r0) * elemBytes;
+        for (int i = 0; i < 16; ++i)
+          v[i] = i < nc ? load(p + i * stride, mr) : _mm512_setzero_si512();
+        transpose16x16(v);
+        for (int j = 0; j < nr; ++j)
+          _mm512_mask_storeu_epi32(dst + (r0 + j) * C + c0, mc, v[j]);
+      }
+    }
+  }
+
+  // Loaders of one memory row of 16 words for transposeIn.
+  struct LoadWords { // f32 / i32, bf16 pairs
+    TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+      return _mm512_maskz_loadu_epi32(m, p);
+    }
+  };
+  struct LoadF16 { // f16 -> f32
+    TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+      return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)));
+    }
+  };
+  struct LoadI8Pairs { // i8 pairs -> i16 pairs, sign-extended
+    TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
+      return _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi16(m, p));
+    }
+  };
+};
+
+TSR_AVX512 bool loadFull(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
+  return loadFullTile<Rows>(s, tile, src, ld);
 }
-
-// Loaders of one memory row of 16 words for transposeIn.
-struct LoadWords { // f32 / i32, bf16 pairs
-  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
-    return _mm512_maskz_loadu_epi32(m, p);
-  }
-};
-struct LoadF16 { // f16 -> f32
-  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
-    return _mm512_castps_si512(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)));
-  }
-};
-struct LoadI8Pairs { // i8 pairs -> i16 pairs, sign-extended
-  TSR_AVX512_INLINE __m512i operator()(const char *p, __mmask16 m) const {
-    return _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi16(m, p));
-  }
-};
-
+TSR_AVX512 bool storeFull(const tsr_mx_shape *s, const void *tile, void *dst, int64_t ld) {
+  return storeFullTile<Rows>(s, tile, dst, ld);
+}
 TSR_AVX512 bool loadFullCol(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld) {
-  int R = s->rows, C = s->cols;
-  const char *in = static_cast<const char *>(src);
-  auto *out = static_cast<uint32_t *>(tile);
-  switch (s->elem) {
-  case TSR_MX_F32:
-  case TSR_MX_I32:
-    transposeIn<4>(in, ld * 4, out, R, C, LoadWords());
-    return true;
-  case TSR_MX_F16: // held as f32
-    transposeIn<2>(in, ld * 2, out, R, C, LoadF16());
-    return true;
-  case TSR_MX_BF16:
-  case TSR_MX_I8:
-    if (s->use != TSR_MX_USE_B)
-      return false; // a tiles: 16-bit row-major storage, the general path
-    // The pair layout (matrix_kernels.h) as 32-bit words: word (p, j) = b[2p][j] | b[2p + 1][j]
-    // << 16, and in col-major memory b[2p][j], b[2p + 1][j] are adjacent: the word at element
-    // j * ld + 2p. So the tile is the transpose of memory viewed as an N x K/2 word matrix.
-    if (s->elem == TSR_MX_BF16)
-      transposeIn<4>(in, ld * 2, out, R / 2, C, LoadWords());
-    else // i8: each byte pair sign-extended to an i16 pair
-      transposeIn<2>(in, ld, out, R / 2, C, LoadI8Pairs());
-    return true;
-  default:
-    return false;
-  }
+  return loadFullColTile<Rows>(s, tile, src, ld);
 }
 
 struct Features {

@@ -1,5 +1,5 @@
 // The generic (portable C++) path of the CPU matrix runtime: plain loops over the packed
-// layouts of matrix_kernels.h, for hosts without AVX-512 and as the path tests force with
+// layouts of matrix_kernels.h, for hosts without AVX2 and as the path tests force with
 // TESSERA_MX_PATH=generic. Correct first, compiler-vectorised where it happens to be; it must
 // never use an instruction outside baseline x86-64 (the library runs on any x86-64 host).
 #include "backends/cpu/matrix/matrix_kernels.h"

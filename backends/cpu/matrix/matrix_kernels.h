@@ -1,6 +1,6 @@
 // The code paths of the CPU matrix runtime behind matrix_abi.h: one table of kernels per path
-// (generic C++, AVX-512), chosen once per process in matrix_runtime.cpp. The bounds and fault
-// logic of load/store lives once, in matrix_access.cpp, and calls only the table's contiguous
+// (generic C++, AVX2 + FMA, AVX-512), chosen once per process in matrix_runtime.cpp. The bounds and
+// fault logic of load/store lives once, in matrix_access.cpp, and calls only the table's contiguous
 // row converters, so every path faults identically. Internal: the codegen sees only the ABI.
 //
 // Packed layouts (tile storage, see matrix_abi.h for the storage types):
@@ -51,8 +51,12 @@ const Kernels &genericKernels();
 // The AVX-512 table when the host can run it (CPUID + XGETBV), else nullptr. Its bf16 / i8
 // kernels fall back to the generic ones where AVX512_BF16 / AVX512_VNNI are missing.
 const Kernels *avx512Kernels();
-// The table for a TESSERA_MX_PATH value (NULL or "": the detected one). A path this host cannot
-// run, or an unknown name, gives the detected table and a one-line *warning saying so.
+// The AVX2 table ("avx2": AVX2, FMA, F16C; for hosts without AVX-512) when the host can run it
+// (CPUID + XGETBV), else nullptr. No bf16 dot kernel (madBf16Dot is nullptr).
+const Kernels *avx2Kernels();
+// The table for a TESSERA_MX_PATH value generic | avx2 | avx512 (NULL or "": the detected one,
+// avx512 where available, else avx2, else generic). A path this host cannot run, or an unknown
+// name, gives the detected table and a one-line *warning saying so.
 const Kernels &kernelsFor(const char *request, std::string *warning);
 // The table this process uses (kernelsFor(getenv("TESSERA_MX_PATH")), the warning printed on
 // stderr), chosen on the first call.

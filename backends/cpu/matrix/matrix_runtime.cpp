@@ -26,20 +26,26 @@ bool validDim(int d) { return d == 8 || d == 16 || d == 32 || d == 64 || d == 12
 namespace tessera::cpu_mx {
 
 const Kernels &kernelsFor(const char *request, std::string *warning) {
-  const Kernels *avx = avx512Kernels();
-  const Kernels &detected = avx ? *avx : genericKernels();
+  const Kernels *avx512 = avx512Kernels(), *avx2 = avx2Kernels();
+  const Kernels &detected = avx512 ? *avx512 : avx2 ? *avx2 : genericKernels();
   if (!request || !*request)
     return detected;
   if (std::strcmp(request, "generic") == 0)
     return genericKernels();
-  bool wantsAvx = std::strcmp(request, "avx512") == 0;
-  if (wantsAvx && avx)
-    return *avx;
+  const char *why = "unknown path";
+  if (std::strcmp(request, "avx512") == 0) {
+    if (avx512)
+      return *avx512;
+    why = "this host cannot run AVX-512";
+  } else if (std::strcmp(request, "avx2") == 0) {
+    if (avx2)
+      return *avx2;
+    why = "this host cannot run AVX2 + FMA + F16C";
+  }
   if (warning)
-    *warning = std::string("TESSERA_MX_PATH=") + request + ": " +
-               (wantsAvx ? "this host cannot run AVX-512" : "unknown path") +
+    *warning = std::string("TESSERA_MX_PATH=") + request + ": " + why +
                "; using the detected matrix path '" + detected.name +
-               "' (choices: generic, avx512)";
+               "' (choices: generic, avx2, avx512)";
   return detected;
 }
 

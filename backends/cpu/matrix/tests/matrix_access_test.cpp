@@ -1,7 +1,8 @@
 // The CPU matrix runtime's load / store / fill (matrix_abi.h) against naive references written
 // here: every element type, use, shape class and layout; bounds, stride 0, negative strides,
 // out-of-range and overflowing indices with the first fault. ctest runs this binary on the
-// detected path and with TESSERA_MX_PATH=generic (matrix_mad_test.cpp is the other half). The
+// detected path and with TESSERA_MX_PATH=generic and =avx2 (matrix_mad_test.cpp is the other
+// half). The
 // references share no code with the runtime (f16 conversions use the compiler's _Float16).
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/cpu/matrix/matrix_kernels.h"
@@ -100,31 +101,55 @@ void checkLoad(const tsr_mx_shape &s, const Access &x, std::mt19937 &rng) {
   EXPECT_TRUE(storeDense(s, t.p) == e.dense) << "loaded tile differs from the reference";
 }
 
+// Whether the host runs the AVX2 path, by the compiler's CPU model (not the runtime's CPUID
+// code, which this checks).
+bool hostHasAvx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+// The path the runtime should detect: AVX-512 first, then AVX2, then generic.
+std::string detectedPath() {
+  if (const tessera::cpu_mx::Kernels *k = tessera::cpu_mx::avx512Kernels())
+    return k->name;
+  return hostHasAvx2() ? "avx2" : "generic";
+}
+
 TEST(MatrixRuntime, PathName) {
   std::string name = tsr_mx_path_name();
   const char *env = std::getenv("TESSERA_MX_PATH");
   if (env && std::string(env) == "generic")
     EXPECT_EQ(name, "generic");
+  else if (env && std::string(env) == "avx2" && hostHasAvx2())
+    EXPECT_EQ(name, "avx2");
   else
-    EXPECT_EQ(name, tessera::cpu_mx::avx512Kernels() ? tessera::cpu_mx::avx512Kernels()->name
-                                                     : "generic");
+    EXPECT_EQ(name, detectedPath());
 }
 
 TEST(MatrixRuntime, PathRequests) {
   using tessera::cpu_mx::kernelsFor;
-  const tessera::cpu_mx::Kernels *avx = tessera::cpu_mx::avx512Kernels();
-  std::string detected = avx ? avx->name : "generic", warning;
+  const tessera::cpu_mx::Kernels *avx512 = tessera::cpu_mx::avx512Kernels();
+  EXPECT_EQ(tessera::cpu_mx::avx2Kernels() != nullptr, hostHasAvx2());
+  std::string detected = detectedPath(), warning;
   EXPECT_STREQ(kernelsFor(nullptr, &warning).name, detected.c_str());
   EXPECT_STREQ(kernelsFor("", &warning).name, detected.c_str());
   EXPECT_STREQ(kernelsFor("generic", &warning).name, "generic");
   EXPECT_EQ(warning, "");
+  EXPECT_STREQ(kernelsFor("avx2", &warning).name, hostHasAvx2() ? "avx2" : detected.c_str());
+  EXPECT_EQ(warning,
+            hostHasAvx2()
+                ? ""
+                : "TESSERA_MX_PATH=avx2: this host cannot run AVX2 + FMA + F16C; using the "
+                  "detected matrix path 'generic' (choices: generic, avx2, avx512)");
+  warning.clear();
   EXPECT_STREQ(kernelsFor("avx512", &warning).name, detected.c_str());
-  EXPECT_EQ(warning, avx ? ""
-                         : "TESSERA_MX_PATH=avx512: this host cannot run AVX-512; using the "
-                           "detected matrix path 'generic' (choices: generic, avx512)");
+  EXPECT_EQ(warning, avx512 ? ""
+                            : "TESSERA_MX_PATH=avx512: this host cannot run AVX-512; using the "
+                              "detected matrix path '" +
+                                  detected + "' (choices: generic, avx2, avx512)");
   EXPECT_STREQ(kernelsFor("amx", &warning).name, detected.c_str());
   EXPECT_EQ(warning, "TESSERA_MX_PATH=amx: unknown path; using the detected matrix path '" +
-                         detected + "' (choices: generic, avx512)");
+                         detected + "' (choices: generic, avx2, avx512)");
 }
 
 TEST(MatrixRuntime, ShapeErrors) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -145,11 +146,28 @@ void checkMad(const MadCase &m, const void *d, const std::string &what) {
     }
 }
 
+// Every table this host can run: generic, avx2 (AVX2 hosts, AVX-512 hosts too), avx512.
 std::vector<const Kernels *> allPaths() {
   std::vector<const Kernels *> v{&tessera::cpu_mx::genericKernels()};
+  if (const Kernels *k = tessera::cpu_mx::avx2Kernels())
+    v.push_back(k);
   if (const Kernels *k = tessera::cpu_mx::avx512Kernels())
     v.push_back(k);
   return v;
+}
+
+TEST(MatrixRuntime, EveryRunnablePathIsTested) {
+  std::vector<std::string> names;
+  for (const Kernels *k : allPaths())
+    names.push_back(k->name);
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("f16c");
+  EXPECT_EQ(names.size(),
+            1u + avx2 +
+                (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")));
+  if (avx2)
+    EXPECT_EQ(names[1], "avx2");
 }
 
 void callKernel(const Kernels &k, const MadCase &m, const MadTiles &t, void *d) {
@@ -198,6 +216,38 @@ TEST(MatrixRuntime, MadEveryShapeAndType) {
         }
 }
 
+// The SIMD paths compute each f32 / bf16 d element as c followed by one FMA per k, in k order
+// (what docs/backends.md promises, so a GEMM's result does not depend on the path's blocking):
+// bit for bit against that chain written as a scalar loop with std::fma. The generic path is
+// exempt (baseline x86-64 has no FMA: a multiply and an add).
+TEST(MatrixRuntime, MadIsAnFmaChainInKOrder) {
+  std::mt19937 rng(9);
+  for (uint8_t in : {TSR_MX_F32, TSR_MX_BF16})
+    for (auto [M, N, K] : {std::array{8, 8, 8}, std::array{64, 64, 64}, std::array{16, 128, 32},
+                           std::array{128, 16, 64}, std::array{32, 8, 128}}) {
+      MadCase m = makeMad(in, M, N, K, rng);
+      MadTiles t(m);
+      for (const Kernels *k : allPaths()) {
+        if (std::string(k->name) == "generic")
+          continue;
+        callKernel(*k, m, t, t.d.p);
+        const float *d = reinterpret_cast<const float *>(t.d.p);
+        int bad = 0;
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            float want = float(m.cv[size_t(i * N + j)]);
+            for (int kk = 0; kk < K; ++kk)
+              want =
+                  std::fma(float(m.av[size_t(i * K + kk)]), float(m.bv[size_t(kk * N + j)]), want);
+            if (std::memcmp(&want, &d[i * N + j], 4) != 0 && bad++ < 3)
+              ADD_FAILURE() << k->name << " in " << int(in) << " " << M << "x" << N << "x" << K
+                            << " d[" << i << "][" << j << "] = " << d[i * N + j] << ", chain "
+                            << want;
+          }
+      }
+    }
+}
+
 // i8: the i32 sum wraps modulo 2^32 (c near the limits, all products of one sign).
 TEST(MatrixRuntime, MadI8Wraps) {
   std::mt19937 rng(7);
@@ -238,7 +288,7 @@ TEST(MatrixRuntime, MadSpecialValues) {
   }
 }
 
-// The AVX-512 converters agree with the generic ones on every f16 bit pattern, and on f32
+// Every path's converters agree with the compiler's _Float16 on every f16 bit pattern, and on f32
 // values around every f16 rounding boundary.
 TEST(MatrixRuntime, ConvertersAgreeAcrossPaths) {
   const Kernels &g = tessera::cpu_mx::genericKernels();
@@ -286,6 +336,67 @@ TEST(MatrixRuntime, ConvertersAgreeAcrossPaths) {
     for (size_t i = 0; i < 299; ++i)
       ASSERT_EQ(i16[i], int16_t(i8[i]));
     EXPECT_EQ(i16[299], 0) << "wrote past n";
+    // i16 -> i8 truncates (the low byte), every i16 value, a tail that is not a vector.
+    std::vector<int16_t> all(65536);
+    for (int i = 0; i < 65536; ++i)
+      all[size_t(i)] = int16_t(i - 32768);
+    std::vector<int8_t> low(65536, 0x55);
+    k->i16ToI8(all.data(), low.data(), 65535);
+    for (int i = 0; i < 65535; ++i)
+      ASSERT_EQ(low[size_t(i)], int8_t(uint8_t(i))) << k->name << " " << all[size_t(i)];
+    EXPECT_EQ(low[65535], 0x55) << k->name << " wrote past n";
+  }
+}
+
+// f16 <-> f32 bit for bit as the generic converters, NaNs included: every f16 pattern (vcvtph2ps
+// quiets signalling NaNs, which the avx2 converter undoes), and every f32 NaN (vcvtps2ph keeps
+// the payload's top bits as floatToHalf does), with lengths that leave a scalar tail. The
+// AVX-512 converters are exempt: they quiet signalling f16 NaNs (docs/ir.md promises no NaN
+// payload; only the avx2 path is made to match).
+TEST(MatrixRuntime, F16ConvertersMatchGenericBits) {
+  const Kernels &g = tessera::cpu_mx::genericKernels();
+  std::vector<uint16_t> h(65536);
+  for (int i = 0; i < 65536; ++i)
+    h[size_t(i)] = uint16_t(i);
+  std::vector<float> want(65536);
+  g.f16ToF32(h.data(), want.data(), 65536);
+  // f32 NaNs: both signs, every payload with one of its low 12 bits patterns in a sparse set.
+  std::vector<float> nans;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t man = 1; man < 0x800000u; man += man < 64 ? 1 : 61) {
+      uint32_t bits = sign | 0x7f800000u | man;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      nans.push_back(f);
+    }
+  std::vector<uint16_t> wantH(nans.size());
+  g.f32ToF16(nans.data(), wantH.data(), int(nans.size()));
+  // The generic NaN rules against their formulas, so that the comparisons below cannot pass on
+  // one mistake made twice: f32 -> f16 sets the quiet bit and keeps the sign and the payload's
+  // top 10 bits; f16 -> f32 keeps sign and payload as they are.
+  for (size_t i = 0; i < nans.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &nans[i], 4);
+    ASSERT_EQ(wantH[i], uint16_t(((bits >> 16) & 0x8000) | 0x7e00 | ((bits >> 13) & 0x3ff)));
+  }
+  for (uint32_t x = 0x7c01; x < 0x10000; x += x == 0x7fff ? 0x7c02 : 1) {
+    uint32_t bits;
+    std::memcpy(&bits, &want[x], 4);
+    ASSERT_EQ(bits, ((x & 0x8000) << 16) | 0x7f800000u | ((x & 0x3ff) << 13)) << std::hex << x;
+  }
+  for (const Kernels *k : allPaths()) {
+    if (std::string(k->name).rfind("avx512", 0) == 0)
+      continue;
+    std::vector<float> f(65536, -1.0f);
+    k->f16ToF32(h.data(), f.data(), 65533);
+    for (int i = 0; i < 65533; ++i)
+      ASSERT_EQ(std::memcmp(&f[size_t(i)], &want[size_t(i)], 4), 0)
+          << k->name << " f16 0x" << std::hex << i;
+    EXPECT_EQ(f[65533], -1.0f) << k->name << " wrote past n";
+    std::vector<uint16_t> out(nans.size());
+    k->f32ToF16(nans.data(), out.data(), int(nans.size()));
+    for (size_t i = 0; i < nans.size(); ++i)
+      ASSERT_EQ(out[i], wantH[i]) << k->name << " NaN " << i;
   }
 }
 
