@@ -66,6 +66,9 @@ public:
   /// A GLSL.std.450 instruction; in the Kernel flavour its OpenCL.std equivalent (only those
   /// with the same semantics are mapped: see openclInst in spirv_flavour.cpp).
   Id glsl(Id type, uint32_t inst, std::initializer_list<Id> args);
+  /// GLSL.std.450 Floor / Ceil / Trunc / RoundEven of an f64 `x` (type T), exactly, from adds
+  /// and selects (the Shader flavour's glsl() routes them here; see the definition for why).
+  Id roundF64(uint32_t inst, Id x, Id T);
 
   // --- flavour differences (spirv_flavour.cpp) -------------------------------------------
   bool kernel() const { return kernel_; }
