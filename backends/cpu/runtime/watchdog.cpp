@@ -21,7 +21,11 @@ uint64_t Watchdog::arm(Clock::time_point deadline, std::atomic<uint32_t> *flag) 
   entries_[id] = {deadline, flag};
   if (!thread_.joinable())
     thread_ = std::thread([this] { run(); });
-  cv_.notify_all();
+  if (deadline < wakeAt_) {
+    wakeAt_ = deadline; // also keeps later arms before the thread runs from notifying again
+    ++wakeups_;
+    cv_.notify_all();
+  }
   return id;
 }
 
@@ -33,27 +37,22 @@ void Watchdog::disarm(uint64_t id) {
 void Watchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    if (entries_.empty()) {
-      cv_.wait(lock);
-      continue;
-    }
-    Clock::time_point earliest = Clock::time_point::max();
-    for (const auto &[id, e] : entries_)
-      earliest = std::min(earliest, e.deadline);
-    if (Clock::now() < earliest) {
-      cv_.wait_until(lock, earliest);
-      continue;
-    }
     // Under the lock, so disarm() cannot return while a flag is being raised.
-    Clock::time_point now = Clock::now();
+    Clock::time_point now = Clock::now(), earliest = Clock::time_point::max();
     for (auto it = entries_.begin(); it != entries_.end();) {
       if (it->second.deadline > now) {
+        earliest = std::min(earliest, it->second.deadline);
         ++it;
         continue;
       }
       it->second.flag->store(1, std::memory_order_relaxed);
       it = entries_.erase(it);
     }
+    wakeAt_ = earliest;
+    if (earliest == Clock::time_point::max())
+      cv_.wait(lock);
+    else
+      cv_.wait_until(lock, earliest);
   }
 }
 
