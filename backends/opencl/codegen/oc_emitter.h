@@ -52,7 +52,8 @@ struct IndexRange {
 class RangeAnalysis {
 public:
   void run(const ir::Block &kernelBody);
-  /// The range of load / store `op`'s index, or null when the op was not analysed.
+  /// The range of load / store `op`'s index, or of `for` op's start (its lower bound); null
+  /// when the op was not analysed.
   const IndexRange *index(const ir::Op &op) const;
 
 private:
@@ -126,6 +127,14 @@ public:
   /// A test that load / store `op`'s `index` is inside `m` for the whole launch (oc_range.cpp):
   /// "true" when that holds for every launch, "" when nothing is known.
   std::string inRangeTest(const ir::Op &op, const MemRef &m, const ir::Value *index);
+  /// A lower bound >= 0 of i32 `for` op's start that holds for every work-item of the launch,
+  /// as C text of a long (a literal, or an expression of the work-group size); "" when the
+  /// index ranges give none (oc_range.cpp).
+  std::string startLowerBound(const ir::Op &forOp) const;
+  /// `h` for this compile: a constant in a sized compile (nullopt when that is not an i32).
+  std::optional<IndexBound> forThisCompile(IndexBound h) const;
+  /// C text (a long) of bound `h`: a literal, or floor(num * L / 2^sh) + b of localSize().
+  std::string boundText(const IndexBound &h) const;
   RangeAnalysis ranges_;
   /// The statement that records an out-of-bounds fault of `m` at `idx` (checked mode).
   std::string boundsFault(const MemRef &m, const std::string &kind, const std::string &idx);

@@ -9,7 +9,9 @@
 // The fast form, for an innermost i32 loop without barriers or matrices, is taken when a test
 // before the loop proves that nothing in it can overflow (iv stays in [start, ub - 1], a
 // superset of its values that needs no iteration count: the division that counted them cost
-// every work-item of PoCL's work-item loops more than it saved). The body runs in a plain
+// every work-item of PoCL's work-item loops more than it saved; where the index ranges bound
+// the start by some lo >= 0 for the whole launch, [lo, ub - 1], so that the test is the same
+// for every work-item and PoCL computes it once per work-group). The body runs in a plain
 // `while (iv < end)` loop (one exit) over chunks of kPollInterval iterations with the cancel
 // flag read between them, and `iv + step` as well as each `add` of the induction variable and
 // a loop-invariant value are emitted as plain signed C adds (which then never overflow), so
@@ -96,25 +98,47 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
   definedIn(body, &inner);
   std::vector<std::pair<const ir::Op *, const ir::Value *>> adds;
   ivAdds(body, body.args[0].get(), inner, &adds);
-  *fast = fresh();
-  line("bool " + *fast + " = false; // nothing in the loop can overflow");
-  line("if (" + std::string(stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub + ")");
-  ++indent_;
   // Every value of iv is in [start, hi] with hi = ub - 1 (a superset of the values it takes:
   // no iteration count, whose division per work-item cost PoCL's work-item loops more than the
   // checks it saved), and iv + step <= hi + step. An add of a loop-invariant x runs in
   // [x + start, x + hi]. A constant step > 1 makes hi the last value exactly (a remainder by
   // a constant: a multiply), so that an unrolled body's x[iv + step - 1] stays provable.
+  bool stepAboveOne = stepKnownPositive && op.operands[2]->def->literal.i != 1;
   std::string hi = "((long)" + ub + " - 1l)";
-  if (stepKnownPositive && op.operands[2]->def->literal.i != 1)
+  if (stepAboveOne)
     hi = "((long)" + ub + " - 1l - ((long)" + ub + " - 1l - (long)" + iv + ") % " +
          std::to_string(static_cast<int32_t>(op.operands[2]->def->literal.i)) + "l)";
+  // Where the index ranges bound the start by lo >= 0 for the whole launch (a loop from
+  // local_id, a constant: oc_range.cpp), the low ends are taken from lo instead of the
+  // work-item's own start: a stricter test (the general form runs where it fails) whose terms
+  // do not depend on the work-item where x does not, and lo >= 0 makes the tests of iv >= 0
+  // and x + iv >= INT_MIN true. Nor does the test whether the loop runs at all stay (the fast
+  // form of a loop that runs nothing runs nothing). PoCL then computes the guard once per
+  // work-group instead of once per work-item and loop: row softmax runs three loops of 8
+  // iterations, and the per-work-item guards cost it about 10 % (docs/performance.md). With a
+  // step > 1, hi depends on the start: the guard stays per work-item.
+  std::string lo = stepAboveOne ? "" : startLowerBound(op);
+  bool uniform = !lo.empty();
+  if (!uniform)
+    lo = "(long)" + iv;
+  auto plus = [&](const std::string &x) { return lo == "0l" ? x : x + " + " + lo; };
+  *fast = fresh();
+  line("bool " + *fast + " = false; // nothing in the loop can overflow");
+  std::string runs = stepKnownPositive ? "" : step + " > 0";
+  if (!uniform)
+    runs += (runs.empty() ? "" : " && ") + iv + " < " + ub;
+  int indented = runs.empty() ? 0 : 1;
+  if (indented)
+    line("if (" + runs + ")");
+  indent_ += indented;
   std::string pad(static_cast<size_t>(indent_) * 2 + 4, ' ');
   std::string cond = hi + " + (long)" + step + " <= (long)INT_MAX";
   for (const auto &[add, x] : adds) {
     std::string xs = "(long)" + val(x);
-    cond += " &&\n" + pad + xs + " + (long)" + iv + " >= (long)INT_MIN && " + xs + " + " + hi +
-            " <= (long)INT_MAX";
+    cond += " &&\n" + pad;
+    if (!uniform) // else x + iv >= x >= INT_MIN
+      cond += plus(xs) + " >= (long)INT_MIN && ";
+    cond += xs + " + " + hi + " <= (long)INT_MAX";
     nswAdds_.insert(add);
   }
   // A load or store indexed by iv or by one of those adds stays inside its buffer or shared
@@ -127,25 +151,25 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
       auto ref = mems_.find(m->operands[m->kind == OpKind::Load ? 0 : 1]);
       if (ref == mems_.end())
         continue;
-      std::string lo, top;
+      std::string low, top;
       if (index == body.args[0].get()) {
-        lo = "(long)" + iv;
+        low = uniform ? "" : lo + " >= 0l && ";
         top = hi;
       } else {
         for (const auto &[add, x] : adds)
           if (add->result() == index) {
-            lo = "(long)" + val(x) + " + (long)" + iv;
+            low = plus("(long)" + val(x)) + " >= 0l && ";
             top = "(long)" + val(x) + " + " + hi;
           }
       }
-      if (lo.empty())
+      if (top.empty())
         continue;
-      cond += " &&\n" + pad + lo + " >= 0l && (ulong)(" + top + ") < (ulong)" + ref->second.count;
+      cond += " &&\n" + pad + low + "(ulong)(" + top + ") < (ulong)" + ref->second.count;
       inRangeMem_.insert(m);
     }
   }
   line(*fast + " = " + cond + ";");
-  --indent_;
+  indent_ -= indented;
   return true;
 }
 

@@ -17,7 +17,8 @@
 // sized compile (OpenCLCompileOptions::workgroupSize, `tessera compile --workgroup-size`)
 // decides it here: the check is gone when bound(L) < N, plain otherwise. Indices whose bound
 // does not depend on L are decided here too: a constant-bounded index inside a shared array
-// loses its check.
+// loses its check. The range of each `for` loop's start is kept too: a lower bound >= 0 of it
+// makes the guard of the loop's fast form (oc_for.cpp) the same for every work-item.
 // Calls (inlined at each call site) and atomics keep their checks.
 //
 // Must only ever prove what holds for every launch: a wrong proof is an unchecked access.
@@ -253,6 +254,9 @@ void RangeAnalysis::walk(const ir::Block &b) {
       walkIf(*op);
       continue;
     case OpKind::For:
+      ranges_[op.get()] = of(op->operands[0]); // its start, for the fast form's guard
+      walkLoop(*op);
+      continue;
     case OpKind::While:
       walkLoop(*op);
       continue;
@@ -345,35 +349,54 @@ std::string Emitter::localSize(int d) const {
   return "TSR_OPENCL_LOCAL_SIZE_" + std::to_string(d);
 }
 
-std::string Emitter::inRangeTest(const ir::Op &op, const MemRef &m, const ir::Value *index) {
-  const IndexRange *r = ranges_.index(op);
-  if (!r || !isI32(index) || !r->nonNegative() || !r->hi || r->hi->num < 0)
-    return "";
-  IndexBound h = *r->hi;
+std::optional<IndexBound> Emitter::forThisCompile(IndexBound h) const {
   // A sized compile knows L: the bound (which holds for every L) is a constant for this one.
-  if (h.num != 0 && opts_.sized()) {
-    __int128 top = (static_cast<__int128>(h.num) * opts_.workgroupSize[h.dim] >> h.sh) + h.b;
-    if (top > INT32_MAX) // not an i32 index: nothing is proved
-      return "";
-    h = constant(static_cast<int64_t>(top));
-  }
-  if (h.num == 0) { // a constant bound: decided here for a shared array
-    if (m.shared)
-      return h.b < static_cast<int64_t>(std::stoll(m.count)) ? "true" : "";
-    if (r->lo->num == 0 && r->lo->b == h.b) // one index: the plain check is as cheap
-      return "";
-    return "(" + std::to_string(h.b) + "l < (long)" + m.count + ")";
-  }
-  // floor(num * L / 2^sh) + b is the largest index of this launch (a uniform value); the
-  // generic source reads L through a macro that a per-size build makes a constant, so that
-  // the test folds in the front end (opencl_abi.h, "Per-size programs").
+  if (h.num == 0 || !opts_.sized())
+    return h;
+  __int128 v = (static_cast<__int128>(h.num) * opts_.workgroupSize[h.dim] >> h.sh) + h.b;
+  if (v > INT32_MAX || v < INT32_MIN) // not an i32 value: nothing is proved
+    return std::nullopt;
+  return constant(static_cast<int64_t>(v));
+}
+
+std::string Emitter::boundText(const IndexBound &h) const {
+  if (h.num == 0)
+    return std::to_string(h.b) + "l";
+  // floor(num * L / 2^sh) + b, a uniform value; the generic source reads L through a macro
+  // that a per-size build makes a constant, so that a test of it folds in the front end
+  // (opencl_abi.h, "Per-size programs").
   std::string L = "(long)" + localSize(h.dim);
   std::string top = h.num == 1 ? L : L + " * " + std::to_string(h.num) + "l";
   if (h.sh)
     top = "(" + top + " >> " + std::to_string(h.sh) + ")";
   if (h.b)
     top = "(" + top + (h.b < 0 ? " - " : " + ") + std::to_string(h.b < 0 ? -h.b : h.b) + "l)";
-  return "(" + top + " < (long)" + m.count + ")";
+  return top;
+}
+
+std::string Emitter::inRangeTest(const ir::Op &op, const MemRef &m, const ir::Value *index) {
+  const IndexRange *r = ranges_.index(op);
+  if (!r || !isI32(index) || !r->nonNegative() || !r->hi || r->hi->num < 0)
+    return "";
+  std::optional<IndexBound> h = forThisCompile(*r->hi);
+  if (!h)
+    return "";
+  if (h->num == 0) { // a constant bound: decided here for a shared array
+    if (m.shared)
+      return h->b < static_cast<int64_t>(std::stoll(m.count)) ? "true" : "";
+    if (r->lo->num == 0 && r->lo->b == h->b) // one index: the plain check is as cheap
+      return "";
+    return "(" + std::to_string(h->b) + "l < (long)" + m.count + ")";
+  }
+  return "(" + boundText(*h) + " < (long)" + m.count + ")";
+}
+
+std::string Emitter::startLowerBound(const ir::Op &forOp) const {
+  const IndexRange *r = ranges_.index(forOp);
+  if (!r || !r->nonNegative() || r->lo->num < 0 || !isI32(forOp.operands[0]))
+    return "";
+  std::optional<IndexBound> lo = forThisCompile(*r->lo);
+  return lo ? boundText(*lo) : "";
 }
 
 } // namespace tessera::opencl::detail

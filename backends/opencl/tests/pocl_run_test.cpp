@@ -446,6 +446,54 @@ TEST_F(OpenCLFaultTest, ForFastFormKeepsBoundsChecksPastTheEnd) {
   EXPECT_EQ(dev.control[5], 16u); // the first index past the end
 }
 
+// A loop from local_id (every work-item's start >= 0: oc_range.cpp) gets a fast-form guard
+// that is the same for the whole launch (oc_for.cpp): its low ends come from that bound, 0,
+// not from each work-item's start. With %off = -1 work-item 0's first index is -1, so the
+// guard must fail for every work-item and the general form must drop (robust) or record
+// (checked) that access; with %off = 0 the whole range is in the view. In every build.
+std::string fromLocalId(int off) {
+  return "kernel @lowend(%x: buffer<i32, readonly>, %y: buffer<i32>, %off: i32, %n: i32) {\n"
+         "  %tid = local_id.x : i32\n"
+         "  %nt = local_size.x : i32\n"
+         "  for %i = %tid to %n step %nt : i32 {\n"
+         "    %j = add %i, %off : i32\n"
+         "    %v = load %x[%j] : i32\n"
+         "    store %v, %y[%j] : i32\n"
+         "  }\n"
+         "}\n"
+         "launch @lowend grid(1) workgroup(4) {\n  %x[16] = iota(100, 1)\n"
+         "  %y[16] = fill(-1)\n  %off = " +
+         std::to_string(off) + "\n  %n = 16\n}\n";
+}
+
+TEST_F(OpenCLFaultTest, ForFastFormFromLocalIdKeepsTheLowEnd) {
+  for (int off : {-1, 0}) {
+    SCOPED_TRACE("off " + std::to_string(off));
+    std::vector<int32_t> want(16, -1); // the robust rules, element by element
+    for (int i = 0; i < 16; ++i)
+      if (i + off >= 0 && i + off < 16)
+        want[size_t(i + off)] = 100 + i + off;
+    for (Build how : kBuilds) {
+      SCOPED_TRACE(buildName(how));
+      DeviceRun dev = runText(fromLocalId(off), TSR_BOUNDS_ROBUST, false, how);
+      ASSERT_EQ(dev.buffers.size(), 2u);
+      EXPECT_TRUE(dev.guardsIntact);
+      EXPECT_EQ(dev.control[1], 0u);
+      for (size_t i = 0; i < 16; ++i)
+        EXPECT_EQ(word(dev.buffers[1], i), want[i]) << i;
+      dev = runText(fromLocalId(off), TSR_BOUNDS_CHECKED, false, how);
+      EXPECT_TRUE(dev.guardsIntact);
+      if (off == 0) {
+        EXPECT_EQ(dev.control[1], 0u);
+        continue;
+      }
+      EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_LOAD_OUT_OF_BOUNDS});
+      EXPECT_EQ(dev.control[5], 0xFFFFFFFFu); // index -1, low word
+      EXPECT_EQ(dev.control[6], 0xFFFFFFFFu); // high word
+    }
+  }
+}
+
 // A tree reduction over shared<i32, 8> (oc_range.cpp bounds its indices by the work-group
 // size L): with L = 8 the short cut holds and the sum matches the interpreter; with L = 16 it
 // does not, and the accesses past the array must still read 0 and be dropped (robust: still

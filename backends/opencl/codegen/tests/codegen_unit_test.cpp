@@ -290,6 +290,54 @@ TEST(OpenCLGolden, SizedCompileDecidesTheLaunchTests) {
   EXPECT_CONTAINS(testing::compileError(kTree, bad), "workgroup size 8,0,1");
 }
 
+// A loop whose start the index ranges bound by lo >= 0 for the whole launch (local_id, the
+// work-group size: oc_range.cpp) gets a fast-form guard with its low ends taken from lo:
+// no test of the work-item's start (iv < ub, iv >= 0, x + iv >= INT_MIN), x + lo >= 0 for an
+// add of x, lo a literal in a sized compile. A start that may be negative (local_id - 1)
+// keeps the per-work-item guard.
+TEST(OpenCLGolden, ForFastFormGuardFromTheStartsLowerBound) {
+  const std::string text = "kernel @k(%x: buffer<f32>, %base: i32, %n: i32) {\n"
+                           "  %tid = local_id.x : i32\n"
+                           "  %nt = local_size.x : i32\n"
+                           "  %one = const 1 : i32\n"
+                           "  for %i = %tid to %n step %nt : i32 {\n"
+                           "    %j = add %base, %i : i32\n"
+                           "    %v = load %x[%j] : f32\n"
+                           "    store %v, %x[%i] : f32\n"
+                           "  }\n"
+                           "  for %k = %nt to %n step %one : i32 {\n"
+                           "    %m = add %base, %k : i32\n"
+                           "    %w = load %x[%m] : f32\n"
+                           "    store %w, %x[%k] : f32\n"
+                           "  }\n"
+                           "}\n";
+  std::string s = source(text);
+  EXPECT_CONTAINS(s, "  if (v1 > 0)\n"
+                     "    v4 = ((long)n_arg - 1l) + (long)v1 <= (long)INT_MAX &&\n"
+                     "        (long)base_arg + ((long)n_arg - 1l) <= (long)INT_MAX &&\n"
+                     "        (long)base_arg >= 0l && (ulong)((long)base_arg + ((long)n_arg - "
+                     "1l)) < (ulong)n0 &&\n"
+                     "        (ulong)(((long)n_arg - 1l)) < (ulong)n0;\n");
+  EXPECT_CONTAINS(s, "  v16 = ((long)n_arg - 1l) + (long)v2 <= (long)INT_MAX &&\n"
+                     "      (long)base_arg + ((long)n_arg - 1l) <= (long)INT_MAX &&\n"
+                     "      (long)base_arg + (long)TSR_OPENCL_LOCAL_SIZE_0 >= 0l && "
+                     "(ulong)((long)base_arg + ((long)n_arg - 1l)) < (ulong)n0 &&\n");
+  EXPECT_EQ(occurrences(s, "INT_MIN"), 0u) << s;
+  s = source(text, sized(TSR_BOUNDS_ROBUST, 64));
+  EXPECT_CONTAINS(s, "(long)base_arg + 64l >= 0l && ");
+  EXPECT_CONTAINS(s, "  if (v1 > 0)\n    v4 = ");
+
+  s = source("kernel @k(%x: buffer<f32>, %n: i32) {\n"
+             "  %tid = local_id.x : i32\n  %nt = local_size.x : i32\n"
+             "  %one = const 1 : i32\n  %s = sub %tid, %one : i32\n"
+             "  for %i = %s to %n step %nt : i32 {\n"
+             "    %v = load %x[%i] : f32\n"
+             "  }\n"
+             "}\n");
+  EXPECT_CONTAINS(s, "  if (v1 > 0 && v4 < n_arg)\n");
+  EXPECT_CONTAINS(s, "(long)v4 >= 0l && (ulong)(((long)n_arg - 1l)) < (ulong)n0;");
+}
+
 // Every barrier site calls a helper of its own (opencl_codegen.cpp: so that PoCL's front end
 // cannot merge two sites; pocl_run_test.cpp BarrierSitesStayApart shows why), numbered over
 // the whole module, and the helpers are what calls the OpenCL barrier.
