@@ -160,38 +160,6 @@ Id Lowering::glsl(Id type, uint32_t inst, std::initializer_list<Id> args) {
   return b_.extInst(type, b_.extInstSet("GLSL.std.450"), inst, args);
 }
 
-Id Lowering::roundF64(uint32_t inst, Id x, Id T) {
-  // Not GLSL.std.450's: lavapipe on a host without AVX-512 returns f64 Floor / Ceil / Trunc /
-  // RoundEven of |x| in [2^31, 2^52) unchanged (trunc(-3000499120.39) = -3000499120.39: a
-  // 32-bit conversion path), which made pow(x < 0, non-integer y) inf instead of NaN. Exact
-  // on every device: r = (|x| + 2^52) - 2^52 is |x| rounded to nearest even (both steps
-  // exact for |x| < 2^52, and kept apart by NoContraction), then stepped by one towards the
-  // wanted direction, and the sign put back (so -0.5 truncates to -0). |x| >= 2^52, inf and
-  // NaN are their own result.
-  auto f = [&](spv::Op o, Id a, Id c) {
-    Id r = b_.op(o, T, {a, c});
-    noContraction(r);
-    return r;
-  };
-  auto sel = [&](Id cond, Id a, Id c) { return b_.op(spv::OpSelect, T, {cond, a, c}); };
-  Id two52 = constFloat(T, 0x1p52), one = constFloat(T, 1.0);
-  Id ax = b_.extInst(T, b_.extInstSet("GLSL.std.450"), GLSLstd450FAbs, {x});
-  Id r = f(spv::OpFSub, f(spv::OpFAdd, ax, two52), two52);
-  Id truncA = sel(b_.op(spv::OpFOrdGreaterThan, boolT(), {r, ax}), f(spv::OpFSub, r, one), r);
-  Id ceilA = sel(b_.op(spv::OpFOrdLessThan, boolT(), {r, ax}), f(spv::OpFAdd, r, one), r);
-  Id neg = isNegative(x, T);
-  Id m = r; // RoundEven
-  if (inst == GLSLstd450Trunc)
-    m = truncA;
-  else if (inst == GLSLstd450Floor) // floor(-a) = -ceil(a)
-    m = sel(neg, ceilA, truncA);
-  else if (inst == GLSLstd450Ceil) // ceil(-a) = -trunc(a)
-    m = sel(neg, truncA, ceilA);
-  Id signedM = sel(neg, b_.op(spv::OpFNegate, T, {m}), m);
-  Id small = b_.op(spv::OpFOrdLessThan, boolT(), {ax, two52}); // false for inf and NaN
-  return sel(small, signedM, x);
-}
-
 // ---------------------------------------------------------------- kernel interface
 
 Id Lowering::workgroupSize() {

@@ -27,7 +27,7 @@ namespace {
 struct MathHelper {
   Lowering &L;
   spirv::ModuleBuilder &b;
-  Id T; // f32
+  Id T; // the operands' float type (f32; f64 for fmod and roundF64)
 
   Id c(double v) { return L.constFloat(T, v); }
   Id ext(uint32_t inst, std::initializer_list<Id> args) { return L.glsl(T, inst, args); }
@@ -56,7 +56,33 @@ struct MathHelper {
   Id ilogb(Id v);
   Id pow2(Id k);
   Id fmod(Id x, Id y);
+  Id roundF64(uint32_t inst, Id x);
 };
+
+Id MathHelper::roundF64(uint32_t inst, Id x) {
+  // Not GLSL.std.450's: lavapipe on a host without AVX-512 returns f64 Floor / Ceil / Trunc /
+  // RoundEven of |x| in [2^31, 2^52) unchanged (trunc(-3000499120.39) = -3000499120.39: a
+  // 32-bit conversion path), which made pow(x < 0, non-integer y) inf instead of NaN. Exact
+  // on every device: r = (|x| + 2^52) - 2^52 is |x| rounded to nearest even (both steps
+  // exact for |x| < 2^52, and kept apart by NoContraction), then stepped by one towards the
+  // wanted direction, and the sign put back (so -0.5 truncates to -0). |x| >= 2^52, inf and
+  // NaN are their own result.
+  Id two52 = c(0x1p52), one = c(1.0);
+  Id ax = ext(GLSLstd450FAbs, {x});
+  Id r = exact(spv::OpFSub, exact(spv::OpFAdd, ax, two52), two52);
+  auto truncA = [&] {
+    return sel(cmp(spv::OpFOrdGreaterThan, r, ax), exact(spv::OpFSub, r, one), r);
+  };
+  auto ceilA = [&] { return sel(cmp(spv::OpFOrdLessThan, r, ax), exact(spv::OpFAdd, r, one), r); };
+  Id m = r; // RoundEven
+  if (inst == GLSLstd450Trunc)
+    m = truncA();
+  else if (inst == GLSLstd450Floor) // floor(-a) = -ceil(a)
+    m = sel(L.isNegative(x, T), ceilA(), truncA());
+  else if (inst == GLSLstd450Ceil) // ceil(-a) = -trunc(a)
+    m = sel(L.isNegative(x, T), truncA(), ceilA());
+  return sel(cmp(spv::OpFOrdLessThan, ax, two52), withSign(m, x), x); // false for inf, NaN
+}
 
 Id MathHelper::log(Id x, bool base2) { // f32 (f16/bf16 computed in f32)
   // Subnormal inputs are scaled by 2^24 first (exact): some drivers read the exponent
@@ -209,6 +235,10 @@ bool hasF64Form(OpKind k) {
 }
 
 } // namespace
+
+Id Lowering::roundF64(uint32_t inst, Id x, Id T) {
+  return MathHelper{*this, b_, T}.roundF64(inst, x);
+}
 
 Id Lowering::emitMath(const ir::Op &op, std::span<const Id> v) {
   Scalar t = op.results[0]->type.elem;

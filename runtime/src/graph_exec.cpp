@@ -573,8 +573,7 @@ hal::Status GraphExecutable::enqueue(const std::vector<GraphInput> &inputs, tsr_
   };
   for (size_t i = 0; i < plan_.launches.size(); ++i) {
     // A GEMM measured faster in the vendor library runs as its extern kernel.
-    const ExternGemm *x =
-        i < externGemms_.size() && externGemms_[i].kernel ? &externGemms_[i] : nullptr;
+    const ExternGemm *x = externGemm(i);
     const graph::PlanLaunch &l = x ? x->launch : plan_.launches[i];
     bindArgs(l);
     const auto t0 =

@@ -299,8 +299,7 @@ void GemmChoiceCache::clearMemory() {
 std::vector<std::string> GraphExecutable::launchedKernels() const {
   std::vector<std::string> names;
   for (size_t i = 0; i < plan_.launches.size(); ++i) {
-    const ExternGemm *x =
-        i < externGemms_.size() && externGemms_[i].kernel ? &externGemms_[i] : nullptr;
+    const ExternGemm *x = externGemm(i);
     names.push_back(x ? x->launch.kernel + (x->epilogue ? " + " + x->epilogueLaunch.kernel : "")
                       : plan_.launches[i].kernel);
   }

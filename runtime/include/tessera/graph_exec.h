@@ -249,6 +249,10 @@ private:
   };
   /// Per plan launch (kernel null: the plan's own kernel runs).
   std::vector<ExternGemm> externGemms_;
+  /// Plan launch i's extern GEMM, or null when the plan's own kernel runs.
+  const ExternGemm *externGemm(size_t i) const {
+    return i < externGemms_.size() && externGemms_[i].kernel ? &externGemms_[i] : nullptr;
+  }
   std::vector<GemmChoice> gemmChoices_;
   std::vector<hal::Buffer> pool_;          // one per plan buffer (Temp/Input)
   std::vector<void *> poolMapped_;         // host address of a mapped pool buffer (else null)
