@@ -240,8 +240,8 @@ bool Segment::peerDead(uint32_t r) const {
   // A killed child stays a zombie until its parent reaps it: dead all the same.
   std::string path = "/proc/" + std::to_string(st.pid) + "/stat";
   FILE *f = std::fopen(path.c_str(), "r");
-  if (!f)
-    return false;
+  if (!f) // reaped since the kill() above (the parent waits for its children at any time)
+    return kill(st.pid, 0) == -1 && errno == ESRCH;
   char buf[512];
   size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
   std::fclose(f);
@@ -254,29 +254,51 @@ tsr_status_t Segment::check(WaitState &w, const std::vector<uint32_t> &waitingOn
                             const std::atomic<bool> &aborted, const std::string &what) const {
   if (aborted.load(std::memory_order_acquire))
     return TSR_FAIL(TSR_ABORTED, "%s: the communicator was aborted on this rank", what.c_str());
+  // Which awaited rank left, read before the failure codes: a rank sets its code before it
+  // leaves, so a rank seen gone is seen with its code (read the other way round, a peer that
+  // failed and left in between would pass for one that merely destroyed its transport).
+  uint32_t leftRank = size();
+  for (uint32_t r : waitingOn)
+    if (leftRank == size() && state(r).left.load(std::memory_order_acquire))
+      leftRank = r;
   uint32_t failedRank = size(), code = 0;
   for (uint32_t r = 0; r < size() && code == 0; ++r) {
     code = r == rank_ ? 0 : state(r).failed.load(std::memory_order_acquire);
     failedRank = r;
   }
   uint64_t now = nowNs();
-  // Liveness every 5 ms, and at once when a peer gave up (most likely on the same dead
-  // rank: name it rather than the peer).
+  // Liveness of the awaited ranks every 5 ms. When a peer gave up, most likely on a dead
+  // rank, every rank is checked at once and the dead one is named rather than the messenger:
+  // this rank may be past the barrier where the dead rank stopped and wait on the peer that
+  // failed, and that peer may itself have exited since. Only a rank that died without saying
+  // so (no failure code, never left) counts: the others are reported as what they said.
   if (code != 0 || now - w.lastLivenessNs > 5000000) {
     w.lastLivenessNs = now;
+    // Death first: a dead rank's flags are final, while a live one may still set them and
+    // exit between a read of the flags and the look at /proc.
+    auto diedSilently = [&](uint32_t r) {
+      const RankState &st = state(r);
+      return peerDead(r) && !st.left.load(std::memory_order_acquire) &&
+             st.failed.load(std::memory_order_acquire) == 0;
+    };
+    auto died = [&](uint32_t r) {
+      return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: rank %u (pid %d) died", what.c_str(), r,
+                      state(r).pid);
+    };
     for (uint32_t r : waitingOn)
-      if (peerDead(r))
-        return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: rank %u (pid %d) died", what.c_str(), r,
-                        state(r).pid);
+      if (diedSilently(r))
+        return died(r);
+    for (uint32_t r = 0; code != 0 && r < size(); ++r)
+      if (r != rank_ && diedSilently(r))
+        return died(r);
   }
   // A failed or aborted rank ends the communicator for all; one that merely destroyed its
   // transport only fails those still waiting for it.
   if (code != 0)
     return TSR_FAIL(tsr_status_code_t(code), "%s: rank %u left the communicator (%s)", what.c_str(),
                     failedRank, tsr_status_code_name(tsr_status_code_t(code)));
-  for (uint32_t r : waitingOn)
-    if (state(r).left.load(std::memory_order_acquire))
-      return TSR_FAIL(TSR_ABORTED, "%s: rank %u destroyed its communicator", what.c_str(), r);
+  if (leftRank != size())
+    return TSR_FAIL(TSR_ABORTED, "%s: rank %u destroyed its communicator", what.c_str(), leftRank);
   if (now >= deadline)
     return TSR_FAIL(TSR_DEADLINE_EXCEEDED, "%s: timed out waiting for rank(s) %s", what.c_str(),
                     rankList(waitingOn).c_str());
