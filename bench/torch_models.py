@@ -2,7 +2,7 @@
 issue #14, in one run: steady-state time per iteration (median) and first-call compile time.
 
     ./run.sh python bench/torch_models.py [--iters N] [--quick] [--json] [--no-vulkan]
-        [--models mlp,block,classifier]
+        [--models mlp,block,classifier] [--first-call in-process|fresh|both]
 
 mlp and block run inference (torch.no_grad); classifier runs a training step (forward with
 the cross-entropy loss, and backward). First call = the wall time of the first iteration
@@ -10,6 +10,13 @@ the cross-entropy loss, and backward). First call = the wall time of the first i
 TORCHINDUCTOR_CACHE_DIR so its compile is measured cold, like Tessera's first compile in a
 fresh process (Tessera's own disk cache is not cleared: pass TESSERA_CACHE_DIR to do so).
 Each compiled result is checked against eager (torch.testing.assert_close) before timing.
+
+Two first-call figures: "in-process" is the first call of each model in this one process, so
+a compiler's one-time start-up (Inductor's imports and checks, LLVM's) is paid by whichever
+model comes first; "fresh" runs each model's first call in a new Python process with empty
+caches on both sides (fresh TORCHINDUCTOR_CACHE_DIR and TESSERA_CACHE_DIR): what running a
+script costs. --first-call picks which (default both; fresh costs a process per model and
+compiler).
 """
 
 from __future__ import annotations
@@ -82,6 +89,32 @@ def measure(name, mode, iters, quick, device="cpu:0"):
     return {"first_s": first, "median_ms": statistics.median(times) * 1e3}
 
 
+def first_call_fresh(name, mode, quick):
+    """The first call of `name` under `mode` in a new process with empty compile caches."""
+    import subprocess
+
+    env = dict(os.environ)
+    env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-fresh-")
+    env["TESSERA_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessera-fresh-")
+    cmd = [sys.executable, os.path.abspath(__file__), "--first-call-child", f"{name}:{mode}"]
+    if quick:
+        cmd.append("--quick")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"fresh first call of {name} ({mode}) failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["first_s"]
+
+
+def first_call_child(spec, quick):
+    name, mode = spec.split(":")
+    model, inputs, train = make(name, quick)
+    fn = (torch.compile(model) if mode == "inductor" else
+          torch.compile(model, backend=tessera_backend, options={"device": "cpu:0", "strict": True}))
+    t0 = time.perf_counter()
+    step(fn, inputs, train)
+    print(json.dumps({"first_s": time.perf_counter() - t0}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=50)
@@ -90,7 +123,13 @@ def main():
     ap.add_argument("--no-vulkan", action="store_true")
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--models", default="mlp,block,classifier")
+    ap.add_argument("--first-call", choices=("in-process", "fresh", "both"), default="both",
+                    help="which first-call figure to measure (see the module's doc)")
+    ap.add_argument("--first-call-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.first_call_child:
+        first_call_child(args.first_call_child, args.quick)
+        return
     import tessera
 
     names = [d.name for d in tessera.devices()]
@@ -100,6 +139,14 @@ def main():
         if not args.no_inductor:
             row["inductor"] = measure(name, "inductor", args.iters, args.quick)
         row["tessera"] = measure(name, "tessera", args.iters, args.quick)
+        if args.first_call != "in-process":
+            for mode in ("tessera",) if args.no_inductor else ("inductor", "tessera"):
+                print(f"first call of {name} ({mode}) in a fresh process...", file=sys.stderr,
+                      flush=True)
+                row[mode]["fresh_first_s"] = first_call_fresh(name, mode, args.quick)
+        if args.first_call == "fresh":
+            for mode in row:
+                row[mode].pop("first_s", None)
         results["cpu:0"][name] = row
         if "vulkan:0" in names and not args.no_vulkan:
             try:
@@ -110,15 +157,25 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print("cpu:0 (ms per iteration, median; first call in s; speed = peer ms / tessera ms)")
-    print(f"{'model':<11}{'eager':>9}{'inductor':>10}{'tessera':>9}{'vs eager':>10}"
-          f"{'vs ind.':>9}{'ind. 1st':>10}{'tes. 1st':>10}{'1st ratio':>11}")
+    nan = {"median_ms": float("nan")}
+    print("cpu:0 (ms per iteration, median; speed = peer ms / tessera ms)")
+    print(f"{'model':<11}{'eager':>9}{'inductor':>10}{'tessera':>9}{'vs eager':>10}{'vs ind.':>9}")
     for name, row in results["cpu:0"].items():
-        e, t = row["eager"], row["tessera"]
-        i = row.get("inductor", {"median_ms": float("nan"), "first_s": float("nan")})
+        e, t, i = row["eager"], row["tessera"], row.get("inductor", nan)
         print(f"{name:<11}{e['median_ms']:>9.3f}{i['median_ms']:>10.3f}{t['median_ms']:>9.3f}"
-              f"{e['median_ms'] / t['median_ms']:>9.2f}x{i['median_ms'] / t['median_ms']:>8.2f}x"
-              f"{i['first_s']:>10.2f}{t['first_s']:>10.2f}{t['first_s'] / i['first_s']:>10.3f}x")
+              f"{e['median_ms'] / t['median_ms']:>9.2f}x{i['median_ms'] / t['median_ms']:>8.2f}x")
+    print("\nfirst call, s (ratio = tessera / inductor; in-process: this process, after the "
+          "models above; fresh: a new process, empty caches)")
+    print(f"{'model':<11}{'ind. in-proc':>13}{'tes. in-proc':>13}{'ratio':>8}"
+          f"{'ind. fresh':>12}{'tes. fresh':>12}{'ratio':>8}")
+    for name, row in results["cpu:0"].items():
+        t, i = row["tessera"], row.get("inductor", {})
+        cols = ""
+        for key in ("first_s", "fresh_first_s"):
+            a, b = i.get(key, float("nan")), t.get(key, float("nan"))
+            cols += f"{a:>13.2f}{b:>13.2f}{b / a:>7.3f}x" if key == "first_s" else \
+                f"{a:>12.2f}{b:>12.2f}{b / a:>7.3f}x"
+        print(f"{name:<11}{cols}")
     if results["vulkan:0"]:
         print("\nvulkan:0 against eager torch on the CPU (ms per iteration, median)")
         for name, row in results["vulkan:0"].items():
