@@ -7,8 +7,8 @@ issue #14, in one run: steady-state time per iteration (median) and first-call c
 mlp and block run inference (torch.no_grad); classifier runs a training step (forward with
 the cross-entropy loss, and backward). First call = the wall time of the first iteration
 (Dynamo trace + AOTAutograd + the backend's compile + one run). Inductor gets a fresh
-TORCHINDUCTOR_CACHE_DIR so its compile is measured cold, like Tessera's first compile in a
-fresh process (Tessera's own disk cache is not cleared: pass TESSERA_CACHE_DIR to do so).
+TORCHINDUCTOR_CACHE_DIR and Tessera a fresh TESSERA_CACHE_DIR (unless one is set: then that
+cache, maybe warm, is used), so both compile cold.
 Each compiled result is checked against eager (torch.testing.assert_close) before timing.
 
 Two first-call figures: "in-process" is the first call of each model in this one process, so
@@ -30,6 +30,7 @@ import tempfile
 import time
 
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-bench-")
+os.environ.setdefault("TESSERA_CACHE_DIR", tempfile.mkdtemp(prefix="tessera-bench-"))
 
 import torch  # noqa: E402
 
