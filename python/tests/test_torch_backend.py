@@ -277,3 +277,18 @@ def test_fast_view_calls_equal_the_aten_ops():
             (want.shape, want.stride(), want.storage_offset()), op
         assert got.untyped_storage().data_ptr() == want.untyped_storage().data_ptr()
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_decomposition_table_is_built_once_and_handed_out_as_copies():
+    from tessera.torch import backend
+
+    first = backend.decompositions()
+    aten = torch.ops.aten
+    # what the table must hold, and what it must leave whole (the graph IR's own ops)
+    assert aten._softmax.default in first and aten.native_layer_norm.default in first
+    assert aten.gelu.default not in first and aten.var_mean.correction not in first
+    first.clear()  # a caller that changes its copy changes nobody else's
+    second = backend.decompositions()
+    assert len(second) > 100 and aten._softmax.default in second
+    assert second is not backend.decompositions()
+    assert second.keys() == backend._build_decompositions().keys()  # the cached table is the built one
