@@ -63,17 +63,20 @@ def step(fn, inputs, train):
         return fn(*inputs)
 
 
+def compiled(model, mode, device="cpu:0"):
+    """`model` as `mode` runs it: eager, Inductor, or Tessera on `device`."""
+    if mode == "eager":
+        return model
+    if mode == "inductor":
+        return torch.compile(model)
+    # strict: a segment the runtime refuses is an error here, never timed eager torch
+    return torch.compile(model, backend=tessera_backend, options={"device": device, "strict": True})
+
+
 def measure(name, mode, iters, quick, device="cpu:0"):
     torch._dynamo.reset()
     model, inputs, train = make(name, quick)
-    if mode == "eager":
-        fn = model
-    elif mode == "inductor":
-        fn = torch.compile(model)
-    else:
-        # strict: a segment the runtime refuses is an error here, never timed eager torch
-        fn = torch.compile(model, backend=tessera_backend,
-                           options={"device": device, "strict": True})
+    fn = compiled(model, mode, device)
     t0 = time.perf_counter()
     out = step(fn, inputs, train)
     first = time.perf_counter() - t0
@@ -109,8 +112,7 @@ def first_call_fresh(name, mode, quick):
 def first_call_child(spec, quick):
     name, mode = spec.split(":")
     model, inputs, train = make(name, quick)
-    fn = (torch.compile(model) if mode == "inductor" else
-          torch.compile(model, backend=tessera_backend, options={"device": "cpu:0", "strict": True}))
+    fn = compiled(model, mode)
     t0 = time.perf_counter()
     step(fn, inputs, train)
     print(json.dumps({"first_s": time.perf_counter() - t0}))
@@ -172,10 +174,9 @@ def main():
     for name, row in results["cpu:0"].items():
         t, i = row["tessera"], row.get("inductor", {})
         cols = ""
-        for key in ("first_s", "fresh_first_s"):
+        for key, width in (("first_s", 13), ("fresh_first_s", 12)):
             a, b = i.get(key, float("nan")), t.get(key, float("nan"))
-            cols += f"{a:>13.2f}{b:>13.2f}{b / a:>7.3f}x" if key == "first_s" else \
-                f"{a:>12.2f}{b:>12.2f}{b / a:>7.3f}x"
+            cols += f"{a:>{width}.2f}{b:>{width}.2f}{b / a:>7.3f}x"
         print(f"{name:<11}{cols}")
     if results["vulkan:0"]:
         print("\nvulkan:0 against eager torch on the CPU (ms per iteration, median)")
