@@ -15,8 +15,8 @@
 // reporting the best of --reps (default 300) runs. Other figures are medians of --reps runs
 // after a warm-up; nothing here asserts a time. --quick runs small sizes (the smoke tests); --tiles
 // / --vk-tiles choose Tessera's tile shapes (tm x tn x tk) on the CPU and on Vulkan; --json FILE
-// writes {"cpu_matrix_path", "cases": [{"name", "device", "tessera_gflops", "peer", "peer_gflops",
-// "ratio"}]}.
+// writes {"cpu_matrix_path", "cpu_bf16_kernel", "cases": [{"name", "device", "tessera_gflops",
+// "peer", "peer_gflops", "ratio"}]}.
 #include "bench/gemm_bench.h"
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "bench/bench_util.h"
@@ -346,7 +346,8 @@ void writeJson(const std::string &path, const std::vector<CaseResult> &cases) {
   std::ofstream f(path);
   if (!f)
     die("cannot write " + path);
-  f << "{\"cpu_matrix_path\": \"" << tsr_mx_path_name() << "\", \"cases\": [";
+  f << "{\"cpu_matrix_path\": \"" << tsr_mx_path_name() << "\", \"cpu_bf16_kernel\": \""
+    << tsr_mx_bf16_kernel() << "\", \"cases\": [";
   for (size_t i = 0; i < cases.size(); ++i) {
     const CaseResult &c = cases[i];
     char buf[512];
@@ -447,9 +448,10 @@ int main(int argc, char **argv) {
   const std::string tileText = shapes ? "tiles picked by lowerMatmul"
                                       : "tiles " + std::to_string(tiles.m) + "x" +
                                             std::to_string(tiles.n) + "x" + std::to_string(tiles.k);
-  std::printf("gemm_bench: cpu matrix path %s, %s, %s %d, OpenBLAS %d threads (%s kernels)\n",
-              tsr_mx_path_name(), tileText.c_str(), shapes ? "best of" : "median of", reps,
-              peer().getThreads(), peer().coreName());
+  std::printf("gemm_bench: cpu matrix path %s (bf16 tiles: %s), %s, %s %d, OpenBLAS %d threads "
+              "(%s kernels)\n",
+              tsr_mx_path_name(), tsr_mx_bf16_kernel(), tileText.c_str(),
+              shapes ? "best of" : "median of", reps, peer().getThreads(), peer().coreName());
   std::vector<CaseResult> results;
   if (shapes) {
     runShapes(cpu, only, quick ? 3 : reps, results);

@@ -17,7 +17,7 @@ public:
   std::string description() const override {
     return std::string("x86-64 object for this host (-march=native), JIT-linked by the CPU "
                        "driver; matrix ops run on the matrix runtime's ") +
-           tsr_mx_path_name() + " path";
+           tsr_mx_path_name() + " path (bf16 tiles: " + tsr_mx_bf16_kernel() + ")";
   }
   std::string_view backend() const override { return "cpu"; }
   std::string_view format() const override { return TSR_CPU_FORMAT; }
@@ -69,7 +69,8 @@ public:
     // The matrix runtime's path (chosen once per process by CPUID, TESSERA_MX_PATH) is what
     // a benchmark reader needs to know to judge a matrix kernel's speed.
     return std::to_string(a.image.size()) +
-           " bytes of x86-64 object (matrix runtime path: " + tsr_mx_path_name() + ")";
+           " bytes of x86-64 object (matrix runtime path: " + tsr_mx_path_name() +
+           ", bf16 tiles: " + tsr_mx_bf16_kernel() + ")";
   }
 
 private:

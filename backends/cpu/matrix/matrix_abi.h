@@ -91,6 +91,12 @@ void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, const void 
  * is refused with a message on stderr and the detected path used. */
 const char *tsr_mx_path_name(void);
 
+/* How this process multiplies bf16 tiles: "vdpbf16ps" (AVX512_BF16's pair dot product, where it
+ * was measured to pay: it costs under 1.5 FMAs on this host) or "fma" (both tiles widened to
+ * f32, then the f32 FMA kernel). Measured once (~0.2 ms, on first use); the environment
+ * variable TESSERA_MX_BF16=dot|fma overrides it. Both meet the same bound. */
+const char *tsr_mx_bf16_kernel(void);
+
 #undef TSR_MX_INLINE
 #ifdef __cplusplus
 } /* extern "C" */

@@ -15,7 +15,9 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <utility>
 
 #define TSR_AVX512                                                                                 \
@@ -163,7 +165,8 @@ TSR_AVX512 void madF32(int M, int N, int K, const float *a, const float *b, cons
                        float *d) {
   madTile<F32Ops>(M, N, K, a, b, c, d);
 }
-// vdpbf16ps on the pairs as they are. Not the default (matrix_kernels.h, madBf16Dot).
+// vdpbf16ps on the pairs as they are: tsr_mx_mad runs it where bf16DotCostRatio() says it pays
+// (matrix_kernels.h, madBf16Dot).
 TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
                            const float *c, float *d) {
   madTile<Bf16Ops>(M, N, K, a, b, c, d);
@@ -174,7 +177,7 @@ TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_
 // bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires about one
 // per 3 cycles (~11 MACs per cycle) on the Emerald Rapids host measured (mx_kernel_bench). The
 // conversion costs ~1/16 of an instruction per element, a few percent of the mad for the tile sizes
-// the IR allows.
+// the IR allows. The bf16 kernel where vdpbf16ps does not pay.
 TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                         float *d) {
   alignas(64) float af[8192], bf[8192];
@@ -349,6 +352,38 @@ TSR_AVX512 bool loadFullCol(const tsr_mx_shape *s, void *tile, const void *src, 
   return loadFullColTile<Rows>(s, tile, src, ld);
 }
 
+// ---- is vdpbf16ps worth it here? 12 independent chains of one instruction kind (enough to
+// cover latency x throughput on current cores), timed; the best of several alternating runs.
+template <bool Dot> TSR_AVX512 __attribute__((noinline)) double chainSeconds(int iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm512_set1_ps(1.0f + float(i));
+  __m512i x = _mm512_set1_epi32(0x3f803f80), y = _mm512_set1_epi32(0x35803580); // bf16 1, 2^-20
+  __m512 xf = _mm512_set1_ps(1.0f), yf = _mm512_set1_ps(0x1p-20f);
+  __asm__ volatile("" : "+v"(x), "+v"(y), "+v"(xf), "+v"(yf)); // opaque: nothing folds
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 0; n < iters; ++n)
+    for (int i = 0; i < 12; ++i)
+      acc[i] = Dot ? _mm512_dpbf16_ps(acc[i], (__m512bh)x, (__m512bh)y)
+                   : _mm512_fmadd_ps(acc[i], xf, yf);
+  for (int i = 0; i < 12; ++i)
+    __asm__ volatile("" : : "v"(acc[i]));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+double bf16DotCostRatio() {
+  double fma = 1e9, dot = 1e9;
+  for (int run = 0; run < 9; ++run) { // ~10 us each; preemption only lengthens a run
+    fma = std::min(fma, chainSeconds<false>(2048));
+    dot = std::min(dot, chainSeconds<true>(2048));
+  }
+  return fma > 0 ? dot / fma : 1e9;
+}
+
+namespace {
+
 struct Features {
   bool avx512 = false, vnni = false, bf16 = false;
 };
@@ -408,6 +443,7 @@ const Kernels *avx512Kernels() {
 
 namespace tessera::cpu_mx {
 const Kernels *avx512Kernels() { return nullptr; }
+double bf16DotCostRatio() { return 1e9; }
 } // namespace tessera::cpu_mx
 
 #endif

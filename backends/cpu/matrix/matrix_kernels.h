@@ -40,9 +40,11 @@ struct Kernels {
   // The same for whole col-major (`.col`) tiles: src is element (0, 0), column c starts at
   // src + c * ld elements. Same contract: false -> the general path; nullptr: none.
   bool (*loadFullCol)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
-  // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). Not madBf16: on the
-  // host measured it gives ~0.55x the MACs per cycle of f32 FMA (docs/performance.md); kept
-  // for hosts where it is faster, for the bench, and tested like the others.
+  // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). madBf16 widens both
+  // tiles to f32 and runs the FMA kernel; which of the two tsr_mx_mad runs is measured once per
+  // process (bf16KernelFor): vdpbf16ps does twice the MACs of an FMA per instruction, but
+  // retires at ~0.3x the FMA rate on Intel (Sapphire/Emerald Rapids) and at the FMA rate on AMD
+  // Zen 4 (docs/performance.md).
   void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                      float *d);
 };
@@ -61,6 +63,23 @@ const Kernels &kernelsFor(const char *request, std::string *warning);
 // The table this process uses (kernelsFor(getenv("TESSERA_MX_PATH")), the warning printed on
 // stderr), chosen on the first call.
 const Kernels &activeKernels();
+
+// Seconds per vdpbf16ps over seconds per FMA on zmm registers, each the best of several short
+// timed runs of independent chains (~0.2 ms in all). Only on a host whose AVX-512 table has
+// madBf16Dot (it executes vdpbf16ps).
+double bf16DotCostRatio();
+// vdpbf16ps pays when it costs less than this many FMAs: it does the work of two, and saves
+// the widening of both tiles; 1.5 leaves a margin for timing noise (measured: ~1.0 on Zen 4,
+// ~3.5 on Emerald Rapids).
+inline constexpr double kBf16DotPaysBelow = 1.5;
+// Whether tsr_mx_mad runs bf16 on k.madBf16Dot: TESSERA_MX_BF16 = "dot" | "fma" as `request`
+// forces it (dot only where k has it), NULL or "" decides by `measure()` (called only where k
+// has the dot kernel) against kBf16DotPaysBelow. A request that cannot be met, or an unknown
+// one, gives the measured choice and a one-line *warning saying so.
+bool bf16DotFor(const Kernels &k, const char *request, double (*measure)(), std::string *warning);
+// The choice this process makes for activeKernels() (TESSERA_MX_BF16, the warning printed on
+// stderr), made on the first call.
+bool activeBf16Dot();
 
 // Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).
 float halfToFloat(uint16_t h);

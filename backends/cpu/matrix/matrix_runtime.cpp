@@ -60,6 +60,40 @@ const Kernels &activeKernels() {
   return k;
 }
 
+bool bf16DotFor(const Kernels &k, const char *request, double (*measure)(), std::string *warning) {
+  bool has = k.madBf16Dot != nullptr;
+  auto measured = [&] { return has && measure() < kBf16DotPaysBelow; };
+  if (!request || !*request)
+    return measured();
+  const char *why = nullptr;
+  if (std::strcmp(request, "fma") == 0)
+    return false;
+  if (std::strcmp(request, "dot") == 0) {
+    if (has)
+      return true;
+    why = "this matrix path has no vdpbf16ps kernel (it needs AVX512_BF16)";
+  } else {
+    why = "unknown choice";
+  }
+  bool dot = measured();
+  if (warning)
+    *warning = std::string("TESSERA_MX_BF16=") + request + ": " + why + "; using " +
+               (dot ? "vdpbf16ps" : "fma") + " (choices: dot, fma)";
+  return dot;
+}
+
+bool activeBf16Dot() {
+  static const bool dot = [] {
+    std::string warning;
+    bool d =
+        bf16DotFor(activeKernels(), std::getenv("TESSERA_MX_BF16"), bf16DotCostRatio, &warning);
+    if (!warning.empty())
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    return d;
+  }();
+  return dot;
+}
+
 } // namespace tessera::cpu_mx
 
 extern "C" const char *tsr_mx_shape_error(const tsr_mx_shape *s) {
@@ -94,8 +128,9 @@ extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, 
              static_cast<const float *>(c), static_cast<float *>(d));
     return;
   case TSR_MX_BF16:
-    k.madBf16(M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
-              static_cast<const float *>(c), static_cast<float *>(d));
+    (activeBf16Dot() ? k.madBf16Dot : k.madBf16)(
+        M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
+        static_cast<const float *>(c), static_cast<float *>(d));
     return;
   case TSR_MX_I8:
     k.madI8(M, N, K, static_cast<const int16_t *>(a), static_cast<const int16_t *>(b),
@@ -107,3 +142,5 @@ extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, 
 }
 
 extern "C" const char *tsr_mx_path_name(void) { return activeKernels().name; }
+
+extern "C" const char *tsr_mx_bf16_kernel(void) { return activeBf16Dot() ? "vdpbf16ps" : "fma"; }

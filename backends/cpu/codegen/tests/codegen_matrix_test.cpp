@@ -274,6 +274,12 @@ TEST(CodegenMatrix, ReportsItsPath) {
               __builtin_cpu_supports("f16c");
   if (env && (std::strcmp(env, "generic") == 0 || (std::strcmp(env, "avx2") == 0 && avx2)))
     EXPECT_STREQ(path, env) << "TESSERA_MX_PATH forces the path";
+  const char *bf16 = tsr_mx_bf16_kernel(), *bf16Env = std::getenv("TESSERA_MX_BF16");
+  std::printf("bf16 tiles: %s\n", bf16);
+  if (bf16Env && std::strcmp(bf16Env, "fma") == 0)
+    EXPECT_STREQ(bf16, "fma") << "TESSERA_MX_BF16 forces the bf16 kernel";
+  if (bf16Env && std::strcmp(bf16Env, "dot") == 0 && std::strcmp(path, "avx512-bf16") == 0)
+    EXPECT_STREQ(bf16, "vdpbf16ps") << "TESSERA_MX_BF16 forces the bf16 kernel";
 }
 
 TEST(CodegenMatrix, GemmF32) { checkGemm({}); }

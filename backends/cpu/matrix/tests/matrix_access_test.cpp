@@ -152,6 +152,55 @@ TEST(MatrixRuntime, PathRequests) {
                          detected + "' (choices: generic, avx2, avx512)");
 }
 
+// Which bf16 kernel tsr_mx_mad runs: the measured cost ratio decides unless TESSERA_MX_BF16
+// forces it; the measurement runs only where the table has the vdpbf16ps kernel.
+int gMeasured = 0;
+double cheapDot() { return ++gMeasured, 1.0; } // as on AMD Zen 4
+double dearDot() { return ++gMeasured, 3.5; }  // as on Intel Emerald Rapids
+double justAboveMargin() { return ++gMeasured, tessera::cpu_mx::kBf16DotPaysBelow; }
+
+TEST(MatrixRuntime, Bf16KernelRequests) {
+  using tessera::cpu_mx::bf16DotFor;
+  tessera::cpu_mx::Kernels withDot = tessera::cpu_mx::genericKernels();
+  withDot.madBf16Dot = withDot.madBf16; // any non-null kernel: only its presence matters here
+  const tessera::cpu_mx::Kernels &without = tessera::cpu_mx::genericKernels();
+  std::string warning;
+  EXPECT_TRUE(bf16DotFor(withDot, nullptr, cheapDot, &warning));
+  EXPECT_FALSE(bf16DotFor(withDot, "", dearDot, &warning));
+  EXPECT_FALSE(bf16DotFor(withDot, nullptr, justAboveMargin, &warning));
+  EXPECT_EQ(gMeasured, 3);
+  EXPECT_FALSE(bf16DotFor(without, nullptr, cheapDot, &warning)) << "no kernel, no dot";
+  EXPECT_FALSE(bf16DotFor(withDot, "fma", cheapDot, &warning));
+  EXPECT_TRUE(bf16DotFor(withDot, "dot", dearDot, &warning));
+  EXPECT_EQ(gMeasured, 3) << "measured where it was not needed";
+  EXPECT_EQ(warning, "");
+  EXPECT_FALSE(bf16DotFor(without, "dot", cheapDot, &warning));
+  EXPECT_EQ(gMeasured, 3) << "vdpbf16ps timed on a table without it";
+  EXPECT_EQ(warning, "TESSERA_MX_BF16=dot: this matrix path has no vdpbf16ps kernel (it needs "
+                     "AVX512_BF16); using fma (choices: dot, fma)");
+  EXPECT_TRUE(bf16DotFor(withDot, "amx", cheapDot, &warning));
+  EXPECT_EQ(warning, "TESSERA_MX_BF16=amx: unknown choice; using vdpbf16ps (choices: dot, fma)");
+}
+
+// The process's choice follows TESSERA_MX_BF16 where the host allows it, and the measurement is
+// a real, finite ratio where the host has vdpbf16ps.
+TEST(MatrixRuntime, Bf16KernelOfThisProcess) {
+  std::string kernel = tsr_mx_bf16_kernel();
+  const char *env = std::getenv("TESSERA_MX_BF16");
+  bool hasDot = tessera::cpu_mx::activeKernels().madBf16Dot != nullptr;
+  if (!hasDot || (env && std::string(env) == "fma"))
+    EXPECT_EQ(kernel, "fma");
+  else if (env && std::string(env) == "dot")
+    EXPECT_EQ(kernel, "vdpbf16ps");
+  else
+    EXPECT_TRUE(kernel == "fma" || kernel == "vdpbf16ps") << kernel;
+  if (hasDot) {
+    double r = tessera::cpu_mx::bf16DotCostRatio();
+    std::printf("vdpbf16ps costs %.2f FMAs here; bf16 tiles run on %s\n", r, kernel.c_str());
+    EXPECT_TRUE(r > 0.1 && r < 50) << r;
+  }
+}
+
 TEST(MatrixRuntime, ShapeErrors) {
   tsr_mx_shape ok{TSR_MX_F32, TSR_MX_USE_A, 0, 0, 64, 128};
   EXPECT_EQ(tsr_mx_shape_error(&ok), nullptr);

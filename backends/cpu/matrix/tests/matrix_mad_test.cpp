@@ -219,7 +219,8 @@ TEST(MatrixRuntime, MadEveryShapeAndType) {
 // The SIMD paths compute each f32 / bf16 d element as c followed by one FMA per k, in k order
 // (what docs/backends.md promises, so a GEMM's result does not depend on the path's blocking):
 // bit for bit against that chain written as a scalar loop with std::fma. The generic path is
-// exempt (baseline x86-64 has no FMA: a multiply and an add).
+// exempt (baseline x86-64 has no FMA: a multiply and an add), and so is the vdpbf16ps kernel
+// (madBf16Dot: pairs of products per instruction), which tsr_mx_mad runs where it pays.
 TEST(MatrixRuntime, MadIsAnFmaChainInKOrder) {
   std::mt19937 rng(9);
   for (uint8_t in : {TSR_MX_F32, TSR_MX_BF16})
