@@ -471,6 +471,11 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
 
 // ---------------------------------------------------------------- column kernels
 
+namespace {
+// Elements of the reduced extent each iteration of a CPU column kernel folds (see below).
+constexpr int64_t kColumnUnroll = 8;
+} // namespace
+
 bool Lowerer::emitColumn(const FusedKernel &fk) {
   int v = fk.members[0];
   const Node &n = g.node(v);
@@ -500,29 +505,46 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
   std::vector<std::string> kept = emitUnravel(k, o, keptSizes);
   Red r = redOf(g, n);
   bool arg = n.op == OpKind::Argmax;
+  // On the CPU backend each iteration folds kColumnUnroll consecutive elements (j0 + u, in
+  // order, each guarded by j0 + u < the extent), so the per-iteration cost of the lock-step
+  // loop (one run over the workgroup per barrier) is paid once per kColumnUnroll elements; each
+  // work-item still folds j = 0, 1, 2, ... in order, so the result is bit-identical to one
+  // element per iteration. The text does not depend on the extent. Other backends keep 1.
+  const int64_t unroll = caps.backend == "cpu" ? kColumnUnroll : 1;
+  std::string step = unroll == 1 ? one : emitIntConst(k, unroll, "i64");
   auto loop = [&](const std::string &mean, std::string *idxOut) {
     std::string acc = k.fresh("acc"), acci = k.fresh("acc"), res = k.fresh("p"),
-                resi = k.fresh("p"), j = k.fresh("j");
+                resi = k.fresh("p"), j0 = k.fresh("j");
     std::string init = initValue(k, r), minus1 = emitIntConst(k, -1, "i64");
-    std::string head = "for " + j + " = " + zero + " to " + redArg + " step " + one + " iter(" +
+    std::string head = "for " + j0 + " = " + zero + " to " + redArg + " step " + step + " iter(" +
                        acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "") + ") : i64 {";
     k.open((arg ? res + ", " + resi : res) + " = " + head);
-    std::vector<std::string> red = emitUnravel(k, j, redSizes);
-    std::string nv = k.fresh("nv"), ni = k.fresh("nv");
-    k.open((arg ? nv + ", " + ni : nv) + " = if " + valid + " -> (" + r.ty + (arg ? ", i64" : "") +
-           ") {");
-    EmitCtx c;
-    c.tag = "col";
-    c.space = it.shape;
-    size_t ki = 0, ri = 0;
-    for (size_t d = 0; d < it.shape.size(); ++d)
-      c.coords.push_back(reduced[d] ? red[ri++] : kept[ki++]);
-    emitFoldElement(k, r, toAcc(k, r, value(kb, c, n.inputs[0])), mean, acc, acci, j, arg);
+    std::string cur = acc, curi = acci;
+    for (int64_t u = 0; u < unroll; ++u) {
+      std::string j = j0, ok = valid;
+      if (unroll > 1) {
+        j = u == 0 ? j0 : ln(k, "add " + j0 + ", " + emitIntConst(k, u, "i64") + " : i64", "j");
+        std::string in = ln(k, "cmp.slt " + j + ", " + redArg + " : i64", "in");
+        ok = ln(k, "and " + valid + ", " + in + " : i1", "ok");
+      }
+      std::string nv = k.fresh("nv"), ni = k.fresh("nv");
+      k.open((arg ? nv + ", " + ni : nv) + " = if " + ok + " -> (" + r.ty + (arg ? ", i64" : "") +
+             ") {");
+      std::vector<std::string> red = emitUnravel(k, j, redSizes);
+      EmitCtx c;
+      c.tag = "col";
+      c.space = it.shape;
+      size_t ki = 0, ri = 0;
+      for (size_t d = 0; d < it.shape.size(); ++d)
+        c.coords.push_back(reduced[d] ? red[ri++] : kept[ki++]);
+      emitFoldElement(k, r, toAcc(k, r, value(kb, c, n.inputs[0])), mean, cur, curi, j, arg);
+      cur = nv, curi = ni;
+    }
     if (arg)
       *idxOut = resi;
     if (caps.backend == "cpu")
       k.line("barrier");
-    k.line("yield " + nv + (arg ? ", " + ni : ""));
+    k.line("yield " + cur + (arg ? ", " + curi : ""));
     k.close();
     return res;
   };

@@ -111,3 +111,50 @@ def test_row_sum_is_the_documented_order_bit_for_bit(r):
     got = np.from_dlpack(g.run([x])[0])
     want = lane_order_row_sum(x)
     assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+
+
+COL_SUM = """graph @g(%x: tensor<f32, [{n}, {c}]>) {{
+  %s = sum %x {{axes = [0]}}
+  return %s
+}}"""
+
+COL_ARGMAX_VAR = """graph @g(%x: tensor<f32, [{n}, {c}]>) {{
+  %a = argmax %x {{axes = [0]}}
+  %v = var %x {{axes = [0], correction = 1}}
+  return %a, %v
+}}"""
+
+
+# Column kernels (a bias gradient: sum over dim 0). On cpu:0 each lock-step iteration folds 8
+# rows (ir/graph/lower_reduce.cpp, kColumnUnroll), each output still adding rows 0, 1, 2, ... in
+# turn: bit for bit the sequential f32 sum, at extents below, at and around multiples of 8.
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 64, 255, 256])
+def test_column_sum_is_the_sequential_sum_bit_for_bit(n):
+    c = 10
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((n, c)) * 10.0 ** rng.integers(-3, 6, (n, c))).astype(np.float32)
+    g = tessera.compile_graph(COL_SUM.format(n=n, c=c), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["reduce"]
+    got = np.from_dlpack(g.run([x])[0])
+    want = np.zeros(c, np.float32)
+    for row in x:
+        want = (want + row).astype(np.float32)
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+
+
+@pytest.mark.parametrize("n", [3, 17, 100])
+def test_column_argmax_and_var(n):
+    c = 33
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, c)).astype(np.float32)
+    x[n // 2, 5] = x[:, 5].max()  # a tie: the first index wins
+    x[n - 1, 7] = np.nan  # NaN is the maximum
+    g = tessera.compile_graph(COL_ARGMAX_VAR.format(n=n, c=c), "cpu:0")
+    a, v = (np.from_dlpack(o) for o in g.run([x]))
+    want_a = np.argmax(x, axis=0)  # numpy: NaN wins, the first of ties
+    np.testing.assert_array_equal(a, want_a)
+    x64 = x.astype(np.float64)
+    want_v = x64.var(axis=0, ddof=1)
+    ok = ~np.isnan(want_v)
+    np.testing.assert_allclose(v[ok], want_v[ok], rtol=1e-5 * (1 + n / 64), atol=1e-6)
+    assert np.isnan(v[7])
