@@ -289,6 +289,62 @@ TEST(MatrixRuntime, MadSpecialValues) {
   }
 }
 
+// Subnormal bf16 inputs are kept: 2^-133 x 2^100 is 2^-33, far above the bound's absolute term
+// (which covers flushed subnormal *products* only). vdpbf16ps treats subnormal inputs as zero,
+// so the dot kernel must not run on such tiles (matrix_avx512.cpp, madBf16Dot); this fails when
+// it does. Subnormals in a, in b, in both, and a tile pair without any (the dot path proper).
+TEST(MatrixRuntime, MadBf16KeepsSubnormalInputs) {
+  std::mt19937 rng(11);
+  auto setBf16 = [](std::vector<uint8_t> &mem, std::vector<long double> &val, int i,
+                    uint16_t bits) {
+    std::memcpy(&mem[size_t(i) * 2], &bits, 2);
+    val[size_t(i)] = valueOf(TSR_MX_BF16, &mem[size_t(i) * 2]);
+  };
+  auto zeroC = [](MadCase &m, int i) {
+    std::memset(&m.c[size_t(i) * 4], 0, 4);
+    m.cv[size_t(i)] = 0;
+  };
+  for (int where = 0; where < 4; ++where)
+    for (auto [M, N, K] : {std::array{8, 16, 8}, std::array{64, 64, 64}, std::array{32, 128, 64}}) {
+      // Row 1 of d (where & 1): a[1][*] = 0 but a[1][3] = 2^-133 (0x0001), b[3][*] = 2^100
+      // (0x7180), c[1][*] = 0, so d[1][j] = 2^-33 exactly. Column 2 (where & 2): b[*][2] = 0
+      // but b[5][2] = -0x1.fcp-127 (0x807f), a[*][5] = 2^90 (0x6c80), c[*][2] = 0.
+      MadCase m = makeMad(TSR_MX_BF16, M, N, K, rng);
+      if (where & 1) {
+        for (int k = 0; k < K; ++k)
+          setBf16(m.a, m.av, 1 * K + k, 0);
+        setBf16(m.a, m.av, 1 * K + 3, 0x0001);
+        for (int j = 0; j < N; ++j)
+          setBf16(m.b, m.bv, 3 * N + j, 0x7180), zeroC(m, 1 * N + j);
+      }
+      if (where & 2) {
+        for (int k = 0; k < K; ++k)
+          setBf16(m.b, m.bv, k * N + 2, 0);
+        setBf16(m.b, m.bv, 5 * N + 2, 0x807f);
+        for (int i = 0; i < M; ++i)
+          setBf16(m.a, m.av, i * K + 5, 0x6c80), zeroC(m, i * N + 2);
+      }
+      MadTiles t(m);
+      std::string what = "subnormals in " + std::string(where == 0   ? "neither"
+                                                        : where == 1 ? "a"
+                                                        : where == 2 ? "b"
+                                                                     : "both");
+      tsr_mx_mad(TSR_MX_BF16, M, N, K, t.a.p, t.b.p, t.c.p, t.d.p);
+      checkMad(m, t.d.p, "tsr_mx_mad, " + what);
+      for (const Kernels *k : allPaths()) {
+        callKernel(*k, m, t, t.d.p);
+        checkMad(m, t.d.p, std::string(k->name) + ", " + what);
+        if (!k->madBf16Dot)
+          continue;
+        std::memset(t.d.p, 0xEE, t.d.bytes);
+        k->madBf16Dot(M, N, K, reinterpret_cast<const uint16_t *>(t.a.p),
+                      reinterpret_cast<const uint16_t *>(t.b.p),
+                      reinterpret_cast<const float *>(t.c.p), reinterpret_cast<float *>(t.d.p));
+        checkMad(m, t.d.p, std::string(k->name) + " vdpbf16ps, " + what);
+      }
+    }
+}
+
 // Every path's converters agree with the compiler's _Float16 on every f16 bit pattern, and on f32
 // values around every f16 rounding boundary.
 TEST(MatrixRuntime, ConvertersAgreeAcrossPaths) {
