@@ -77,7 +77,8 @@
    .name = driverName,                                                                             \
    TSR_DRIVER_ENTRY_POINTS(TSR_DRIVER_TABLE_ENTRY).device_compiler_caps =                          \
        ::tessera::driverEntryOrNull<decltype(tsr_driver_v1::device_compiler_caps)>(__VA_ARGS__),   \
-   TSR_DRIVER_CHANNEL_ENTRY_POINTS(channelEntry).buffer_import_host = nullptr}
+   TSR_DRIVER_CHANNEL_ENTRY_POINTS(channelEntry).buffer_import_host = nullptr,                     \
+   .stream_set_deferred = nullptr}
 
 /// `constexpr tsr_driver_v1 variable` for backend `driverName` ("cpu"), listing the entry
 /// points of the current namespace: a constant-initialised table, no static constructor.

@@ -409,6 +409,17 @@ tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns) {
                          timeout_ns);
 }
 
+tsr_status_t tsr_stream_set_deferred(tsr_stream_t stream, bool deferred) {
+  static const char *kCall = "tsr_stream_set_deferred";
+  TSR_RETURN_IF_ERROR(checkHandle(kCall, "stream", stream));
+  tsr_device_s *device = stream->device;
+  if (!device->driver->table.stream_set_deferred)
+    return nullptr; // a hint: a driver without it runs the work as it always does
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  return TSR_CALL_DRIVER(kCall, *device->driver, stream_set_deferred, device->handle,
+                         stream->handle, deferred);
+}
+
 } // extern "C"
 
 namespace tessera::hal {

@@ -151,13 +151,13 @@ TEST_F(Registry, RefusesAnotherMajorVersionWithAReason) {
   t.abi_minor = 0;
   int opensBefore = gOpens.load();
   TSR_EXPECT_ERROR(tsr_registry_register_driver(registry_, &t), TSR_UNAVAILABLE,
-                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.5");
+                   "driver 'future' was built for driver ABI 2.0 but this HAL speaks 1.6");
   EXPECT_EQ(gOpens.load(), opensBefore) << "a refused driver is never opened";
   uint32_t count = 0;
   TSR_ASSERT_OK(tsr_registry_unavailable_count(registry_, &count));
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(unavailable(0), "future: driver 'future' was built for driver ABI 2.0 but this HAL "
-                            "speaks 1.5; major versions must match (rebuild the driver)");
+                            "speaks 1.6; major versions must match (rebuild the driver)");
 }
 
 TEST_F(Registry, FieldsBeyondStructSizeAreAbsent) {
@@ -298,6 +298,44 @@ TEST_F(Registry, NewStreamsGetTheDefaultDeadlineAndSetTimeoutReachesTheDriver) {
   TSR_EXPECT_ERROR(tsr_stream_set_timeout(nullptr, 1), TSR_INVALID_ARGUMENT,
                    "tsr_stream_set_timeout: stream is NULL");
   tsr_device_release(device);
+}
+
+std::atomic<int> gDeferredCalls{0};
+std::atomic<bool> gLastDeferred{false};
+tsr_status_t fakeSetDeferred(tsr_drv_device_t, tsr_drv_stream_t, bool deferred) {
+  ++gDeferredCalls;
+  gLastDeferred = deferred;
+  return nullptr;
+}
+
+// tsr_stream_set_deferred is a hint: it reaches a driver with the entry (ABI 1.6), and is OK and
+// never called beyond struct_size (ABI 1.5) or when the entry is NULL.
+TEST_F(Registry, SetDeferredReachesAnAbi16DriverAndIsIgnoredByOthers) {
+  tsr_driver_v1 with = driverWithStreams("deferring");
+  with.stream_set_deferred = fakeSetDeferred;
+  tsr_driver_v1 old = driverWithStreams("old15");
+  old.stream_set_deferred = fakeSetDeferred; // beyond struct_size: never called
+  old.struct_size = uint32_t(TSR_DRIVER_V1_5_SIZE);
+  old.abi_minor = 5;
+  tsr_driver_v1 none = driverWithStreams("nodefer"); // the entry NULL
+  for (tsr_driver_v1 *t : {&with, &old, &none})
+    TSR_ASSERT_OK(tsr_registry_register_driver(registry_, t));
+  for (const char *name : {"deferring:0", "old15:0", "nodefer:0"}) {
+    tsr_device_t device = nullptr;
+    TSR_ASSERT_OK(tsr_registry_open_device(registry_, name, &device));
+    tsr_stream_t stream = nullptr;
+    TSR_ASSERT_OK(tsr_stream_create(device, &stream));
+    int before = gDeferredCalls.load();
+    TSR_EXPECT_OK(tsr_stream_set_deferred(stream, true));
+    EXPECT_EQ(gLastDeferred.load(), std::string(name) == "deferring:0") << name;
+    TSR_EXPECT_OK(tsr_stream_set_deferred(stream, false));
+    EXPECT_FALSE(gLastDeferred.load());
+    EXPECT_EQ(gDeferredCalls.load() - before, std::string(name) == "deferring:0" ? 2 : 0) << name;
+    tsr_stream_release(stream);
+    tsr_device_release(device);
+  }
+  TSR_EXPECT_ERROR(tsr_stream_set_deferred(nullptr, true), TSR_INVALID_ARGUMENT,
+                   "tsr_stream_set_deferred: stream is NULL");
 }
 
 TEST_F(Registry, AnAbi11DriverHasNoDeadlines) {

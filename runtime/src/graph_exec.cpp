@@ -479,12 +479,22 @@ hal::Status GraphExecutable::runLocked(const std::vector<GraphInput> &inputs, ts
     if (Status st = tierUp(/*wait=*/false); !st.ok())
       return st;
   bool hostCopy = false;
+  // A run with host inputs synchronizes at its end (below), so the stream may leave its work
+  // to that synchronize (tsr_stream_set_deferred; cpu: the calling thread runs the launches
+  // instead of waking the stream's worker and sleeping until it is done: two thread
+  // hand-offs per run). The span ends on every path, and before the synchronize's result.
+  const bool willWait = std::any_of(inputs.begin(), inputs.end(),
+                                    [](const GraphInput &in) { return in.host != nullptr; });
+  const bool deferred = willWait && tsr_stream_set_deferred(stream, true) == nullptr;
   Status st = enqueue(inputs, stream, outputs, &hostCopy);
   // Host inputs are read by asynchronous copies: the caller's memory (and the staging) must
   // outlive them, on the error paths too.
   if (hostCopy)
     if (Status sync = Status::fromC(tsr_stream_synchronize(stream)); st.ok())
       st = sync;
+  if (deferred)
+    if (Status end = Status::fromC(tsr_stream_set_deferred(stream, false)); st.ok())
+      st = end;
   imports_.clear(); // the stream has finished with them (or never enqueued work on them)
   if (!st.ok())
     outputs->clear();

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace tessera {
@@ -110,6 +113,16 @@ struct DeviceLocalOnly {
   ~DeviceLocalOnly() { unsetenv("TESSERA_DEVICE_LOCAL_ONLY"); }
 };
 
+/// The graph's two inputs x, y from dense host vectors of its size.
+std::vector<GraphInput> hostInputs(const std::vector<float> &a, const std::vector<float> &b) {
+  std::vector<GraphInput> in(2);
+  in[0].host = a.data();
+  in[0].shape = {int64_t(a.size())};
+  in[1].host = b.data();
+  in[1].shape = {int64_t(b.size())};
+  return in;
+}
+
 class GraphExecTest : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -175,11 +188,7 @@ TEST_P(GraphExecTest, HostInputsGiveNaiveLoopValuesAtEverySize) {
       a[i] = 0.25f * float(i) - 3.0f;
       b[i] = 1.5f - 0.125f * float(i % 7);
     }
-    std::vector<GraphInput> in(2);
-    in[0].host = a.data();
-    in[0].shape = {n};
-    in[1].host = b.data();
-    in[1].shape = {n};
+    std::vector<GraphInput> in = hostInputs(a, b);
     std::vector<GraphOutput> out;
     ASSERT_TRUE(x->run(in, stream.get(), &out).ok());
     ASSERT_EQ(out.size(), 1u);
@@ -190,6 +199,65 @@ TEST_P(GraphExecTest, HostInputsGiveNaiveLoopValuesAtEverySize) {
     ASSERT_TRUE(x->run(in, stream.get(), &out).ok());
     EXPECT_EQ(readOutput(session.device, out[0]), got);
   }
+}
+
+// A run with host inputs synchronizes its stream, so it runs inside a deferred span
+// (tsr_stream_set_deferred; on cpu the calling thread runs the launches). Runs of one executable
+// from two threads on two streams stay correct, and after such a run the stream's work is the
+// worker's again: a run on device buffers (no synchronize in it) completes by itself.
+TEST_P(GraphExecTest, HostInputRunsFromTwoThreadsThenAsynchronousWorkStillRuns) {
+  ProgramCache programs;
+  const int64_t n = 257;
+  auto x = make(n, programs);
+  ASSERT_TRUE(x);
+  std::vector<float> a(static_cast<size_t>(n)), b(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = 0.5f * float(i) - 7.0f, b[i] = 2.0f - 0.25f * float(i % 5);
+  std::atomic<int> wrong{0};
+  auto worker = [&](hal::Stream *s) {
+    for (int r = 0; r < 30; ++r) {
+      std::vector<GraphOutput> out;
+      if (!x->run(hostInputs(a, b), s->get(), &out).ok() || out.size() != 1) {
+        ++wrong;
+        continue;
+      }
+      std::vector<float> got = readOutput(session.device, out[0]);
+      for (size_t i = 0; i < a.size(); ++i)
+        wrong += got[i] != a[i] * b[i] + a[i];
+    }
+  };
+  auto other = borrow(session.device).createStream();
+  ASSERT_TRUE(other.ok());
+  std::thread t1(worker, &stream), t2(worker, &other.value());
+  t1.join();
+  t2.join();
+  EXPECT_EQ(wrong.load(), 0);
+  // Device-buffer inputs: run() enqueues and returns; nothing synchronizes the stream.
+  hal::Device dev = borrow(session.device);
+  auto ba = dev.allocate(a.size() * sizeof(float)), bb = dev.allocate(b.size() * sizeof(float));
+  ASSERT_TRUE(ba.ok() && bb.ok());
+  ASSERT_TRUE(stream.copyToDevice(a.data(), *ba, 0, a.size() * sizeof(float)).ok());
+  ASSERT_TRUE(stream.copyToDevice(b.data(), *bb, 0, b.size() * sizeof(float)).ok());
+  ASSERT_TRUE(stream.synchronize().ok());
+  std::vector<GraphInput> in(2);
+  in[0].buffer = ba->get();
+  in[0].shape = {n};
+  in[1].buffer = bb->get();
+  in[1].shape = {n};
+  std::vector<GraphOutput> out;
+  ASSERT_TRUE(x->run(in, stream.get(), &out).ok());
+  bool idle = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(tsr_stream_query(stream.get(), &idle), nullptr);
+    if (idle)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(idle) << "work enqueued after a deferred run never ran without a synchronize";
+  std::vector<float> got = readOutput(session.device, out[0]);
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(got[i], a[i] * b[i] + a[i]) << i;
 }
 
 TEST_P(GraphExecTest, FirstExecutableCompilesLaterOnesReuse) {

@@ -91,6 +91,9 @@ public:
   void enqueue(std::function<void()> work);
   void synchronize();
   bool idle();
+  /// tsr_stream_set_deferred: while set, an enqueue onto an empty queue does not wake the
+  /// worker (the caller's synchronize runs the work); clearing it hands queued work over.
+  void setDeferred(bool deferred);
   /// Deadline of the launches enqueued from now on, in ns (0: none).
   std::atomic<uint64_t> timeoutNs{0};
   /// Keeps the first fault until takeFault() (worker thread).
@@ -112,6 +115,7 @@ private:
   uint64_t wakeAt_ = UINT64_MAX; // completed_ at which a synchronize waits to be woken
   bool stopping_ = false;
   bool busy_ = false;          // an item runs (on the worker or a synchronizing thread)
+  bool deferred_ = false;      // tsr_stream_set_deferred: enqueue does not wake the worker
   std::optional<Fault> fault_; // guarded by mutex_
   std::thread worker_;         // last: starts after the members above exist
 };
@@ -153,5 +157,6 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
 // ---- entry points (hal_driver.h documents each) ----------------------------------------
 TSR_DECLARE_DRIVER_ENTRY_POINTS()
 TSR_DRIVER_DECLARE_ENTRY_POINT(buffer_import_host, bufferImportHost)
+TSR_DRIVER_DECLARE_ENTRY_POINT(stream_set_deferred, streamSetDeferred)
 
 } // namespace tessera::cpu

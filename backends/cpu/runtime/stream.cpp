@@ -29,13 +29,14 @@ void CpuStream::enqueue(std::function<void()> work) {
   bool wasEmpty;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    wasEmpty = queue_.empty();
+    wasEmpty = queue_.empty() && !deferred_;
     queue_.push_back(std::move(work));
     ++submitted_;
   }
   // Only the first item wakes the worker: with items queued it is awake already, or asleep
   // because a synchronizing thread runs one, which wakes it afterwards (runFront). A wake-up
-  // is a syscall and, on a busy host, a context switch per enqueue.
+  // is a syscall and, on a busy host, a context switch per enqueue. In a deferred span none
+  // does: the caller's synchronize runs the items, or setDeferred(false) hands them over.
   if (wasEmpty)
     workCv_.notify_one();
 }
@@ -45,8 +46,12 @@ void CpuStream::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     // busy_: a synchronizing thread runs an item; the next one must wait for it (in order).
-    workCv_.wait(lock,
-                 [this] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !busy_); });
+    // deferred_: the items are the synchronizing caller's (a worker that happens to be awake,
+    // or starts up, must not take them), until the span ends or the stream is destroyed.
+    workCv_.wait(lock, [this] {
+      return (stopping_ && queue_.empty()) ||
+             (!queue_.empty() && !busy_ && (!deferred_ || stopping_));
+    });
     if (queue_.empty())
       return; // stopping, and everything enqueued has run
     runFront(lock, true);
@@ -95,6 +100,17 @@ void CpuStream::synchronize() {
   }
   // Items enqueued after `target` (by other threads) are the worker's again (see runFront).
   if (!busy_ && (!queue_.empty() || stopping_))
+    workCv_.notify_one();
+}
+
+void CpuStream::setDeferred(bool deferred) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    deferred_ = deferred;
+    wake = !deferred && !busy_ && !queue_.empty();
+  }
+  if (wake) // what the span left queued runs without a synchronize from now on
     workCv_.notify_one();
 }
 
@@ -246,6 +262,11 @@ tsr_status_t streamSynchronize(tsr_drv_device_t, tsr_drv_stream_t stream) {
 
 tsr_status_t streamSetTimeout(tsr_drv_device_t, tsr_drv_stream_t stream, uint64_t timeout_ns) {
   as<CpuStream>(stream)->timeoutNs.store(timeout_ns, std::memory_order_relaxed);
+  return nullptr;
+}
+
+tsr_status_t streamSetDeferred(tsr_drv_device_t, tsr_drv_stream_t stream, bool deferred) {
+  as<CpuStream>(stream)->setDeferred(deferred);
   return nullptr;
 }
 

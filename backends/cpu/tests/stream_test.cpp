@@ -66,6 +66,38 @@ TEST(CpuStream, TheWorkerRunsEverythingWithoutASynchronize) {
   }
 }
 
+// A deferred span (tsr_stream_set_deferred): nothing wakes the worker, so the work waits for
+// the caller's synchronize (which runs it, in order); ending the span hands what is left to the
+// worker, which then runs it without a synchronize. Fails when the span is ignored (the worker
+// would run the items within the 50 ms) or when ending it forgets the queued work.
+TEST(CpuStream, DeferredWorkWaitsForTheSynchronizeOrTheSpansEnd) {
+  CpuStream stream;
+  std::vector<int> order;
+  stream.setDeferred(true);
+  for (int i = 0; i < 3; ++i)
+    stream.enqueue([&, i] { order.push_back(i); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stream.idle()) << "the worker ran deferred work";
+  EXPECT_TRUE(order.empty());
+  stream.synchronize();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  for (int i = 3; i < 6; ++i) // still deferred, then the span ends without a synchronize
+    stream.enqueue([&, i] { order.push_back(i); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(stream.idle());
+  stream.setDeferred(false);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!stream.idle() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_TRUE(stream.idle()) << "work left in the span never ran";
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  stream.enqueue([&] { order.push_back(6); }); // outside a span: the worker's again
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!stream.idle() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(order.size(), 7u);
+}
+
 #if defined(__SSE__)
 TEST(CpuStream, ItemsKeepSubnormalsAndTheCallersModeSurvives) {
   CpuStream stream;

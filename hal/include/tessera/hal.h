@@ -414,6 +414,15 @@ tsr_status_t tsr_stream_query(tsr_stream_t stream, bool *out_idle);
  * that cannot cancel a running kernel answers UNIMPLEMENTED.) */
 tsr_status_t tsr_stream_set_timeout(tsr_stream_t stream, uint64_t timeout_ns);
 #define TSR_DEFAULT_KERNEL_TIMEOUT_MS 60000
+/* A hint from a caller about to synchronize `stream` right after its next enqueues (a
+ * synchronous graph run): with deferred = true, a device whose streams run on a host worker
+ * thread (cpu) may leave the work enqueued from now on for that synchronize to run on the
+ * calling thread, saving a thread wake-up and a hand-back per run; false ends the span and
+ * hands what is still queued to the worker. Inside a span, work may not start before this
+ * thread's tsr_stream_synchronize or the span's end: nothing may wait for it otherwise
+ * (tsr_stream_query, tsr_event_synchronize, another stream's wait) until then. Order and
+ * results are unchanged. Devices without it (driver ABI < 1.6, or no entry) ignore it: OK. */
+tsr_status_t tsr_stream_set_deferred(tsr_stream_t stream, bool deferred);
 
 /* ---------------------------------------------------------------------------------------
  * Events (CUevent / a VkSemaphore value)

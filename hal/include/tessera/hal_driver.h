@@ -39,8 +39,9 @@ extern "C" {
  * 1.2: appended stream_set_timeout (kernel deadlines).
  * 1.3: appended device_compiler_caps (the capability record of tsr_device_compiler_caps).
  * 1.4: appended the native collective channel (channel_unique_id ... stream_collective).
- * 1.5: appended buffer_import_host (tsr_buffer_import_host: caller-owned host memory). */
-#define TSR_DRIVER_ABI_MINOR 5
+ * 1.5: appended buffer_import_host (tsr_buffer_import_host: caller-owned host memory).
+ * 1.6: appended stream_set_deferred (tsr_stream_set_deferred: a synchronous caller's hint). */
+#define TSR_DRIVER_ABI_MINOR 6
 
 /* Name of the function a plugin .so exports: `const tsr_driver_v1* tsr_driver_entry(void)`. */
 #define TSR_DRIVER_ENTRY_SYMBOL "tsr_driver_entry"
@@ -272,6 +273,16 @@ struct tsr_driver_v1 {
    * UNIMPLEMENTED. */
   tsr_status_t (*buffer_import_host)(tsr_drv_device_t device, void *ptr, uint64_t size,
                                      tsr_drv_buffer_t *out_buffer);
+
+  /* ---- ABI 1.6 -------------------------------------------------------------------------- */
+  /* tsr_stream_set_deferred: deferred = true, the caller will synchronize `stream` right after
+   * its next enqueues, so a driver whose streams run on a host worker thread may leave work
+   * enqueued from now on for that synchronize to run on the caller's thread instead of waking
+   * the worker; false ends it, and work still queued must then be handed to the worker (it
+   * must run without a synchronize from then on). Must never reorder or drop work. The HAL
+   * serialises it with the stream's other calls. NULL (or absent): the hint is ignored. */
+  tsr_status_t (*stream_set_deferred)(tsr_drv_device_t device, tsr_drv_stream_t stream,
+                                      bool deferred);
 };
 
 /* The smallest table the HAL accepts: the header and the driver section. */
@@ -286,6 +297,8 @@ struct tsr_driver_v1 {
 #define TSR_DRIVER_V1_3_SIZE (offsetof(tsr_driver_v1, channel_unique_id))
 /* struct_size of a driver built against ABI 1.4. */
 #define TSR_DRIVER_V1_4_SIZE (offsetof(tsr_driver_v1, buffer_import_host))
+/* struct_size of a driver built against ABI 1.5. */
+#define TSR_DRIVER_V1_5_SIZE (offsetof(tsr_driver_v1, stream_set_deferred))
 
 #ifdef __cplusplus
 } /* extern "C" */
