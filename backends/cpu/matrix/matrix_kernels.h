@@ -42,7 +42,7 @@ struct Kernels {
   bool (*loadFullCol)(const tsr_mx_shape *s, void *tile, const void *src, int64_t ld);
   // vdpbf16ps directly on the bf16 pairs (nullptr without AVX512_BF16). madBf16 widens both
   // tiles to f32 and runs the FMA kernel; which of the two tsr_mx_mad runs is measured once per
-  // process (bf16KernelFor): vdpbf16ps does twice the MACs of an FMA per instruction, but
+  // process (bf16DotFor): vdpbf16ps does twice the MACs of an FMA per instruction, but
   // retires at ~0.3x the FMA rate on Intel (Sapphire/Emerald Rapids) and at the FMA rate on AMD
   // Zen 4 (docs/performance.md).
   void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
