@@ -100,17 +100,24 @@ def lane_order_row_sum(x, width=16):
     return out
 
 
+def spread_values(rng, shape):
+    """f32 values with magnitudes from 1e-3 to 1e5: almost every other summation order rounds
+    differently, so a sum compared bit for bit pins its order."""
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 6, shape)).astype(np.float32)
+
+
+def assert_one_kernel_bit_for_bit(text, kind, x, want):
+    """`text` lowers to one kernel of `kind` on cpu:0, whose output on x is `want`'s bits."""
+    g = tessera.compile_graph(text, "cpu:0")
+    assert [k["kind"] for k in g.kernels] == [kind]
+    got = np.from_dlpack(g.run([x])[0])
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+
+
 @pytest.mark.parametrize("r", [15, 64, 100, 1000])
 def test_row_sum_is_the_documented_order_bit_for_bit(r):
-    n = 6
-    rng = np.random.default_rng(r)
-    # Magnitudes from 1e-3 to 1e5: almost every other order rounds differently.
-    x = (rng.standard_normal((n, r)) * 10.0 ** rng.integers(-3, 6, (n, r))).astype(np.float32)
-    g = tessera.compile_graph(ROW_SUM.format(n=n, r=r), "cpu:0")
-    assert [k["kind"] for k in g.kernels] == ["row"]
-    got = np.from_dlpack(g.run([x])[0])
-    want = lane_order_row_sum(x)
-    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+    x = spread_values(np.random.default_rng(r), (6, r))
+    assert_one_kernel_bit_for_bit(ROW_SUM.format(n=6, r=r), "row", x, lane_order_row_sum(x))
 
 
 COL_SUM = """graph @g(%x: tensor<f32, [{n}, {c}]>) {{
@@ -131,15 +138,11 @@ COL_ARGMAX_VAR = """graph @g(%x: tensor<f32, [{n}, {c}]>) {{
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 64, 255, 256])
 def test_column_sum_is_the_sequential_sum_bit_for_bit(n):
     c = 10
-    rng = np.random.default_rng(n)
-    x = (rng.standard_normal((n, c)) * 10.0 ** rng.integers(-3, 6, (n, c))).astype(np.float32)
-    g = tessera.compile_graph(COL_SUM.format(n=n, c=c), "cpu:0")
-    assert [k["kind"] for k in g.kernels] == ["reduce"]
-    got = np.from_dlpack(g.run([x])[0])
+    x = spread_values(np.random.default_rng(n), (n, c))
     want = np.zeros(c, np.float32)
     for row in x:
         want = (want + row).astype(np.float32)
-    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+    assert_one_kernel_bit_for_bit(COL_SUM.format(n=n, c=c), "reduce", x, want)
 
 
 @pytest.mark.parametrize("n", [3, 17, 100])
