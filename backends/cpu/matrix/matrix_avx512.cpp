@@ -165,34 +165,6 @@ TSR_AVX512 void madF32(int M, int N, int K, const float *a, const float *b, cons
                        float *d) {
   madTile<F32Ops>(M, N, K, a, b, c, d);
 }
-// Whether any of n bf16 values (n a multiple of 32) is subnormal: (x & 0x7fff) - 1 < 0x7f, as an
-// unsigned minimum over the tile (3 integer ops per 32 values).
-TSR_AVX512 bool anySubnormalBf16(const uint16_t *p, int n) {
-  const __m512i magnitude = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
-  __m512i low = _mm512_set1_epi16(-1);
-  for (int i = 0; i < n; i += 32) {
-    __m512i v = _mm512_and_si512(_mm512_loadu_si512(p + i), magnitude);
-    low = _mm512_min_epu16(low, _mm512_sub_epi16(v, one)); // 0 -> 0xffff: not subnormal
-  }
-  return _mm512_cmplt_epu16_mask(low, _mm512_set1_epi16(0x7f)) != 0;
-}
-
-TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
-                        float *d);
-
-// vdpbf16ps on the pairs as they are: tsr_mx_mad runs it where bf16DotCostRatio() says it pays
-// (matrix_kernels.h, madBf16Dot). vdpbf16ps treats subnormal inputs as zero (DAZ, whatever
-// MXCSR says; Intel's definition, and Zen 4 does the same), which is outside matrix_mad's bound
-// when the other factor is large (2^-133 x 2^100 would give 0, not 2^-33); flushed subnormal
-// *products* are inside it. So a tile pair holding a subnormal input takes the widening kernel
-// (exact products, subnormals kept); the check costs ~3(M + N) / (M N) of the mad.
-TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
-                           const float *c, float *d) {
-  if (anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N))
-    return madBf16(M, N, K, a, b, c, d);
-  madTile<Bf16Ops>(M, N, K, a, b, c, d);
-}
-
 // bf16 -> f32 is a 16-bit shift, and products of bf16 values are exact in f32, so converting
 // both tiles into scratch f32 tiles and running the f32 kernel gives results within the same
 // bound; it runs at the f32 FMA rate (2 x 16 MACs per cycle), where vdpbf16ps retires about one
@@ -216,6 +188,31 @@ TSR_AVX512 void madBf16(int M, int N, int K, const uint16_t *a, const uint16_t *
                             _mm512_castsi512_ps(_mm512_and_si512(v, hi)));
     }
   madTile<F32Ops>(M, N, K, af, bf, c, d);
+}
+
+// Whether any of n bf16 values (n a multiple of 32) is subnormal: (x & 0x7fff) - 1 < 0x7f, as an
+// unsigned minimum over the tile (3 integer ops per 32 values).
+TSR_AVX512 bool anySubnormalBf16(const uint16_t *p, int n) {
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+  __m512i low = _mm512_set1_epi16(-1);
+  for (int i = 0; i < n; i += 32) {
+    __m512i v = _mm512_and_si512(_mm512_loadu_si512(p + i), magnitude);
+    low = _mm512_min_epu16(low, _mm512_sub_epi16(v, one)); // 0 -> 0xffff: not subnormal
+  }
+  return _mm512_cmplt_epu16_mask(low, _mm512_set1_epi16(0x7f)) != 0;
+}
+
+// vdpbf16ps on the pairs as they are: tsr_mx_mad runs it where bf16DotCostRatio() says it pays
+// (matrix_kernels.h, madBf16Dot). vdpbf16ps treats subnormal inputs as zero (DAZ, whatever
+// MXCSR says; Intel's definition, and Zen 4 does the same), which is outside matrix_mad's bound
+// when the other factor is large (2^-133 x 2^100 would give 0, not 2^-33); flushed subnormal
+// *products* are inside it. So a tile pair holding a subnormal input takes the widening kernel
+// (exact products, subnormals kept); the check costs ~3(M + N) / (M N) of the mad.
+TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
+                           const float *c, float *d) {
+  if (anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N))
+    return madBf16(M, N, K, a, b, c, d);
+  madTile<Bf16Ops>(M, N, K, a, b, c, d);
 }
 
 TSR_AVX512 void madI8(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,

@@ -26,10 +26,10 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::enqueue(std::function<void()> work) {
-  bool wasEmpty;
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    wasEmpty = queue_.empty() && !deferred_;
+    wake = queue_.empty() && !deferred_;
     queue_.push_back(std::move(work));
     ++submitted_;
   }
@@ -37,7 +37,7 @@ void CpuStream::enqueue(std::function<void()> work) {
   // because a synchronizing thread runs one, which wakes it afterwards (runFront). A wake-up
   // is a syscall and, on a busy host, a context switch per enqueue. In a deferred span none
   // does: the caller's synchronize runs the items, or setDeferred(false) hands them over.
-  if (wasEmpty)
+  if (wake)
     workCv_.notify_one();
 }
 
