@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cassert>
 #include <chrono>
+#include <thread>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -23,9 +24,19 @@ constexpr std::chrono::microseconds kInlineBudgetSpinning{3};
 // arrived late to a job (or had the smaller share) waits for the caller's rest of it too:
 // polling this long keeps it awake through a whole run instead of paying a futex wake-up
 // (and, on a busy host, a context switch) per launch, as OpenMP runtimes do (GOMP_SPINCOUNT).
-// BackToBackJobsFindTheirHelpersAwake measures it. Short enough that a helper left polling
-// after a run gives its core back soon.
+// BackToBackJobsFindTheirHelpersAwake measures it.
 constexpr std::chrono::microseconds kHelperSpin{60};
+// Then it keeps polling up to this long, yielding its core between polls, before it sleeps.
+// A torch.compile training step calls its forward and backward graphs with 0.1-0.3 ms of
+// Python between them and between steps: a helper asleep by then costs a futex wake-up, and
+// on a virtual machine an idle vCPU's halt and resume, at the first shared launch of each
+// graph. The classifier of bench/torch_models.py, 8 rounds interleaved in one process on a
+// quiet 2-core host: a training step 1.12 ms median with 60 us of polling, 0.95-0.99 ms with
+// this; on a loaded host the yields hand the core over and the gain vanishes. Yielding gives
+// the core to any other runnable thread at once, so only an otherwise idle core is spent; OpenMP
+// runtimes poll longer (libgomp's default spin count, Intel's 200 ms KMP_BLOCKTIME).
+// HelpersStayAwakeAcrossAGapOfPython measures it.
+constexpr std::chrono::microseconds kHelperPatience{1000};
 // How long a caller polls for its helpers' last chunks before it sleeps.
 constexpr std::chrono::microseconds kJoinSpin{60};
 
@@ -37,7 +48,9 @@ void cpuRelax() {
 
 // Polls `ready` for about `budget`; true as soon as it holds. The clock is read every 32
 // polls (a pause is ~40-140 cycles), so a poll costs little more than the load.
-template <typename Ready> bool spinUntil(std::chrono::microseconds budget, Ready &&ready) {
+// With `yield`, the thread also offers its core to other runnable threads every 32 polls.
+template <typename Ready>
+bool spinUntil(std::chrono::microseconds budget, Ready &&ready, bool yield = false) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (;;) {
     for (int i = 0; i < 32; ++i) {
@@ -45,6 +58,8 @@ template <typename Ready> bool spinUntil(std::chrono::microseconds budget, Ready
         return true;
       cpuRelax();
     }
+    if (yield)
+      std::this_thread::yield();
     if (std::chrono::steady_clock::now() >= deadline)
       return ready();
   }
@@ -124,10 +139,12 @@ void ThreadPool::workerLoop() {
     const uint32_t epoch = napEpoch_.load(std::memory_order_acquire);
     // Poll first (see kHelperSpin); pending_ mirrors !queue_.empty() || stopping_, so the poll
     // reads one shared cache line and never takes the mutex.
-    spinUntil(kHelperSpin, [&] {
+    auto ready = [&] {
       return pending_.load(std::memory_order_acquire) != 0 ||
              napEpoch_.load(std::memory_order_relaxed) != epoch;
-    });
+    };
+    if (!spinUntil(kHelperSpin, ready))
+      spinUntil(kHelperPatience - kHelperSpin, ready, /*yield=*/true);
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
