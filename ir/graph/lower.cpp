@@ -225,8 +225,8 @@ std::string Lowerer::linearId(KernelBuilder &kb) {
   return i;
 }
 
-bool Lowerer::launchLinear(PlanLaunch &launch, int64_t n) const {
-  int64_t w = workgroupSize();
+bool Lowerer::launchLinear(PlanLaunch &launch, int64_t n, uint32_t width) const {
+  int64_t w = width ? width : workgroupSize();
   int64_t groups = std::max<int64_t>(1, (n + w - 1) / w);
   int64_t x = std::min<int64_t>(groups, 65535), y = (groups + x - 1) / x;
   if (y > 65535)

@@ -117,7 +117,8 @@ public:
   std::string openLinear(KernelBuilder &kb, const std::string &total);
   /// The linear work-item id of the same 2-D launch, without the range check.
   std::string linearId(KernelBuilder &kb);
-  bool launchLinear(PlanLaunch &launch, int64_t n) const;
+  /// `width` (0: workgroupSize()) caps the workgroup's width.
+  bool launchLinear(PlanLaunch &launch, int64_t n, uint32_t width = 0) const;
   /// Appends a finished kernel to the module and the plan.
   void addKernel(KernelBuilder &kb, const char *kind, const std::vector<int> &ops);
   std::string nextName(const char *kind) const;

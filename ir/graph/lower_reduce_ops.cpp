@@ -108,21 +108,26 @@ std::string ln(KernelText &k, const std::string &s, const char *hint) {
 /// column loop, whose index is `j`: var's second pass squares its deviation from `mean`
 /// first; argmax keeps the better (value, index) pair. Emits the `yield` of the loop body's
 /// in-range branch and the out-of-range branch that keeps the running value.
-void emitFoldElement(KernelText &k, const Red &r, std::string x, const std::string &mean,
-                     const std::string &acc, const std::string &acci, const std::string &j,
-                     bool arg) {
+std::pair<std::string, std::string> foldElement(KernelText &k, const Red &r, std::string x,
+                                                const std::string &mean, const std::string &acc,
+                                                const std::string &acci, const std::string &j,
+                                                bool arg) {
   if (!mean.empty()) { // var's second pass: squared deviation from the mean
     std::string d = ln(k, "sub " + x + ", " + mean + " : " + r.ty);
     x = ln(k, "mul " + d + ", " + d + " : " + r.ty);
   }
-  if (arg) {
-    std::string b = argBetter(k, r, acc, acci, x, j);
-    std::string bv = ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty);
-    std::string bi = ln(k, "select " + b + ", " + j + ", " + acci + " : i64");
-    k.line("yield " + bv + ", " + bi);
-  } else {
-    k.line("yield " + combine(k, r, acc, x));
-  }
+  if (!arg)
+    return {combine(k, r, acc, x), ""};
+  std::string b = argBetter(k, r, acc, acci, x, j);
+  return {ln(k, "select " + b + ", " + x + ", " + acc + " : " + r.ty),
+          ln(k, "select " + b + ", " + j + ", " + acci + " : i64")};
+}
+
+void emitFoldElement(KernelText &k, const Red &r, std::string x, const std::string &mean,
+                     const std::string &acc, const std::string &acci, const std::string &j,
+                     bool arg) {
+  auto [v, i] = foldElement(k, r, std::move(x), mean, acc, acci, j, arg);
+  k.line("yield " + v + (arg ? ", " + i : ""));
   k.close("} else {");
   k.line("  yield " + acc + (arg ? ", " + acci : ""));
   k.line("}");

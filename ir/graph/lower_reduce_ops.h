@@ -5,6 +5,7 @@
 #include "ir/graph/lower_kernel.h"
 
 #include <string>
+#include <utility>
 
 namespace tessera::graph::detail {
 
@@ -29,6 +30,12 @@ std::string argBetter(KernelText &k, const Red &r, const std::string &av, const 
                       const std::string &bv, const std::string &bi);
 /// `%fresh = s`; returns the name.
 std::string ln(KernelText &k, const std::string &s, const char *hint = "r");
+/// One element folded into a running value (acc, acci): returns the new (value, index), the
+/// index only for argmax (var's second pass squares the deviation from `mean` first).
+std::pair<std::string, std::string> foldElement(KernelText &k, const Red &r, std::string x,
+                                                const std::string &mean, const std::string &acc,
+                                                const std::string &acci, const std::string &j,
+                                                bool arg);
 /// One element folded into a loop's running value: emits the in-range branch's yield and the
 /// out-of-range branch (var's second pass squares the deviation from `mean` first).
 void emitFoldElement(KernelText &k, const Red &r, std::string x, const std::string &mean,

@@ -161,3 +161,27 @@ def test_column_argmax_and_var(n):
     ok = ~np.isnan(want_v)
     np.testing.assert_allclose(v[ok], want_v[ok], rtol=1e-5 * (1 + n / 64), atol=1e-6)
     assert np.isnan(v[7])
+
+
+COL_SUM_3D = """graph @g(%x: tensor<f32, [{a}, {n}, {c}]>) {{
+  %s = sum %x {{axes = [1]}}
+  %m = amax %x {{axes = [1]}}
+  return %s, %m
+}}"""
+
+
+# The column loop reads each work-item's output coordinates inside the loop (so that adjacent
+# work-items load adjacent elements as one vector): outputs over two kept axes, a row count
+# around the 8-row step, and more outputs than one workgroup holds (the last one partial),
+# against the sequential f32 sum bit for bit and numpy's amax.
+@pytest.mark.parametrize("a,n,c", [(3, 9, 5), (2, 17, 150), (1, 16, 300)])
+def test_column_sum_over_a_middle_axis_bit_for_bit(a, n, c):
+    x = spread_values(np.random.default_rng(a * 1000 + n + c), (a, n, c))
+    want = np.zeros((a, c), np.float32)
+    for j in range(n):
+        want = (want + x[:, j, :]).astype(np.float32)
+    g = tessera.compile_graph(COL_SUM_3D.format(a=a, n=n, c=c), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["reduce", "reduce"]
+    s, m = (np.from_dlpack(o) for o in g.run([x]))
+    assert s.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(m, x.max(axis=1))
