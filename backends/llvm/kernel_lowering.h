@@ -119,6 +119,9 @@ private:
                           llvm::Value *v, llvm::Value *desired);
   llvm::Value *emitWorkItem(const ir::Op &op);
   llvm::Value *get(const ir::Value *v);
+  /// v is integer (or i1) arithmetic over uniforms and work-item ids, at most `depth` ops
+  /// deep: a run that reads it from another run recomputes it instead of loading it.
+  bool rematerializable(const ir::Value *v, int depth) const;
   void setLane(const ir::Value *v, llvm::Value *x) { lane_[v] = x; }
 
   // --- faults: bounds, division, `for` steps, cancellation (lower_faults.cpp)
@@ -158,7 +161,8 @@ private:
   void laneStore(llvm::Value *array, ir::Scalar t, llvm::Value *lid, llvm::Value *x);
   llvm::Value *isActive(llvm::Value *mask, llvm::Value *lid);
   /// A counted loop [begin, end) at the current insertion point; `body` gets the index (i64).
-  void forRange(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body);
+  void forRange(llvm::Value *begin, llvm::Value *end,
+                const std::function<void(llvm::Value *)> &body);
   /// forRange over all work-items, skipping inactive ones.
   void forActiveLanes(llvm::Value *mask, const std::function<void(llvm::Value *)> &body);
   llvm::Error err(const ir::Op &op, const std::string &msg) const {

@@ -72,13 +72,15 @@ bool KernelLowering::isUniformCandidate(const ir::Op &op) const {
   case OpKind::GlobalId:
   case OpKind::LocalId:
   case OpKind::SubgroupId:
-  case OpKind::SubgroupLocalId: return false;
+  case OpKind::SubgroupLocalId:
+    return false;
   case OpKind::Div:
   case OpKind::Rem: // checked mode reports a division fault for the work-items reaching it
     if (op.results[0]->type.isInt())
       return false;
     break;
-  default: break;
+  default:
+    break;
   }
   for (const ir::Value *v : op.operands)
     if (!uniform_.count(v))
@@ -103,7 +105,8 @@ bool KernelLowering::isStridedFor(const ir::Op &op) const {
   if (isLocalSizeX(step))
     return true;
   const ir::Op *d = step->def;
-  return d && d->kind == OpKind::Mul && (isLocalSizeX(d->operands[0]) || isLocalSizeX(d->operands[1]));
+  return d && d->kind == OpKind::Mul &&
+         (isLocalSizeX(d->operands[0]) || isLocalSizeX(d->operands[1]));
 }
 
 void KernelLowering::markRun(const ir::Block &b, unsigned id) {
@@ -228,6 +231,11 @@ void KernelLowering::computeArrays(const ir::Block &b) {
 
 // ----------------------------------------------------------------------------- helpers
 
+namespace {
+// How deep a chain of integer ops get() recomputes instead of reloading (see rematerializable).
+constexpr int kRematDepth = 8;
+} // namespace
+
 llvm::Value *KernelLowering::newArray(llvm::Type *elem) {
   llvm::IRBuilder<> eb(entry_->getTerminator());
   auto *a = eb.CreateAlloca(elem, numLanes_);
@@ -312,10 +320,18 @@ llvm::Error KernelLowering::emitLockstepBlock(const ir::Block &b, llvm::Value *m
   for (const Item &item : it->second) {
     llvm::Error e = llvm::Error::success();
     switch (item.kind) {
-    case Item::Kind::Uniform: e = emitUniformOp(*item.ops[0]); break;
-    case Item::Kind::Run: e = emitRun(item, mask, sink); break;
-    case Item::Kind::Convergent: e = emitConvergent(*item.ops[0], mask); break;
-    case Item::Kind::StridedFor: e = emitStridedFor(*item.ops[0], mask); break;
+    case Item::Kind::Uniform:
+      e = emitUniformOp(*item.ops[0]);
+      break;
+    case Item::Kind::Run:
+      e = emitRun(item, mask, sink);
+      break;
+    case Item::Kind::Convergent:
+      e = emitConvergent(*item.ops[0], mask);
+      break;
+    case Item::Kind::StridedFor:
+      e = emitStridedFor(*item.ops[0], mask);
+      break;
     }
     if (e)
       return e;
@@ -388,9 +404,8 @@ llvm::Error KernelLowering::emitLaneLoop(llvm::Value *mask,
     forRange(b_.getInt64(0), groupSize_[1], [&](llvm::Value *y) {
       llvm::Value *rowBase =
           b_.CreateMul(b_.CreateAdd(b_.CreateMul(z, groupSize_[1]), y), groupSize_[0]);
-      forRange(b_.getInt64(0), groupSize_[0], [&](llvm::Value *x) {
-        body(b_.CreateAdd(rowBase, x), x, y, z);
-      });
+      forRange(b_.getInt64(0), groupSize_[0],
+               [&](llvm::Value *x) { body(b_.CreateAdd(rowBase, x), x, y, z); });
     });
   });
   return result;
@@ -406,12 +421,61 @@ llvm::Value *KernelLowering::get(const ir::Value *v) {
   assert(lid_ && loadBlock_ && "per-lane value read outside a run");
   llvm::IRBuilder<>::InsertPointGuard guard(b_);
   b_.SetInsertPoint(loadBlock_->getTerminator());
-  // Work-item ids are recomputed, not reloaded: cheaper, and the vectoriser then sees
-  // addresses that are affine in the lane (contiguous accesses rather than gathers).
-  llvm::Value *x = v->def && v->def->info().form == OpForm::WorkItem ? emitWorkItem(*v->def)
-                                                                      : laneLoad(v, lid_);
+  // Work-item ids, and integer arithmetic over them and uniforms (a row index, an element's
+  // offset, its in-range flag), are recomputed, not reloaded: cheaper, and the vectoriser then
+  // sees addresses that are affine in the lane (contiguous accesses rather than gathers from
+  // the per-work-item arrays a value crossing a barrier lives in).
+  llvm::Value *x = nullptr;
+  if (v->def && v->def->info().form == OpForm::WorkItem) {
+    x = emitWorkItem(*v->def);
+  } else if (v->def && rematerializable(v, kRematDepth)) {
+    std::vector<llvm::Value *> args;
+    for (const ir::Value *a : v->def->operands)
+      args.push_back(get(a));
+    auto r = emitScalarOp(b_, *v->def, args, *cfg_.hooks, m_.filename);
+    if (r)
+      x = *r;
+    else
+      llvm::consumeError(r.takeError()); // not expected for integer arithmetic: reload it
+  }
+  if (!x)
+    x = laneLoad(v, lid_);
   lane_[v] = x;
   return x;
+}
+
+bool KernelLowering::rematerializable(const ir::Value *v, int depth) const {
+  if (uniform_.count(v))
+    return true;
+  const ir::Op *d = v->def;
+  if (!d || !v->type.isScalar())
+    return false;
+  if (d->info().form == OpForm::WorkItem)
+    return true;
+  if (depth == 0 || !d->info().pure || !d->regions.empty() || d->results.size() != 1 ||
+      !(v->type.isInt() || v->type.elem == Scalar::I1))
+    return false;
+  switch (d->info().form) {
+  case OpForm::Unary:
+  case OpForm::Binary:
+  case OpForm::Ternary:
+  case OpForm::Predicate:
+  case OpForm::Compare:
+  case OpForm::Select:
+  case OpForm::Convert:
+  case OpForm::Bitcast:
+  case OpForm::Const:
+    break;
+  default:
+    return false;
+  }
+  if (d->kind == OpKind::Div || d->kind == OpKind::Rem)
+    return false; // may fault (checked mode): stays where it was
+  for (const ir::Value *a : d->operands)
+    if (!a->type.isScalar() || !(a->type.isInt() || a->type.elem == Scalar::I1) ||
+        !rematerializable(a, depth - 1))
+      return false;
+  return true;
 }
 
 llvm::Error KernelLowering::emitUniformOp(const ir::Op &op) {

@@ -37,7 +37,8 @@ void expectMatchesInterpreter(const std::string &text) {
 
 // Iter args, a nested loop and an if in the body, a store in the body; 1000 % 128 != 0.
 TEST(StridedFor, IterArgsAndNestedControlFlow) {
-  expectMatchesInterpreter(R"(kernel @k(%x: buffer<i32, readonly>, %y: buffer<i32>, %s: buffer<i32, writeonly>, %n: i32) {
+  expectMatchesInterpreter(
+      R"(kernel @k(%x: buffer<i32, readonly>, %y: buffer<i32>, %s: buffer<i32, writeonly>, %n: i32) {
   %row = group_id.x : i32
   %tid = local_id.x : i32
   %nt = local_size.x : i32
@@ -79,7 +80,8 @@ launch @k grid(3) workgroup(128) seed(1) {
 
 // 2-D workgroup (lanes = x + 32 y); grid-stride step local_size.x * num_groups.x.
 TEST(StridedFor, TwoDimensionalAndGridStride) {
-  expectMatchesInterpreter(R"(kernel @k(%x: buffer<i32, readonly>, %s: buffer<i32, writeonly>, %n: i32) {
+  expectMatchesInterpreter(
+      R"(kernel @k(%x: buffer<i32, readonly>, %s: buffer<i32, writeonly>, %n: i32) {
   %lx = local_id.x : i32
   %ly = local_id.y : i32
   %nx = local_size.x : i32
@@ -106,7 +108,8 @@ launch @k grid(2) workgroup(32, 4) seed(2) {
 
 // Inside a lock-step while (a barrier in its body): the lanes run under an active mask.
 TEST(StridedFor, MaskedInsideLockstepWhile) {
-  expectMatchesInterpreter(R"(kernel @k(%x: buffer<i32, readonly>, %s: buffer<i32, writeonly>, %n: i32) {
+  expectMatchesInterpreter(
+      R"(kernel @k(%x: buffer<i32, readonly>, %s: buffer<i32, writeonly>, %n: i32) {
   %tid = local_id.x : i32
   %nt = local_size.x : i32
   %zero = const 0 : i32
@@ -154,6 +157,91 @@ launch @k grid(1) workgroup(128) seed(4) {
   %off = 2147483300
   %ub = 2147483520
 })");
+}
+
+// Integer values computed before a barrier from work-item ids and uniforms (a row, an offset,
+// an in-range flag, through select, shifts, compares and a width change) and read after it
+// are recomputed in the later run instead of reloaded from their per-work-item arrays
+// (KernelLowering::rematerializable): 2-D workgroups, a partial last row, a subgroup_add and
+// a loop between the definition and the uses; bit for bit against the interpreter.
+TEST(Lockstep, IndexMathRecomputedAcrossBarriers) {
+  expectMatchesInterpreter(
+      R"(kernel @k(%x: buffer<i32, readonly>, %s: buffer<i32, writeonly>, %rows: i64, %cols: i64) {
+  %lx = local_id.x : i64
+  %ly = local_id.y : i64
+  %h = local_size.y : i64
+  %gx = group_id.x : i64
+  %base = mul %gx, %h : i64
+  %r0 = add %base, %ly : i64
+  %ok = cmp.slt %r0, %rows : i64
+  %one = const 1 : i64
+  %last = sub %rows, %one : i64
+  %row = select %ok, %r0, %last : i64
+  %two = const 2 : i64
+  %sh = shl %lx, %two : i64
+  %q = shr.u %sh, %two : i64
+  %off = mul %row, %cols : i64
+  %ix = add %off, %q : i64
+  %in = cmp.slt %q, %cols : i64
+  %both = and %in, %ok : i1
+  %ix32 = convert %ix : i64 -> i32
+  barrier
+  %v = if %in -> (i32) {
+    %ld = load %x[%ix] : i32
+    yield %ld
+  } else {
+    %z = const 0 : i32
+    yield %z
+  }
+  %t = subgroup_add %v : i32
+  %z0 = const 0 : i32
+  %three = const 3 : i32
+  %one32 = const 1 : i32
+  %acc = for %j = %z0 to %three step %one32 iter(%a = %t) : i32 {
+    barrier
+    %b = add %a, %ix32 : i32
+    yield %b
+  }
+  barrier
+  if %both {
+    store %acc, %s[%ix] : i32
+  }
+}
+launch @k grid(3) workgroup(16, 3) seed(7) {
+  %x[104] = uniform(-1000, 1000)
+  %s[104] = fill(0)
+  %rows = 8
+  %cols = 13
+})");
+}
+
+// The same recomputation, seen by the vectoriser: an element index crossing a barrier gives
+// contiguous vector loads and stores, not gathers and scatters from the index's array.
+TEST(Lockstep, AnIndexCrossingABarrierStaysContiguous) {
+  ir::ParseResult pr =
+      ir::parseModule(R"(kernel @k(%x: buffer<f32, readonly>, %y: buffer<f32, writeonly>, %n: i64) {
+  %g = group_id.x : i64
+  %w = local_size.x : i64
+  %l = local_id.x : i64
+  %b = mul %g, %w : i64
+  %i = add %b, %l : i64
+  %ok = cmp.slt %i, %n : i64
+  barrier
+  if %ok {
+    %v = load %x[%i] : f32
+    %d = add %v, %v : f32
+    store %d, %y[%i] : f32
+  }
+})",
+                      "contiguous.tir");
+  ASSERT_TRUE(pr.ok()) << pr.diags.at(0).str();
+  std::string err;
+  auto cm = compileKernelModule(*pr.module, {}, &err);
+  ASSERT_NE(cm, nullptr) << err;
+  const std::string &opt = cm->dump("llvm.opt");
+  EXPECT_NE(opt.find("x float>"), std::string::npos) << "no vector code";
+  EXPECT_EQ(opt.find("masked.gather"), std::string::npos) << opt;
+  EXPECT_EQ(opt.find("masked.scatter"), std::string::npos) << opt;
 }
 
 } // namespace
