@@ -135,6 +135,14 @@ public:
     (void)caps;
     return 0;
   }
+  /// Graph lowering: the most bytes a kernel's scalar parameters (each aligned to its size)
+  /// may take on a device with capability record `caps`, 0 for no limit (Vulkan passes them
+  /// as push constants: 128 bytes on many devices). Past it, the lowering writes the last
+  /// scalars into the kernel text as constants.
+  virtual uint32_t graphScalarParamBytes(std::string_view caps) const {
+    (void)caps;
+    return 0;
+  }
   /// Whether TargetOptions::quick gives a cheaper compile (cpu); elsewhere it is ignored.
   virtual bool quickTier() const { return false; }
   /// The vendor libraries behind the driver's extern GEMM kernel, space-separated in order of

@@ -1,7 +1,8 @@
 """torch.compile(backend="tessera") against eager torch and Inductor on the three models of
 issue #14, in one run: steady-state time per iteration (median) and first-call compile time.
 
-    ./run.sh python bench/torch_models.py [--iters N] [--quick] [--json] [--no-vulkan]
+    ./run.sh python bench/torch_models.py [--iters N] [--rounds R] [--quick] [--json]
+        [--no-vulkan]
         [--models mlp,block,classifier] [--first-call in-process|fresh|both]
 
 mlp and block run inference (torch.no_grad); classifier runs a training step (forward with
@@ -10,6 +11,10 @@ the cross-entropy loss, and backward). First call = the wall time of the first i
 TORCHINDUCTOR_CACHE_DIR and Tessera a fresh TESSERA_CACHE_DIR (unless one is set: then that
 cache, maybe warm, is used), so both compile cold.
 Each compiled result is checked against eager (torch.testing.assert_close) before timing.
+The steady state is timed in R interleaved rounds (eager, Inductor, Tessera in turn, the order
+rotating), and a ratio is the median over rounds of the two modes' medians in the same round:
+a shared machine's speed drifts by up to 2x within a minute, which a one-block-per-mode timing
+charges to whichever mode ran then.
 
 Two first-call figures: "in-process" is the first call of each model in this one process, so
 a compiler's one-time start-up (Inductor's imports and checks, LLVM's) is paid by whichever
@@ -73,8 +78,8 @@ def compiled(model, mode, device="cpu:0"):
     return torch.compile(model, backend=tessera_backend, options={"device": device, "strict": True})
 
 
-def measure(name, mode, iters, quick, device="cpu:0"):
-    torch._dynamo.reset()
+def prepare(name, mode, quick, device="cpu:0"):
+    """Builds `name` under `mode`, times its first call and checks it against eager."""
     model, inputs, train = make(name, quick)
     fn = compiled(model, mode, device)
     t0 = time.perf_counter()
@@ -84,13 +89,37 @@ def measure(name, mode, iters, quick, device="cpu:0"):
         wait_tier_up()
     ref_model, _, _ = make(name, quick)
     torch.testing.assert_close(out, step(ref_model, inputs, train), rtol=1e-4, atol=1e-4)
-    times = []
-    for _ in range(iters):
-        model.zero_grad(set_to_none=True)
-        t0 = time.perf_counter()
-        step(fn, inputs, train)
-        times.append(time.perf_counter() - t0)
-    return {"first_s": first, "median_ms": statistics.median(times) * 1e3}
+    return {"fn": fn, "model": model, "inputs": inputs, "train": train, "first_s": first}
+
+
+def steady(prepared, iters, rounds):
+    """Steady-state ms per iteration of each prepared mode, timed in `rounds` interleaved
+    rounds (each mode runs iters / rounds steps per round, the order rotating), so a drift in
+    the machine's speed (common on a shared 2-core VM) lands on every mode alike. Returns, per
+    mode, the median of all its steps and the per-round medians (for per-round ratios)."""
+    per = max(3, iters // rounds)
+    modes = list(prepared)
+    times = {m: [] for m in modes}
+    by_round = {m: [] for m in modes}
+    for r in range(rounds):
+        for m in modes[r % len(modes):] + modes[:r % len(modes)]:
+            p = prepared[m]
+            ts = []
+            for _ in range(per):
+                p["model"].zero_grad(set_to_none=True)
+                t0 = time.perf_counter()
+                step(p["fn"], p["inputs"], p["train"])
+                ts.append(time.perf_counter() - t0)
+            times[m] += ts
+            by_round[m].append(statistics.median(ts) * 1e3)
+    return {m: {"first_s": prepared[m]["first_s"],
+                "median_ms": statistics.median(times[m]) * 1e3,
+                "round_ms": by_round[m]} for m in modes}
+
+
+def round_ratio(peer, tessera):
+    """The median over rounds of peer ms / tessera ms in the same round."""
+    return statistics.median(a / b for a, b in zip(peer["round_ms"], tessera["round_ms"]))
 
 
 def first_call_fresh(name, mode, quick):
@@ -120,7 +149,9 @@ def first_call_child(spec, quick):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=100, help="timed steps per mode (default 100)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds the timed steps are split into (default 5)")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-vulkan", action="store_true")
@@ -138,10 +169,16 @@ def main():
     names = [d.name for d in tessera.devices()]
     results = {"cpu:0": {}, "vulkan:0": {}}
     for name in args.models.split(","):
-        row = {"eager": measure(name, "eager", args.iters, args.quick)}
-        if not args.no_inductor:
-            row["inductor"] = measure(name, "inductor", args.iters, args.quick)
-        row["tessera"] = measure(name, "tessera", args.iters, args.quick)
+        torch._dynamo.reset()
+        modes = ("eager", "tessera") if args.no_inductor else ("eager", "inductor", "tessera")
+        print(f"{name}: compiling and checking {', '.join(modes)}; then {args.rounds} "
+              f"interleaved rounds of {max(3, args.iters // args.rounds)} steps each...",
+              file=sys.stderr, flush=True)
+        prepared = {m: prepare(name, m, args.quick) for m in modes}
+        row = steady(prepared, args.iters, args.rounds)
+        for peer in ("eager", "inductor"):
+            if peer in row:
+                row["tessera"][f"vs_{peer}"] = round_ratio(row[peer], row["tessera"])
         if args.first_call != "in-process":
             for mode in ("tessera",) if args.no_inductor else ("inductor", "tessera"):
                 print(f"first call of {name} ({mode}) in a fresh process...", file=sys.stderr,
@@ -153,7 +190,8 @@ def main():
         results["cpu:0"][name] = row
         if "vulkan:0" in names and not args.no_vulkan:
             try:
-                t = measure(name, "tessera", max(3, args.iters // 10), args.quick, "vulkan:0")
+                t = steady({"tessera": prepare(name, "tessera", args.quick, "vulkan:0")},
+                           max(3, args.iters // 10), 1)["tessera"]
             except Exception as e:  # reported in the table, the other rows still run
                 t = {"error": str(e).strip().splitlines()[-1][:300]}
             results["vulkan:0"][name] = {"eager_cpu": row["eager"], "tessera": t}
@@ -161,12 +199,13 @@ def main():
         print(json.dumps(results, indent=2))
         return
     nan = {"median_ms": float("nan")}
-    print("cpu:0 (ms per iteration, median; speed = peer ms / tessera ms)")
+    print("cpu:0 (ms per iteration, median over all rounds; speed = the median over the "
+          "interleaved rounds of peer ms / tessera ms in the same round)")
     print(f"{'model':<11}{'eager':>9}{'inductor':>10}{'tessera':>9}{'vs eager':>10}{'vs ind.':>9}")
     for name, row in results["cpu:0"].items():
         e, t, i = row["eager"], row["tessera"], row.get("inductor", nan)
         print(f"{name:<11}{e['median_ms']:>9.3f}{i['median_ms']:>10.3f}{t['median_ms']:>9.3f}"
-              f"{e['median_ms'] / t['median_ms']:>9.2f}x{i['median_ms'] / t['median_ms']:>8.2f}x")
+              f"{t['vs_eager']:>9.2f}x{t.get('vs_inductor', float('nan')):>8.2f}x")
     print("\nfirst call, s (ratio = tessera / inductor; in-process: this process, after the "
           "models above; fresh: a new process, empty caches)")
     print(f"{'model':<11}{'ind. in-proc':>13}{'tes. in-proc':>13}{'ratio':>8}"

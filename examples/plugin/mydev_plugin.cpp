@@ -62,6 +62,9 @@ public:
   uint64_t graphMatrixMinFlops(std::string_view caps) const override {
     return cpu_.graphMatrixMinFlops(caps);
   }
+  uint32_t graphScalarParamBytes(std::string_view caps) const override {
+    return cpu_.graphScalarParamBytes(caps);
+  }
   std::string_view externGemmLibrary() const override { return cpu_.externGemmLibrary(); }
   bool deviceOptions(const tsr_device_info_t &info, std::string_view caps,
                      tessera::TargetOptions *opts, std::string *error) const override {

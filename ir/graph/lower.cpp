@@ -81,13 +81,40 @@ std::string KernelBuilder::real(double value, bool f64) {
   return "%arg" + std::to_string(params_.size() - 1);
 }
 
-std::string KernelBuilder::finish() const {
-  std::string s = "kernel @" + name_ + "(";
+namespace {
+// Bytes of the scalar parameters not in `baked`, each aligned to its size (the Vulkan push
+// constant layout, backends/spirv/spirv_kernel.cpp).
+uint32_t scalarBytes(const std::vector<std::string> &types, const std::vector<bool> &baked) {
+  uint32_t end = 0;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i].empty() || baked[i])
+      continue;
+    uint32_t size = types[i] == "f32" ? 4 : 8;
+    end = (end + size - 1) / size * size + size;
+  }
+  return end;
+}
+} // namespace
+
+std::string KernelBuilder::finish(uint32_t maxScalarBytes) {
+  std::vector<std::string> types;
+  for (const Param &p : params_)
+    types.push_back(p.buffer < 0 ? p.type : "");
+  std::vector<bool> baked(params_.size(), false);
+  for (size_t i = params_.size();
+       maxScalarBytes && i-- > 0 && scalarBytes(types, baked) > maxScalarBytes;)
+    baked[i] = types[i] == "i64";
+  std::string s = "kernel @" + name_ + "(", consts;
+  bool first = true;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Param &p = params_[i];
-    if (i)
-      s += ", ";
-    s += "%arg" + std::to_string(i) + ": ";
+    std::string name = "%arg" + std::to_string(i);
+    if (baked[i]) {
+      consts += "  " + name + " = const " + std::to_string(launch.args[i].i) + " : i64\n";
+      continue;
+    }
+    s += (first ? "" : ", ") + name + ": ";
+    first = false;
     if (p.buffer < 0) {
       s += p.type;
       continue;
@@ -99,7 +126,10 @@ std::string KernelBuilder::finish() const {
       s += ", writeonly";
     s += ">";
   }
-  s += ") {\n";
+  s += ") {\n" + consts;
+  for (size_t i = params_.size(); i-- > 0;)
+    if (baked[i])
+      launch.args.erase(launch.args.begin() + static_cast<std::ptrdiff_t>(i));
   const std::string &b = body.str();
   size_t pos = 0;
   while (pos < b.size()) {
@@ -242,7 +272,7 @@ std::string Lowerer::nextName(const char *kind) const {
 }
 
 void Lowerer::addKernel(KernelBuilder &kb, const char *kind, const std::vector<int> &ops) {
-  plan->module += (plan->module.empty() ? "" : "\n") + kb.finish();
+  plan->module += (plan->module.empty() ? "" : "\n") + kb.finish(caps.maxScalarParamBytes);
   plan->launches.push_back(kb.launch);
   PlanKernelInfo info;
   info.kernel = kb.name();

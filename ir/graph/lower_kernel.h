@@ -61,8 +61,10 @@ public:
   std::string i64(int64_t value);
   /// A new f32/f64 scalar parameter.
   std::string real(double value, bool f64);
-  /// The whole kernel's text.
-  std::string finish() const;
+  /// The whole kernel's text. With `maxScalarBytes` (0: no limit) the scalar parameters take
+  /// at most that many bytes (each aligned to its size): the last ones past it become constants
+  /// at the top of the body, and leave the signature and the launch's arguments.
+  std::string finish(uint32_t maxScalarBytes = 0);
   const std::string &name() const { return name_; }
 
 private:

@@ -68,6 +68,21 @@ def test_transformer_block(device):
     check_train_step(model, [x], device)
 
 
+@pytest.mark.skipif("vulkan:0" not in DEVICES, reason="no vulkan:0")
+def test_transformer_block_inference_fits_vulkan_push_constants():
+    # At these sizes (bench/torch_models.py --quick) a row kernel's offsets, strides and sizes
+    # took 144 bytes of scalars, over lavapipe's 128 bytes of push constants: the segment did
+    # not compile on vulkan:0. Scalars past the limit are now constants in the kernel text.
+    torch.manual_seed(2)
+    model = TransformerBlock(64, 4, 128)
+    x = torch.randn(2, 16, 64)
+    rec = Recorder()
+    compiled = compile_fn(model, "vulkan:0", rec)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+    assert fallbacks(rec) == {}
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_classifier_trains_like_eager(device):
     """20 SGD steps: the compiled loss curve follows eager's step by step."""

@@ -134,6 +134,7 @@ hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps) {
     c.matrixOps = target->graphMatrixOps();
     c.matrixMinFlops = target->graphMatrixMinFlops(record);
     c.externGemm = !target->externGemmLibrary().empty();
+    c.maxScalarParamBytes = target->graphScalarParamBytes(record);
   } else {
     c.matrixOps = false;
   }

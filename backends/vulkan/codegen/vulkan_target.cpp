@@ -8,6 +8,9 @@
 #include "backends/target.h"
 #include "backends/vulkan/codegen/vulkan_codegen.h"
 
+#include <cstdint>
+#include <cstdlib>
+
 namespace tessera::vulkan {
 namespace {
 
@@ -35,6 +38,15 @@ public:
     if (!capsValue(caps, "vulkan.cooperativeMatrix", "none", &value, &error))
       value = "none";
     return value.empty() || value == "none" ? 2ull * 256 * 256 * 256 : 0;
+  }
+  // Scalars are push constants (backends/spirv/spirv_kernel.cpp): the device's limit.
+  uint32_t graphScalarParamBytes(std::string_view caps) const override {
+    std::string value, error;
+    if (!capsValue(caps, "vulkan.maxPushConstantsSize", "128", &value, &error))
+      value = "128";
+    char *end = nullptr;
+    unsigned long v = std::strtoul(value.c_str(), &end, 10);
+    return end && *end == 0 && v > 0 && v < UINT32_MAX ? static_cast<uint32_t>(v) : 128;
   }
   PrecisionProfile declaredProfile() const override { return PrecisionProfile::Relaxed; }
   std::vector<std::string> stageFiles() const override {
