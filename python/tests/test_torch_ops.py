@@ -172,3 +172,21 @@ def test_outputs_are_not_clobbered_by_a_later_call(device):
     a = compiled(torch.zeros(3))
     compiled(torch.ones(3))
     torch.testing.assert_close(a, torch.full((3,), 2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_scalars_round_as_eager_does(dtype):
+    # Eager's CPU kernels take a Python scalar of mul / div at f32 and round once, but round
+    # the scalar of add / sub to the tensor's dtype first: x / 1e5 in f16 is not 0, and
+    # bf16 x * 3.1 differs from x * bf16(3.1). Compiled must give eager's bits.
+    x = torch.tensor([1000.0, 5000.0, 60000.0, 1.0, 0.001, 1.234375, 0.7, 2.5, -3.3], dtype=dtype)
+    fns = {"div": lambda t: t / 1e5, "mul_small": lambda t: t * 1e-8,
+           "mul_sub": lambda t: t * 1e5 - 1e5, "mul": lambda t: t * 3.1,
+           "div2": lambda t: t / 3.3, "add": lambda t: t + 1.7, "rsub": lambda t: 0.3 - t}
+    for name, fn in fns.items():
+        torch._dynamo.reset()
+        got = compile_fn(fn, "cpu:0", Recorder())(x)
+        want = fn(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{dtype} {name}: {m}")

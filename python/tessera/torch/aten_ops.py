@@ -194,6 +194,17 @@ def _not(ctx, node, x):
 def _binary(ctx, name, a, b, compute_dtype, out_dtype):
     if not isinstance(a, Value) and not isinstance(b, Value):
         raise Unsupported("binary op on two scalars")
+    if (name in ("mul", "div") and compute_dtype in (torch.float16, torch.bfloat16)
+            and compute_dtype == out_dtype
+            and not (isinstance(a, Value) and isinstance(b, Value))):
+        # f16/bf16 tensor times or over a Python scalar: eager's CPU kernels take the scalar at
+        # f32 (its opmath type) and round once. A scalar rounded to f16 first is another number
+        # (1e5 -> inf, 1e-8 -> 0: x / 1e5 would be 0; bf16 3.1 -> 3.09375). add and sub round
+        # the scalar to the tensor's dtype first, as eager does (checked bit for bit by
+        # test_low_precision_scalars_round_as_eager_does).
+        va, vb = ctx.operand(a, torch.float32), ctx.operand(b, torch.float32)
+        r = ctx.emit(name, [va, vb], None, torch.float32, _bcast(va.shape, vb.shape))
+        return ctx.cast(r, out_dtype)
     va, vb = ctx.operand(a, compute_dtype), ctx.operand(b, compute_dtype)
     return ctx.emit(name, [va, vb], None, out_dtype, _bcast(va.shape, vb.shape))
 
