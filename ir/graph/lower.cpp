@@ -456,7 +456,7 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
   } else {
     const Node &n = g.node(v);
     if (n.op == OpKind::Constant) {
-      r = emitConst(k, n.attrs.getFloat("value", 0), n.type.dtype);
+      r = emitValueConst(k, n.attrs, n.type.dtype);
     } else if (n.op == OpKind::Iota) {
       r = emitIota(k, ctx, n);
     } else {

@@ -20,6 +20,8 @@ namespace tessera::graph::detail {
 std::string floatLiteral(double v, DType t);
 /// `%c = const V : computeType(t)`.
 std::string emitConst(KernelText &k, double v, DType t);
+/// A `constant` node's value attr in dtype t: exact for an integer attr of an integer dtype.
+std::string emitValueConst(KernelText &k, const Attrs &attrs, DType t);
 std::string emitIntConst(KernelText &k, int64_t v, std::string_view type);
 /// Rounds an f32 compute value to f16/bf16 and back (every graph node's result is rounded to
 /// its dtype, as the reference evaluator and eager torch do); other dtypes pass through.

@@ -438,7 +438,7 @@ bool emitEpilogue(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
     }
     const Node &n = g.node(v);
     if (n.op == OpKind::Constant) {
-      env[v] = emitConst(k, n.attrs.getFloat("value", 0), n.type.dtype);
+      env[v] = emitValueConst(k, n.attrs, n.type.dtype);
       continue;
     }
     const OpFamily fam = opFamily(n.op);

@@ -97,10 +97,18 @@ std::string emitConst(KernelText &k, double v, DType t) {
     lit = v != 0 ? "true" : "false";
   else if (isFloat(t))
     lit = floatLiteral(v, t);
-  else
-    lit = std::to_string(static_cast<int64_t>(v));
+  else // saturated: casting a double at or past 2^63 to int64 is undefined
+    lit = std::to_string(v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : static_cast<int64_t>(v));
   k.line(r + " = const " + lit + " : " + ty);
   return r;
+}
+
+std::string emitValueConst(KernelText &k, const Attrs &attrs, DType t) {
+  const Attr *a = attrs.find("value");
+  // An integer constant read exactly: through a double, 2^53 + 1 became 2^53.
+  if (a && a->kind == Attr::Kind::Int && !isFloat(t) && t != DType::Bool)
+    return emitIntConst(k, a->i, computeType(t));
+  return emitConst(k, attrs.getFloat("value", 0), t);
 }
 
 std::string emitIntConst(KernelText &k, int64_t v, std::string_view type) {

@@ -190,3 +190,15 @@ def test_low_precision_scalars_round_as_eager_does(dtype):
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
                                    msg=lambda m: f"{dtype} {name}: {m}")
+
+
+def test_int64_constants_past_2_to_53_are_exact():
+    # An integer constant went through a double in the lowering: 2^53 + 1 became 2^53 and
+    # 2^63 - 1 wrapped to -2^63.
+    x = torch.tensor([0, -5, 7], dtype=torch.int64)
+    for c in (2**53 + 1, 2**63 - 1, -(2**62) - 3):
+        torch._dynamo.reset()
+        fn = lambda t, c=c: (t + c, torch.full_like(t, c), torch.where(t > 0, t, c))  # noqa: E731
+        got = compile_fn(fn, "cpu:0", Recorder())(x)
+        for g, w in zip(got, fn(x)):
+            assert g.tolist() == w.tolist(), (c, g.tolist(), w.tolist())
