@@ -504,3 +504,27 @@ def test_shape_error_inside_forward_like_eager():
         lin(torch.randn(2, 5))
     with pytest.raises(RuntimeError):
         compiled(torch.randn(2, 5))
+
+
+def test_data_dependent_output_shapes_leave_the_graph_to_eager():
+    # With capture_dynamic_output_shape_ops, x[x > 0] stays in the graph; the backend's fake
+    # propagation cannot size it and raised DynamicOutputShapeException out of the compiled
+    # call. Now the graph runs in eager torch (a warning, every op an explained fallback), and
+    # stays right for data with another count of positives.
+    import torch._dynamo.config as dc
+    import warnings as w
+
+    def fn(x):
+        return x[x > 0].sum() * 2
+
+    torch._dynamo.reset()
+    with dc.patch(capture_dynamic_output_shape_ops=True):
+        rec = Recorder()
+        f = compile_fn(fn, "cpu:0", rec)
+        for seed in (0, 1):
+            x = torch.randn(5, 4, generator=torch.Generator().manual_seed(seed))
+            with w.catch_warnings(record=True):
+                w.simplefilter("always")
+                torch.testing.assert_close(f(x), fn(x))
+    fb = fallbacks(rec)
+    assert fb and "getitem" not in fb, fb

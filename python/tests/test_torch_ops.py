@@ -202,3 +202,15 @@ def test_int64_constants_past_2_to_53_are_exact():
         got = compile_fn(fn, "cpu:0", Recorder())(x)
         for g, w in zip(got, fn(x)):
             assert g.tolist() == w.tolist(), (c, g.tolist(), w.tolist())
+
+
+def test_int32_with_a_python_int_past_its_range_wraps_as_eager():
+    # The scalar became an i32 constant the IR refuses (8589934592 does not fit in i32): the
+    # whole segment fell back (strict: an error). Eager casts the scalar, wrapping it.
+    x = torch.tensor([1, 2, -3, 2**31 - 1], dtype=torch.int32)
+    for c in (2**33, 2**31 + 5, -(2**32) - 7):
+        torch._dynamo.reset()
+        fn = lambda t, c=c: (t + c, t * c)  # noqa: E731
+        got = compile_fn(fn, "cpu:0", Recorder())(x)
+        for g, w in zip(got, fn(x)):
+            assert g.dtype == w.dtype and g.tolist() == w.tolist(), (c, g.tolist(), w.tolist())

@@ -80,6 +80,10 @@ class Emitter:
             if value != value or value in (float("inf"), float("-inf")):
                 raise Unsupported(f"constant {value} for an integer dtype")
             value = int(value)
+            bits = torch.iinfo(dtype).bits
+            # a Python int past the dtype wraps, as eager's cast of the scalar does
+            # (int32 + 2**33 adds 0); the IR refuses an out-of-range constant
+            value = (value + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
         else:
             value = float(value)
         attrs = {"value": value, "dtype": _name(dtype), "shape": list(shape)}

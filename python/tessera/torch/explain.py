@@ -140,6 +140,9 @@ def _report(recorder, device, profile=0) -> Explanation:
                                      "kernel": _gemm_kernel(kernels, mi)})
             if getattr(runner, "failed", None):
                 g.fallbacks.update(runner.failed)
+                for op in runner.failed:  # the runtime's refusal is each op's reason
+                    ex.reasons.setdefault(op, f"segment {runner.seg.index} did not compile: "
+                                              f"{runner.error}")
         ex.graphs.append(g)
         ex.kernels.extend(g.kernels)
         ex.fallbacks.update(g.fallbacks)

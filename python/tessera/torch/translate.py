@@ -18,6 +18,7 @@ tensor, never an alias of a segment input (AOTAutograd regenerates input aliases
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -390,10 +391,36 @@ def traced_meta(gm: torch.fx.GraphModule, inputs) -> dict | None:
     return meta
 
 
+def eager_plan(gm, why: str) -> Plan:
+    """The whole graph as eager torch steps, every op a fallback with reason `why`."""
+    plan = Plan()
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            plan.steps.append(TorchStep(node, fallback=True))
+            if _packet(node.target) not in VIEW_OPS and node.target is not operator.getitem:
+                plan.fallbacks[op_name(node)] += 1
+                plan.reasons.setdefault(op_name(node), why)
+        elif node.op == "output":
+            outs = node.args[0]
+            plan.outputs = list(outs if isinstance(outs, (tuple, list)) else (outs,))
+    return plan
+
+
 def build_plan(gm, inputs, dtypes) -> Plan:
     meta = traced_meta(gm, inputs)
     if meta is None:
-        meta = concrete_meta(gm, inputs)
+        from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                                   DynamicOutputShapeException)
+        try:
+            meta = concrete_meta(gm, inputs)
+        except (DynamicOutputShapeException, DataDependentOutputException) as e:
+            # An op whose output shape depends on the data (nonzero, x[mask] under
+            # capture_dynamic_output_shape_ops): no plan can hold for the next call's data.
+            what = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            warnings.warn(f"tessera: an op whose output shape depends on the data ({what}) "
+                          f"leaves this graph to eager torch", RuntimeWarning, stacklevel=2)
+            return eager_plan(gm, f"the graph has an op whose output shape depends on the "
+                                  f"data ({what})")
     return Translator(gm, meta, dtypes).run()
 
 
