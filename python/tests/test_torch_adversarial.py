@@ -528,3 +528,18 @@ def test_data_dependent_output_shapes_leave_the_graph_to_eager():
                 torch.testing.assert_close(f(x), fn(x))
     fb = fallbacks(rec)
     assert fb and "getitem" not in fb, fb
+
+
+def test_explain_backward_reaches_tensors_inside_dicts():
+    # explain(backward=True) summed only top-level tuple/list outputs: a model returning a dict
+    # silently got no backward graph in the report.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return {"out": torch.tanh(self.lin(x)), "aux": [x.sum()]}
+
+    ex = explain(M(), torch.randn(3, 8), device="cpu:0", backward=True)
+    assert [g.kind for g in ex.graphs] == ["forward", "backward"]

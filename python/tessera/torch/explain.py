@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -166,9 +167,14 @@ def explain(model, *inputs, device=None, backward=False, profile=0, **kwargs) ->
     compiled = torch.compile(model, backend=backend, **kwargs)
     out = compiled(*inputs)
     if backward:
-        outs = out if isinstance(out, (tuple, list)) else [out]
+        # every tensor leaf of the output, nested in tuples, lists or dicts
+        outs = torch.utils._pytree.tree_leaves(out)
         loss = sum(o.float().sum() for o in outs
                    if isinstance(o, torch.Tensor) and o.requires_grad)
         if isinstance(loss, torch.Tensor):
             loss.backward()
+        else:
+            warnings.warn("explain(backward=True): the output holds no tensor that requires "
+                          "grad, so no backward graph was compiled", RuntimeWarning,
+                          stacklevel=2)
     return _report(rec, opts["device"], profile)
