@@ -162,8 +162,8 @@ private:
   void checkLinks(const Op &op, const Block &b) {
     bool broken = op.parent != &b;
     for (size_t i = 0; i < op.results.size(); ++i)
-      broken |= op.results[i]->def != &op || op.results[i]->index != i ||
-                op.results[i]->owner != nullptr;
+      broken |=
+          op.results[i]->def != &op || op.results[i]->index != i || op.results[i]->owner != nullptr;
     for (auto &region : op.regions)
       broken |= !region || region->parentOp != &op;
     if (broken)
@@ -282,8 +282,8 @@ private:
     for (size_t i = 0; i < types.size(); ++i) {
       if (region.args[i]->type == types[i])
         continue;
-      std::string what = hasIv && i == 0 ? " induction variable"
-                                         : " iter arg " + count(i + (hasIv ? 0 : 1));
+      std::string what =
+          hasIv && i == 0 ? " induction variable" : " iter arg " + count(i + (hasIv ? 0 : 1));
       r_.error(op.loc, quoted(op) + what + " has type " + toString(region.args[i]->type) +
                            ", expected " + toString(types[i]));
     }
@@ -292,9 +292,8 @@ private:
   /// Results of a loop must match its initial values, which must be scalars.
   void checkLoopResults(const Op &op, std::span<Value *const> inits) {
     if (op.results.size() != inits.size()) {
-      r_.error(op.loc, quoted(op) + " has " + count(op.results.size()) +
-                           " result(s), expected " + count(inits.size()) +
-                           " (one per iter value)");
+      r_.error(op.loc, quoted(op) + " has " + count(op.results.size()) + " result(s), expected " +
+                           count(inits.size()) + " (one per iter value)");
       return;
     }
     for (size_t i = 0; i < inits.size(); ++i) {
@@ -325,8 +324,9 @@ private:
     }
     if (ok) {
       const Type &lb = op.operands[0]->type;
-      if (!lb.isInt())
-        r_.error(op.loc, "'for' bounds must be integers, got " + toString(lb));
+      if (!lb.isInt() || lb.isBool()) // i1 bounds: no order (true is -1 signed, 1 unsigned)
+        r_.error(op.loc,
+                 "'for' bounds must be integers (i8, i16, i32 or i64), got " + toString(lb));
       static const char *kNames[] = {"lb", "ub", "step"};
       for (int i = 1; i < 3; ++i)
         if (op.operands[i]->type != lb)
@@ -362,8 +362,7 @@ private:
         r_.error(op.loc, "'if' result " + count(i + 1) + " has type " +
                              toString(op.results[i]->type) +
                              "; results must be scalars or matrices");
-    bool missingElse =
-        !op.results.empty() && (op.regions.size() < 2 || op.region(1).ops.empty());
+    bool missingElse = !op.results.empty() && (op.regions.size() < 2 || op.region(1).ops.empty());
     if (missingElse)
       r_.error(op.loc, "'if' with results needs an else region");
     for (size_t i = 0; i < op.regions.size(); ++i) {
@@ -446,8 +445,7 @@ private:
     sharedBytes_ += n * byteSize(t.elem);
     if (sharedBytes_ > kMaxSharedBytes && !sharedReported_) {
       sharedReported_ = true;
-      r_.error(op.loc, "kernel @" + f_.name + " uses more than " +
-                           std::to_string(kMaxSharedBytes) +
+      r_.error(op.loc, "kernel @" + f_.name + " uses more than " + std::to_string(kMaxSharedBytes) +
                            " bytes (64 KiB) of shared memory (at least " +
                            std::to_string(sharedBytes_) + " at this 'shared_alloc')");
     }
@@ -496,8 +494,7 @@ private:
 
   Reporter &r_;
   const Module &m_;
-  std::unordered_map<const Function *, std::vector<std::pair<const Function *, const Op *>>>
-      edges_;
+  std::unordered_map<const Function *, std::vector<std::pair<const Function *, const Op *>>> edges_;
   std::unordered_map<const Function *, int> color_; // 0 new, 1 on the stack, 2 done
 };
 

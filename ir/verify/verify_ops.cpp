@@ -103,8 +103,7 @@ void expectResult(Reporter &r, const Op &op, const Type &want) {
   const Type &t = op.result(0)->type;
   if (t == want)
     return;
-  r.error(op.loc,
-          quoted(op) + " result has type " + typeStr(t) + ", expected " + typeStr(want));
+  r.error(op.loc, quoted(op) + " result has type " + typeStr(t) + ", expected " + typeStr(want));
 }
 
 void expectScalarResult(Reporter &r, const Op &op) {
@@ -161,8 +160,8 @@ void verifyConvert(Reporter &r, const Op &op) {
     r.error(op.loc, "'convert' result must be a scalar, got " + typeStr(d));
   if (!s.isScalar() || !d.isScalar())
     return;
-  std::string dir = std::string(s.isInt() ? "int" : "float") + " -> " +
-                    std::string(d.isInt() ? "int" : "float");
+  std::string dir =
+      std::string(s.isInt() ? "int" : "float") + " -> " + std::string(d.isInt() ? "int" : "float");
   if (op.mods.isUnsigned && s.isFloat() && d.isFloat())
     r.error(op.loc, "'convert' modifier '.u' on float operands");
   if (op.mods.sat && s.isInt() && d.isFloat())
@@ -195,8 +194,8 @@ void verifyConst(Reporter &r, const Op &op) {
     return;
   }
   if (t.isInt() && !fitsInt(op.literal.i, t.elem))
-    r.error(op.loc, "'const' literal " + std::to_string(op.literal.i) + " does not fit " +
-                        typeStr(t));
+    r.error(op.loc,
+            "'const' literal " + std::to_string(op.literal.i) + " does not fit " + typeStr(t));
   if (t.isFloat() && !isRepresentable(op.literal.f, t.elem))
     r.error(op.loc, "'const' literal " + std::to_string(op.literal.f) +
                         " is not exactly representable in " + typeStr(t));
@@ -205,8 +204,8 @@ void verifyConst(Reporter &r, const Op &op) {
 void verifyWorkItem(Reporter &r, const Op &op) {
   const Type &t = op.result(0)->type;
   if (!t.isScalar(Scalar::I32) && !t.isScalar(Scalar::I64))
-    r.error(op.loc, "work-item query result must be i32 or i64, got " + typeStr(t) + " for " +
-                        quoted(op));
+    r.error(op.loc,
+            "work-item query result must be i32 or i64, got " + typeStr(t) + " for " + quoted(op));
 }
 
 /// The memory operand of load/store/atomics: a buffer or shared array.
@@ -220,9 +219,12 @@ bool expectMemory(Reporter &r, const Op &op, unsigned i) {
 
 bool expectIndex(Reporter &r, const Op &op, unsigned i) {
   const Type &t = op.operands[i]->type;
-  if (t.isInt())
+  // i1 is no index: as a signed integer true is -1, as an unsigned one 1, and backends read
+  // it both ways; a kernel converts it (`select`, `convert`) to say which.
+  if (t.isInt() && !t.isBool())
     return true;
-  r.error(op.loc, quoted(op) + " index must be an integer, got " + typeStr(t));
+  r.error(op.loc,
+          quoted(op) + " index must be an integer (i8, i16, i32 or i64), got " + typeStr(t));
   return false;
 }
 
@@ -232,8 +234,8 @@ void expectElement(Reporter &r, const Op &op, const Type &mem, int v) {
   Type elem = Type::scalar(mem.elem);
   if (v >= 0 && op.operands[v]->type != elem)
     r.error(op.loc, quoted(op) + " value has type " + typeStr(op.operands[v]->type) +
-                        ", expected " + typeStr(elem) + " (the element type of " +
-                        typeStr(mem) + ")");
+                        ", expected " + typeStr(elem) + " (the element type of " + typeStr(mem) +
+                        ")");
   if (!op.results.empty())
     expectResult(r, op, elem);
 }
@@ -270,8 +272,8 @@ void verifyAtomic(Reporter &r, const Op &op) {
     r.error(op.loc, quoted(op) + " on a " + std::string(accessName(t.access)) + " buffer" +
                         nameSuffix(*op.operands[0]));
   bool floatOk = op.kind == OpKind::AtomicAdd || op.kind == OpKind::AtomicXchg;
-  bool supported = t.elem == Scalar::I32 || t.elem == Scalar::I64 ||
-                   (floatOk && t.elem == Scalar::F32);
+  bool supported =
+      t.elem == Scalar::I32 || t.elem == Scalar::I64 || (floatOk && t.elem == Scalar::F32);
   if (!supported)
     r.error(op.loc, std::string(op.info().name) + " on " + std::string(scalarName(t.elem)) +
                         " is not supported (" +
@@ -296,8 +298,7 @@ void verifyShuffle(Reporter &r, const Op &op) {
     expectResult(r, op, op.operands[0]->type);
   const Type &lane = op.operands[1]->type;
   if (!lane.isScalar(Scalar::I32))
-    r.error(op.loc, std::string("shuffle ") +
-                        (op.kind == OpKind::ShuffleXor ? "mask" : "lane") +
+    r.error(op.loc, std::string("shuffle ") + (op.kind == OpKind::ShuffleXor ? "mask" : "lane") +
                         " must be i32, got " + typeStr(lane) + " in " + quoted(op));
 }
 
@@ -311,7 +312,7 @@ bool isRepresentable(double x, Scalar t) {
   if (!std::isfinite(x) || x == 0 || t == Scalar::F64)
     return true;
   int precision = mantissaBits(t);
-  int emin = 0;    // exponent of the smallest normal, as ilogb reports it
+  int emin = 0; // exponent of the smallest normal, as ilogb reports it
   double maxFinite = 0;
   switch (t) {
   case Scalar::F16:
@@ -364,8 +365,8 @@ void verifyMods(Reporter &r, const Op &op) {
   if (op.mods.round != Round::Default && set != ModSet::Conv)
     r.error(op.loc, quoted(op) + " does not accept a rounding modifier");
   if (set == ModSet::Dim && op.mods.dim > 2)
-    r.error(op.loc, quoted(op) + " dimension must be .x, .y or .z, got " +
-                        std::to_string(op.mods.dim));
+    r.error(op.loc,
+            quoted(op) + " dimension must be .x, .y or .z, got " + std::to_string(op.mods.dim));
   if (op.mods.colMajor && set != ModSet::Layout)
     r.error(op.loc, quoted(op) + " does not accept modifier '.col'");
   if (op.mods.pred > CmpPred::Uno)
@@ -382,13 +383,13 @@ void verifyFixedOp(Reporter &r, const Op &op) {
   Arity a = fixedArity(op.info().form);
   bool ok = true;
   if (op.operands.size() != a.operands) {
-    r.error(op.loc, quoted(op) + " expects " + std::to_string(a.operands) +
-                        " operand(s), got " + std::to_string(op.operands.size()));
+    r.error(op.loc, quoted(op) + " expects " + std::to_string(a.operands) + " operand(s), got " +
+                        std::to_string(op.operands.size()));
     ok = false;
   }
   if (op.results.size() != a.results) {
-    r.error(op.loc, quoted(op) + " must have " + std::to_string(a.results) +
-                        " result(s), got " + std::to_string(op.results.size()));
+    r.error(op.loc, quoted(op) + " must have " + std::to_string(a.results) + " result(s), got " +
+                        std::to_string(op.results.size()));
     ok = false;
   }
   if (!op.regions.empty()) {
