@@ -132,11 +132,33 @@ double roundIntToFloat(uint64_t mag, bool neg, Scalar t, Round mode) {
   return roundToFloat(neg ? -v : v, t, mode);
 }
 
+namespace {
+// f32 NaNs move between float and the interpreter's double bit by bit (sign, quiet bit,
+// payload): a float <-> double conversion of a signalling NaN sets its quiet bit on x86, so a
+// plain bitcast round trip of 0x7F800001 came back as 0x7FC00001 (docs/ir.md: f32 payloads
+// pass).
+double f32BitsToDouble(uint32_t b) {
+  if ((b & 0x7F800000u) != 0x7F800000u || (b & 0x007FFFFFu) == 0)
+    return std::bit_cast<float>(b);
+  return std::bit_cast<double>(uint64_t(b >> 31) << 63 | uint64_t(0x7FF) << 52 |
+                               uint64_t(b & 0x007FFFFFu) << 29);
+}
+uint32_t f32BitsOf(double d) {
+  if (d == d)
+    return std::bit_cast<uint32_t>(static_cast<float>(d));
+  const uint64_t b = std::bit_cast<uint64_t>(d);
+  uint32_t m = static_cast<uint32_t>((b >> 29) & 0x007FFFFFu);
+  if (m == 0) // a payload only in the low bits: keep it a NaN
+    m = 0x00400000u;
+  return uint32_t(b >> 63) << 31 | 0x7F800000u | m;
+}
+} // namespace
+
 uint64_t toBits(const Literal &v, Scalar t) {
   switch (t) {
   case Scalar::F16: return toF16Bits(v.f);
   case Scalar::BF16: return toBF16Bits(v.f);
-  case Scalar::F32: return std::bit_cast<uint32_t>(static_cast<float>(v.f));
+  case Scalar::F32: return f32BitsOf(v.f);
   case Scalar::F64: return std::bit_cast<uint64_t>(v.f);
   default: return truncInt(v.i, t);
   }
@@ -146,7 +168,7 @@ Literal fromBits(uint64_t bits, Scalar t) {
   switch (t) {
   case Scalar::F16: return floatOf(fromF16Bits(static_cast<uint16_t>(bits)));
   case Scalar::BF16: return floatOf(fromBF16Bits(static_cast<uint16_t>(bits)));
-  case Scalar::F32: return floatOf(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  case Scalar::F32: return floatOf(f32BitsToDouble(static_cast<uint32_t>(bits)));
   case Scalar::F64: return floatOf(std::bit_cast<double>(bits));
   default: return intOf(bits, t);
   }

@@ -487,6 +487,13 @@ TEST(Numerics, BitcastSelectConst) {
   EXPECT_SAME(bc(Scalar::F16, Scalar::BF16, F(1.0)).f, std::ldexp(1.0, -7)); // 0x3C00
   EXPECT_EQ(bc(Scalar::F64, Scalar::I64, F(-0.0)).i, 0x8000000000000000ull);
   EXPECT_SAME(bc(Scalar::I32, Scalar::F32, I(1)).f, std::ldexp(1.0, -149));
+  // f32 NaN bits round-trip exactly, signalling ones included (a float <-> double conversion
+  // sets the quiet bit: 0x7F800001 came back as 0x7FC00001, against every device).
+  for (uint32_t nan : {0x7F800001u, 0xFF800123u, 0x7FC00000u, 0x7FFFFFFFu, 0xFFBFFFFFu}) {
+    Literal f = bc(Scalar::I32, Scalar::F32, I(nan));
+    EXPECT_TRUE(std::isnan(f.f));
+    EXPECT_EQ(bc(Scalar::F32, Scalar::I32, f).i & 0xFFFFFFFFu, nan) << std::hex << nan;
+  }
   auto sel = evalOp([](Builder &b, auto a) { return b.select(a[0], a[1], a[2]); },
                     {Scalar::I1, Scalar::F32, Scalar::F32}, {I(0), F(1), F(2)});
   EXPECT_SAME(sel.value.f, 2.0);
