@@ -29,6 +29,10 @@ double fromF16Bits(uint16_t b);
 uint16_t toBF16Bits(double x);  // x must already be a bf16 value
 double fromBF16Bits(uint16_t b);
 
+/// The storage bits of a value of type `t` (f16 as binary16, an f32 NaN with its payload and
+/// quiet bit as stored), as a device writes them.
+uint64_t storageBits(const Literal &v, Scalar t);
+
 /// Masks `bits` to the width of integer type `t`.
 uint64_t truncInt(uint64_t bits, Scalar t);
 /// Sign-extends an integer of type `t` to 64 bits.

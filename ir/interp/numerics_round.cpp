@@ -248,6 +248,8 @@ double exactSum(std::span<const double> values, Scalar t, std::vector<double> &p
 
 } // namespace detail
 
+uint64_t storageBits(const Literal &v, Scalar t) { return detail::toBits(v, t); }
+
 double roundToFloat(double x, Scalar t) {
   if (t == Scalar::F64)
     return x;

@@ -249,6 +249,38 @@ TEST(ParserRoundTrip, ConstLiterals) {
   EXPECT_EQ(opAt(*r.module, 0, 5).literal.f, std::ldexp(2.0, -24)); // tie to even: 2 ulp
 }
 
+// Integer literals for float types round once, from the integer: no double in between that
+// could make a false tie, and past 64 bits they are still numbers (docs/ir.md, "Rules").
+TEST(ParserRoundTrip, IntegerLiteralsForFloatTypesRoundOnce) {
+  ParseResult r = parseModule(R"(kernel @c() {
+  %a = const 1152921573326323713 : f32
+  %b = const -1152921573326323713 : f32
+  %c = const 9007199254740993 : f64
+  %d = const 123456789012345678901234567890 : f32
+  %e = const 18446744073709551615 : bf16
+  %f = const 1157425104234217473 : bf16
+}
+)",
+                              "s", false);
+  ASSERT_TRUE(r.ok()) << diagText(r);
+  // 2^60 + 2^36 + 1 is just above the tie between 2^60 and 2^60 + 2^37 in f32; as a double
+  // it is 2^60 + 2^36, the tie itself, which rounds to even: 2^60.
+  double up = std::ldexp(1.0, 60) + std::ldexp(1.0, 37);
+  EXPECT_EQ(opAt(*r.module, 0, 0).literal.f, up);
+  EXPECT_EQ(opAt(*r.module, 0, 1).literal.f, -up);
+  EXPECT_EQ(opAt(*r.module, 0, 2).literal.f, 9007199254740992.0); // 2^53 + 1: a tie in f64
+  EXPECT_EQ(opAt(*r.module, 0, 3).literal.f, static_cast<double>(1.2345679e29f));
+  EXPECT_EQ(opAt(*r.module, 0, 4).literal.f, std::ldexp(1.0, 64)); // 2^64 - 1
+  // 2^60 + 2^52 + 1: above bf16's tie between 2^60 and 2^60 + 2^53.
+  EXPECT_EQ(opAt(*r.module, 0, 5).literal.f, std::ldexp(1.0, 60) + std::ldexp(1.0, 53));
+
+  ParseResult wide = parseModule(
+      "kernel @c() {\n  %a = const 123456789012345678901234567890 : i64\n}\n", "s", false);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(diagText(wide).find("integer literal out of range for i64"), std::string::npos)
+      << diagText(wide);
+}
+
 TEST(ParserRoundTrip, ControlFlowAndCalls) {
   expectCanonical(R"(kernel @main(%out: buffer<i32>, %n: i32) {
   %zero = const 0 : i32

@@ -324,8 +324,8 @@ private:
     uint64_t mag = 0;
     for (size_t i = start + (negative ? 1 : 0); i < intEnd; ++i) {
       auto d = static_cast<uint64_t>(src_[i] - '0');
-      if (mag > (UINT64_MAX - d) / 10)
-        return error(start, "integer literal out of range");
+      if (mag > (UINT64_MAX - d) / 10) // past 64 bits: a float literal, which float types
+        return floatLiteral(start);    // accept and integer types refuse as out of range
       mag = mag * 10 + d;
     }
     return intLiteral(start, negative, mag);

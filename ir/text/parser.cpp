@@ -10,6 +10,7 @@
 #include "ir/verify/verifier.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <unordered_set>
@@ -165,6 +166,32 @@ bool Parser::parseTypeList(std::vector<Type> &types) {
   return true;
 }
 
+namespace {
+
+bool isDecimalInteger(std::string_view text) {
+  if (!text.empty() && text[0] == '-')
+    text.remove_prefix(1);
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// An integer literal's magnitude as a double that rounds to type s as the integer itself
+/// would: exactly below 2^53; above, f64 takes the correctly rounded conversion, and the
+/// narrower types the integer rounded to odd at 53 bits (the dropped bits ORed into the last
+/// kept one), so that rounding it once more to at most 51 bits cannot land on a false tie
+/// (2^60 + 2^36 + 1 is 2^60 + 2^37 in f32, not 2^60 as a double in between makes it).
+double integerForRounding(uint64_t mag, Scalar s) {
+  if (mag < (uint64_t{1} << 53) || s == Scalar::F64)
+    return static_cast<double>(mag);
+  int drop = 64 - std::countl_zero(mag) - 53;
+  uint64_t kept = mag >> drop;
+  if ((mag & ((uint64_t{1} << drop) - 1)) != 0)
+    kept |= 1;
+  return std::ldexp(static_cast<double>(kept), drop);
+}
+
+} // namespace
+
 bool Parser::convertLiteral(const Token &t, Scalar s, Literal &out) {
   std::string type(scalarName(s));
   out = Literal{};
@@ -180,6 +207,8 @@ bool Parser::convertLiteral(const Token &t, Scalar s, Literal &out) {
     return errorAt(t, "expected 'true' or 'false' for i1, got " + describe(t));
   }
   if (isIntScalar(s)) {
+    if (t.is(Tok::Float) && isDecimalInteger(t.text)) // lexed as a float: wider than 64 bits
+      return errorAt(t, "integer literal out of range for " + type);
     if (!t.is(Tok::Int))
       return errorAt(t, "expected an integer literal for " + type + ", got " + describe(t));
     int bits = bitWidth(s);
@@ -194,7 +223,7 @@ bool Parser::convertLiteral(const Token &t, Scalar s, Literal &out) {
   if (t.is(Tok::Float)) {
     v = t.fvalue;
   } else if (t.is(Tok::Int)) {
-    v = static_cast<double>(t.magnitude);
+    v = integerForRounding(t.magnitude, s);
     v = t.negative ? -v : v;
   } else {
     return errorAt(t, "expected a number for " + type + ", got " + describe(t));

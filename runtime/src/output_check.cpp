@@ -86,30 +86,20 @@ OutputCheck judgeOne(const OutputBudget &b, const ir::HostBuffer &want, const ir
 
 std::string formatElement(const ir::Literal &l, ir::Scalar t) {
   char buf[96];
+  uint64_t bits = ir::numerics::storageBits(l, t);
   if (!ir::isFloatScalar(t)) {
-    std::snprintf(buf, sizeof buf, "%" PRId64, ir::numerics::signExtend(l.i, t));
+    // IR integers are signless: the signed reading, and the bits when they read otherwise
+    // unsigned (-1 (0xffffffff) for i32; 0x8000000000000000 is no small negative number).
+    int64_t s = ir::numerics::signExtend(l.i, t);
+    if (s < 0)
+      std::snprintf(buf, sizeof buf, "%" PRId64 " (0x%" PRIx64 ")", s, bits);
+    else
+      std::snprintf(buf, sizeof buf, "%" PRId64, s);
     return buf;
   }
-  // Digits that tell any two values of the type apart: f64 17, f32 9, f16 / bf16 5.
+  // Digits that tell any two values of the type apart: f64 17, f32 9, f16 / bf16 5. The
+  // bits are the stored ones: a NaN's payload and quiet bit show as the device wrote them.
   int digits = t == ir::Scalar::F64 ? 17 : t == ir::Scalar::F32 ? 9 : 5;
-  uint64_t bits = 0;
-  switch (t) {
-  case ir::Scalar::F16:
-    bits = ir::numerics::toF16Bits(l.f);
-    break;
-  case ir::Scalar::BF16:
-    bits = ir::numerics::toBF16Bits(l.f);
-    break;
-  case ir::Scalar::F32: {
-    float f = static_cast<float>(l.f);
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    bits = b;
-    break;
-  }
-  default:
-    std::memcpy(&bits, &l.f, 8);
-  }
   std::snprintf(buf, sizeof buf, "%.*g (0x%" PRIx64 ")", digits, l.f, bits);
   return buf;
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 namespace tessera {
 namespace {
@@ -303,6 +304,27 @@ TEST(OutputCheck, F64ValuesPrintWithSeventeenDigitsAndBits) {
   std::string sa = formatElement(a, ir::Scalar::F64), sb = formatElement(b, ir::Scalar::F64);
   EXPECT_EQ(sa, "0.10000000000000001 (0x3fb999999999999a)");
   EXPECT_EQ(sb, "0.10000000000000002 (0x3fb999999999999b)");
+}
+
+// Integers are signless in the IR: a negative reading also shows its bits, so 2^64 - 1 and
+// -1 are told apart from their type, and a wrong unsigned value is visible as such. An f32
+// signalling NaN shows the bits the device stored, not a float conversion's quieted ones.
+TEST(OutputCheck, ElementsPrintTheirStoredBits) {
+  ir::Literal minus1;
+  minus1.i = 0xffffffffu;
+  EXPECT_EQ(formatElement(minus1, ir::Scalar::I32), "-1 (0xffffffff)");
+  ir::Literal big;
+  big.i = uint64_t{1} << 63;
+  EXPECT_EQ(formatElement(big, ir::Scalar::I64), "-9223372036854775808 (0x8000000000000000)");
+  ir::Literal small;
+  small.i = 200;
+  EXPECT_EQ(formatElement(small, ir::Scalar::I8), "-56 (0xc8)");
+  small.i = 100;
+  EXPECT_EQ(formatElement(small, ir::Scalar::I8), "100");
+  ir::HostBuffer b(ir::Scalar::F32, 1);
+  const uint8_t snan[4] = {0x01, 0x00, 0x80, 0x7f}; // 0x7f800001, little-endian
+  std::memcpy(b.bytes.data(), snan, 4);
+  EXPECT_EQ(formatElement(b.get(0), ir::Scalar::F32), "nan (0x7f800001)");
 }
 
 } // namespace

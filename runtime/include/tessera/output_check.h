@@ -60,7 +60,8 @@ KernelCheck checkKernel(const ir::Module &m, const ir::Function &kernel,
                         PrecisionProfile profile);
 
 /// One element as text: floats with enough digits to tell any two values of the type apart
-/// (f64: 17 significant digits) and their bits, `1.5 (0x3fc00000)`; integers in decimal.
+/// (f64: 17 significant digits) and their stored bits, `1.5 (0x3fc00000)`; integers in
+/// decimal, with their bits when negative, `-1 (0xffffffff)`.
 std::string formatElement(const ir::Literal &l, ir::Scalar t);
 
 } // namespace tessera
