@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -51,6 +52,8 @@ std::vector<fs::path> entries(const fs::path &dir) {
     out.push_back(e.path());
   return out;
 }
+
+const std::vector<float> kTimes1 = {10, 13, 16, 19}, kTimes3 = {30, 35, 40, 45};
 
 class OpenClExecutable : public OpenClTest {
 protected:
@@ -92,11 +95,26 @@ protected:
     return c;
   }
 
+  /// The entry whose bytes were `good` has been rebuilt from source: a well-formed entry under
+  /// the same key, which a further run of vadd times 1 uses silently. Not byte-equal to
+  /// `good`: PoCL's program binary carries the work-group specialisations its own kernel
+  /// cache holds by then (with a cold PoCL cache, the run after `good` was written compiled
+  /// one).
+  void expectRebuilt(const std::string &good) {
+    uint64_t keyBytes = 0;
+    std::memcpy(&keyBytes, good.data() + 8, 8);
+    std::optional<std::string> rebuilt =
+        BinaryCache(binaries().string()).load(good.substr(40, keyBytes));
+    ASSERT_TRUE(rebuilt.has_value());
+    EXPECT_NE(*rebuilt, "not a device binary");
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(runVadd(vaddTimes(1)), kTimes1);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  }
+
   fs::path dir_;
   std::unique_ptr<ScopedEnv> env_, sized_;
 };
-
-const std::vector<float> kTimes1 = {10, 13, 16, 19}, kTimes3 = {30, 35, 40, 45};
 
 TEST_F(OpenClExecutable, ASourceThatDoesNotBuildReturnsTheBuildLog) {
   tsr_executable_t exe = nullptr;
@@ -207,7 +225,7 @@ TEST_F(OpenClExecutable, AWellFormedEntryWhoseBinaryTheDeviceRefusesIsRebuilt) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("is unusable"), std::string::npos) << err;
-  EXPECT_EQ(slurp(entry), good); // replaced by the binary built from source
+  expectRebuilt(good);
 }
 
 TEST_F(OpenClExecutable, CorruptOrTruncatedEntriesAreRebuiltWithOneWarning) {
@@ -229,7 +247,8 @@ TEST_F(OpenClExecutable, CorruptOrTruncatedEntriesAreRebuiltWithOneWarning) {
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
     EXPECT_NE(err.find("is unusable"), std::string::npos) << err;
-    EXPECT_EQ(slurp(entry), good) << "rewritten after damage " << damage;
+    SCOPED_TRACE("damage " + std::to_string(damage));
+    expectRebuilt(good);
   }
 }
 
