@@ -153,10 +153,15 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   }
   int rc = 0;
   for (const OutputCheck &c : k.outputs) {
-    std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.4g ulp (%s)%s (%.2f ms)\n",
-                f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(),
-                c.passed ? "ok" : "MISMATCH", c.maxUlp, c.maxAbs, c.budget.ulp,
-                precisionProfileName(profile), c.normwiseOnly ? " normwise-only" : "", ms);
+    const char *verdict = c.passed ? "ok" : "MISMATCH";
+    if (size_t i = c.budget.bufferIndex; i < outputs.size() && !ir::isFloatScalar(outputs[i].elem))
+      std::printf("@%s %s %%%s: %s  max_abs=%.17g exact (integers) (%.2f ms)\n", f.name.c_str(),
+                  deviceName.c_str(), c.budget.param.c_str(), verdict, c.maxAbs, ms);
+    else
+      std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.4g ulp (%s)%s (%.2f ms)\n",
+                  f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(), verdict, c.maxUlp,
+                  c.maxAbs, c.budget.ulp, precisionProfileName(profile),
+                  c.normwiseOnly ? " normwise-only" : "", ms);
     if (c.passed)
       continue;
     std::printf("    %lld bad elements; first mismatch at %s\n", (long long)c.badCount,

@@ -44,14 +44,18 @@ llvm::Type *memType(llvm::LLVMContext &c, Scalar s) {
 
 namespace {
 
-/// f32 -> bf16 bits, round to nearest even, NaN kept quiet (integer arithmetic, so it
-/// vectorises and needs no libcall).
+/// f32 -> bf16 bits, round to nearest even (integer arithmetic, so it vectorises and needs
+/// no libcall). A NaN keeps its top bits, a signalling bf16 NaN included (docs/ir.md: NaN
+/// bits pass stores and bitcasts); one whose payload lies only in the dropped bits is made
+/// quiet so that it stays a NaN.
 llvm::Value *f32ToBF16Bits(llvm::IRBuilder<> &b, llvm::Value *v) {
   llvm::Type *i32 = b.getInt32Ty();
   llvm::Value *bits = b.CreateBitCast(v, i32);
   llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
   llvm::Value *rounded = b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff)));
-  llvm::Value *quiet = b.CreateOr(bits, b.getInt32(0x00400000));
+  llvm::Value *empty = b.CreateICmpEQ(b.CreateAnd(bits, b.getInt32(0x007f0000)), b.getInt32(0));
+  llvm::Value *quiet =
+      b.CreateOr(bits, b.CreateSelect(empty, b.getInt32(0x00400000), b.getInt32(0)));
   llvm::Value *isNan = b.CreateFCmpUNO(v, v);
   llvm::Value *r = b.CreateSelect(isNan, quiet, rounded);
   return b.CreateTrunc(b.CreateLShr(r, 16), b.getInt16Ty());

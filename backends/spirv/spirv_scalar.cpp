@@ -25,7 +25,12 @@ Id Lowering::f32ToBF16Bits(Id v) {
   Id lsb = b_.op(spv::OpBitwiseAnd, u32,
                  {b_.op(spv::OpShiftRightLogical, u32, {bits, constU32(16)}), constU32(1)});
   Id rounded = b_.op(spv::OpIAdd, u32, {bits, b_.op(spv::OpIAdd, u32, {lsb, constU32(0x7fff)})});
-  Id quiet = b_.op(spv::OpBitwiseOr, u32, {bits, constU32(0x00400000)});
+  // A NaN keeps its top bits, a signalling bf16 NaN included (docs/ir.md); one whose payload
+  // lies only in the dropped bits is made quiet so that it stays a NaN.
+  Id payload = b_.op(spv::OpBitwiseAnd, u32, {bits, constU32(0x007f0000)});
+  Id empty = b_.op(spv::OpIEqual, boolT(), {payload, constU32(0)});
+  Id quiet = b_.op(spv::OpBitwiseOr, u32,
+                   {bits, b_.op(spv::OpSelect, u32, {empty, constU32(0x00400000), constU32(0)})});
   Id r = b_.op(spv::OpSelect, u32, {b_.op(spv::OpIsNan, boolT(), {v}), quiet, rounded});
   return b_.op(spv::OpShiftRightLogical, u32, {r, constU32(16)});
 }

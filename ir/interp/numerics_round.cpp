@@ -271,11 +271,17 @@ double roundToFloat(double x, Scalar t, Round mode) {
   return roundGeneric(x, t, mode);
 }
 
+// f16 and bf16 NaNs keep their bits as f32 ones do (f32BitsToDouble): the payload sits at
+// the top of the double's mantissa, so that a bitcast round trip (i16 0x7FFF -> f16 -> i16)
+// gives what every device gives. An empty payload (a NaN made in fp64) reads as the quiet NaN.
 uint16_t toF16Bits(double x) {
+  if (std::isnan(x)) {
+    const uint64_t b = std::bit_cast<uint64_t>(x);
+    auto m = static_cast<uint16_t>((b >> 42) & 0x3FF);
+    return static_cast<uint16_t>(b >> 63 << 15) | 0x7C00 | (m ? m : 0x200);
+  }
   double r = roundToFloat(x, Scalar::F16);
   uint16_t sign = std::signbit(r) ? 0x8000 : 0;
-  if (std::isnan(r))
-    return sign | 0x7E00;
   if (std::isinf(r))
     return sign | 0x7C00;
   double a = std::fabs(r);
@@ -294,8 +300,11 @@ double fromF16Bits(uint16_t b) {
   int exp = (b >> 10) & 0x1F;
   int mant = b & 0x3FF;
   double v;
+  if (exp == 0x1F && mant)
+    return std::bit_cast<double>(uint64_t(b >> 15) << 63 | uint64_t(0x7FF) << 52 |
+                                 uint64_t(mant) << 42);
   if (exp == 0x1F)
-    v = mant ? kNaN : kInf;
+    v = kInf;
   else if (exp == 0)
     v = std::ldexp(static_cast<double>(mant), -24);
   else
@@ -304,14 +313,20 @@ double fromF16Bits(uint16_t b) {
 }
 
 uint16_t toBF16Bits(double x) {
+  if (std::isnan(x)) {
+    const uint64_t b = std::bit_cast<uint64_t>(x);
+    auto m = static_cast<uint16_t>((b >> 45) & 0x7F);
+    return static_cast<uint16_t>(b >> 63 << 15) | 0x7F80 | (m ? m : 0x40);
+  }
   double r = roundToFloat(x, Scalar::BF16);
-  if (std::isnan(r))
-    return std::signbit(r) ? 0xFFC0 : 0x7FC0;
   // r is a bf16 value, hence an f32 whose low 16 bits are zero.
   return static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(r)) >> 16);
 }
 
 double fromBF16Bits(uint16_t b) {
+  if ((b & 0x7F80) == 0x7F80 && (b & 0x7F)) // a NaN: bits kept (see toF16Bits)
+    return std::bit_cast<double>(uint64_t(b >> 15) << 63 | uint64_t(0x7FF) << 52 |
+                                 uint64_t(b & 0x7F) << 45);
   return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(b) << 16));
 }
 

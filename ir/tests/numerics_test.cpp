@@ -494,6 +494,18 @@ TEST(Numerics, BitcastSelectConst) {
     EXPECT_TRUE(std::isnan(f.f));
     EXPECT_EQ(bc(Scalar::F32, Scalar::I32, f).i & 0xFFFFFFFFu, nan) << std::hex << nan;
   }
+  // So do f16 and bf16 NaN bits (they were canonicalised to 0x7E00 / 0x7FC0, so a device
+  // that bitcast 0x7FFF through f16 and back failed --check).
+  for (uint32_t nan : {0x7C01u, 0x7FFFu, 0xFD55u, 0x7E00u}) {
+    Literal h = bc(Scalar::I16, Scalar::F16, I(nan));
+    EXPECT_TRUE(std::isnan(h.f));
+    EXPECT_EQ(bc(Scalar::F16, Scalar::I16, h).i & 0xFFFFu, nan) << std::hex << nan;
+  }
+  for (uint32_t nan : {0x7F81u, 0x7FFFu, 0xFFA5u, 0x7FC0u}) {
+    Literal h = bc(Scalar::I16, Scalar::BF16, I(nan));
+    EXPECT_TRUE(std::isnan(h.f));
+    EXPECT_EQ(bc(Scalar::BF16, Scalar::I16, h).i & 0xFFFFu, nan) << std::hex << nan;
+  }
   auto sel = evalOp([](Builder &b, auto a) { return b.select(a[0], a[1], a[2]); },
                     {Scalar::I1, Scalar::F32, Scalar::F32}, {I(0), F(1), F(2)});
   EXPECT_SAME(sel.value.f, 2.0);

@@ -306,6 +306,28 @@ TEST(OutputCheck, F64ValuesPrintWithSeventeenDigitsAndBits) {
   EXPECT_EQ(sb, "0.10000000000000002 (0x3fb999999999999b)");
 }
 
+// Integer outputs are compared exactly; max_abs is the largest difference of the signed
+// readings (it was 1 for any mismatch: 32764 against 32256 read as off by 1).
+TEST(OutputCheck, IntegerMismatchesReportTheirLargestDifference) {
+  ir::HostBuffer want(ir::Scalar::I16, 3), got(ir::Scalar::I16, 3);
+  for (int64_t i = 0; i < 3; ++i) {
+    ir::Literal w, g;
+    w.i = i == 1 ? 32256 : i == 2 ? 0xFFFF : 7;
+    g.i = i == 1 ? 32764 : 7;
+    want.set(i, w);
+    got.set(i, g);
+  }
+  OutputBudget b;
+  b.param = "y";
+  b.elem = ir::Scalar::I16;
+  auto checks = judgeOutputs({b}, {want}, {got}, nullptr);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].passed);
+  EXPECT_EQ(checks[0].badCount, 2);
+  EXPECT_EQ(checks[0].maxAbs, 508); // index 1; index 2 (-1 against 7) is off by 8
+  EXPECT_EQ(checks[0].detail, "index 1: got 32764, want 32256");
+}
+
 // Integers are signless in the IR: a negative reading also shows its bits, so 2^64 - 1 and
 // -1 are told apart from their type, and a wrong unsigned value is visible as such. An f32
 // signalling NaN shows the bits the device stored, not a float conversion's quieted ones.

@@ -462,6 +462,10 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   ranges_.run(*f.body);
   if (hasBarrier_)
     line("bool tsr_stop = false; // set when the launch is cancelled (see emitPoll)");
+  else { // a kernel without loops on a huge grid ends too: each work-item reads the flag first
+    curOp_ = nullptr; // (not with barriers: work-items that read it apart would diverge there)
+    emitCancelExit();
+  }
   if (!emitBlock(*f.body, nullptr))
     return false;
   --indent_;

@@ -1,10 +1,11 @@
 // Memory, atomics, work-item queries and subgroups of the OpenCL C codegen.
 //
 // Buffers are typed pointers into the view (base + offset) with n = bytes / sizeof(T)
-// elements; shared arrays are `__local` arrays of the kernel. f16 goes through vload_half /
-// vstore_half (core OpenCL 1.2), bf16 is ushort bits, i1 a uchar. Robust and checked modes
-// bound every index (read signed) by the element count: a load out of range reads 0, a store
-// or atomic is dropped (the atomic returns 0), and checked mode records the first fault.
+// elements; shared arrays are `__local` arrays of the kernel. f16 is ushort bits through
+// tsr_f16_from_bits / tsr_f16_bits (vload_half / vstore_half, NaN bits kept), bf16 ushort
+// bits, i1 a uchar. Robust and checked modes bound every index (read signed) by the element
+// count: a load out of range reads 0, a store or atomic is dropped (the atomic returns 0),
+// and checked mode records the first fault.
 // Subgroups have size 1 (opencl_abi.h): every reduction, shuffle and broadcast is the value.
 // Must never touch memory outside the view in robust or checked mode.
 #include "backends/opencl/codegen/oc_emitter.h"
@@ -24,8 +25,9 @@ MemRef *Emitter::mem(const ir::Value *v) {
 
 std::string Emitter::loadElem(const MemRef &m, const std::string &idx) {
   switch (m.elem) {
-  case Scalar::F16:
-    return "vload_half(" + idx + ", (" + m.space + " half *)" + m.ptr + ")";
+  case Scalar::F16: // NaN bits kept (oc_prelude.cpp)
+    need("tsr_f16_from_bits");
+    return "tsr_f16_from_bits(" + m.ptr + "[" + idx + "])";
   case Scalar::BF16:
     return "as_float((uint)" + m.ptr + "[" + idx + "] << 16)";
   case Scalar::I1:
@@ -37,8 +39,9 @@ std::string Emitter::loadElem(const MemRef &m, const std::string &idx) {
 
 std::string Emitter::storeElem(const MemRef &m, const std::string &idx, const std::string &v) {
   switch (m.elem) {
-  case Scalar::F16: // v holds an f16 value: exact
-    return "vstore_half_rte(" + v + ", " + idx + ", (" + m.space + " half *)" + m.ptr + ");";
+  case Scalar::F16: // v holds an f16 value: exact, NaN bits kept
+    need("tsr_f16_bits");
+    return m.ptr + "[" + idx + "] = tsr_f16_bits(" + v + ");";
   case Scalar::BF16:
     return m.ptr + "[" + idx + "] = (ushort)(as_uint(" + v + ") >> 16);";
   case Scalar::I1:

@@ -30,14 +30,24 @@ const std::vector<Helper> kHelpers = {
     {"tsr_f16_rtz_double", "", TSR_F16_ROUND(rtz, double)},
     {"tsr_f16_rtp_double", "", TSR_F16_ROUND(rtp, double)},
     {"tsr_f16_rtn_double", "", TSR_F16_ROUND(rtn, double)},
+    // An f16 register is a float holding an f16 value, and a NaN keeps its bits both ways
+    // (sign, quiet bit, payload at the top of the float's, as hardware widens it; docs/ir.md):
+    // PoCL's vload_half / vstore_half turned f16 0x7FFE into 0x7FFF.
     {"tsr_f16_bits", "",
      "ushort tsr_f16_bits(float x) {\n"
+     "  if (isnan(x)) {\n"
+     "    uint u = as_uint(x), m = (u >> 13) & 0x3FFu;\n"
+     "    return (ushort)(((u >> 16) & 0x8000u) | 0x7C00u | (m != 0u ? m : 0x200u));\n"
+     "  }\n"
      "  ushort h;\n"
      "  vstore_half_rte(x, 0, (half *)&h);\n"
      "  return h;\n"
      "}\n"},
     {"tsr_f16_from_bits", "",
      "float tsr_f16_from_bits(ushort h) {\n"
+     "  if ((h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0u)\n"
+     "    return as_float(((uint)(h & 0x8000u) << 16) | 0x7F800000u | ((uint)(h & 0x3FFu) << "
+     "13));\n"
      "  return vload_half(0, (const half *)&h);\n"
      "}\n"},
     // bf16 from `f`, a float whose magnitude is the exact value truncated toward zero to f32,

@@ -659,5 +659,26 @@ TEST_F(OpenCLFaultTest, CancelledLongLoopsEnd) {
     }
 }
 
+// The cancel flag set before a kernel without loops or barriers runs: every work-item reads
+// it at entry and leaves with the deadline record (a huge loop-free grid ends too), its store
+// never made.
+TEST_F(OpenCLFaultTest, CancelledLoopFreeKernelsEndAtEntry) {
+  std::string text = "kernel @w(%y: buffer<i32>) {\n"
+                     "  %g = global_id.x : i32\n"
+                     "  %one = const 1 : i32\n"
+                     "  store %one, %y[%g] : i32\n"
+                     "}\n"
+                     "launch @w grid(2) workgroup(4) {\n  %y[8] = fill(5)\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+  EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+  ASSERT_EQ(dev.buffers.size(), 1u);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(word(dev.buffers[0], i), 5) << i;
+  DeviceRun plain = runText(text, TSR_BOUNDS_ROBUST);
+  EXPECT_EQ(plain.control[1], uint32_t{TSR_FAULT_NONE});
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(word(plain.buffers[0], i), 1) << i;
+}
+
 } // namespace
 } // namespace tessera::opencl

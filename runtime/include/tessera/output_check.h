@@ -26,7 +26,7 @@ struct OutputCheck {
   OutputBudget budget;
   bool passed = true;
   double maxUlp = 0;            // worst elementwise ULP error (floats)
-  double maxAbs = 0;            // worst absolute error
+  double maxAbs = 0;            // worst absolute error (integers: of the signed readings)
   int64_t badCount = 0;         // failing elements
   int64_t normwiseOnly = 0;     // elements that passed only by the normwise arm
   int64_t sumAllowanceOnly = 0; // elements that passed only by the summation allowance
