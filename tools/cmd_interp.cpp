@@ -2,6 +2,7 @@
 // prints a digest of every output buffer (optionally dumping the raw values).
 #include "ir/interp/interpreter.h"
 #include "ir/interp/launch.h"
+#include "ir/interp/numerics.h"
 #include "ir/text/parser.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -43,7 +44,8 @@ bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::Launch
       if (ir::isFloatScalar(b.elem))
         std::snprintf(buf, sizeof buf, "%.17g\n", v.f);
       else
-        std::snprintf(buf, sizeof buf, "%llu\n", static_cast<unsigned long long>(v.i));
+        std::snprintf(buf, sizeof buf, "%lld\n", // signed, as the digest's min and max
+                      static_cast<long long>(ir::numerics::signExtend(v.i, b.elem)));
       txt << buf;
     }
     if (!bin || !txt) {

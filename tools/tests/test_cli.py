@@ -130,6 +130,17 @@ def test_interp_saxpy_values(tmp_path):
     assert any(v != 0 for v in vals)
 
 
+def test_interp_dump_prints_integers_signed_as_the_digest(tmp_path):
+    # The .txt of an integer buffer printed 0x8000 as 32768 while the digest said min=-32768.
+    src = tmp_path / "k.tir"
+    src.write_text("kernel @k(%y: buffer<i16>) {\n  %i = global_id.x : i32\n"
+                   "  %v = const -32768 : i16\n  store %v, %y[%i] : i16\n}\n"
+                   "launch @k grid(1) workgroup(2) {\n  %y[2] = fill(0)\n}\n")
+    r = tessera("interp", src, "--dump", tmp_path)
+    assert "min=-32768" in r.stdout, r.stdout
+    assert (tmp_path / "k.y.txt").read_text().split() == ["-32768", "-32768"]
+
+
 def test_interp_every_example_and_subgroup_flag():
     for ex in EXAMPLES:
         tessera("interp", ex, check=0)
