@@ -349,7 +349,17 @@ bool Emitter::emitScalar(const ir::Op &op) {
       // Native math (nativeMath): the builtin of the same name, rounded once for f16 / bf16.
       std::string fn(op.info().name);
       std::string args = a[0] + (a.size() > 1 ? ", " + a[1] : "");
-      e = rounded(t, fn + "(" + args + ")");
+      std::string call = fn + "(" + args + ")";
+      // PoCL's tanh never reaches 1: 0.99999994 at 1e30 and inf (within tanh's 5 ulp budget,
+      // yet 1 + tanh(x) is then 6e-8, not 0, and a tanh GELU of -1e30 gave -3e22). Past the
+      // point where tanh rounds to +-1 in the register's type (f32 above 9.01, f64 above
+      // 19.07), the result is +-1 exactly.
+      if (op.kind == OpKind::Tanh) {
+        bool dbl = t == Scalar::F64;
+        call = "(fabs(" + a[0] + ") > " + (dbl ? "19.5" : "9.5f") + " ? copysign(" +
+               (dbl ? "1.0" : "1.0f") + ", " + a[0] + ") : " + call + ")";
+      }
+      e = rounded(t, call);
       break;
     }
     return fail("not supported by the OpenCL backend at " + std::string(ir::scalarName(t)));

@@ -680,5 +680,23 @@ TEST_F(OpenCLFaultTest, CancelledLoopFreeKernelsEndAtEntry) {
     EXPECT_EQ(word(plain.buffers[0], i), 1) << i;
 }
 
+// tanh saturates to +-1 exactly past the point where it rounds there: PoCL's builtin gave
+// 0.99999994 even for 1e30 (within its 5 ulp budget), so a tanh GELU of -1e30 was -3e22.
+TEST_F(OpenCLFaultTest, TanhReachesOne) {
+  std::string text = "kernel @t(%x: buffer<f32, readonly>, %y: buffer<f32>) {\n"
+                     "  %i = global_id.x : i32\n"
+                     "  %a = load %x[%i] : f32\n"
+                     "  %b = tanh %a : f32\n"
+                     "  store %b, %y[%i] : f32\n"
+                     "}\n"
+                     "launch @t grid(1) workgroup(9) {\n  %x[9] = iota(-40, 10)\n"
+                     "  %y[9] = fill(0)\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  for (int i = 0; i < 9; ++i)
+    if (i != 4) // tanh(0) = 0
+      EXPECT_EQ(uint32_t(word(dev.buffers[1], i)), i < 4 ? 0xBF800000u : 0x3F800000u) << i;
+}
+
 } // namespace
 } // namespace tessera::opencl
