@@ -155,8 +155,9 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
   for (const OutputCheck &c : k.outputs) {
     const char *verdict = c.passed ? "ok" : "MISMATCH";
     if (size_t i = c.budget.bufferIndex; i < outputs.size() && !ir::isFloatScalar(outputs[i].elem))
-      std::printf("@%s %s %%%s: %s  max_abs=%.17g exact (integers) (%.2f ms)\n", f.name.c_str(),
-                  deviceName.c_str(), c.budget.param.c_str(), verdict, c.maxAbs, ms);
+      std::printf("@%s %s %%%s: %s  max_abs=%.17g exact, integers (%s) (%.2f ms)\n",
+                  f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(), verdict, c.maxAbs,
+                  precisionProfileName(profile), ms);
     else
       std::printf("@%s %s %%%s: %s  max_ulp=%.3g max_abs=%.3g budget=%.4g ulp (%s)%s (%.2f ms)\n",
                   f.name.c_str(), deviceName.c_str(), c.budget.param.c_str(), verdict, c.maxUlp,

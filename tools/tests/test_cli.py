@@ -227,7 +227,9 @@ def test_run_check_every_example_on_vulkan(tmp_path):
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
         # Judged by Vulkan's declared profile, as the conformance cases are.
-        assert all("ulp (relaxed)" in l for l in lines), r.stdout
+        assert all("(relaxed)" in l for l in lines), r.stdout
+        # Integer outputs are compared exactly, floats within a ULP budget.
+        assert all(("exact, integers" in l) != ("ulp (relaxed)" in l) for l in lines), r.stdout
 
 
 def test_cuda_path_end_to_end_through_the_fake_driver(tmp_path):
@@ -285,7 +287,8 @@ def test_run_check_every_example_on_cpu(tmp_path):
         assert r.returncode == 0, f"{ex.name}\n{r.stdout}\n{r.stderr}"
         lines = [l for l in r.stdout.splitlines() if l.startswith("@")]
         assert lines and all(": ok" in l for l in lines), r.stdout
-        assert all("ulp (full)" in l for l in lines), r.stdout
+        assert all("(full)" in l for l in lines), r.stdout
+        assert all(("exact, integers" in l) != ("ulp (full)" in l) for l in lines), r.stdout
 
 
 def test_run_uses_the_disk_cache_and_survives_corruption(tmp_path):
