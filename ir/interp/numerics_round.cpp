@@ -19,6 +19,23 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// A NaN of a float type with `m` mantissa bits (f32 23, f16 10, bf16 7) moves between its
+// storage bits and the interpreter's double bit by bit: sign, quiet bit and payload sit at
+// the top of the double's mantissa (where hardware puts them when it widens), so a bitcast
+// round trip gives what every device gives. A float <-> double conversion would set a
+// signalling NaN's quiet bit on x86 (f32 0x7F800001 came back 0x7FC00001), and the narrow
+// types were canonicalised (f16 0x7FFF came back 0x7E00).
+double nanFromPayload(bool negative, uint64_t payload, int m) {
+  return std::bit_cast<double>(uint64_t(negative) << 63 | uint64_t(0x7FF) << 52 |
+                               payload << (52 - m));
+}
+/// The top `m` mantissa bits of NaN `x`; a payload only in lower bits (a NaN made in fp64)
+/// reads as the quiet NaN, so that it stays a NaN.
+uint64_t nanPayload(double x, int m) {
+  uint64_t p = (std::bit_cast<uint64_t>(x) >> (52 - m)) & ((uint64_t{1} << m) - 1);
+  return p ? p : uint64_t{1} << (m - 1);
+}
+
 using detail::FloatFormat;
 using detail::formatOf;
 using detail::roundsUp;
@@ -133,24 +150,16 @@ double roundIntToFloat(uint64_t mag, bool neg, Scalar t, Round mode) {
 }
 
 namespace {
-// f32 NaNs move between float and the interpreter's double bit by bit (sign, quiet bit,
-// payload): a float <-> double conversion of a signalling NaN sets its quiet bit on x86, so a
-// plain bitcast round trip of 0x7F800001 came back as 0x7FC00001 (docs/ir.md: f32 payloads
-// pass).
+// f32 bits to and from the interpreter's double, NaN bits kept (nanPayload).
 double f32BitsToDouble(uint32_t b) {
   if ((b & 0x7F800000u) != 0x7F800000u || (b & 0x007FFFFFu) == 0)
     return std::bit_cast<float>(b);
-  return std::bit_cast<double>(uint64_t(b >> 31) << 63 | uint64_t(0x7FF) << 52 |
-                               uint64_t(b & 0x007FFFFFu) << 29);
+  return nanFromPayload(b >> 31, b & 0x007FFFFFu, 23);
 }
 uint32_t f32BitsOf(double d) {
   if (d == d)
     return std::bit_cast<uint32_t>(static_cast<float>(d));
-  const uint64_t b = std::bit_cast<uint64_t>(d);
-  uint32_t m = static_cast<uint32_t>((b >> 29) & 0x007FFFFFu);
-  if (m == 0) // a payload only in the low bits: keep it a NaN
-    m = 0x00400000u;
-  return uint32_t(b >> 63) << 31 | 0x7F800000u | m;
+  return uint32_t(std::signbit(d)) << 31 | 0x7F800000u | uint32_t(nanPayload(d, 23));
 }
 } // namespace
 
@@ -271,15 +280,10 @@ double roundToFloat(double x, Scalar t, Round mode) {
   return roundGeneric(x, t, mode);
 }
 
-// f16 and bf16 NaNs keep their bits as f32 ones do (f32BitsToDouble): the payload sits at
-// the top of the double's mantissa, so that a bitcast round trip (i16 0x7FFF -> f16 -> i16)
-// gives what every device gives. An empty payload (a NaN made in fp64) reads as the quiet NaN.
+// f16 and bf16 NaNs keep their bits (nanPayload).
 uint16_t toF16Bits(double x) {
-  if (std::isnan(x)) {
-    const uint64_t b = std::bit_cast<uint64_t>(x);
-    auto m = static_cast<uint16_t>((b >> 42) & 0x3FF);
-    return static_cast<uint16_t>(b >> 63 << 15) | 0x7C00 | (m ? m : 0x200);
-  }
+  if (std::isnan(x))
+    return static_cast<uint16_t>(std::signbit(x) << 15 | 0x7C00 | nanPayload(x, 10));
   double r = roundToFloat(x, Scalar::F16);
   uint16_t sign = std::signbit(r) ? 0x8000 : 0;
   if (std::isinf(r))
@@ -301,8 +305,7 @@ double fromF16Bits(uint16_t b) {
   int mant = b & 0x3FF;
   double v;
   if (exp == 0x1F && mant)
-    return std::bit_cast<double>(uint64_t(b >> 15) << 63 | uint64_t(0x7FF) << 52 |
-                                 uint64_t(mant) << 42);
+    return nanFromPayload(b >> 15, mant, 10);
   if (exp == 0x1F)
     v = kInf;
   else if (exp == 0)
@@ -313,20 +316,16 @@ double fromF16Bits(uint16_t b) {
 }
 
 uint16_t toBF16Bits(double x) {
-  if (std::isnan(x)) {
-    const uint64_t b = std::bit_cast<uint64_t>(x);
-    auto m = static_cast<uint16_t>((b >> 45) & 0x7F);
-    return static_cast<uint16_t>(b >> 63 << 15) | 0x7F80 | (m ? m : 0x40);
-  }
+  if (std::isnan(x))
+    return static_cast<uint16_t>(std::signbit(x) << 15 | 0x7F80 | nanPayload(x, 7));
   double r = roundToFloat(x, Scalar::BF16);
   // r is a bf16 value, hence an f32 whose low 16 bits are zero.
   return static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(r)) >> 16);
 }
 
 double fromBF16Bits(uint16_t b) {
-  if ((b & 0x7F80) == 0x7F80 && (b & 0x7F)) // a NaN: bits kept (see toF16Bits)
-    return std::bit_cast<double>(uint64_t(b >> 15) << 63 | uint64_t(0x7FF) << 52 |
-                                 uint64_t(b & 0x7F) << 45);
+  if ((b & 0x7F80) == 0x7F80 && (b & 0x7F)) // a NaN: bits kept
+    return nanFromPayload(b >> 15, b & 0x7F, 7);
   return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(b) << 16));
 }
 

@@ -52,8 +52,8 @@ const std::vector<Helper> kHelpers = {
      "}\n"},
     // bf16 from `f`, a float whose magnitude is the exact value truncated toward zero to f32,
     // and `sticky` (the truncation lost something): rounded once in `mode` (0 rte, 1 rtz,
-    // 2 rtp, 3 rtn). NaN becomes the canonical quiet NaN 0x7FC0 with its sign (as the
-    // interpreter's).
+    // 2 rtp, 3 rtn). NaN becomes the canonical quiet NaN 0x7FC0 with its sign (a conversion
+    // promises no NaN bits; bitcasts, loads and stores do not come here).
     {"tsr_bf16", "",
      "float tsr_bf16(float f, int sticky, int mode) {\n"
      "  uint u = as_uint(f);\n"
