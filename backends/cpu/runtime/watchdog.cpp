@@ -48,6 +48,12 @@ void Watchdog::run() {
       it->second.flag->store(1, std::memory_order_relaxed);
       it = entries_.erase(it);
     }
+    // A wake-up time arm() already promised and not yet reached is kept even when its entry
+    // is gone: a thread that starts (or wakes) after the launch that armed it was disarmed
+    // would otherwise sleep without a deadline, and the next arm with the same deadline
+    // would wake it again. The cost is at most one wake-up with nothing to raise.
+    if (wakeAt_ > now)
+      earliest = std::min(earliest, wakeAt_);
     wakeAt_ = earliest;
     if (earliest == Clock::time_point::max())
       cv_.wait(lock);

@@ -33,6 +33,25 @@ TEST(Watchdog, ShortLaunchesUnderALongDeadlineWakeTheThreadOnce) {
   EXPECT_EQ(flag.load(), 0u);
 }
 
+TEST(Watchdog, AThreadThatStartsAfterTheFirstDisarmKeepsItsWakeUpTime) {
+  // The race the test above can hit under load, made certain: the thread first runs when the
+  // entry that started it is already gone. A later arm under the same 60 s deadline must not
+  // wake it again.
+  Watchdog w;
+  std::atomic<uint32_t> flag{0};
+  w.disarm(w.arm(Clock::now() + 60s, &flag));
+  std::this_thread::sleep_for(50ms); // the thread has run and sleeps
+  w.disarm(w.arm(Clock::now() + 60s, &flag));
+  EXPECT_EQ(w.wakeups(), 1u);
+  // An earlier deadline still wakes it and is met.
+  auto t0 = Clock::now();
+  uint64_t id = w.arm(t0 + 30ms, &flag);
+  EXPECT_EQ(w.wakeups(), 2u);
+  EXPECT_TRUE(raisedWithin(flag, 10s));
+  EXPECT_GE(Clock::now() - t0, 30ms);
+  w.disarm(id);
+}
+
 TEST(Watchdog, AnEarlierDeadlineWakesTheThreadAndIsMet) {
   Watchdog w;
   std::atomic<uint32_t> late{0}, soon{0};
