@@ -86,6 +86,9 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
   case TSR_FAULT_OUT_OF_MEMORY:
     what = "out of host memory for the workgroup's matrix tiles";
     break;
+  case TSR_FAULT_DIVERGENT_BARRIER:
+    what = "divergent control flow around a barrier";
+    break;
   default:
     break;
   }
@@ -116,6 +119,13 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
     break;
   case TSR_FAULT_OUT_OF_MEMORY:
     std::snprintf(buf, sizeof(buf), " (%" PRId64 " bytes)", i64(f.count_lo, f.count_hi));
+    out += buf;
+    break;
+  case TSR_FAULT_DIVERGENT_BARRIER:
+    std::snprintf(buf, sizeof(buf),
+                  ": its condition held in %" PRId64 " of the %" PRId64
+                  " work-items of the workgroup",
+                  index, i64(f.count_lo, f.count_hi));
     out += buf;
     break;
   default:

@@ -42,8 +42,11 @@ typedef enum tsr_fault_kind {
   TSR_FAULT_DEADLINE = 8,             /* the launch ran past its deadline and was cancelled */
   TSR_FAULT_LOOP_LIMIT = 9,           /* the device ended a loop early: an implementation limit
                                          (llvmpipe: 65535 loop iterations per work-item) */
-  TSR_FAULT_OUT_OF_MEMORY = 10        /* a workgroup could not allocate its working memory (the
+  TSR_FAULT_OUT_OF_MEMORY = 10,       /* a workgroup could not allocate its working memory (the
                                          CPU's matrix tiles); count = the bytes asked for */
+  TSR_FAULT_DIVERGENT_BARRIER = 11    /* the work-items of a workgroup decided differently at an
+                                         if / for / while around a barrier: index = how many
+                                         found its condition true, count = the workgroup size */
 } tsr_fault_kind;
 
 /* 14 words (56 bytes). */

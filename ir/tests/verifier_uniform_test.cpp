@@ -2,6 +2,7 @@
 // per rule, each with the exact diagnostic (op, operand, the non-uniform source and where it
 // is) or, for the uniform cases, no diagnostic at all.
 #include "ir/text/parser.h"
+#include "ir/verify/verifier.h"
 
 #include <gtest/gtest.h>
 
@@ -178,6 +179,66 @@ kernel @k(%A: buffer<f32>, %I: buffer<i32>) {
             "call at 7:3)\n"
             "u.tir:11:3: error: matrix_load: operand %t is not subgroup-uniform (it depends on "
             "atomic_add at 10:3)\n");
+}
+
+// Workgroup scope (ir::workgroupUniformDecisions, used by backends around barriers): the
+// decisions that depend only on arguments, group ids, sizes and constants are uniform; one on
+// subgroup_id, a broadcast or a subgroup_add (uniform only within a subgroup), local_id, a
+// load, or a value a divergent loop carries is not.
+TEST(VerifyUniform, WorkgroupUniformDecisions) {
+  std::string text = R"(kernel @k(%A: buffer<i32>, %n: i32) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %g = group_id.x : i32
+  %ls = local_size.x : i32
+  %sgs = subgroup_size : i32
+  %sid = subgroup_id : i32
+  %l = local_id.x : i32
+  %b = broadcast %l, %z : i32
+  %s = subgroup_add %l : i32
+  %ld = load %A[%z] : i32
+  %u1 = add %g, %ls : i32
+  %u2 = add %u1, %sgs : i32
+  %c1 = cmp.slt %u2, %n : i32
+  if %c1 {
+    barrier
+  }
+  for %i = %z to %n step %one : i32 {
+    barrier
+  }
+  %c2 = cmp.slt %sid, %n : i32
+  if %c2 {
+  }
+  %c3 = cmp.slt %b, %n : i32
+  if %c3 {
+  }
+  %c4 = cmp.slt %s, %n : i32
+  if %c4 {
+  }
+  for %j = %z to %ld step %one : i32 {
+  }
+  %r = for %k = %z to %n step %one iter(%a = %z) : i32 {
+    %a2 = add %a, %l : i32
+    yield %a2
+  }
+  %c5 = cmp.slt %r, %n : i32
+  if %c5 {
+  }
+}
+)";
+  ParseResult r = parseModule(text, "w.tir");
+  ASSERT_TRUE(r.ok()) << (r.diags.empty() ? "" : r.diags[0].str());
+  const Function &k = *r.module->functions[0];
+  std::unordered_set<const Op *> uniform = workgroupUniformDecisions(k);
+  std::vector<int> lines;
+  for (const auto &op : k.body->ops) {
+    OpForm f = op->info().form;
+    if (f == OpForm::If || f == OpForm::For)
+      lines.push_back(uniform.count(op.get()) ? 1 : 0);
+  }
+  // if c1, for 0..n, if c2 (subgroup_id), if c3 (broadcast), if c4 (subgroup_add),
+  // for 0..load, the loop carrying local_id (its own bounds are uniform), if c5 (its result).
+  EXPECT_EQ(lines, (std::vector<int>{1, 1, 0, 0, 0, 0, 1, 0}));
 }
 
 } // namespace

@@ -9,6 +9,8 @@
 #include "ir/core/diagnostic.h"
 #include "ir/core/ir.h"
 
+#include <unordered_set>
+
 namespace tessera::ir {
 
 /// Every rule, limits first: a module past a limit of ir/core/limits.h gets only those
@@ -18,5 +20,14 @@ Diagnostics verifyModule(const Module &m);
 /// Only the size limits of ir/core/limits.h (names, ops per function and module, region
 /// nesting): linear and iterative, for callers handed a module built in C++ (Program).
 Diagnostics checkLimits(const Module &m);
+
+/// The `if`, `for` and `while` ops of `kernel`'s own body (not of functions it calls) whose
+/// decision is the same in every work-item of a workgroup: it depends only on constants,
+/// kernel arguments, group_id / num_groups / local_size / subgroup_size and values made from
+/// them. Conservative: a decision that depends on another work-item query, a load, an atomic,
+/// a call or a subgroup operation is not in the set. A backend whose barrier in divergent
+/// control flow would be undefined checks the others at run time (docs/ir.md, "Faults").
+/// Only for a kernel the verifier accepted.
+std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel);
 
 } // namespace tessera::ir

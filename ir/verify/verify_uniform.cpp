@@ -25,15 +25,18 @@ std::string at(const Op &op) {
          std::to_string(op.loc.col);
 }
 
-/// Results of these are the same in every lane of a subgroup by definition.
-bool uniformQuery(OpKind k) {
+/// Results of these are the same in every lane of a subgroup (and, but for subgroup_id, in
+/// every work-item of a workgroup) by definition.
+bool uniformQuery(OpKind k, bool workgroup) {
   return k == OpKind::GroupId || k == OpKind::NumGroups || k == OpKind::LocalSize ||
-         k == OpKind::SubgroupSize || k == OpKind::SubgroupId;
+         k == OpKind::SubgroupSize || (k == OpKind::SubgroupId && !workgroup);
 }
 
 class Uniformity {
 public:
-  explicit Uniformity(const Function &k) : k_(k) {}
+  /// `workgroup`: uniform means the same in every work-item of a workgroup (else: of a
+  /// subgroup, where subgroup ids, broadcasts and matrices are uniform too).
+  Uniformity(const Function &k, bool workgroup) : k_(k), workgroup_(workgroup) {}
 
   void run() {
     // Sources only grow and there are finitely many values: this ends; the cap guards a bug.
@@ -53,6 +56,37 @@ public:
 
   /// Reports every matrix op in divergent control flow or with a non-uniform operand.
   void report(Reporter &r) { check(r, *k_.body, nullptr, nullptr); }
+
+  /// The op that makes control op `op`'s decision (an `if` condition, a `for`'s bounds, a
+  /// `while` condition) non-uniform, or null when it is uniform.
+  const Op *decisionSource(const Op &op) const {
+    switch (op.info().form) {
+    case OpForm::If:
+      return source(op.operands[0]);
+    case OpForm::For:
+      for (int i = 0; i < 3; ++i)
+        if (const Op *s = source(op.operands[i]))
+          return s;
+      return nullptr;
+    case OpForm::While:
+      if (const Op *t = op.region(0).terminator(); t && !t->operands.empty())
+        return source(t->operands[0]);
+      return nullptr;
+    default:
+      return nullptr;
+    }
+  }
+
+  /// Every control op of `b` (nested included) whose decision is uniform.
+  void uniformDecisions(const Block &b, std::unordered_set<const Op *> &out) const {
+    for (const auto &op : b.ops) {
+      OpForm f = op->info().form;
+      if ((f == OpForm::If || f == OpForm::For || f == OpForm::While) && !decisionSource(*op))
+        out.insert(op.get());
+      for (const auto &region : op->regions)
+        uniformDecisions(*region, out);
+    }
+  }
 
 private:
   void mark(const Value *v, const Op *src) {
@@ -90,7 +124,7 @@ private:
   void walkOp(const Op &op) {
     switch (op.info().form) {
     case OpForm::WorkItem:
-      if (!uniformQuery(op.kind))
+      if (!uniformQuery(op.kind, workgroup_))
         mark(op.result(0), &op);
       return;
     case OpForm::Load:
@@ -101,10 +135,12 @@ private:
         mark(res.get(), &op);
       return;
     case OpForm::Shuffle:
-      if (op.kind != OpKind::Broadcast)
+      if (op.kind != OpKind::Broadcast || workgroup_)
         mark(op.result(0), &op);
       return;
-    case OpForm::SubgroupReduce:
+    case OpForm::SubgroupReduce: // the same in a subgroup; subgroups of a workgroup differ
+      if (workgroup_)
+        mark(op.result(0), &op);
       return;
     case OpForm::If:
       return walkIf(op);
@@ -114,6 +150,13 @@ private:
       return walkWhile(op);
     default:
       break;
+    }
+    if (isMatrixOp(op) && workgroup_) { // each subgroup holds matrices of its own
+      for (const auto &res : op.results)
+        mark(res.get(), &op);
+      for (const auto &region : op.regions)
+        walk(*region);
+      return;
     }
     if (isMatrixOp(op)) {
       // A matrix result is the subgroup's: it differs between lanes only if a matrix it is
@@ -172,22 +215,7 @@ private:
     for (const auto &op : b.ops) {
       if (isMatrixOp(*op))
         checkMatrixOp(r, *op, cf, cfSrc);
-      const Op *decides = nullptr;
-      switch (op->info().form) {
-      case OpForm::If:
-        decides = source(op->operands[0]);
-        break;
-      case OpForm::For:
-        decides = firstSource(
-            {source(op->operands[0]), source(op->operands[1]), source(op->operands[2])});
-        break;
-      case OpForm::While:
-        if (const Op *t = op->region(0).terminator(); t && !t->operands.empty())
-          decides = source(t->operands[0]);
-        break;
-      default:
-        break;
-      }
+      const Op *decides = decisionSource(*op);
       for (const auto &region : op->regions)
         check(r, *region, decides ? op.get() : cf, decides ? decides : cfSrc);
     }
@@ -227,6 +255,7 @@ private:
   }
 
   const Function &k_;
+  bool workgroup_;
   std::unordered_map<const Value *, const Op *> src_;
   struct PairHash {
     size_t operator()(const std::pair<const Op *, const Value *> &p) const {
@@ -240,9 +269,21 @@ private:
 } // namespace
 
 void verifyMatrixUniformity(Reporter &r, const Function &kernel) {
-  Uniformity u(kernel);
+  Uniformity u(kernel, /*workgroup=*/false);
   u.run();
   u.report(r);
 }
 
 } // namespace tessera::ir::verify_detail
+
+namespace tessera::ir {
+
+std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel) {
+  verify_detail::Uniformity u(kernel, /*workgroup=*/true);
+  u.run();
+  std::unordered_set<const Op *> out;
+  u.uniformDecisions(*kernel.body, out);
+  return out;
+}
+
+} // namespace tessera::ir

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace tessera::opencl::detail {
@@ -188,6 +189,18 @@ public:
   unsigned barrierSites_ = 0;
   /// Whether `b` (or a function it calls) contains a barrier.
   bool containsBarrier(const ir::Block &b, int depth = 0) const;
+
+  // Barriers in divergent control flow (oc_kernel.cpp, emitVote): PoCL's work-group loops
+  // assume every work-item reaches each barrier and crashed the process when only some did.
+  /// The current kernel's control ops whose decision is workgroup-uniform by analysis.
+  std::unordered_set<const ir::Op *> uniformDecisions_;
+  /// Whether control op `op` contains a barrier and may decide differently per work-item.
+  bool needsVote(const ir::Op &op) const;
+  /// Whether `b` (or a function it calls) holds an op that needsVote.
+  bool anyVote(const ir::Block &b, int depth = 0) const;
+  /// Makes bool variable `cond` workgroup-uniform: if the work-items disagree, records
+  /// TSR_FAULT_DIVERGENT_BARRIER and sets it false in every work-item.
+  void emitVote(const std::string &cond);
 };
 
 /// Iterations between two reads of the cancel flag in a loop.

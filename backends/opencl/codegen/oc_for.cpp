@@ -249,9 +249,20 @@ bool Emitter::emitFor(const ir::Op &op) {
     counter = fresh();
     line("uint " + counter + " = 0u;");
   }
-  line(std::string(stepKnownPositive ? "" : "if (" + step + " > 0) ") + "while (" + stop + iv +
-       " < " + ub + ") {");
-  ++indent_;
+  if (needsVote(op)) { // a barrier inside and bounds that may differ per work-item
+    line("for (;;) {");
+    ++indent_;
+    std::string c = fresh();
+    line("bool " + c + " = " + (stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub +
+         ";");
+    emitVote(c);
+    line("if (!" + c + ")");
+    line("  break;");
+  } else {
+    line(std::string(stepKnownPositive ? "" : "if (" + step + " > 0) ") + "while (" + stop + iv +
+         " < " + ub + ") {");
+    ++indent_;
+  }
   std::vector<std::string> ys;
   if (!emitBlock(body, &ys))
     return false;

@@ -8,6 +8,7 @@
 // loop that can run unboundedly.
 #include "backends/opencl/codegen/oc_emitter.h"
 #include "backends/opencl/opencl_abi.h"
+#include "ir/verify/verifier.h"
 
 #include <cstdio>
 
@@ -234,7 +235,14 @@ bool Emitter::emitIf(const ir::Op &op) {
   for (const auto &r : op.results)
     vars.push_back(declareVar(r->type, ""));
   std::vector<ir::Type> types = typesOf(op.results);
-  line("if (" + val(op.operands[0]) + ") { // " + loc() + " if");
+  std::string cond = val(op.operands[0]);
+  if (needsVote(op)) {
+    std::string c = fresh();
+    line("bool " + c + " = " + cond + ";");
+    emitVote(c);
+    cond = c;
+  }
+  line("if (" + cond + ") { // " + loc() + " if");
   ++indent_;
   std::vector<std::string> ys;
   if (!emitBlock(op.region(0), &ys))
@@ -281,6 +289,61 @@ bool Emitter::containsBarrier(const ir::Block &b, int depth) const {
   return false;
 }
 
+bool Emitter::needsVote(const ir::Op &op) const {
+  OpForm f = op.info().form;
+  if (f != OpForm::If && f != OpForm::For && f != OpForm::While)
+    return false;
+  if (uniformDecisions_.count(&op)) // (ops of inlined functions are never in the set)
+    return false;
+  for (const auto &r : op.regions)
+    if (containsBarrier(*r))
+      return true;
+  return false;
+}
+
+bool Emitter::anyVote(const ir::Block &b, int depth) const {
+  if (depth > 64)
+    return false;
+  for (const auto &op : b.ops) {
+    if (needsVote(*op))
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const ir::Function *f = module_.lookup(op->callee); f && anyVote(*f->body, depth + 1))
+        return true;
+    for (const auto &r : op->regions)
+      if (anyVote(*r, depth))
+        return true;
+  }
+  return false;
+}
+
+void Emitter::emitVote(const std::string &cond) {
+  // Every work-item counts its decision into tsr_vote (false, true) between barriers that all
+  // of them reach (the enclosing decisions were voted too); all then read the same counts, and
+  // when they disagree work-item 0 records the fault and every work-item goes the false way. Each
+  // barrier is a site of its own (finish()).
+  need("tsr_fault");
+  auto barrier = [&] { line("tsr_barrier_" + std::to_string(barrierSites_++) + "();"); };
+  line("// " + loc() + ": a barrier inside; the work-items must agree on " + cond);
+  line("if (get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {");
+  line("  tsr_vote[0] = 0u;");
+  line("  tsr_vote[1] = 0u;");
+  line("}");
+  barrier();
+  line("atomic_inc(&tsr_vote[" + cond + " ? 1 : 0]);");
+  barrier();
+  std::string yes = fresh(), no = fresh();
+  line("uint " + yes + " = tsr_vote[1], " + no + " = tsr_vote[0];");
+  barrier();
+  // From here the decision is made of the counts alone: PoCL evaluates a branch around a
+  // barrier once per workgroup, so it must not read what each work-item decided.
+  line("if (" + yes + " != 0u && " + no + " != 0u && get_local_id(0) == 0 && " +
+       "get_local_id(1) == 0 && get_local_id(2) == 0)");
+  line("  " + faultCall("11u /* TSR_FAULT_DIVERGENT_BARRIER */", UINT32_MAX, yes,
+                        "(long)" + yes + " + (long)" + no));
+  line(cond + " = " + yes + " != 0u && " + no + " == 0u;");
+}
+
 void Emitter::emitPoll(const std::string &counter) {
   // Deadlines: the host sets word 0 of the control buffer; the work-item claims the record
   // with TSR_FAULT_DEADLINE and leaves (the kernel, or with barriers only its loops).
@@ -325,6 +388,12 @@ bool Emitter::emitWhile(const ir::Op &op) {
   curOp_ = &op;
   if (cond.empty())
     return fail("internal error: the first region of 'while' ends without 'condition'");
+  if (needsVote(op)) {
+    std::string c = fresh();
+    line("bool " + c + " = " + cond[0] + ";");
+    emitVote(c);
+    cond[0] = c;
+  }
   line("if (!" + cond[0] + ")");
   line("  break;");
   std::vector<std::string> ys;
@@ -459,6 +528,9 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   for (const std::string &s : prologue)
     line(s);
   hasBarrier_ = containsBarrier(*f.body);
+  uniformDecisions_ = ir::workgroupUniformDecisions(f);
+  if (hasBarrier_ && anyVote(*f.body))
+    line("__local volatile uint tsr_vote[2]; // see emitVote");
   ranges_.run(*f.body);
   if (hasBarrier_)
     line("bool tsr_stop = false; // set when the launch is cancelled (see emitPoll)");

@@ -698,5 +698,92 @@ TEST_F(OpenCLFaultTest, TanhReachesOne) {
       EXPECT_EQ(uint32_t(word(dev.buffers[1], i)), i < 4 ? 0xBF800000u : 0x3F800000u) << i;
 }
 
+// A barrier that only part of a workgroup reaches is undefined in OpenCL C, and PoCL's
+// work-group loops crashed the whole process on one (SIGSEGV). Each if / for / while around a
+// barrier whose decision may differ between work-items (oc_kernel.cpp, emitVote) now votes:
+// when the work-items disagree, the launch records TSR_FAULT_DIVERGENT_BARRIER (how many
+// decided true, of how many) and nobody takes the barrier's way. In every bounds mode.
+std::string divergent(const std::string &body, int workgroup) {
+  return "kernel @d(%a: buffer<i32>) {\n"
+         "  %l = local_id.x : i32\n  %y = local_id.y : i32\n"
+         "  %c0 = const 0 : i32\n  %c1 = const 1 : i32\n  %c3 = const 3 : i32\n" +
+         body + "  store %l, %a[%l] : i32\n}\nlaunch @d grid(2) workgroup(" +
+         std::to_string(workgroup) + ") {\n  %a[" + std::to_string(workgroup) +
+         "] = fill(-1)\n}\n"
+         "func @f(%n: i32) {\n" // after the kernel: runText runs the first function
+         "  %c0 = const 0 : i32\n"
+         "  %lo = cmp.slt %c0, %n : i32\n"
+         "  if %lo {\n    barrier\n  }\n"
+         "  return\n"
+         "}\n";
+}
+
+TEST_F(OpenCLFaultTest, DivergentBarriersAreReportedNotRun) {
+  struct Case {
+    const char *name, *body;
+    uint32_t yes; // work-items (of 8) whose decision is true
+  } cases[] = {
+      {"if", "  %lo = cmp.slt %l, %c3 : i32\n  if %lo {\n    barrier\n  }\n", 3},
+      {"if, barrier in else",
+       "  %lo = cmp.slt %l, %c1 : i32\n  if %lo {\n  } else {\n    barrier\n  }\n", 1},
+      {"for", "  for %i = %c0 to %l step %c1 : i32 {\n    barrier\n  }\n", 7},
+      {"while",
+       "  %r = while iter(%i = %c0) {\n    %go = cmp.slt %i, %l : i32\n    condition %go\n"
+       "  } do {\n    barrier\n    %n = add %i, %c1 : i32\n    yield %n\n  }\n",
+       7},
+      {"inlined call", "  call @f(%l)\n", 7},
+  };
+  for (const Case &c : cases)
+    for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_CHECKED}) {
+      SCOPED_TRACE(std::string(c.name) + (mode == TSR_BOUNDS_CHECKED ? " checked" : ""));
+      DeviceRun dev = runText(divergent(c.body, 8), mode);
+      EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DIVERGENT_BARRIER});
+      EXPECT_EQ(dev.control[5], c.yes);
+      EXPECT_EQ(dev.control[7], 8u);
+      EXPECT_NE(dev.control[2], 0u) << "the line of the if / for / while";
+      EXPECT_EQ(dev.control[3], 3u) << "its column";
+    }
+  // The same kernels on a workgroup where every work-item decides alike run to their end.
+  DeviceRun one = runText(divergent(cases[0].body, 1), TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(one.control[1], uint32_t{TSR_FAULT_NONE});
+  ASSERT_EQ(one.buffers.size(), 1u);
+  EXPECT_EQ(word(one.buffers[0], 0), 0);
+  // local_id.y is 0 in every work-item of a (8, 1, 1) workgroup: the vote agrees.
+  DeviceRun agree =
+      runText(divergent("  %lo = cmp.slt %y, %c1 : i32\n  if %lo {\n    barrier\n  }\n", 8),
+              TSR_BOUNDS_CHECKED);
+  EXPECT_EQ(agree.control[1], uint32_t{TSR_FAULT_NONE});
+  ASSERT_EQ(agree.buffers.size(), 1u);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(word(agree.buffers[0], i), i) << i;
+}
+
+// A loop around barriers whose bound is loaded from memory may differ per work-item by the
+// analysis, so it votes each iteration; it is uniform in fact and must run exactly as the
+// interpreter says (each work-item sums its neighbour's values over 5 iterations).
+TEST_F(OpenCLFaultTest, LoopsAroundBarriersWithALoadedBoundRun) {
+  std::string text = "kernel @fl(%n: buffer<i32, readonly>, %a: buffer<i32>) {\n"
+                     "  %s = shared_alloc : shared<i32, 64>\n"
+                     "  %l = local_id.x : i32\n  %g = global_id.x : i32\n"
+                     "  %c0 = const 0 : i32\n  %c1 = const 1 : i32\n"
+                     "  %ub = load %n[%c0] : i32\n"
+                     "  %r = for %i = %c0 to %ub step %c1 iter(%acc = %c0) : i32 {\n"
+                     "    %w = add %i, %l : i32\n    store %w, %s[%l] : i32\n    barrier\n"
+                     "    %o = xor %l, %c1 : i32\n    %v = load %s[%o] : i32\n    barrier\n"
+                     "    %t = add %acc, %v : i32\n    yield %t\n  }\n"
+                     "  store %r, %a[%g] : i32\n}\n"
+                     "launch @fl grid(3) workgroup(64) {\n  %n[1] = fill(5)\n"
+                     "  %a[192] = fill(0)\n}\n";
+  auto m = testing::parse(text);
+  ASSERT_NE(m, nullptr);
+  OpenCLCompileOptions o;
+  o.bounds = TSR_BOUNDS_CHECKED;
+  runAndCompare(*m, "fl", o, 0, 0);
+  std::string err;
+  auto r = compileOpenCL(*m, o, &err);
+  ASSERT_TRUE(r) << err;
+  EXPECT_NE(r->source.find("tsr_vote"), std::string::npos) << "the loop should vote";
+}
+
 } // namespace
 } // namespace tessera::opencl
