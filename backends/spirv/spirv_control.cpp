@@ -120,7 +120,16 @@ bool Lowering::emitFor(const ir::Op &op) {
   b_.endLoop(l);
   curOp_ = &op;
   if (!cancellable) {
-    afterLoop(more, false); // the header dominates the merge block
+    // The merge block's only predecessor is the header's exit edge, so NIR knows `more` is
+    // false there and folded a test of it away: a constant loop llvmpipe cut at its
+    // iteration limit went unreported. The same test (iv < ub, the step is a constant > 0)
+    // as an unsigned comparison of sign-flipped values is a value NIR cannot tie to `more`.
+    Scalar ivS = body.args[0]->type.elem;
+    Id sign = constInt(ivT, uint64_t{1} << (ir::bitWidth(ivS) - 1));
+    Id unfolded = b_.op(
+        spv::OpULessThan, boolT(),
+        {b_.op(spv::OpBitwiseXor, ivT, {iv.id, sign}), b_.op(spv::OpBitwiseXor, ivT, {ub, sign})});
+    afterLoop(unfolded, false); // the header dominates the merge block
     defineAll(op.results, iterIds);
     return true;
   }

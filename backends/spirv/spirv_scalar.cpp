@@ -333,6 +333,33 @@ Id exactOp(Lowering &L, spv::Op o, Id T, Id x, Id y) {
   return r;
 }
 
+/// Whether `v` is an IR constant +0.0.
+bool isPositiveZeroConst(const ir::Value *v) {
+  return v->def && v->def->kind == OpKind::Const && v->def->literal.f == 0 &&
+         !std::signbit(v->def->literal.f);
+}
+
+/// 0.0 / x (`zeroOnTop`) or x / 0.0 with a constant +0.0, spelled out: llvmpipe's NIR folds
+/// 0.0 / x to +0 (whatever x: NaN, 0, a negative) and made x / 0.0 undefined (the store of it
+/// vanished), even under SignedZeroInfNanPreserve. IEEE: a zero with the sign of x, or an
+/// infinity with it; NaN for a zero or NaN x (x itself when NaN).
+Id divisionWithZero(Lowering &L, Id T, Id x, bool zeroOnTop) {
+  spirv::ModuleBuilder &b = L.b_;
+  bool wide = T == b.typeFloat(64);
+  Id U = wide ? b.typeInt(64) : L.u32T();
+  uint64_t sign = wide ? uint64_t{1} << 63 : uint64_t{1} << 31;
+  uint64_t inf = wide ? 0x7FF0000000000000ull : 0x7F800000ull;
+  uint64_t qnan = wide ? 0xFFF8000000000000ull : 0xFFC00000ull; // as x86 (and the interpreter)
+  Id s = b.op(spv::OpBitwiseAnd, U, {b.op(spv::OpBitcast, U, {x}), L.constInt(U, sign)});
+  Id r =
+      b.op(spv::OpBitcast, T, {zeroOnTop ? s : b.op(spv::OpBitwiseOr, U, {s, L.constInt(U, inf)})});
+  Id ok = b.op(spv::OpFOrdNotEqual, L.boolT(), {x, L.constFloat(T, 0.0)}); // not 0, not NaN
+  Id bad =
+      b.op(spv::OpSelect, T,
+           {b.op(spv::OpIsNan, L.boolT(), {x}), x, b.op(spv::OpBitcast, T, {L.constInt(U, qnan)})});
+  return b.op(spv::OpSelect, T, {ok, r, bad});
+}
+
 Id floatBinary(Lowering &L, const ir::Op &op, std::span<const Id> v) {
   Scalar t = op.results[0]->type.elem;
   Id T = L.regType(t);
@@ -348,6 +375,10 @@ Id floatBinary(Lowering &L, const ir::Op &op, std::span<const Id> v) {
   case OpKind::Mul:
     return exact(spv::OpFMul);
   case OpKind::Div:
+    if (isPositiveZeroConst(op.operands[0]) || isPositiveZeroConst(op.operands[1])) {
+      bool top = isPositiveZeroConst(op.operands[0]);
+      return L.roundNarrow(divisionWithZero(L, T, top ? y : x, top), t);
+    }
     if (L.strict_ && t != Scalar::F64 && L.caps_.float64) // OpFDiv is only 2.5 ULP
       return L.roundNarrow(L.strictDivF32(x, y), t);
     return exact(spv::OpFDiv);

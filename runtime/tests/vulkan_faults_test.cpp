@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -385,6 +387,162 @@ launch @long_for grid(1) workgroup(1) { %o[1] = fill(-1)  %n = 100000 }
   expectHealthy();
 }
 
+// The same with constant bounds: the exit test after such a loop used to be folded away (the
+// merge block's only way in is the loop's exit, so NIR knew the condition was false there),
+// and vulkan:0 returned the sum of the first 65535 iterations as a result. The limit counts
+// the iterations of all loops of a work-item: 300 x 300 nested constant loops pass it too.
+TEST_F(VulkanRun, ConstantLoopsPastTheDeviceLimitAreReported) {
+  const char *text = R"(
+kernel @k(%o: buffer<i32>) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %n = const $N : i32
+  %m = const $M : i32
+  %s = for %j = %z to %n step %one iter(%a = %z) : i32 {
+    %t = for %k = %z to %m step %one iter(%b = %a) : i32 {
+      %b2 = add %b, %k : i32
+      yield %b2
+    }
+    yield %t
+  }
+  store %s, %o[%z] : i32
+}
+launch @k grid(1) workgroup(1) { %o[1] = fill(-1) }
+)";
+  struct Case {
+    int n, m;
+  } cases[] = {{1, 70000}, {300, 300}};
+  for (const Case &c : cases) {
+    std::string t = text;
+    t.replace(t.find("$N"), 2, std::to_string(c.n));
+    t.replace(t.find("$M"), 2, std::to_string(c.m));
+    SCOPED_TRACE(std::to_string(c.n) + " x " + std::to_string(c.m));
+    Outcome o = run(t.c_str(), TSR_BOUNDS_ROBUST);
+    if (o.code == TSR_OK) { // a device without the limit: the right sum
+      int64_t want = int64_t(c.n) * (int64_t(c.m) * (c.m - 1) / 2);
+      EXPECT_EQ(ints(o.outputs[0]), (std::vector<int32_t>{int32_t(uint32_t(want))}));
+      continue;
+    }
+    EXPECT_EQ(o.code, TSR_UNIMPLEMENTED) << o.message;
+    EXPECT_NE(o.message.find("kernel @k: loop ended early by the device"), std::string::npos)
+        << o.message;
+    expectHealthy();
+  }
+}
+
+// Constant loops inside the limit are never reported, whatever their type, bounds and step
+// (the exit test compares sign-flipped values unsigned: exact at every width).
+TEST_F(VulkanRun, ConstantLoopsInsideTheLimitAreNotReported) {
+  const char *text = R"(
+kernel @k(%o: buffer<i64>) {
+  %z = const 0 : i32
+  %lb8 = const -128 : i8
+  %ub8 = const 127 : i8
+  %s8 = const 3 : i8
+  %a8 = for %i8 = %lb8 to %ub8 step %s8 iter(%x8 = %lb8) : i8 {
+    %y8 = xor %x8, %i8 : i8
+    yield %y8
+  }
+  %lb16 = const -30000 : i16
+  %ub16 = const 32767 : i16
+  %s16 = const 1000 : i16
+  %a16 = for %i16 = %lb16 to %ub16 step %s16 iter(%x16 = %lb16) : i16 {
+    %y16 = add %x16, %i16 : i16
+    yield %y16
+  }
+  %lb32 = const -2147483648 : i32
+  %ub32 = const 2147483647 : i32
+  %s32 = const 131072 : i32
+  %a32 = for %i32 = %lb32 to %ub32 step %s32 iter(%x32 = %z) : i32 {
+    %y32 = add %x32, %i32 : i32
+    yield %y32
+  }
+  %lb64 = const -9223372036854775807 : i64
+  %ub64 = const 9223372036854775807 : i64
+  %s64 = const 1000000000000000000 : i64
+  %z64 = const 0 : i64
+  %a64 = for %i64 = %lb64 to %ub64 step %s64 iter(%x64 = %z64) : i64 {
+    %y64 = add %x64, %i64 : i64
+    yield %y64
+  }
+  %e8 = convert %a8 : i8 -> i64
+  %e16 = convert %a16 : i16 -> i64
+  %e32 = convert %a32 : i32 -> i64
+  %one = const 1 : i32
+  %two = const 2 : i32
+  %three = const 3 : i32
+  store %e8, %o[%z] : i64
+  store %e16, %o[%one] : i64
+  store %e32, %o[%two] : i64
+  store %a64, %o[%three] : i64
+}
+launch @k grid(1) workgroup(1) { %o[4] = fill(7) }
+)";
+  Outcome o = run(text, TSR_BOUNDS_CHECKED);
+  ASSERT_EQ(o.code, TSR_OK) << o.message;
+  // The same sums on the host, with the IR's wrapping arithmetic and its no-wrap loop rule.
+  int8_t a8 = -128;
+  for (int i = -128; i < 127; i += 3)
+    a8 = int8_t(a8 ^ i);
+  int16_t a16 = -30000;
+  for (int i = -30000; i < 32767; i += 1000)
+    a16 = int16_t(uint16_t(a16) + uint16_t(i));
+  uint32_t a32 = 0;
+  for (int64_t i = INT32_MIN; i < INT32_MAX; i += 131072)
+    a32 += uint32_t(int32_t(i));
+  uint64_t a64 = 0;
+  for (__int128 i = -INT64_MAX; i < INT64_MAX; i += 1000000000000000000)
+    a64 += uint64_t(int64_t(i));
+  ASSERT_EQ(o.outputs[0].bytes.size(), 32u);
+  int64_t got[4];
+  std::memcpy(got, o.outputs[0].bytes.data(), 32);
+  EXPECT_EQ(got[0], a8);
+  EXPECT_EQ(got[1], a16);
+  EXPECT_EQ(got[2], int32_t(a32));
+  EXPECT_EQ(got[3], int64_t(a64));
+  expectHealthy();
+}
+
+// 0.0 / x and x / 0.0 with a constant +0.0: llvmpipe's NIR folded the first to +0 (for a NaN,
+// zero or negative x) and made the second undefined, so its store vanished (the output kept
+// its fill). The codegen spells both out (spirv_scalar.cpp, divisionWithZero); the results
+// must be IEEE's, the sign of a zero or infinity included, for every `special` input.
+TEST_F(VulkanRun, DivisionByAndOfAConstantZeroIsIeee) {
+  const char *text = R"(
+kernel @k(%x: buffer<f32, readonly>, %top: buffer<f32>, %bottom: buffer<f32>) {
+  %i = global_id.x : i32
+  %f = load %x[%i] : f32
+  %z = const 0.0 : f32
+  %a = div %z, %f : f32
+  %b = div %f, %z : f32
+  store %a, %top[%i] : f32
+  store %b, %bottom[%i] : f32
+}
+launch @k grid(1) workgroup(32) { %x[32] = special  %top[32] = fill(7)  %bottom[32] = fill(7) }
+)";
+  ir::LaunchData in;
+  Outcome o = run(text, TSR_BOUNDS_ROBUST, &in);
+  ASSERT_EQ(o.code, TSR_OK) << o.message;
+  ASSERT_EQ(o.outputs.size(), 3u);
+  volatile float zero = 0.0f; // a run-time division on the host
+  for (int i = 0; i < 32; ++i) {
+    float x, top, bottom;
+    std::memcpy(&x, in.buffers[0].bytes.data() + 4 * i, 4);
+    std::memcpy(&top, o.outputs[1].bytes.data() + 4 * i, 4);
+    std::memcpy(&bottom, o.outputs[2].bytes.data() + 4 * i, 4);
+    float wantTop = zero / x, wantBottom = x / zero;
+    SCOPED_TRACE("x = " + std::to_string(x));
+    if (std::isnan(wantTop))
+      EXPECT_TRUE(std::isnan(top)) << top; // no op promises a NaN's bits (docs/ir.md)
+    else
+      EXPECT_EQ(std::bit_cast<uint32_t>(top), std::bit_cast<uint32_t>(wantTop)) << top;
+    if (std::isnan(wantBottom))
+      EXPECT_TRUE(std::isnan(bottom)) << bottom;
+    else
+      EXPECT_EQ(std::bit_cast<uint32_t>(bottom), std::bit_cast<uint32_t>(wantBottom)) << bottom;
+  }
+}
+
 // docs/ir.md: a launch past its deadline ends with DEADLINE_EXCEEDED in every mode: every
 // dynamic loop tests the cancel flag that the driver sets when the deadline passes. About
 // 16 s of work on lavapipe, cancelled after 300 ms.
@@ -411,6 +569,28 @@ launch @long_run grid(4096) workgroup(64) { %o[262144] = fill(0)  %n = 60000 }
     EXPECT_LT(o.seconds, 3.0) << mode;
     expectHealthy();
   }
+}
+
+// A kernel without dynamic loops has no cancellation point (nor a control buffer), so past its
+// deadline it runs to its end; the status must still name it.
+TEST_F(VulkanRun, LoopFreeKernelPastItsDeadlineIsNamed) {
+  const char *text = R"(
+kernel @huge(%a: buffer<i32>) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %o = atomic_add %a[%z], %one : i32
+}
+launch @huge grid(65535) workgroup(1024) { %a[1] = fill(0) }
+)";
+  ASSERT_EQ(tsr_stream_set_timeout(stream_, 5'000'000), nullptr); // 5 ms
+  Outcome o = run(text, TSR_BOUNDS_ROBUST);
+  if (o.code == TSR_OK) // a device fast enough to finish within 5 ms
+    return;
+  EXPECT_EQ(o.code, TSR_DEADLINE_EXCEEDED) << o.message;
+  // It ends within the driver's grace period here, or later ("... and did not stop when
+  // cancelled (...)"): either way the kernel is named (it was "a kernel").
+  EXPECT_EQ(o.message.rfind("vulkan: @huge ran past its deadline of 5.000 ms", 0), 0u) << o.message;
+  expectHealthy();
 }
 
 // Issue #11: subgroups of 2-D / 3-D workgroups are consecutive linear local ids on vulkan:0

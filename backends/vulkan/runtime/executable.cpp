@@ -359,6 +359,8 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   if (timeout == 0)
     b->unbounded = true;
   b->deadlineNs = b->deadlineNs > UINT64_MAX - timeout ? UINT64_MAX : b->deadlineNs + timeout;
+  if (b->launches++ == 0)
+    b->firstKernel = k.name;
   if (control.slot.buffer) {
     control.kernel = k.name;
     control.timeoutNs = timeout;

@@ -212,6 +212,8 @@ struct Batch {
   std::vector<std::function<void()>> onDone; // host actions, in order, after completion
   std::vector<TimelinePoint> waits;          // device-side waits of the submission
   std::vector<LaunchControl> controls;       // in launch order; released on completion
+  std::string firstKernel;                   // the batch's first launch (for messages)
+  uint32_t launches = 0;
   uint64_t deadlineNs = 0;                   // sum of the launches' deadlines; 0: none
   bool unbounded = false;                    // a launch without a deadline: wait forever
   uint64_t stagingBytes = 0;

@@ -224,6 +224,8 @@ void VkStream::worker() {
     b->controls.clear();
     b->deadlineNs = 0;
     b->unbounded = false;
+    b->firstKernel.clear();
+    b->launches = 0;
     b->onDone.clear();
     b->waits.clear();
     // Read before the batch is handed over: once it is in done_, the recording thread may
@@ -286,10 +288,16 @@ tsr_status_t VkStream::awaitBatch(Batch &b, bool *completed) {
   if (!cancelled)
     return nullptr;
   // Cancelled, yet no kernel reached a cancellation point: it ended late, or never did.
-  std::string who = b.controls.empty() ? "a kernel" : "@" + b.controls.front().kernel;
-  return tsr_status_make(TSR_DEADLINE_EXCEEDED, "vulkan: %s ran past its deadline of %.3f ms%s",
-                         who.c_str(), double(b.deadlineNs) / 1e6,
-                         stopped ? "" : " and did not stop when cancelled");
+  // A kernel without dynamic loops has no cancellation point: llvmpipe runs every invocation.
+  std::string who = b.firstKernel.empty() ? "a kernel" : "@" + b.firstKernel;
+  if (b.launches > 1)
+    who = "a batch of " + std::to_string(b.launches) + " launches from " + who;
+  return tsr_status_make(
+      TSR_DEADLINE_EXCEEDED, "vulkan: %s ran past its deadline of %.3f ms%s", who.c_str(),
+      double(b.deadlineNs) / 1e6,
+      stopped ? ""
+              : " and did not stop when cancelled (only its `while` loops and `for` loops with "
+                "bounds or step not constant poll the flag)");
 }
 
 void VkStream::addWait(const TimelinePoint &p) {
