@@ -183,18 +183,17 @@ const std::vector<Helper> kHelpers = {
     // element is then out of range), else 1 with the index in *out.
     {"tsr_mat_index", "",
      "int tsr_mat_index(long off, long ld, long i, long j, long *out) {\n"
-     "  long p = 0;\n"
-     "  if (i != 0) {\n"
-     "    if (ld > LONG_MAX / i || ld < LONG_MIN / i)\n"
-     "      return 0;\n"
-     "    p = i * ld;\n"
-     "  }\n"
-     "  if ((p > 0 && off > LONG_MAX - p) || (p < 0 && off < LONG_MIN - p))\n"
+     "  /* off + i * ld + j exactly, as a 128-bit hi:lo (an intermediate product past\n"
+     "     64 bits may come back into range); in range iff it fits in a long. */\n"
+     "  ulong lo = (ulong)i * (ulong)ld;\n"
+     "  long hi = mul_hi(i, ld);\n"
+     "  ulong s = lo + (ulong)off;\n"
+     "  hi += (off < 0 ? -1l : 0l) + (s < lo ? 1l : 0l);\n"
+     "  ulong t = s + (ulong)j;\n"
+     "  hi += (j < 0 ? -1l : 0l) + (t < s ? 1l : 0l);\n"
+     "  if (hi != ((long)t < 0 ? -1l : 0l))\n"
      "    return 0;\n"
-     "  p += off;\n"
-     "  if (p > LONG_MAX - j)\n"
-     "    return 0;\n"
-     "  *out = p + j;\n"
+     "  *out = (long)t;\n"
      "  return 1;\n"
      "}\n"},
 };

@@ -785,5 +785,28 @@ TEST_F(OpenCLFaultTest, LoopsAroundBarriersWithALoadedBoundRun) {
   EXPECT_NE(r->source.find("tsr_vote"), std::string::npos) << "the loop should vote";
 }
 
+// Matrix element (r, c) is at off + r * ld + c computed exactly (docs/ir.md, "Matrix ops"):
+// with off = -2^63 and ld = 2^62, row 2 is at c, in range, though r * ld = 2^63 overflows i64
+// on the way (tsr_mat_index refused it: every element read 0). Rows 0, 1 and 3.. are out of
+// range and read 0 (robust).
+TEST_F(OpenCLFaultTest, MatrixIndexOverflowingOnTheWayIsStillInRange) {
+  std::string text = "kernel @m(%A: buffer<f32, readonly>, %C: buffer<f32>, %ld: i64, "
+                     "%off: i64) {\n"
+                     "  %c0 = const 0 : i64\n  %c8 = const 8 : i64\n"
+                     "  %a = matrix_load %A[%off] stride %ld : matrix<f32, 8, 8, acc>\n"
+                     "  matrix_store %a, %C[%c0] stride %c8 : matrix<f32, 8, 8, acc>\n"
+                     "}\n"
+                     "launch @m grid(1) workgroup(1) {\n  %A[64] = iota(1, 1)\n"
+                     "  %C[64] = fill(-1)\n  %ld = 4611686018427387904\n"
+                     "  %off = -9223372036854775808\n}\n";
+  DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
+  ASSERT_EQ(dev.buffers.size(), 2u);
+  for (int e = 0; e < 64; ++e) {
+    float c;
+    std::memcpy(&c, dev.buffers[1].data() + 4 * e, 4);
+    EXPECT_EQ(c, e / 8 == 2 ? float(e % 8 + 1) : 0.0f) << e;
+  }
+}
+
 } // namespace
 } // namespace tessera::opencl
