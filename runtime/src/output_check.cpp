@@ -53,14 +53,17 @@ OutputCheck judgeOne(const OutputBudget &b, const ir::HostBuffer &want, const ir
       c.maxAbs = std::max(c.maxAbs, d);
     } else if (std::isnan(w.f) || std::isnan(g.f)) {
       ok = std::isnan(w.f) && std::isnan(g.f);
+      if (!ok) // a NaN against a number: no finite error says it (the line read max_ulp=0)
+        c.maxUlp = c.maxAbs = INFINITY;
     } else {
       double ulp = ir::numerics::ulpError(g.f, w.f, t);
       double abs = std::fabs(g.f - w.f);
-      if (std::isfinite(ulp))
-        c.maxUlp = std::max(c.maxUlp, ulp);
-      if (std::isfinite(abs))
-        c.maxAbs = std::max(c.maxAbs, abs);
       ok = ulp <= b.ulp;
+      // An infinity against a finite value (or the other infinity) is an infinite error.
+      if (std::isfinite(ulp) || !ok)
+        c.maxUlp = std::max(c.maxUlp, ulp);
+      if (std::isfinite(abs) || !ok)
+        c.maxAbs = std::max(c.maxAbs, abs);
       if (!ok && b.sumFactor > 0 && mag && std::isfinite(abs)) {
         double allowance = b.sumFactor * std::fabs(mag->get(i).f) + b.ulp * spacingAt(w.f, t);
         ok = abs <= allowance;

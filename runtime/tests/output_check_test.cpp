@@ -328,6 +328,35 @@ TEST(OutputCheck, IntegerMismatchesReportTheirLargestDifference) {
   EXPECT_EQ(checks[0].detail, "index 1: got 32764, want 32256");
 }
 
+// A NaN or an infinity against a number is an infinite error: `tessera run --check` printed
+// "MISMATCH max_ulp=0 max_abs=0" for such an output, which reads as a pass. Matching NaNs
+// and infinities still count as no error.
+TEST(OutputCheck, NanOrInfinityAgainstANumberIsAnInfiniteError) {
+  OutputBudget b;
+  b.param = "y";
+  b.elem = ir::Scalar::F32;
+  b.ulp = 4;
+  double nan = std::nan(""), inf = INFINITY;
+  struct Case {
+    double want, got;
+  } bad[] = {{nan, 1.0}, {1.0, nan}, {inf, 1.0}, {1.0, -inf}, {inf, -inf}};
+  for (const Case &c : bad) {
+    auto checks = judgeOutputs({b}, {buffer(ir::Scalar::F32, {2.0, c.want})},
+                               {buffer(ir::Scalar::F32, {2.0, c.got})}, nullptr);
+    ASSERT_EQ(checks.size(), 1u);
+    EXPECT_FALSE(checks[0].passed) << c.want << " " << c.got;
+    // (an infinity counts as the next binade's first value in ULPs: huge, never 0)
+    EXPECT_GT(checks[0].maxUlp, 1e30) << c.want << " " << c.got;
+    EXPECT_EQ(checks[0].maxAbs, INFINITY) << c.want << " " << c.got;
+  }
+  auto same = judgeOutputs({b}, {buffer(ir::Scalar::F32, {nan, inf, -inf, 1.0})},
+                           {buffer(ir::Scalar::F32, {nan, inf, -inf, 1.0})}, nullptr);
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_TRUE(same[0].passed);
+  EXPECT_EQ(same[0].maxUlp, 0);
+  EXPECT_EQ(same[0].maxAbs, 0);
+}
+
 // Integers are signless in the IR: a negative reading also shows its bits, so 2^64 - 1 and
 // -1 are told apart from their type, and a wrong unsigned value is visible as such. An f32
 // signalling NaN shows the bits the device stored, not a float conversion's quieted ones.

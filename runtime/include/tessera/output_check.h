@@ -25,7 +25,8 @@ namespace tessera {
 struct OutputCheck {
   OutputBudget budget;
   bool passed = true;
-  double maxUlp = 0;            // worst elementwise ULP error (floats)
+  double maxUlp = 0;            // worst elementwise ULP error (floats; inf: a NaN or an
+                                // infinity where the other side has a number)
   double maxAbs = 0;            // worst absolute error (integers: of the signed readings)
   int64_t badCount = 0;         // failing elements
   int64_t normwiseOnly = 0;     // elements that passed only by the normwise arm
