@@ -259,12 +259,12 @@ def _div(ctx, node, a, b, rounding_mode=None):
     out = ctx.out_dtype(node)
     if out not in FLOAT_DTYPES:
         raise Unsupported(f"div with rounding_mode={rounding_mode!r} on {out}")
-    q = _binary(ctx, "div", a, b, out, out)
-    if rounding_mode is None:
-        return q
-    if rounding_mode == "floor":
-        return ctx.emit("floor", [q], None, out, q.shape)
-    raise Unsupported(f"div rounding_mode={rounding_mode!r}")
+    if rounding_mode is not None:
+        # torch's floor division is fmod based, the floor of the exact quotient (1 // 0.1 is
+        # 9, inf // 2 is NaN); floor(a / b) of the rounded quotient gave 10 and inf.
+        raise Unsupported(f"div rounding_mode={rounding_mode!r} (torch's fmod-based result "
+                          f"is not floor of the rounded quotient)")
+    return _binary(ctx, "div", a, b, out, out)
 
 
 @handles(aten.logical_and, aten.logical_or, aten.bitwise_and, aten.bitwise_or)

@@ -25,11 +25,6 @@ from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan,
                         param_strides)
 
 _KNOWN_OPTIONS = ("device", "strict")
-# AOTAutograd wraps the backward compiler's result in a Dynamo-disable function, which hides
-# CompiledFx._boxed_call, and then warns that the backend is unboxed; CompiledFx accepts both
-# conventions, so the warning says nothing true about this backend.
-warnings.filterwarnings("ignore", message="Your compiler for AOTAutograd is returning a "
-                        "function that doesn't take boxed arguments")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph
 _lock = threading.Lock()
 
@@ -131,13 +126,20 @@ def check_options(options) -> dict:
         raise ValueError(f"tessera backend: unknown option(s) {', '.join(map(repr, unknown))}; "
                          f"known: {', '.join(_KNOWN_OPTIONS)}")
     opts = dict(options)
-    device = opts.get("device") or _tessera().default_device()
-    if not isinstance(device, str):
-        raise TypeError(f"tessera backend: option 'device' must be a string like 'cpu:0', "
-                        f"got {device!r}")
+    # None (or no key) picks the best device; anything else must name one: 0, "" or False
+    # silently meant the default before.
+    device = opts.get("device")
+    if device is None:
+        device = _tessera().default_device()
+    elif not isinstance(device, str) or not device.strip():
+        raise TypeError(f"tessera backend: option 'device' must be a device name like "
+                        f"'cpu:0' (see tessera.devices()), got {device!r}")
     opts["device"] = device
     opts["dtypes"] = device_dtypes(device)  # raises on an unknown device
-    opts["strict"] = bool(opts.get("strict", False))
+    strict = opts.get("strict", False)
+    if not isinstance(strict, bool):  # "yes" / "false" / 1 read as True before
+        raise TypeError(f"tessera backend: option 'strict' must be True or False, got {strict!r}")
+    opts["strict"] = strict
     return opts
 
 
@@ -271,6 +273,10 @@ class CompiledFx:
     _boxed_call = True
 
     def __init__(self, gm, opts, kind):
+        # Also in the instance's __dict__: the Dynamo-disable wrapper AOTAutograd puts around
+        # the backward copies that (functools.wraps), so it is called boxed too and no
+        # "returning a function that doesn't take boxed arguments" warning is raised.
+        self._boxed_call = True
         self.gm, self.opts, self.kind = gm, opts, kind
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.get_attrs = [(n, n.target) for n in gm.graph.nodes if n.op == "get_attr"]
