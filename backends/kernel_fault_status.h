@@ -123,8 +123,7 @@ inline std::string kernelFaultMessage(const char *kernel, const tsr_kernel_fault
     break;
   case TSR_FAULT_DIVERGENT_BARRIER:
     std::snprintf(buf, sizeof(buf),
-                  ": its condition held in %" PRId64 " of the %" PRId64
-                  " work-items of the workgroup",
+                  " (%" PRId64 " of the %" PRId64 " work-items of the workgroup on one side)",
                   index, i64(f.count_lo, f.count_hi));
     out += buf;
     break;

@@ -53,9 +53,9 @@ TEST(KernelFaultStatus, MessagesAndCodes) {
        "llvmpipe allows 65535 per work-item) at 4:3, work-item local (5, 0, 0) of workgroup "
        "(0, 0, 7)"},
       {TSR_FAULT_DIVERGENT_BARRIER, TSR_INVALID_ARGUMENT,
-       "kernel @k: divergent control flow around a barrier at 4:3: its condition held in "
-       "-2000000000 of the 4 work-items of the workgroup, work-item local (5, 0, 0) of "
-       "workgroup (0, 0, 7)"},
+       "kernel @k: divergent control flow around a barrier at 4:3 (-2000000000 of the 4 "
+       "work-items of the workgroup on one side), work-item local (5, 0, 0) of workgroup "
+       "(0, 0, 7)"},
       {TSR_FAULT_OUT_OF_MEMORY, TSR_RESOURCE_EXHAUSTED,
        "kernel @k: out of host memory for the workgroup's matrix tiles at 4:3 (4 bytes), "
        "work-item local (5, 0, 0) of workgroup (0, 0, 7)"},

@@ -44,9 +44,11 @@ typedef enum tsr_fault_kind {
                                          (llvmpipe: 65535 loop iterations per work-item) */
   TSR_FAULT_OUT_OF_MEMORY = 10,       /* a workgroup could not allocate its working memory (the
                                          CPU's matrix tiles); count = the bytes asked for */
-  TSR_FAULT_DIVERGENT_BARRIER = 11    /* the work-items of a workgroup decided differently at an
-                                         if / for / while around a barrier: index = how many
-                                         found its condition true, count = the workgroup size */
+  TSR_FAULT_DIVERGENT_BARRIER = 11    /* the work-items of a workgroup went different ways
+                                         around a barrier: at the if / for / while (OpenCL:
+                                         index = how many found its condition true) or at the
+                                         barrier (CPU: index = how many reached it); count =
+                                         the workgroup size */
 } tsr_fault_kind;
 
 /* 14 words (56 bytes). */

@@ -139,6 +139,9 @@ private:
                                  llvm::Type *resultType,
                                  const std::function<llvm::Value *()> &access);
   /// Checked mode: records `kind` (i32) for `op` at the current work-item.
+  /// A barrier reached under `mask`: records TSR_FAULT_DIVERGENT_BARRIER unless every lane
+  /// (or none) is active.
+  void emitBarrierCheck(const ir::Op &op, llvm::Value *mask);
   void emitFault(const ir::Op &op, llvm::Value *kind, uint32_t param, llvm::Value *index,
                  llvm::Value *count);
   /// Checked mode: records an integer div/rem by 0 or MIN / -1 before the (safe) division.
@@ -179,6 +182,10 @@ private:
 
   // analysis results
   std::unordered_map<const ir::Op *, bool> convergentOp_;
+  /// The kernel's workgroup-uniform if / for / while (ir::workgroupUniformDecisions), and how
+  /// many lock-step decisions outside that set enclose the op being emitted.
+  std::unordered_set<const ir::Op *> uniformDecisions_;
+  int divergentNest_ = 0;
   std::unordered_map<const ir::Function *, bool> convergentFn_;
   std::unordered_map<const ir::Block *, std::vector<Item>> plan_;
   std::unordered_set<const ir::Function *> planned_;

@@ -28,18 +28,55 @@ TermSink sinkFor(std::vector<llvm::Value *> dests, std::span<const std::unique_p
 
 llvm::Error KernelLowering::emitConvergent(const ir::Op &op, llvm::Value *mask) {
   switch (op.info().form) {
-  case OpForm::Barrier: return llvm::Error::success(); // the previous run has finished
+  case OpForm::Barrier: // the previous run has finished
+    if (mask && divergentNest_ > 0)
+      emitBarrierCheck(op, mask);
+    return llvm::Error::success();
   case OpForm::SubgroupReduce: return emitSubgroupReduce(op, mask);
   case OpForm::Shuffle: return emitShuffle(op, mask);
-  case OpForm::If: return emitLockstepIf(op, mask);
-  case OpForm::For: return emitLockstepFor(op, mask);
-  case OpForm::While: return emitLockstepWhile(op, mask);
+  case OpForm::If:
+  case OpForm::For:
+  case OpForm::While: {
+    // Inside a decision that may differ between work-items, a barrier is checked (a uniform
+    // one keeps its code as it was: the check cost row_softmax its vectorised exp).
+    int divergent = uniformDecisions_.count(&op) ? 0 : 1;
+    divergentNest_ += divergent;
+    llvm::Error e = op.info().form == OpForm::If    ? emitLockstepIf(op, mask)
+                    : op.info().form == OpForm::For ? emitLockstepFor(op, mask)
+                                                    : emitLockstepWhile(op, mask);
+    divergentNest_ -= divergent;
+    return e;
+  }
   case OpForm::Call: return emitLockstepCall(op, mask);
   default:
     if (ir::isMatrixForm(op.info().form))
       return emitMatrixOp(op, mask);
     return err(op, "unexpected convergent op '" + std::string(op.info().name) + "'");
   }
+}
+
+void KernelLowering::emitBarrierCheck(const ir::Op &op, llvm::Value *mask) {
+  // A barrier under a lane mask is reached by the active work-items only: every one of them
+  // must be active (docs/ir.md). The interpreter reports the others; so does this, in every
+  // bounds mode, as TSR_FAULT_DIVERGENT_BARRIER with the count that reached it. A region no
+  // lane runs is skipped before it gets here, or counts 0 and passes.
+  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  llvm::Value *count = entry.CreateAlloca(b_.getInt64Ty());
+  b_.CreateStore(b_.getInt64(0), count);
+  forRange(b_.getInt64(0), numLanes_, [&](llvm::Value *lid) {
+    llvm::Value *n = b_.CreateLoad(b_.getInt64Ty(), count);
+    b_.CreateStore(b_.CreateAdd(n, b_.CreateZExt(isActive(mask, lid), b_.getInt64Ty())), count);
+  });
+  llvm::Value *n = b_.CreateLoad(b_.getInt64Ty(), count);
+  llvm::Value *bad =
+      b_.CreateAnd(b_.CreateICmpNE(n, b_.getInt64(0)), b_.CreateICmpNE(n, numLanes_));
+  llvm::BasicBlock *faultBB = llvm::BasicBlock::Create(ctx_, "barrier.divergent", fn_);
+  llvm::BasicBlock *cont = llvm::BasicBlock::Create(ctx_, "barrier.ok", fn_);
+  b_.CreateCondBr(bad, faultBB, cont);
+  b_.SetInsertPoint(faultBB);
+  emitFault(op, b_.getInt32(TSR_FAULT_DIVERGENT_BARRIER), UINT32_MAX, n, numLanes_);
+  b_.CreateBr(cont);
+  b_.SetInsertPoint(cont);
 }
 
 llvm::Error KernelLowering::emitLockstepIf(const ir::Op &op, llvm::Value *mask) {

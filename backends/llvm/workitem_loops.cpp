@@ -5,6 +5,7 @@
 // Must never emit a run's body for an inactive work-item, and never evaluate a value with
 // side effects or traps (loads, integer division) outside the run that owns it.
 #include "backends/llvm/kernel_lowering.h"
+#include "ir/verify/verifier.h"
 
 #include <algorithm>
 
@@ -554,6 +555,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
   info.sharedBytes = offset;
   planFunction(k);
   computeArrays(*k.body);
+  uniformDecisions_ = ir::workgroupUniformDecisions(k);
   b_.SetInsertPoint(start);
   checkMatrixArena();
   if (llvm::Error e = emitLockstepBlock(*k.body, nullptr, TermSink{}))

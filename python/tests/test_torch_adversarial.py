@@ -543,3 +543,65 @@ def test_explain_backward_reaches_tensors_inside_dicts():
 
     ex = explain(M(), torch.randn(3, 8), device="cpu:0", backward=True)
     assert [g.kind for g in ex.graphs] == ["forward", "backward"]
+
+
+# Found by a second adversarial round (each failed before its fix).
+
+@pytest.mark.parametrize("device", CPU)
+def test_outputs_keep_eager_layouts(device):
+    # SDPA's decomposition laid its output out as [L, B, H, E]: out.view(B, -1) raised where
+    # eager allows it. Pointwise results of channels_last or transposed inputs came back
+    # row-major; eager keeps the input's layout.
+    def attn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    torch._dynamo.reset()
+    q, k, v = (torch.randn(2, 4, 8, 16) for _ in range(3))
+    out = compile_fn(attn, device)(q, k, v)
+    eager = attn(q, k, v)
+    torch.testing.assert_close(out, eager)
+    assert out.stride() == eager.stride() and out.view(2, -1).shape == (2, 512)
+    qt, kt, vt = (torch.randn(2, 8, 4, 16).transpose(1, 2) for _ in range(3))
+    torch._dynamo.reset()
+    out = compile_fn(attn, device)(qt, kt, vt)
+    assert out.stride() == attn(qt, kt, vt).stride()
+
+    def relu(x):
+        return torch.relu(x) * 2
+
+    for x in (torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
+              torch.randn(4, 6).t()):
+        torch._dynamo.reset()
+        out = compile_fn(relu, device)(x)
+        torch.testing.assert_close(out, relu(x))
+        assert out.stride() == relu(x).stride()
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_argmax_clamp_and_pow_corners(device):
+    # argmax of a 0-d tensor is 0 (it returned the value); a NaN clamp bound makes every
+    # element NaN (it was ignored); x ** -0.5 is eager's rsqrt (-0 -> -inf, -inf -> NaN).
+    def f(x, y):
+        return (torch.argmax(x, dim=0), torch.max(x, -1).indices,
+                torch.clamp(y, min=float("nan")), torch.clamp(y, -1.0, float("nan")),
+                y ** -0.5)
+
+    x = torch.tensor(5.0)
+    y = torch.tensor([-0.0, float("-inf"), 0.25, -3.0, float("inf")])
+    check(f, [x, y], device, backward=False)
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_explain_counts_only_tensor_ops_of_an_eager_graph(device):
+    # A data-dependent output shape runs the graph in eager; its size nodes, their
+    # comparisons and asserts were counted as fallbacks next to the 7 real ops.
+    import torch._dynamo.config as dcfg
+
+    def f(x):
+        return (x[x > 0] * 2).sum() + x.exp().sum()
+
+    torch._dynamo.reset()
+    with dcfg.patch(capture_dynamic_output_shape_ops=True):
+        ex = explain(f, torch.randn(5), device=device)
+    assert dict(ex.fallbacks) == {"aten.sum": 2, "aten.gt": 1, "aten.index": 1, "aten.mul": 1,
+                                  "aten.exp": 1, "aten.add": 1}

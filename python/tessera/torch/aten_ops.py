@@ -13,6 +13,7 @@ What this file must never do: approximate an op it cannot express exactly (fall 
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -300,6 +301,8 @@ def _pow(ctx, node, a, b):
             return ctx.emit("mul", [x2, x], None, out, x.shape)
         if b == 0.5 and out in FLOAT_DTYPES:
             return ctx.emit("sqrt", [ctx.cast(a, out)], None, out, a.shape)
+        if b == -0.5 and out in FLOAT_DTYPES:  # eager's rsqrt: -0 -> -inf, -inf -> NaN
+            return ctx.emit("rsqrt", [ctx.cast(a, out)], None, out, a.shape)
     if out not in FLOAT_DTYPES:
         raise Unsupported(f"pow on {out}")
     return _binary(ctx, "pow", a, b, out, out)
@@ -343,6 +346,9 @@ def _clamp(ctx, node, x, lo=None, hi=None):
         return r
     if x.dtype == torch.bool or out == torch.bool:
         raise Unsupported("clamp on bool")
+    if any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
+        # torch: a NaN bound makes every element NaN; the IR clamp's bounds ignore NaN
+        return ctx.const(float("nan"), out, tuple(x.shape))
     attrs = {}
     if lo is not None:
         attrs["min"] = lo if out in FLOAT_DTYPES else int(lo)

@@ -87,6 +87,11 @@ def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_m
 
     out, _ = scaled_dot_product_flash_attention_for_cpu(
         query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+    # The op's output is laid out like the query (empty_like); the decomposition's is
+    # [L, B, H, E] in memory, so out.view(B, -1) failed where eager allows it.
+    order = sorted(range(query.dim()), key=lambda d: query.stride(d), reverse=True)
+    inverse = [order.index(d) for d in range(query.dim())]
+    out = out.permute(order).contiguous().permute(inverse)
     q, k = query.float(), key.float()
     s = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
     if is_causal:
@@ -296,7 +301,28 @@ class CompiledFx:
                                  self.recorder is not None)
                    if isinstance(s, Segment) else s
                    for s in plan.steps]
-        return plan, program
+        return plan, program, self._eager_strides(plan)
+
+    def _eager_strides(self, plan):
+        """(output index, strides) for each output whose traced value has static strides:
+        the layout eager gives it (a channels_last input's pointwise result stays
+        channels_last). The kernels write row-major, so a result whose strides differ is
+        restrided before it is returned (user code may .view() it as eager allows)."""
+        out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
+        traced = out_node.args[0] if isinstance(out_node.args[0], (list, tuple)) else ()
+        fixes = []
+        for i, o in enumerate(plan.outputs):
+            if not isinstance(o, torch.fx.Node) or i >= len(traced) or traced[i] is not o:
+                continue
+            val = o.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                continue
+            try:
+                strides = tuple(int(st) for st in val.stride())
+            except (TypeError, ValueError):  # symbolic: a new size gives new strides
+                continue
+            fixes.append((i, strides))
+        return fixes
 
     def __call__(self, *args):
         # boxed (one list) from the forward; unboxed from the backward, whose Dynamo-disable
@@ -312,7 +338,7 @@ class CompiledFx:
                 if self.recorder is not None:
                     self.recorder.add(self, entry)
             self.last = (key, entry)
-        plan, program = entry
+        plan, program, fixes = entry
         env = dict(zip(self.placeholders, args))
         if plan.constants:
             env.update(plan.constants)
@@ -320,7 +346,15 @@ class CompiledFx:
             env[node] = getattr(self.gm, target)
         for step in program:
             step.run(env)
-        return [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
+        outs = [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
+        for i, strides in fixes:
+            t = outs[i]
+            if (isinstance(t, torch.Tensor) and t.stride() != strides and t.numel() > 1
+                    and not any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+                                for a in args if isinstance(a, torch.Tensor))):
+                r = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
+                outs[i] = r.copy_(t)
+        return outs
 
 
 def tessera_backend(gm, example_inputs, options=None):

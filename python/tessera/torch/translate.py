@@ -397,7 +397,12 @@ def eager_plan(gm, why: str) -> Plan:
     for node in gm.graph.nodes:
         if node.op == "call_function":
             plan.steps.append(TorchStep(node, fallback=True))
-            if _packet(node.target) not in VIEW_OPS and node.target is not operator.getitem:
+            val = node.meta.get("val")
+            makes_tensor = isinstance(val, torch.Tensor) or (
+                isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in val))
+            # sizes, their comparisons and asserts are not fallbacks (docs/torch.md)
+            if (makes_tensor and _packet(node.target) not in VIEW_OPS
+                    and node.target is not operator.getitem):
                 plan.fallbacks[op_name(node)] += 1
                 plan.reasons.setdefault(op_name(node), why)
         elif node.op == "output":

@@ -149,5 +149,56 @@ TEST(CodegenFaults, ARaisedCancelFlagEndsAKernelThatNeverEnds) {
   }
 }
 
+// A barrier that only part of the workgroup reaches (docs/ir.md): the lock-step code runs it
+// under a lane mask, and cpu:0 returned whatever that gave. Now, in every mode, the launch
+// records TSR_FAULT_DIVERGENT_BARRIER at the barrier with how many work-items reached it; a
+// masked barrier that every work-item reaches (a condition that happens to agree) does not.
+TEST(CodegenFaults, ABarrierReachedByPartOfTheWorkgroupIsAFault) {
+  const char *text = R"(kernel @k(%out: buffer<i32>, %n: buffer<i32, readonly>) {
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %l = local_id.x : i32
+  %lim = load %n[%zero] : i32
+  %lo = cmp.slt %l, %lim : i32
+  if %lo {
+    barrier
+  }
+  %r = for %i = %zero to %l step %one iter(%a = %zero) : i32 {
+    %b = load %n[%one] : i32
+    %a2 = add %a, %b : i32
+    yield %a2
+  }
+  store %r, %out[%l] : i32
+})";
+  struct Case {
+    int32_t lim;
+    uint32_t kind, reached;
+  } cases[] = {{3, TSR_FAULT_DIVERGENT_BARRIER, 3}, {8, TSR_FAULT_NONE, 0}, {0, TSR_FAULT_NONE, 0}};
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_CHECKED})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::to_string(c.lim) + (mode == TSR_BOUNDS_CHECKED ? " checked" : ""));
+      auto cm = build(text, mode);
+      ASSERT_NE(cm, nullptr);
+      ir::HostBuffer out(ir::Scalar::I32, 8), n(ir::Scalar::I32, 2);
+      n.set(0, lit(c.lim));
+      n.set(1, lit(5));
+      std::vector<ir::KernelArg> args(2);
+      args[0].buffer = &out;
+      args[1].buffer = &n;
+      ir::LaunchDims dims;
+      dims.workgroup = {8, 1, 1};
+      tsr_kernel_fault f = testing::runGrid(cm->lookup("k"), cm->kernels()[0], dims, args);
+      EXPECT_EQ(f.kind, c.kind);
+      if (c.kind != TSR_FAULT_NONE) {
+        EXPECT_EQ(f.line, 8u) << "the barrier";
+        EXPECT_EQ(f.column, 5u);
+        EXPECT_EQ(f.index_lo, c.reached);
+        EXPECT_EQ(f.count_lo, 8u);
+      }
+      for (int i = 0; i < 8; ++i)
+        EXPECT_EQ(int64_t(int32_t(out.get(i).i)), 5 * i) << i; // the rest runs on
+    }
+}
+
 } // namespace
 } // namespace tessera::cpu
