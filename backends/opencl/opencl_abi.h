@@ -35,6 +35,11 @@
  * __attribute__((reqd_work_group_size(X, Y, Z))), so that the index tests that depend on the
  * size (backends/opencl/codegen/oc_range.cpp) fold in the front end. Such a program may only
  * run launches of that workgroup size.
+ * Private bytes: after a kernel that holds matrix tiles, the line
+ * `// tsr_private_bytes SYMBOL N` gives the bytes of its private arrays per work-item. PoCL
+ * keeps every work-item's private arrays of a workgroup on one thread's stack (a 32 KiB tile
+ * in a workgroup of 256 overflowed it: SIGSEGV), so the driver refuses a launch whose
+ * workgroup needs more than TSR_OPENCL_PRIVATE_BUDGET bytes of them.
  * Subgroups: OpenCL 1.2 has none, so the codegen gives each work-item a subgroup of its own
  * (subgroup size 1: docs/ir.md lets the target choose it); the device info says 1.
  */
@@ -48,6 +53,8 @@
  * code, e.g. under `tessera fuzz`; errors still reach the build log). */
 #define TSR_OPENCL_BUILD_OPTIONS "-cl-std=CL1.2 -w"
 #define TSR_OPENCL_CONTROL_WORDS 16u
+/* Private-array bytes a workgroup may hold (see "Private bytes"). */
+#define TSR_OPENCL_PRIVATE_BUDGET (4u << 20)
 /* Arguments a buffer parameter takes (base, offset, bytes). */
 #define TSR_OPENCL_BUFFER_ARGS 3u
 

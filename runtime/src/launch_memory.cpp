@@ -54,8 +54,11 @@ bool checkLaunchFits(tsr_device_t device, const ir::Function &kernel, unsigned h
     return false;
   }
   uint64_t host = cpu::hostMemoryBytes();
-  if (const Target *t = targetForDevice(info); t && t->buffersInHostMemory())
-    ++hostCopies; // the device's own buffers are host memory too
+  // The device's own buffers are host memory too: the CPU target's, and any device whose
+  // memory the host shares (PoCL, lavapipe: opencl:0 grew to 24 GB and was OOM-killed).
+  const Target *t = targetForDevice(info);
+  if ((t && t->buffersInHostMemory()) || (info.features & TSR_FEATURE_UNIFIED_MEMORY))
+    ++hostCopies;
   if (hostCopies > 0 && bytes > host / hostCopies) {
     *error = what + "; with its " + std::to_string(hostCopies) +
              " host copies that is more than the host's " + std::to_string(host) +

@@ -4,6 +4,7 @@
 // naming the requested, used and total bytes), views do not count, frees give the bytes
 // back, several threads and several opens share one count, and the device computes correctly
 // afterwards. Also `tessera run`'s check of a launch spec's sizes before anything is built.
+#include "backends/cpu/runtime/host_memory.h"
 #include "hal/tests/hal_test_util.h"
 #include "runtime/tests/device_session.h"
 #include "tessera/launch_memory.h"
@@ -160,6 +161,33 @@ launch @big grid(1) workgroup(1) {
   ir::ParseResult s = ir::parseModule(testing::kSaxpy, "saxpy.tir");
   ASSERT_TRUE(s.ok());
   EXPECT_TRUE(checkLaunchFits(session_.device, *s.module->lookup("saxpy"), 3, &err)) << err;
+}
+
+// A device whose memory the host shares (PoCL's opencl:0) holds one more host copy of the
+// launch's buffers: opencl:0 did not count it, let an 8 GiB launch through on a 25 GB host
+// and was OOM-killed at 24 GB. Buffers of 2/5 of the host's memory: 2 copies fit, 3 do not.
+TEST(LaunchFits, BuffersOfAUnifiedMemoryDeviceAreAHostCopyToo) {
+  testing::DeviceSession s;
+  if (!s.open("opencl:0"))
+    GTEST_SKIP() << "opencl:0 is not available here";
+  ASSERT_NE(s.info.features & TSR_FEATURE_UNIFIED_MEMORY, 0u);
+  uint64_t elems = cpu::hostMemoryBytes() * 2 / 5 / 8, left = elems;
+  std::string params, specs;
+  for (int i = 0; left > 0; ++i) {
+    uint64_t n = std::min<uint64_t>(left, uint64_t(1) << 31);
+    params += std::string(i ? ", " : "") + "%b" + std::to_string(i) + ": buffer<i64>";
+    specs += "  %b" + std::to_string(i) + "[" + std::to_string(n) + "] = fill(0)\n";
+    left -= n;
+  }
+  if (elems * 8 > s.info.total_memory)
+    GTEST_SKIP() << "the device reports less memory than 2/5 of the host's";
+  std::string text =
+      "kernel @k(" + params + ") {\n}\nlaunch @k grid(1) workgroup(1) {\n" + specs + "}\n";
+  ir::ParseResult r = ir::parseModule(text, "big.tir");
+  ASSERT_TRUE(r.ok()) << (r.diags.empty() ? "" : r.diags[0].str());
+  std::string err;
+  EXPECT_FALSE(checkLaunchFits(s.device, *r.module->lookup("k"), 2, &err));
+  EXPECT_NE(err.find("with its 3 host copies"), std::string::npos) << err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, MemoryLimit, ::testing::Values("cpu:0", "vulkan:0"),

@@ -103,18 +103,31 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
       break;
     }
     std::string t = fresh();
-    line(std::string(dbl ? "double " : "float ") + t + " = " + fn + "(" + x + ");");
+    if (m.round == Round::Rte) // PoCL's rint of a compile-time 1e10 made the kernel take its
+      // cancellation exit (a false deadline); a value past 2^23 (2^52) is an integer already
+      line(std::string(dbl ? "double " : "float ") + t + " = fabs(" + x + ") < " +
+           (dbl ? "0x1p52" : "0x1p23f") + " ? rint(" + x + ") : " + x + ";");
+    else
+      line(std::string(dbl ? "double " : "float ") + t + " = " + fn + "(" + x + ");");
     int w = ir::bitWidth(d);
+    // The value converted is always in range (0 otherwise): a conversion out of range is
+    // undefined in C, and with a compile-time NaN or 1e10 PoCL's optimiser made the whole
+    // expression INT_MIN, or jumped to the kernel's cancellation exit (a false deadline).
+    std::string safe = fresh(), z = dbl ? "0.0" : "0.0f";
     if (m.isUnsigned) {
       std::string U = unsignedType(d);
+      line(std::string(dbl ? "double " : "float ") + safe + " = " + t + " > 0 && " + t + " < " +
+           pow2(w, dbl) + " ? " + t + " : " + z + ";");
       return "(" + D + ")(isnan(" + t + ") || " + t + " <= 0 ? (" + U + ")0 : " + t +
              " >= " + pow2(w, dbl) + " ? (" + U + ")" + intLiteral(d, ~0ull) + " : (" + U + ")" +
-             t + ")";
+             safe + ")";
     }
     uint64_t signBit = 1ull << (static_cast<unsigned>(std::clamp(w, 1, 64)) - 1);
+    line(std::string(dbl ? "double " : "float ") + safe + " = " + t + " >= -" + pow2(w - 1, dbl) +
+         " && " + t + " < " + pow2(w - 1, dbl) + " ? " + t + " : " + z + ";");
     return "(isnan(" + t + ") ? (" + D + ")0 : " + t + " < -" + pow2(w - 1, dbl) + " ? " +
            intLiteral(d, signBit) + " : " + t + " >= " + pow2(w - 1, dbl) + " ? " +
-           intLiteral(d, signBit - 1) + " : (" + D + ")" + t + ")";
+           intLiteral(d, signBit - 1) + " : (" + D + ")" + safe + ")";
   }
   // float -> float
   if (s == d)

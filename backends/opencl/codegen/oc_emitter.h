@@ -67,6 +67,7 @@ private:
   void walkLoop(const ir::Op &op);
   std::map<const ir::Value *, IndexRange> env_;
   std::map<const ir::Op *, IndexRange> ranges_;
+  int loopDepth_ = 0; // walkLoop nesting (oc_range.cpp bounds its re-walks by it)
 };
 
 class Emitter {

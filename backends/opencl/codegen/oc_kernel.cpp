@@ -542,6 +542,8 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
     return false;
   --indent_;
   line("}");
+  if (matrixBytes_ > 0) // read by the driver (opencl_abi.h, "Private bytes")
+    line("// tsr_private_bytes " + info.symbol + " " + std::to_string(matrixBytes_));
   line("");
   for (const auto &op : f.body->ops)
     if (op->kind == OpKind::SharedAlloc) {

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tessera::opencl {
@@ -149,11 +150,14 @@ cl_uint abiArgCount(const std::vector<tsr_kernel_param_t> &params) {
   return n;
 }
 
-tsr_status_t createKernel(ClDevice &dev, cl_program program, const tsr_gpu_kernel &k,
-                          std::unique_ptr<ClKernel> *out) {
+tsr_status_t createKernel(ClDevice &dev, cl_program program, const std::string &source,
+                          const tsr_gpu_kernel &k, std::unique_ptr<ClKernel> *out) {
   auto kernel = std::make_unique<ClKernel>();
   kernel->name = k.name;
   kernel->sharedBytes = k.shared_memory_bytes;
+  std::string tag = "// tsr_private_bytes " + opencl::symbol(k.name) + " ";
+  if (size_t at = source.find(tag); at != std::string::npos)
+    kernel->privateBytes = std::strtoull(source.c_str() + at + tag.size(), nullptr, 10);
   for (uint32_t i = 0; i < k.param_count; ++i)
     kernel->paramNames.push_back(k.params[i].name ? k.params[i].name : "");
   for (uint32_t i = 0; i < k.param_count; ++i) // names copied first: their storage is fixed
@@ -279,7 +283,7 @@ tsr_status_t executableCreate(tsr_drv_device_t device, const char *format, const
   }
   for (uint32_t i = 0; i < m->kernel_count; ++i) {
     std::unique_ptr<ClKernel> k;
-    if (tsr_status_t st = createKernel(*dev, exe->program, m->kernels[i], &k)) {
+    if (tsr_status_t st = createKernel(*dev, exe->program, source, m->kernels[i], &k)) {
       destroy(dev->api(), exe);
       return st;
     }

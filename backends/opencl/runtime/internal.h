@@ -172,6 +172,7 @@ struct ClKernel {
   std::vector<tsr_kernel_param_t> params;
   std::vector<std::string> paramNames;
   uint32_t sharedBytes = 0;
+  uint64_t privateBytes = 0;  // per work-item (opencl_abi.h, "Private bytes")
   cl_kernel kernel = nullptr; // of the generic program
   std::mutex mutex;           // clSetKernelArg + enqueue are one step for concurrent launches
 };

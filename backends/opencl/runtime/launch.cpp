@@ -67,6 +67,16 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   auto *s = as<ClStream>(stream);
   auto *k = as<ClKernel>(kernel);
   const ClApi &api = dev->api();
+  uint64_t items = uint64_t(workgroup[0]) * workgroup[1] * workgroup[2];
+  if (k->privateBytes && items * k->privateBytes > TSR_OPENCL_PRIVATE_BUDGET)
+    return tsr_status_make(
+        TSR_RESOURCE_EXHAUSTED,
+        "opencl: kernel @%s holds %llu bytes of matrix tiles per work-item; a workgroup of "
+        "%llu work-items needs %llu bytes of them, past the %u the device's stack takes "
+        "(PoCL keeps a workgroup's private arrays on one thread's stack): use a smaller "
+        "workgroup or smaller tiles",
+        k->name.c_str(), (unsigned long long)k->privateBytes, (unsigned long long)items,
+        (unsigned long long)(items * k->privateBytes), unsigned(TSR_OPENCL_PRIVATE_BUDGET));
   // Before a control slot is taken: the first launch of a size builds its program.
   cl_kernel ck = kernelForWorkgroup(*dev, *k, workgroup);
   auto launch = std::make_shared<Launch>();

@@ -222,6 +222,27 @@ TEST_F(OpenClDriver, AFaultRecordBecomesTheStatusOnceAndTheStreamGoesOn) {
   TSR_EXPECT_ERROR(tsr_stream_synchronize(stream_), TSR_OUT_OF_RANGE, "kernel @oob");
 }
 
+// A kernel's matrix tiles are private arrays, and PoCL keeps a whole workgroup's on one
+// thread's stack: a 32 KiB tile in a workgroup of 256 (8 MiB) killed the process with SIGSEGV.
+// The codegen tags such kernels with their bytes per work-item (opencl_abi.h, "Private
+// bytes"); a launch whose workgroup needs more than TSR_OPENCL_PRIVATE_BUDGET is refused.
+TEST_F(OpenClDriver, AWorkgroupWhosePrivateTilesPassTheStackBudgetIsRefused) {
+  std::string source = std::string(kKernelSource) +
+                       "\n__kernel void tsr_tiles(__global uchar *b0, ulong o0, ulong n0, "
+                       "__global uint *control) {\n}\n// tsr_private_bytes tsr_tiles 32768\n";
+  tsr_executable_t exe = nullptr;
+  TSR_ASSERT_OK(create(source, {"tiles"}, &exe));
+  tsr_kernel_t tiles = kernel(exe, "tiles");
+  tsr_buffer_t out = allocate(16);
+  tsr_arg_t arg = tsr_arg_buffer(out, 0);
+  uint32_t grid[3] = {1, 1, 1}, big[3] = {256, 1, 1}, fits[3] = {128, 1, 1};
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, tiles, grid, big, &arg, 1), TSR_RESOURCE_EXHAUSTED,
+                   "opencl: kernel @tiles holds 32768 bytes of matrix tiles per work-item; a "
+                   "workgroup of 256 work-items needs 8388608 bytes of them");
+  TSR_ASSERT_OK(tsr_stream_launch(stream_, tiles, grid, fits, &arg, 1)); // 4 MiB: the budget
+  TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
+}
+
 TEST_F(OpenClDriver, ASpinningKernelPastItsDeadlineIsCancelled) {
   tsr_executable_t exe = nullptr;
   TSR_ASSERT_OK(create(kKernelSource, {"spin", "slowfill"}, &exe));
