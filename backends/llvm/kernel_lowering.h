@@ -138,10 +138,10 @@ private:
   llvm::Value *emitGuardedAccess(const ir::Op &op, const ir::Value *mem, llvm::Value *index,
                                  llvm::Type *resultType,
                                  const std::function<llvm::Value *()> &access);
-  /// Checked mode: records `kind` (i32) for `op` at the current work-item.
   /// A barrier reached under `mask`: records TSR_FAULT_DIVERGENT_BARRIER unless every lane
   /// (or none) is active.
   void emitBarrierCheck(const ir::Op &op, llvm::Value *mask);
+  /// Checked mode: records `kind` (i32) for `op` at the current work-item.
   void emitFault(const ir::Op &op, llvm::Value *kind, uint32_t param, llvm::Value *index,
                  llvm::Value *count);
   /// Checked mode: records an integer div/rem by 0 or MIN / -1 before the (safe) division.

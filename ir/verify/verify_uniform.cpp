@@ -64,10 +64,7 @@ public:
     case OpForm::If:
       return source(op.operands[0]);
     case OpForm::For:
-      for (int i = 0; i < 3; ++i)
-        if (const Op *s = source(op.operands[i]))
-          return s;
-      return nullptr;
+      return firstSource({source(op.operands[0]), source(op.operands[1]), source(op.operands[2])});
     case OpForm::While:
       if (const Op *t = op.region(0).terminator(); t && !t->operands.empty())
         return source(t->operands[0]);
@@ -98,7 +95,7 @@ private:
       changed_ = true;
     }
   }
-  const Op *firstSource(std::initializer_list<const Op *> srcs) {
+  static const Op *firstSource(std::initializer_list<const Op *> srcs) {
     for (const Op *s : srcs)
       if (s)
         return s;
@@ -185,8 +182,7 @@ private:
 
   void walkFor(const Op &op) {
     const Block &body = op.region(0);
-    const Op *bounds =
-        firstSource({source(op.operands[0]), source(op.operands[1]), source(op.operands[2])});
+    const Op *bounds = decisionSource(op);
     mark(body.args[0].get(), bounds);
     for (size_t i = 0; i + 3 < op.operands.size(); ++i) {
       const Op *s = firstSource({bounds, source(op.operands[3 + i]), yielded(body, i)});

@@ -102,13 +102,13 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
     default:
       break;
     }
-    std::string t = fresh();
+    std::string t = fresh(), ft = dbl ? "double " : "float ";
     if (m.round == Round::Rte) // PoCL's rint of a compile-time 1e10 made the kernel take its
       // cancellation exit (a false deadline); a value past 2^23 (2^52) is an integer already
-      line(std::string(dbl ? "double " : "float ") + t + " = fabs(" + x + ") < " +
-           (dbl ? "0x1p52" : "0x1p23f") + " ? rint(" + x + ") : " + x + ";");
+      line(ft + t + " = fabs(" + x + ") < " + (dbl ? "0x1p52" : "0x1p23f") + " ? rint(" + x +
+           ") : " + x + ";");
     else
-      line(std::string(dbl ? "double " : "float ") + t + " = " + fn + "(" + x + ");");
+      line(ft + t + " = " + fn + "(" + x + ");");
     int w = ir::bitWidth(d);
     // The value converted is always in range (0 otherwise): a conversion out of range is
     // undefined in C, and with a compile-time NaN or 1e10 PoCL's optimiser made the whole
@@ -116,15 +116,15 @@ std::string Emitter::convertExpr(const ir::Mods &m, Scalar s, Scalar d, const st
     std::string safe = fresh(), z = dbl ? "0.0" : "0.0f";
     if (m.isUnsigned) {
       std::string U = unsignedType(d);
-      line(std::string(dbl ? "double " : "float ") + safe + " = " + t + " > 0 && " + t + " < " +
-           pow2(w, dbl) + " ? " + t + " : " + z + ";");
+      line(ft + safe + " = " + t + " > 0 && " + t + " < " + pow2(w, dbl) + " ? " + t + " : " + z +
+           ";");
       return "(" + D + ")(isnan(" + t + ") || " + t + " <= 0 ? (" + U + ")0 : " + t +
              " >= " + pow2(w, dbl) + " ? (" + U + ")" + intLiteral(d, ~0ull) + " : (" + U + ")" +
              safe + ")";
     }
     uint64_t signBit = 1ull << (static_cast<unsigned>(std::clamp(w, 1, 64)) - 1);
-    line(std::string(dbl ? "double " : "float ") + safe + " = " + t + " >= -" + pow2(w - 1, dbl) +
-         " && " + t + " < " + pow2(w - 1, dbl) + " ? " + t + " : " + z + ";");
+    line(ft + safe + " = " + t + " >= -" + pow2(w - 1, dbl) + " && " + t + " < " +
+         pow2(w - 1, dbl) + " ? " + t + " : " + z + ";");
     return "(isnan(" + t + ") ? (" + D + ")0 : " + t + " < -" + pow2(w - 1, dbl) + " ? " +
            intLiteral(d, signBit) + " : " + t + " >= " + pow2(w - 1, dbl) + " ? " +
            intLiteral(d, signBit - 1) + " : (" + D + ")" + safe + ")";

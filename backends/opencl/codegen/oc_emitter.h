@@ -199,9 +199,9 @@ public:
   bool needsVote(const ir::Op &op) const;
   /// Whether `b` (or a function it calls) holds an op that needsVote.
   bool anyVote(const ir::Block &b, int depth = 0) const;
-  /// Makes bool variable `cond` workgroup-uniform: if the work-items disagree, records
-  /// TSR_FAULT_DIVERGENT_BARRIER and sets it false in every work-item.
-  void emitVote(const std::string &cond);
+  /// A new bool variable holding condition `cond` made workgroup-uniform: if the work-items
+  /// disagree, records TSR_FAULT_DIVERGENT_BARRIER and holds false in every work-item.
+  std::string emitVote(const std::string &cond);
 };
 
 /// Iterations between two reads of the cancel flag in a loop.

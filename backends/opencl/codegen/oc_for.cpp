@@ -252,10 +252,7 @@ bool Emitter::emitFor(const ir::Op &op) {
   if (needsVote(op)) { // a barrier inside and bounds that may differ per work-item
     line("for (;;) {");
     ++indent_;
-    std::string c = fresh();
-    line("bool " + c + " = " + (stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub +
-         ";");
-    emitVote(c);
+    std::string c = emitVote((stepKnownPositive ? "" : step + " > 0 && ") + iv + " < " + ub);
     line("if (!" + c + ")");
     line("  break;");
   } else {

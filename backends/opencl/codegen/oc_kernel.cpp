@@ -236,12 +236,8 @@ bool Emitter::emitIf(const ir::Op &op) {
     vars.push_back(declareVar(r->type, ""));
   std::vector<ir::Type> types = typesOf(op.results);
   std::string cond = val(op.operands[0]);
-  if (needsVote(op)) {
-    std::string c = fresh();
-    line("bool " + c + " = " + cond + ";");
-    emitVote(c);
-    cond = c;
-  }
+  if (needsVote(op))
+    cond = emitVote(cond);
   line("if (" + cond + ") { // " + loc() + " if");
   ++indent_;
   std::vector<std::string> ys;
@@ -317,15 +313,18 @@ bool Emitter::anyVote(const ir::Block &b, int depth) const {
   return false;
 }
 
-void Emitter::emitVote(const std::string &cond) {
+std::string Emitter::emitVote(const std::string &decision) {
   // Every work-item counts its decision into tsr_vote (false, true) between barriers that all
   // of them reach (the enclosing decisions were voted too); all then read the same counts, and
   // when they disagree work-item 0 records the fault and every work-item goes the false way. Each
   // barrier is a site of its own (finish()).
   need("tsr_fault");
   auto barrier = [&] { line("tsr_barrier_" + std::to_string(barrierSites_++) + "();"); };
+  const std::string first = "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0";
+  std::string cond = fresh();
+  line("bool " + cond + " = " + decision + ";");
   line("// " + loc() + ": a barrier inside; the work-items must agree on " + cond);
-  line("if (get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {");
+  line("if (" + first + ") {");
   line("  tsr_vote[0] = 0u;");
   line("  tsr_vote[1] = 0u;");
   line("}");
@@ -337,11 +336,11 @@ void Emitter::emitVote(const std::string &cond) {
   barrier();
   // From here the decision is made of the counts alone: PoCL evaluates a branch around a
   // barrier once per workgroup, so it must not read what each work-item decided.
-  line("if (" + yes + " != 0u && " + no + " != 0u && get_local_id(0) == 0 && " +
-       "get_local_id(1) == 0 && get_local_id(2) == 0)");
+  line("if (" + yes + " != 0u && " + no + " != 0u && " + first + ")");
   line("  " + faultCall("11u /* TSR_FAULT_DIVERGENT_BARRIER */", UINT32_MAX, yes,
                         "(long)" + yes + " + (long)" + no));
   line(cond + " = " + yes + " != 0u && " + no + " == 0u;");
+  return cond;
 }
 
 void Emitter::emitPoll(const std::string &counter) {
@@ -388,12 +387,8 @@ bool Emitter::emitWhile(const ir::Op &op) {
   curOp_ = &op;
   if (cond.empty())
     return fail("internal error: the first region of 'while' ends without 'condition'");
-  if (needsVote(op)) {
-    std::string c = fresh();
-    line("bool " + c + " = " + cond[0] + ";");
-    emitVote(c);
-    cond[0] = c;
-  }
+  if (needsVote(op))
+    cond[0] = emitVote(cond[0]);
   line("if (!" + cond[0] + ")");
   line("  break;");
   std::vector<std::string> ys;

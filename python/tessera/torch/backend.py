@@ -275,12 +275,11 @@ class CompiledFx:
     and the graph's output list are found once, not walked per call.
     """
 
-    _boxed_call = True
-
     def __init__(self, gm, opts, kind):
-        # Also in the instance's __dict__: the Dynamo-disable wrapper AOTAutograd puts around
-        # the backward copies that (functools.wraps), so it is called boxed too and no
-        # "returning a function that doesn't take boxed arguments" warning is raised.
+        # In the instance's __dict__, not the class's: the Dynamo-disable wrapper AOTAutograd
+        # puts around the backward copies that (functools.wraps), so the backward is called
+        # boxed too and no "returning a function that doesn't take boxed arguments" warning
+        # is raised.
         self._boxed_call = True
         self.gm, self.opts, self.kind = gm, opts, kind
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -325,8 +324,8 @@ class CompiledFx:
         return fixes
 
     def __call__(self, *args):
-        # boxed (one list) from the forward; unboxed from the backward, whose Dynamo-disable
-        # wrapper hides _boxed_call. A placeholder is never a list, so this is unambiguous.
+        # boxed (one list) from AOTAutograd; unboxed from a caller that ignores _boxed_call.
+        # A placeholder is never a list, so this is unambiguous.
         args = list(args[0]) if len(args) == 1 and type(args[0]) is list else list(args)
         key = self.key(args)
         last_key, entry = self.last
