@@ -25,9 +25,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 
 namespace tessera::graph::detail {
 namespace {
+
+/// Iterations of a row pass folded into one block partial (see emitRow's pass).
+constexpr int64_t kRowBlock = 64;
 
 /// The longest row that gets one subgroup (docs/graph_ir.md, "Row kernels' schedule"). CPU:
 /// every row (measured no slower than two subgroups per row up to 4096, and the text then
@@ -112,12 +116,24 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     k.line(s + " = shared_alloc : shared<" + ty + ", " + std::to_string(wmax) + ">");
     return shared[ty + role] = s;
   };
-  std::vector<Red> reds;
+  // A float value whose var this kernel computes has its var, and the sum or mean sharing
+  // var's first pass, accumulated in f64 where the device has it (as eager's f64 Welford):
+  // the two-pass var needs the mean to more digits than the data's spread, and f32 partials
+  // of data far from zero lose them (var of 1e6 + randn was 2.5e5).
+  std::set<int> f64Inputs;
+  for (int m : fk.members)
+    if (caps.f64 && g.node(m).op == OpKind::Var)
+      f64Inputs.insert(g.node(m).inputs[0]);
+  auto redFor = [&](int m) {
+    const Node &n = g.node(m);
+    bool summed = n.op == OpKind::Sum || n.op == OpKind::Mean || n.op == OpKind::Var;
+    return redOf(g, n, summed && f64Inputs.count(n.inputs[0]) > 0);
+  };
   uint64_t bytes = 0;
   for (int m : fk.members) {
     if (subRows || opFamily(g.node(m).op) != OpFamily::Reduction)
       continue; // subgroup rows need no shared memory
-    Red r = redOf(g, g.node(m));
+    Red r = redFor(m);
     if (!shared.count(r.ty))
       bytes += wmax * (r.ty == "f32" || r.ty == "i32" ? 4u : 8u);
     sharedOf(r.ty);
@@ -194,9 +210,11 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   if (unroll > 1)
     rowStep = ln(k, "mul " + wg + ", " + emitIntConst(k, unroll, "i64") + " : i64", "t");
   std::string inRow;
-  auto openRowLoop = [&](const std::string &results, const std::string &iters) {
+  auto openRowLoop = [&](const std::string &results, const std::string &iters,
+                         const std::string &from = "", const std::string &to = "") {
     std::string j0 = k.fresh("j");
-    std::string head = "for " + j0 + " = " + zero + " to " + rArg + " step " + rowStep +
+    std::string head = "for " + j0 + " = " + (from.empty() ? zero : from) + " to " +
+                       (to.empty() ? rArg : to) + " step " + rowStep +
                        (iters.empty() ? "" : " iter(" + iters + ")") + " : i64 {";
     k.open(results.empty() ? head : results + " = " + head);
     return j0;
@@ -301,7 +319,26 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
                 resi = k.fresh("p");
     bool arg = r.op == OpKind::Argmax;
     std::string iters = acc + " = " + init + (arg ? ", " + acci + " = " + minus1 : "");
-    std::string j0 = openRowLoop(arg ? res + ", " + resi : res, iters);
+    // A long row's sum is blocked: each work-item folds kRowBlock iterations into a block
+    // partial and the block partials into its total, so the rounding error grows with about
+    // kRowBlock * U + iterations / kRowBlock terms instead of every element (a row of 1M
+    // elements was 1e-6 off relative, eager's cascade 7e-8).
+    bool blocked =
+        !arg && r.op != OpKind::Amax && r.op != OpKind::Amin &&
+        (R + static_cast<int64_t>(w) * unroll - 1) / (static_cast<int64_t>(w) * unroll) > kRowBlock;
+    std::string outer, total, from, to;
+    if (blocked) { // for b = 0 to R step span: the block [b, min(b + span, R))
+      std::string b = k.fresh("j");
+      std::string span =
+          ln(k, "mul " + rowStep + ", " + emitIntConst(k, kRowBlock, "i64") + " : i64", "t");
+      outer = k.fresh("p"), total = k.fresh("acc");
+      k.open(outer + " = for " + b + " = " + zero + " to " + rArg + " step " + span + " iter(" +
+             total + " = " + init + ") : i64 {");
+      from = b;
+      to = ln(k, "add " + b + ", " + span + " : i64", "e");
+      to = ln(k, "min " + to + ", " + rArg + " : i64", "e");
+    }
+    std::string j0 = openRowLoop(arg ? res + ", " + resi : res, iters, from, to);
     bool stash = input == stashE && mean.empty() && !stashed;
     std::string cur = acc, curi = acci;
     for (uint32_t u = 0; u < unroll; ++u) {
@@ -324,6 +361,11 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     }
     stashed = stashed || stash;
     closeRowLoop(arg ? cur + ", " + curi : cur);
+    if (blocked) {
+      k.line("yield " + combine(k, r, total, res));
+      k.close();
+      res = outer;
+    }
     if (subRows) // one subgroup per row: its reduction is the row's
       return subgroupTotal(k, r, res);
     std::string sh = sharedOf(r.ty);
@@ -388,7 +430,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   for (int m : fk.members) {
     const Node &n = g.node(m);
     if (opFamily(n.op) == OpFamily::Reduction) {
-      Red r = redOf(g, n);
+      Red r = redFor(m);
       std::string idx, tot;
       bool summed = n.op == OpKind::Sum || n.op == OpKind::Mean || n.op == OpKind::Var;
       if (summed && rowSum.count(n.inputs[0])) {
@@ -505,7 +547,7 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
   std::string valid = ln(k, "cmp.slt " + o + ", " + outArg + " : i64", "ok");
   std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
   std::vector<std::string> kept = emitUnravel(k, o, keptSizes);
-  Red r = redOf(g, n);
+  Red r = redOf(g, n, caps.f64 && n.op == OpKind::Var); // as the row kernel's var
   bool arg = n.op == OpKind::Argmax;
   // On the CPU backend each iteration of a main loop folds kColumnUnroll consecutive elements
   // (j0 + u, in order), so the per-iteration cost of the lock-step loop (one run over the

@@ -8,13 +8,13 @@
 
 namespace tessera::graph::detail {
 
-Red redOf(const Graph &g, const Node &n) {
+Red redOf(const Graph &g, const Node &n, bool f64Sums) {
   Red r;
   r.op = n.op;
   r.in = g.typeOf(n.inputs[0]).dtype;
   if (n.op == OpKind::Amax || n.op == OpKind::Amin || n.op == OpKind::Argmax)
     r.acc = r.in;
-  else if (r.in == DType::F64)
+  else if (r.in == DType::F64 || (f64Sums && isFloat(r.in) && n.op != OpKind::Prod))
     r.acc = DType::F64;
   else if (isFloat(r.in))
     r.acc = DType::F32;

@@ -17,7 +17,9 @@ struct Red {
   std::string ty; // computeType(acc)
 };
 
-Red redOf(const Graph &g, const Node &n);
+/// `f64Sums`: a float sum, mean or var accumulates in f64 (var's passes on a device with f64:
+/// the mean of data far from zero needs more than f32's digits, as eager's f64 Welford has).
+Red redOf(const Graph &g, const Node &n, bool f64Sums = false);
 /// The accumulator's initial value (0, 1, -inf/+inf or the integer extremes).
 std::string initValue(KernelText &k, const Red &r);
 /// The input element converted to the accumulator type.

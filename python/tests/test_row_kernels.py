@@ -213,3 +213,34 @@ def test_column_sum_over_a_middle_axis_bit_for_bit(a, n, c):
     s, m = (np.from_dlpack(o) for o in g.run([x]))
     assert s.tobytes() == blocked_column_sum(x, axis=1).tobytes()
     np.testing.assert_array_equal(m, x.max(axis=1))
+
+
+def blocked_lane_order_row_sum(x, width=16, span=16 * 4 * 64):
+    """The CPU backend's sum of a long row (more than 64 lock-step iterations of 16 lanes x 4
+    elements): lane l folds its elements of each span of 4096 into a block partial (l, l + 16,
+    ... in turn), and the block partials into its total; then the lanes in order. f32 after
+    every add."""
+    out = np.empty(x.shape[0], np.float32)
+    for i, row in enumerate(x):
+        acc = np.float32(0)
+        for lane in range(width):
+            tot = np.float32(0)
+            for b in range(0, len(row), span):
+                blk = np.float32(0)
+                for v in row[b + lane : b + span : width]:
+                    blk = np.float32(blk + v)
+                tot = np.float32(tot + blk)
+            acc = tot if lane == 0 else np.float32(acc + tot)
+        out[i] = acc
+    return out
+
+
+# Long rows are blocked (lower_reduce.cpp, kRowBlock): at 4096 elements still one block (the
+# lane order above), past it block partials, bit for bit.
+@pytest.mark.parametrize("r", [4096, 4097, 3 * 4096 + 77])
+def test_long_row_sum_is_the_blocked_order_bit_for_bit(r):
+    x = spread_values(np.random.default_rng(r), (3, r))
+    want = lane_order_row_sum(x) if r <= 4096 else blocked_lane_order_row_sum(x)
+    assert_one_kernel_bit_for_bit(ROW_SUM.format(n=3, r=r), "row", x, want)
+    if r > 2 * 4096:  # the blocked order is not the single running sum's: the model pins it
+        assert lane_order_row_sum(x).tobytes() != want.tobytes()

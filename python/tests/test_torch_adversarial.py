@@ -289,6 +289,23 @@ def test_mean_sum_over_several_dims(device):
     check(f, [torch.randn(3, 4, 5)], device)
 
 
+# Long reductions at assert_close's f32 defaults: a 3M-element sum (f32 running partials were
+# 1.6e-6 off relative, past rtol 1.3e-6), var of data far from zero as a full, row and column
+# reduction (f32 means made var(1e6 + randn) 2.5e5; eager accumulates var in f64), and
+# std / var_mean of long rows.
+@pytest.mark.parametrize("device", CPU)
+def test_long_sums_and_vars_match_eager(device):
+    def f(x, y, z):
+        return (x.sum(), x.mean(), y.var(), z.var(-1), y.view(-1, 4).var(0),
+                z.std(-1), torch.var_mean(z, -1, correction=0))
+
+    torch.manual_seed(10)
+    x = torch.rand(3_000_000)
+    y = 1e6 + torch.randn(1 << 20)
+    z = 1000 + torch.randn(3, 300_000)
+    check(f, [x, y, z], device, backward=False)
+
+
 @pytest.mark.parametrize("device", CPU)
 def test_max_dim_values_and_indices(device):
     def f(x):
