@@ -135,6 +135,16 @@ public:
   // --- kernel generators (each returns false with error_ set)
   bool emitPointwise(const char *kind, int v, const Operand &out, const std::vector<int> &ops);
   bool emitRow(const FusedKernel &k);
+  /// Split rows (lower_reduce.cpp): may the row group's rows be cut into chunks?
+  bool splittableRow(const FusedKernel &fk, const std::vector<int64_t> &rowShape);
+  /// The second kernel of split rows: each row's chunk partials (temps: reduction -> buffer
+  /// [rows, chunks]) folded, then the per-row members.
+  bool emitSplitCombine(const FusedKernel &fk, const std::vector<int64_t> &rowShape, int64_t nrows,
+                        int64_t R, int64_t chunks, const std::vector<std::pair<int, int>> &temps);
+  /// Stores each member's per-row value (values: member -> SSA name) at element `row`.
+  void storeRowValues(KernelBuilder &kb, const std::vector<int> &members, const std::string &row,
+                      const std::map<int, std::string> &values);
+  void launchRows(KernelBuilder &kb, int64_t rows, uint32_t rowsPerGroup, uint32_t w, bool subRows);
   bool emitColumn(const FusedKernel &k);
   bool emitMatmul(const FusedKernel &k);
   bool emitCat(const FusedKernel &k);

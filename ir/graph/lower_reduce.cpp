@@ -23,8 +23,10 @@
 #include "ir/graph/lower_reduce_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <set>
 
 namespace tessera::graph::detail {
@@ -32,6 +34,14 @@ namespace {
 
 /// Iterations of a row pass folded into one block partial (see emitRow's pass).
 constexpr int64_t kRowBlock = 64;
+
+/// Split rows (see emitRow): fewer than kSplitMaxRows rows of at least kSplitMinRow elements
+/// are cut into chunks of about kSplitChunk elements (at most kSplitMaxChunks per row), each
+/// chunk a row of the first kernel.
+constexpr int64_t kSplitMaxRows = 16;
+constexpr int64_t kSplitChunk = 16384;
+constexpr int64_t kSplitMinRow = 4 * kSplitChunk;
+constexpr int64_t kSplitMaxChunks = 1024;
 
 /// The longest row that gets one subgroup (docs/graph_ir.md, "Row kernels' schedule"). CPU:
 /// every row (measured no slower than two subgroups per row up to 4096, and the text then
@@ -67,6 +77,21 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     rowShape[d] = 1;
   if (nrows == 0)
     return true; // no rows: every member is empty
+  // Split rows: a few long rows would each run on one workgroup (a 3M-element sum on one
+  // thread of cpu:0, one compute unit of a GPU). When every reduction of the group is a sum,
+  // mean, amax or amin of values that read no other reduction of the group, and nothing over
+  // the whole row is stored, the rows are cut into C chunks: this kernel reduces each chunk
+  // (a virtual row of length L; row group_id.y, a grid of [.., rows]) into a partial in a
+  // temporary [rows, C], and a second kernel (emitSplitCombine) folds each row's C partials in
+  // order and computes the per-row members.
+  int64_t chunks = 1, L = R;
+  if (nrows < kSplitMaxRows && R >= kSplitMinRow && splittableRow(fk, rowShape)) {
+    chunks = std::min((R + kSplitChunk - 1) / kSplitChunk, kSplitMaxChunks);
+    L = (R + chunks - 1) / chunks;
+  }
+  const bool split = chunks > 1;
+  // The kernel's rows: split, the chunks of the row group_id.y.
+  const int64_t vrows = split ? chunks : nrows;
   uint32_t sg = std::max<uint32_t>(1, caps.subgroupSize);
   // Subgroup rows: one subgroup per row, several rows per workgroup, when every reduction
   // has a subgroup op and the row is short enough that one subgroup's strided loop over it
@@ -78,13 +103,13 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     if (opFamily(op) == OpFamily::Reduction && (op == OpKind::Prod || op == OpKind::Argmax))
       subgroupOps = false;
   }
-  bool subRows = subgroupOps && sg > 1 && R <= subgroupRowMax(caps);
+  bool subRows = subgroupOps && sg > 1 && L <= subgroupRowMax(caps);
   uint32_t rowsPerGroup = subRows ? subgroupRowsPerGroup(caps, workgroupSize()) : 1;
   uint32_t wmax = subRows ? sg : std::min(workgroupSize(), sg * sg); // two subgroup levels
   // Short rows get a smaller workgroup (a multiple of the subgroup size) so that fewer
   // work-items idle; the text does not depend on it.
   uint32_t w = sg;
-  while (w < wmax && static_cast<int64_t>(w) < R)
+  while (w < wmax && static_cast<int64_t>(w) < L)
     w *= 2;
   w = std::min(wmax, std::max(sg, w / sg * sg));
   // The CPU backend runs a workgroup as loops over its work-items between convergent ops, so
@@ -97,7 +122,9 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
 
   KernelBuilder kb(nextName("row"));
   KernelText &k = kb.body;
-  std::string nrowsArg = kb.i64(nrows), rArg = kb.i64(R);
+  // rArg: the pass loops' extent (a chunk's length when split); fullR: the row's length.
+  std::string nrowsArg = kb.i64(vrows), rArg = kb.i64(L);
+  std::string fullR = split ? kb.i64(R) : rArg;
   std::vector<std::string> outerSizes, innerSizes;
   for (size_t d = 0; d < S.size(); ++d)
     (d < p ? outerSizes : innerSizes).push_back(kb.i64(S[d]));
@@ -180,10 +207,27 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   } else {
     k.open("for " + row + " = " + grp + " to " + nrowsArg + " step " + ngrp + " : i64 {");
   }
-  std::string rowBase = ln(k, "mul " + row + ", " + rArg + " : i64", "rb");
+  // The real row and the first element of this (virtual) row: row and 0 unless split.
+  // Split: the chunk's elements are [start, start + len) of row realRow.
+  auto chunkOf = [&](const std::string &vrow) -> std::array<std::string, 3> {
+    if (!split)
+      return {vrow, "", ""};
+    std::string real = ln(k, "group_id.y : i64", "row"); // chunk c of this row: virtual row c
+    std::string start = ln(k, "mul " + vrow + ", " + rArg + " : i64", "t");
+    std::string left = ln(k, "sub " + fullR + ", " + start + " : i64", "t");
+    std::string len = ln(k, "min " + left + ", " + rArg + " : i64", "t");
+    return {real, start, len};
+  };
+  auto [realRow, chunkStart, chunkLen] = chunkOf(row);
+  // The flat index of element 0 of a (virtual) row.
+  auto baseOf = [&](const std::string &real, const std::string &start) {
+    std::string b = ln(k, "mul " + real + ", " + fullR + " : i64", "rb");
+    return start.empty() ? b : ln(k, "add " + b + ", " + start + " : i64", "rb");
+  };
+  std::string rowBase = baseOf(realRow, chunkStart);
   std::vector<std::string> outer;
   if (p > 0)
-    outer = emitUnravel(k, row, outerSizes);
+    outer = emitUnravel(k, realRow, outerSizes);
 
   EmitCtx rowCtx;
   rowCtx.tag = "row";
@@ -205,7 +249,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   // the result does not depend on U.
   uint32_t unroll = 1;
   if (caps.backend == "cpu")
-    unroll = static_cast<uint32_t>(std::clamp<int64_t>((R + w - 1) / w, 1, 4));
+    unroll = static_cast<uint32_t>(std::clamp<int64_t>((L + w - 1) / w, 1, 4));
   std::string rowStep = wg;
   if (unroll > 1)
     rowStep = ln(k, "mul " + wg + ", " + emitIntConst(k, unroll, "i64") + " : i64", "t");
@@ -230,7 +274,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
              "j");
     std::string j = k.fresh("j");
     k.line(j + " = add " + base + ", " + lid + " : i64");
-    inRow = ln(k, "cmp.slt " + j + ", " + rArg + " : i64", "in");
+    inRow = ln(k, "cmp.slt " + j + ", " + (split ? chunkLen : rArg) + " : i64", "in");
     return j;
   };
   auto closeRowLoop = [&](const std::string &yields) {
@@ -250,19 +294,20 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       // loop: on the CPU backend a value from outside the pass loop is a per-work-item array,
       // and addresses through it vectorise as gathers; recomputed, they are affine in
       // local_id.x (contiguous loads).
-      std::string r = rowInBlock().first;
-      std::string base = ln(k, "mul " + r + ", " + rArg + " : i64", "rb");
-      c.flat = ln(k, "add " + base + ", " + j + " : i64", "fl");
+      auto [real, start, len] = chunkOf(rowInBlock().first);
+      (void)len;
+      c.flat = ln(k, "add " + baseOf(real, start) + ", " + j + " : i64", "fl");
     } else {
       c.flat = ln(k, "add " + rowBase + ", " + j + " : i64", "fl");
     }
     // The outer coordinates come from the row loop (unravelled once per row, not per
     // element); only strided operands address through them.
     c.coords = outer;
+    std::string jr = split ? ln(k, "add " + chunkStart + ", " + j + " : i64", "j") : j;
     if (fk.q == 1) {
-      c.coords.push_back(j);
+      c.coords.push_back(jr);
     } else {
-      std::vector<std::string> inner = emitUnravel(k, j, innerSizes);
+      std::vector<std::string> inner = emitUnravel(k, jr, innerSizes);
       c.coords.insert(c.coords.end(), inner.begin(), inner.end());
     }
     c.memo = rowCtx.memo; // per-row values are in scope and equal at every element
@@ -325,7 +370,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     // elements was 1e-6 off relative, eager's cascade 7e-8).
     bool blocked =
         !arg && r.op != OpKind::Amax && r.op != OpKind::Amin &&
-        (R + static_cast<int64_t>(w) * unroll - 1) / (static_cast<int64_t>(w) * unroll) > kRowBlock;
+        (L + static_cast<int64_t>(w) * unroll - 1) / (static_cast<int64_t>(w) * unroll) > kRowBlock;
     std::string outer, total, from, to;
     if (blocked) { // for b = 0 to R step span: the block [b, min(b + span, R))
       std::string b = k.fresh("j");
@@ -427,6 +472,7 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
   // The row sum of a value, shared by its sum, mean and var (layer_norm's mean and var read
   // the same sum: one pass fewer).
   std::map<int, std::string> rowSum;
+  std::vector<std::pair<int, std::string>> partials; // split: each reduction's chunk total
   for (int m : fk.members) {
     const Node &n = g.node(m);
     if (opFamily(n.op) == OpFamily::Reduction) {
@@ -439,6 +485,10 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
         tot = pass(r, n.inputs[0], "", &idx);
         if (summed)
           rowSum[n.inputs[0]] = tot;
+      }
+      if (split) {
+        partials.emplace_back(m, tot);
+        continue;
       }
       std::string v;
       if (n.op == OpKind::Argmax) {
@@ -454,11 +504,37 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
       rowCtx.memo[m] = v;
       continue;
     }
-    if (n.type.shape == rowShape)
+    if (n.type.shape == rowShape && !split)
       value(kb, rowCtx, m); // once per row, after the reductions it reads
   }
   if (!error_.empty())
     return false;
+  if (split) { // each chunk's partials into the temporary [rows, C] of its reduction
+    std::string lead = ln(k, "cmp.eq " + lid + ", " + zero + " : i64");
+    if (!rowOk.empty())
+      lead = ln(k, "and " + lead + ", " + rowOk + " : i1");
+    k.open("if " + lead + " {");
+    std::vector<std::pair<int, int>> temps; // (reduction, its temporary buffer)
+    for (auto &[m, tot] : partials) {
+      Red r = redFor(m);
+      int buf = newBuffer(PlanBuffer::Role::Temp, r.acc, nrows * chunks);
+      BoundView bv =
+          bindView(kb, contiguous(buf, TensorType{r.acc, {nrows * chunks}, {}}), true, true);
+      EmitCtx c; // partial [realRow, row]
+      c.flat = ln(k,
+                  "add " + ln(k, "mul " + realRow + ", " + nrowsArg + " : i64", "t") + ", " + row +
+                      " : i64",
+                  "t");
+      emitStore(k, bv.buf, r.acc, emitIndex(k, c, bv), tot);
+      temps.emplace_back(m, buf);
+    }
+    k.close();
+    k.close();
+    launchRows(kb, vrows, rowsPerGroup, w, subRows);
+    kb.launch.grid[1] = static_cast<uint32_t>(nrows);
+    addKernel(kb, "row", fk.members);
+    return error_.empty() && emitSplitCombine(fk, rowShape, nrows, R, chunks, temps);
+  }
 
   // Final pass: members over the whole row that someone reads from memory.
   std::vector<int> full, perRow;
@@ -493,21 +569,119 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
     if (!rowOk.empty())
       lead = ln(k, "and " + lead + ", " + rowOk + " : i1");
     k.open("if " + lead + " {");
-    for (int m : perRow) {
-      const Operand &lay = *layoutOf(m);
-      BoundView bv = bindView(kb, lay, true, true);
-      EmitCtx c;
-      c.flat = row;
-      emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), rowCtx.memo.at(m));
-    }
+    storeRowValues(kb, perRow, row, rowCtx.memo);
     k.close();
   }
   k.close();
-  int64_t groups = (nrows + rowsPerGroup - 1) / rowsPerGroup;
+  launchRows(kb, vrows, rowsPerGroup, w, subRows);
+  addKernel(kb, "row", fk.members);
+  return error_.empty();
+}
+
+void Lowerer::storeRowValues(KernelBuilder &kb, const std::vector<int> &members,
+                             const std::string &row, const std::map<int, std::string> &values) {
+  for (int m : members) {
+    const Operand &lay = *layoutOf(m);
+    BoundView bv = bindView(kb, lay, true, true);
+    EmitCtx c;
+    c.flat = row;
+    emitStore(kb.body, bv.buf, lay.dtype, emitIndex(kb.body, c, bv), values.at(m));
+  }
+}
+
+void Lowerer::launchRows(KernelBuilder &kb, int64_t rows, uint32_t rowsPerGroup, uint32_t w,
+                         bool subRows) {
+  int64_t groups = (rows + rowsPerGroup - 1) / rowsPerGroup;
   kb.launch.grid[0] = static_cast<uint32_t>(std::min<int64_t>(groups, 65535));
   kb.launch.workgroup[0] = w;
   kb.launch.workgroup[1] = subRows ? rowsPerGroup : 1;
-  addKernel(kb, "row", fk.members);
+}
+
+bool Lowerer::splittableRow(const FusedKernel &fk, const std::vector<int64_t> &rowShape) {
+  std::set<int> members(fk.members.begin(), fk.members.end());
+  // Does v (a value the kernel computes inline) read a reduction of this kernel?
+  std::map<int, bool> memo;
+  std::function<bool(int)> readsReduction = [&](int v) -> bool {
+    if (g.isParam(v) || !members.count(v))
+      return false; // a parameter or another kernel's output: loaded
+    if (opFamily(g.node(v).op) == OpFamily::Reduction)
+      return true;
+    auto it = memo.find(v);
+    if (it != memo.end())
+      return it->second;
+    bool r = false;
+    for (int i : g.node(v).inputs)
+      r = r || readsReduction(i);
+    return memo[v] = r;
+  };
+  for (int m : fk.members) {
+    const Node &n = g.node(m);
+    if (opFamily(n.op) == OpFamily::Reduction) {
+      if (n.op != OpKind::Sum && n.op != OpKind::Mean && n.op != OpKind::Amax &&
+          n.op != OpKind::Amin)
+        return false;
+      if (readsReduction(n.inputs[0]))
+        return false;
+    } else if (fusion.materialise[static_cast<size_t>(m)] && n.type.shape != rowShape) {
+      return false; // stored over the whole row: needs the row's totals in the same kernel
+    }
+  }
+  return true;
+}
+
+bool Lowerer::emitSplitCombine(const FusedKernel &fk, const std::vector<int64_t> &rowShape,
+                               int64_t nrows, int64_t R, int64_t chunks,
+                               const std::vector<std::pair<int, int>> &temps) {
+  // One work-item per row folds the row's C partials in chunk order, then computes the
+  // row's reductions (mean: / R) and per-row members and stores what is read.
+  KernelBuilder kb(nextName("reduce"));
+  KernelText &k = kb.body;
+  std::string nrowsArg = kb.i64(nrows), rArg = kb.i64(R), chunksArg = kb.i64(chunks);
+  size_t p = rowShape.size() - static_cast<size_t>(fk.q);
+  std::vector<std::string> outerSizes;
+  for (size_t d = 0; d < p; ++d)
+    outerSizes.push_back(kb.i64(rowShape[d]));
+  std::string row = linearId(kb);
+  std::string ok = ln(k, "cmp.slt " + row + ", " + nrowsArg + " : i64", "ok");
+  k.open("if " + ok + " {");
+  std::string zero = emitIntConst(k, 0, "i64"), one = emitIntConst(k, 1, "i64");
+  EmitCtx rowCtx;
+  rowCtx.tag = "row";
+  rowCtx.space = rowShape;
+  rowCtx.flat = row;
+  if (p > 0)
+    rowCtx.coords = emitUnravel(k, row, outerSizes);
+  for (size_t d = p; d < rowShape.size(); ++d)
+    rowCtx.coords.push_back(zero);
+  std::string first = ln(k, "mul " + row + ", " + chunksArg + " : i64", "t");
+  for (auto &[m, buf] : temps) {
+    Red r = redOf(g, g.node(m));
+    BoundView bv =
+        bindView(kb, contiguous(buf, TensorType{r.acc, {nrows * chunks}, {}}), false, true);
+    std::string acc = k.fresh("acc"), tot = k.fresh("tot"), c = k.fresh("c");
+    k.open(tot + " = for " + c + " = " + zero + " to " + chunksArg + " step " + one + " iter(" +
+           acc + " = " + initValue(k, r) + ") : i64 {");
+    EmitCtx e;
+    e.flat = ln(k, "add " + first + ", " + c + " : i64", "t");
+    std::string part = emitLoad(k, bv.buf, r.acc, emitIndex(k, e, bv));
+    k.line("yield " + combine(k, r, acc, part));
+    k.close();
+    rowCtx.memo[m] = finalValue(k, g, g.node(m), r, tot, rArg);
+  }
+  for (int m : fk.members) {
+    const Node &n = g.node(m);
+    if (opFamily(n.op) != OpFamily::Reduction && n.type.shape == rowShape)
+      value(kb, rowCtx, m); // once per row, after the reductions it reads
+  }
+  std::vector<int> stored;
+  for (int m : fk.members)
+    if (fusion.materialise[static_cast<size_t>(m)])
+      stored.push_back(m);
+  storeRowValues(kb, stored, row, rowCtx.memo);
+  k.close();
+  if (!launchLinear(kb.launch, nrows))
+    return fail(fk.anchor, "more than 65535^2 workgroups in one kernel");
+  addKernel(kb, "reduce", fk.members);
   return error_.empty();
 }
 

@@ -244,3 +244,83 @@ def test_long_row_sum_is_the_blocked_order_bit_for_bit(r):
     assert_one_kernel_bit_for_bit(ROW_SUM.format(n=3, r=r), "row", x, want)
     if r > 2 * 4096:  # the blocked order is not the single running sum's: the model pins it
         assert lane_order_row_sum(x).tobytes() != want.tobytes()
+
+
+def split_row_sum(x, chunk=16384, max_chunks=1024):
+    """A few long rows are split (lower_reduce.cpp, kSplitChunk): C = ceil(R / 16384) chunks
+    (at most 1024) of L = ceil(R / C) elements, each summed as a row of its own (the blocked
+    lane order), then each row's C partials added in chunk order from 0."""
+    r = x.shape[1]
+    c = min(-(-r // chunk), max_chunks)
+    length = -(-r // c)
+    parts = [blocked_lane_order_row_sum(np.ascontiguousarray(x[:, i : i + length]))
+             for i in range(0, r, length)]
+    tot = np.zeros(x.shape[0], np.float32)
+    for p in parts:
+        tot = (tot + p).astype(np.float32)
+    return tot
+
+
+SPLIT_STATS = """graph @g(%x: tensor<f32, [{n}, {r}]{strides}>) {{
+  %e = exp %x
+  %s = sum %e {{axes = [1]}}
+  %m = mean %x {{axes = [1]}}
+  %a = amax %x {{axes = [1]}}
+  %b = amin %x {{axes = [1]}}
+  %q = div %s, %a
+  return %s, %m, %a, %b, %q
+}}"""
+
+
+# Fewer than 16 rows of 65536 or more elements run as two kernels: chunks of the rows, then
+# each row's partials. The sum bit for bit in that order; mean / amax / amin / a per-row value
+# against numpy; a NaN in one chunk reaches amax and amin; a transposed (strided) input.
+@pytest.mark.parametrize("n,r", [(1, 65536), (3, 100003), (15, 70001)])
+def test_split_rows(n, r):
+    x = spread_values(np.random.default_rng(r), (n, r))
+    g = tessera.compile_graph(ROW_SUM.format(n=n, r=r), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["row", "reduce"]
+    got = np.from_dlpack(g.run([x])[0])
+    want = split_row_sum(x)
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)
+
+    x = np.random.default_rng(n).standard_normal((n, r)).astype(np.float32)
+    x[n // 2, r - 3] = np.nan
+    x64 = x.astype(np.float64)
+    for strided in (False, True):
+        inp = np.ascontiguousarray(x.T).T if strided else x  # column-major storage
+        text = SPLIT_STATS.format(n=n, r=r, strides=f", strides [1, {n}]" if strided else "")
+        g = tessera.compile_graph(text, "cpu:0")
+        assert [k["kind"] for k in g.kernels][:2] == ["row", "reduce"]
+        s, m, a, b, q = (np.from_dlpack(o).astype(np.float64) for o in g.run([inp]))
+        np.testing.assert_allclose(s, np.exp(x64).sum(1), rtol=1e-5)
+        np.testing.assert_allclose(m, x64.mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(a, x64.max(1))  # NaN where the row has one
+        np.testing.assert_array_equal(b, x64.min(1))
+        np.testing.assert_allclose(q, np.exp(x64).sum(1) / x64.max(1), rtol=1e-5)
+    # 16 rows are enough to fill the machine: one row kernel
+    g = tessera.compile_graph(ROW_SUM.format(n=16, r=r), "cpu:0")
+    assert [k["kind"] for k in g.kernels] == ["row"]
+
+
+OTHER_DEVICES = [d.name for d in tessera.devices() if d.name in ("vulkan:0", "opencl:0")]
+
+
+# The same split kernels on the GPU-style backends (a workgroup per chunk, no lock-step loop).
+@pytest.mark.parametrize("device", OTHER_DEVICES)
+def test_split_rows_on_other_devices(device):
+    n, r = 3, 100003
+    x = np.random.default_rng(n).standard_normal((n, r)).astype(np.float32)
+    x[1, r - 3] = np.nan
+    x64 = x.astype(np.float64)
+    for strided in (False, True):
+        inp = np.ascontiguousarray(x.T).T if strided else x
+        text = SPLIT_STATS.format(n=n, r=r, strides=f", strides [1, {n}]" if strided else "")
+        g = tessera.compile_graph(text, device)
+        assert [k["kind"] for k in g.kernels][:2] == ["row", "reduce"]
+        s, m, a, b, q = (np.from_dlpack(o).astype(np.float64) for o in g.run([inp]))
+        np.testing.assert_allclose(s, np.exp(x64).sum(1), rtol=1e-5)
+        np.testing.assert_allclose(m, x64.mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(a, x64.max(1))
+        np.testing.assert_array_equal(b, x64.min(1))
+        np.testing.assert_allclose(q, np.exp(x64).sum(1) / x64.max(1), rtol=1e-5)

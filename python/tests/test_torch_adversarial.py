@@ -293,17 +293,22 @@ def test_mean_sum_over_several_dims(device):
 # 1.6e-6 off relative, past rtol 1.3e-6), var of data far from zero as a full, row and column
 # reduction (f32 means made var(1e6 + randn) 2.5e5; eager accumulates var in f64), and
 # std / var_mean of long rows.
+# The full sums run split (a kernel over chunks, then one over their partials): integers,
+# amax / amin with a NaN in one chunk, a fused prologue.
 @pytest.mark.parametrize("device", CPU)
 def test_long_sums_and_vars_match_eager(device):
-    def f(x, y, z):
+    def f(x, y, z, i):
         return (x.sum(), x.mean(), y.var(), z.var(-1), y.view(-1, 4).var(0),
-                z.std(-1), torch.var_mean(z, -1, correction=0))
+                z.std(-1), torch.var_mean(z, -1, correction=0), i.sum(), (i * 7).sum(-1),
+                y.amax(), z.amin(-1), (x * x).sum(), torch.nn.functional.mse_loss(x, x * 0.5))
 
     torch.manual_seed(10)
     x = torch.rand(3_000_000)
     y = 1e6 + torch.randn(1 << 20)
     z = 1000 + torch.randn(3, 300_000)
-    check(f, [x, y, z], device, backward=False)
+    z[1, 123_456] = float("nan")
+    i = torch.randint(-(1 << 30), 1 << 30, (2, 700_001), dtype=torch.int32)
+    check(f, [x, y, z, i], device, backward=False)
 
 
 @pytest.mark.parametrize("device", CPU)
