@@ -277,8 +277,12 @@ void Lowerer::addKernel(KernelBuilder &kb, const char *kind, const std::vector<i
   PlanKernelInfo info;
   info.kernel = kb.name();
   info.kind = kind;
-  for (int v : ops)
+  // Its own ops and those it recomputed inline (a pointwise chain's producers, a reduction's
+  // prologue), in graph order.
+  inlined_.insert(ops.begin(), ops.end());
+  for (int v : inlined_)
     info.ops.push_back(opName(g.node(v).op));
+  inlined_.clear();
   plan->kernels.push_back(std::move(info));
 }
 
@@ -464,6 +468,7 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
       for (int i : n.inputs)
         in.push_back(value(kb, ctx, i));
       r = emitScalarOp(k, g, n, in);
+      inlined_.insert(v);
     }
     r = emitRound(k, n.type.dtype, r);
   }

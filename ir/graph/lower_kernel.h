@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,8 @@ private:
 
   std::vector<std::optional<Operand>> layout_;
   std::string error_;
+  /// The nodes value() recomputed inline since the last addKernel (listed in its ops).
+  std::set<int> inlined_;
 };
 
 } // namespace tessera::graph::detail

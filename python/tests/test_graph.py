@@ -266,3 +266,19 @@ def test_profile_times_each_launch_alone():
         cg.profile([x, s], runs=0)
     with pytest.raises(tessera.TesseraError, match="takes 2 inputs"):
         cg.profile([x], runs=1)
+
+
+def test_kernels_list_every_op_they_compute():
+    """A kernel's ops are its own and those it recomputes inline (a pointwise chain's
+    producers, a reduction's prologue), in graph order: before, a fused pointwise kernel
+    listed only its last op, so explain hid what was fused."""
+    g = tessera.compile_graph("""graph @g(%x: tensor<f32, [4, 8]>) {
+  %a = exp %x
+  %b = mul %a, %x
+  %c = add %b, %x
+  %e = exp %x
+  %s = sum %e {axes = [1]}
+  return %c, %s
+}""", "cpu:0")
+    assert [(k["kind"], k["ops"]) for k in g.kernels] == [
+        ("pointwise", ["exp", "mul", "add"]), ("row", ["exp", "sum"])]

@@ -467,6 +467,31 @@ def test_batch_size_change(device):
         torch.testing.assert_close(compiled(x), ref(x))
 
 
+# Dynamic shapes (Dynamo's automatic dynamic after a second shape, and dynamic=True): the
+# results' strides follow the new sizes. The traced strides were symbolic, and int() of them
+# gave the first example's, so a [4, 7] result came back with strides (5, 1) over 22 elements
+# (overlapping: wrong values and gradients).
+@pytest.mark.parametrize("device", CPU)
+def test_dynamic_shapes_get_their_own_strides(device):
+    torch.manual_seed(11)
+    cases = [(lambda y: y * 2, None, [(2, 3), (3, 5), (4, 7)]),
+             (lambda y: y @ y.transpose(1, 2), True, [(30, 50, 8), (2, 3, 8), (3, 5, 8)]),
+             (lambda y: (y.sin() * y).sum(), None, [(2, 3), (3, 5), (4, 7)])]
+    for fn, dynamic, shapes in cases:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="tessera", dynamic=dynamic,
+                                 options={"device": device, "strict": True})
+        for shape in shapes:
+            x = torch.randn(*shape, requires_grad=True)
+            x2 = x.detach().clone().requires_grad_(True)
+            got, want = compiled(x), fn(x2)
+            torch.testing.assert_close(got, want)
+            assert got.stride() == want.stride(), (shape, got.stride(), want.stride())
+            got.sum().backward()
+            want.sum().backward()
+            torch.testing.assert_close(x.grad, x2.grad)
+
+
 @pytest.mark.parametrize("device", CPU)
 def test_non_contiguous_inputs(device):
     def f(a, b, c):

@@ -267,6 +267,20 @@ class SegmentRunner:
             step.run(env)
 
 
+def _dense(shape, strides):
+    """Do `strides` lay out `shape` densely (every element once, no gaps)? Only such a layout
+    is given to a result (a guard: traced strides that do not fit the result are skipped)."""
+    if len(strides) != len(shape):
+        return False
+    expect = 1
+    for size, st in sorted(((sz, st) for sz, st in zip(shape, strides) if sz != 1),
+                           key=lambda p: p[1]):
+        if st != expect:
+            return False
+        expect *= size
+    return True
+
+
 class CompiledFx:
     """The callable AOTAutograd gets for one FX graph (boxed calling convention).
 
@@ -316,9 +330,10 @@ class CompiledFx:
             val = o.meta.get("val")
             if not isinstance(val, torch.Tensor):
                 continue
-            try:
-                strides = tuple(int(st) for st in val.stride())
-            except (TypeError, ValueError):  # symbolic: a new size gives new strides
+            strides = tuple(val.stride())
+            # Symbolic (a dynamic shape): a new size gives new strides, and int() of a SymInt
+            # would be the first example's value (stale strides made later results overlap).
+            if not all(type(st) is int for st in strides):
                 continue
             fixes.append((i, strides))
         return fixes
@@ -349,6 +364,7 @@ class CompiledFx:
         for i, strides in fixes:
             t = outs[i]
             if (isinstance(t, torch.Tensor) and t.stride() != strides and t.numel() > 1
+                    and _dense(t.shape, strides)
                     and not any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
                                 for a in args if isinstance(a, torch.Tensor))):
                 r = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
