@@ -8,6 +8,7 @@
 // device's (PoCL's are correctly rounded) except under strict, where they go through f64.
 #include "backends/opencl/codegen/oc_emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -129,6 +130,24 @@ bool Emitter::emitScalar(const ir::Op &op) {
   std::vector<std::string> a;
   for (const ir::Value *v : op.operands)
     a.push_back(val(v));
+  // A library call whose operands are all compile-time constants reads them through volatile
+  // copies: PoCL's optimiser folded such calls through code that is undefined for NaN or inf
+  // (floor / trunc / exp of a constant NaN lost its store, rint of inf and pow(1, NaN) made
+  // the kernel take its cancellation exit: a false DEADLINE_EXCEEDED). At run time the same
+  // values are handled (a loaded NaN, or a select of constants, gives the right result).
+  bool libraryCall = op.kind == OpKind::Floor || op.kind == OpKind::Ceil ||
+                     op.kind == OpKind::Trunc || op.kind == OpKind::Round ||
+                     op.kind == OpKind::Sqrt || op.kind == OpKind::Rem ||
+                     ir::isDecomposableMathOp(op.kind);
+  if (isFloat && libraryCall &&
+      std::all_of(op.operands.begin(), op.operands.end(),
+                  [](const ir::Value *v) { return isConst(v); })) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::string o = fresh();
+      line("volatile " + regType(op.operands[i]->type.elem) + " " + o + " = " + a[i] + ";");
+      a[i] = o;
+    }
+  }
   std::string T = regType(t);
   std::string U = unsignedType(t);
   // wrapping integer ops in the unsigned type of the width (i8 / i16 / i32 through uint)
