@@ -21,6 +21,9 @@ bool Lowering::emitIf(const ir::Op &op) {
   Id cond = val(op.operands[0]);
   if (!cond)
     return false;
+  curOp_ = &op;
+  if (needsVote(op)) // a barrier inside and a decision that may differ between work-items
+    cond = emitVote(cond);
   bool hasElse = op.regions.size() > 1;
   spirv::IfBlocks ib = b_.beginIf(cond, hasElse);
   std::vector<Id> thenVals, elseVals;
@@ -57,6 +60,9 @@ bool Lowering::emitFor(const ir::Op &op) {
   // even llvmpipe, which runs untaken `if` bodies, once per chunk.
   bool cancellable =
       !isConstant(op.operands[0]) || !isConstant(op.operands[1]) || !isConstant(op.operands[2]);
+  curOp_ = &op;
+  // A barrier inside and bounds that may differ between work-items: each test is voted.
+  bool vote = needsVote(op);
   // Matrix values are carried as one phi per element the lane holds (flatTypes).
   std::vector<Id> inits, types = resultTypes(op);
   for (size_t k = 0; k < op.results.size(); ++k)
@@ -76,6 +82,8 @@ bool Lowering::emitFor(const ir::Op &op) {
     outerMore = b_.op(spv::OpSLessThan, boolT(), {outerIv.id, ub});
     if (stepOk)
       outerMore = b_.op(spv::OpLogicalAnd, boolT(), {outerMore, stepOk});
+    if (vote) // at each chunk too: a chunk the vote ended must end the loop everywhere
+      outerMore = emitVote(outerMore);
     b_.loopHeaderEnd(outer, outerMore);
     lb = outerIv.id;
   }
@@ -95,6 +103,8 @@ bool Lowering::emitFor(const ir::Op &op) {
   Id more = b_.op(spv::OpSLessThan, boolT(), {iv.id, ub});
   if (stepOk && !cancellable) // the outer loop tested it
     more = b_.op(spv::OpLogicalAnd, boolT(), {more, stepOk});
+  if (vote)
+    more = emitVote(more);
   if (cancellable)
     more = b_.op(spv::OpLogicalAnd, boolT(),
                  {more, b_.op(spv::OpULessThan, boolT(), {chunk.id, constU32(kPollInterval)})});
@@ -183,6 +193,9 @@ bool Lowering::emitWhile(const ir::Op &op) {
     return false;
   if (cond.empty())
     return fail("internal error: 'while' without a condition");
+  curOp_ = &op;
+  if (needsVote(op)) // a barrier inside and a condition that may differ between work-items
+    cond[0] = emitVote(cond[0]);
   Id ended = b_.currentBlock();
   b_.breakUnless(l, cond[0]);
   std::vector<Id> next;

@@ -13,6 +13,7 @@
 // exchange of `kind` from 0 and then writes the other words; nobody reads them before the
 // launch completes. Must never change what an in-bounds access or a valid division computes.
 #include "backends/spirv/spirv_lowering.h"
+#include "ir/verify/verifier.h"
 
 #include <climits>
 
@@ -277,6 +278,103 @@ void Lowering::recordCutLoop() {
   writeFaultAt(b_.op(spv::OpLoad, boolT(), {cutLoop_}), constU32(TSR_FAULT_LOOP_LIMIT),
                b_.op(spv::OpLoad, u32, {cutLine_}), b_.op(spv::OpLoad, u32, {cutCol_}), UINT32_MAX,
                0, false, 0);
+}
+
+} // namespace tessera::spirv::detail
+
+// ------------------------------------------------------------------ divergent barriers
+
+namespace tessera::spirv::detail {
+
+bool Lowering::needsVote(const ir::Op &op) const {
+  return ir::needsBarrierVote(module_, uniformDecisions_, op);
+}
+
+Id Lowering::firstWorkItem() {
+  Id zero = constU32(0);
+  auto isZero = [&](int d) { return b_.op(spv::OpIEqual, boolT(), {localIds_[d], zero}); };
+  return b_.op(spv::OpLogicalAnd, boolT(),
+               {isZero(0), b_.op(spv::OpLogicalAnd, boolT(), {isZero(1), isZero(2)})});
+}
+
+void Lowering::declareVoteState() {
+  // Function variables lead the function's first block (as declareLoopState's).
+  Id u32 = u32T();
+  auto var = [&](Id type, Id init) {
+    return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
+                 {spv::StorageClassFunction, init});
+  };
+  divSeen_ = var(boolT(), b_.constBool(false));
+  divLine_ = var(u32, constU32(0));
+  divCol_ = var(u32, constU32(0));
+  divYes_ = var(u32, constU32(0));
+  divAll_ = var(u32, constU32(0));
+  Id arr = b_.typeArray(u32, 2);
+  votes_ = b_.globalVariable(b_.typePointer(spv::StorageClassWorkgroup, arr),
+                             spv::StorageClassWorkgroup);
+  b_.name(votes_, "tsr_votes");
+  interface_.insert(votes_);
+  sharedBytes_ += 8;
+}
+
+void Lowering::initVotes() {
+  // Workgroup memory starts undefined: the first work-item zeroes the counters, a barrier
+  // (at the kernel's entry: every work-item reaches it) publishes them. Each vote leaves
+  // them at zero again.
+  Id first = firstWorkItem();
+  spirv::IfBlocks ib = b_.beginIf(first, false);
+  Id ptrT = b_.typePointer(spv::StorageClassWorkgroup, u32T());
+  for (uint32_t k = 0; k < 2; ++k)
+    b_.opVoid(spv::OpStore, {b_.op(spv::OpAccessChain, ptrT, {votes_, constU32(k)}), constU32(0)});
+  b_.endIf(ib);
+  workgroupBarrier();
+}
+
+Id Lowering::emitVote(Id decision) {
+  // No control flow here (a loop's header holds the vote of its decision): every work-item
+  // increments the counter of its decision, reads both after a barrier, and after a second
+  // barrier takes its increment back, so the counters are zero for the next vote (whose
+  // reads follow its own first barrier, after every decrement of this one).
+  Id u32 = u32T();
+  Id ptrT = b_.typePointer(spv::StorageClassWorkgroup, u32);
+  Id scope = constU32(spv::ScopeWorkgroup), none = constU32(spv::MemorySemanticsMaskNone);
+  Id mine = b_.op(spv::OpAccessChain, ptrT,
+                  {votes_, b_.op(spv::OpSelect, u32, {decision, constU32(1), constU32(0)})});
+  b_.op(spv::OpAtomicIIncrement, u32, {mine, scope, none});
+  workgroupBarrier();
+  Id no = b_.op(spv::OpAtomicLoad, u32,
+                {b_.op(spv::OpAccessChain, ptrT, {votes_, constU32(0)}), scope, none});
+  Id yes = b_.op(spv::OpAtomicLoad, u32,
+                 {b_.op(spv::OpAccessChain, ptrT, {votes_, constU32(1)}), scope, none});
+  workgroupBarrier();
+  b_.op(spv::OpAtomicIDecrement, u32, {mine, scope, none});
+  Id anyYes = b_.op(spv::OpINotEqual, boolT(), {yes, constU32(0)});
+  Id anyNo = b_.op(spv::OpINotEqual, boolT(), {no, constU32(0)});
+  Id split = b_.op(spv::OpLogicalAnd, boolT(), {anyYes, anyNo});
+  // The first disagreement's location and counts, by selects (no branch in a loop header).
+  Id seen = b_.op(spv::OpLoad, boolT(), {divSeen_});
+  Id first = b_.op(spv::OpLogicalAnd, boolT(), {split, b_.op(spv::OpLogicalNot, boolT(), {seen})});
+  b_.opVoid(spv::OpStore, {divSeen_, b_.op(spv::OpLogicalOr, boolT(), {seen, split})});
+  ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
+  auto note = [&](Id var, Id v) {
+    Id old = b_.op(spv::OpLoad, u32, {var});
+    b_.opVoid(spv::OpStore, {var, b_.op(spv::OpSelect, u32, {first, v, old})});
+  };
+  note(divLine_, constU32(loc.line));
+  note(divCol_, constU32(loc.col));
+  note(divYes_, yes);
+  note(divAll_, b_.op(spv::OpIAdd, u32, {yes, no}));
+  // Decided by the counts alone: every work-item goes the same way (false when they differ).
+  return b_.op(spv::OpLogicalAnd, boolT(), {anyYes, b_.op(spv::OpLogicalNot, boolT(), {anyNo})});
+}
+
+void Lowering::recordDivergence() {
+  Id u32 = u32T();
+  Id first = firstWorkItem();
+  Id fault = b_.op(spv::OpLogicalAnd, boolT(), {b_.op(spv::OpLoad, boolT(), {divSeen_}), first});
+  writeFaultAt(fault, constU32(TSR_FAULT_DIVERGENT_BARRIER), b_.op(spv::OpLoad, u32, {divLine_}),
+               b_.op(spv::OpLoad, u32, {divCol_}), UINT32_MAX, b_.op(spv::OpLoad, u32, {divYes_}),
+               false, b_.op(spv::OpLoad, u32, {divAll_}));
 }
 
 } // namespace tessera::spirv::detail

@@ -12,6 +12,7 @@
 // each entry point lists every global variable it references (SPIR-V 1.4+). Must never
 // emit a capability the caps lack: every type is checked where an op first needs it.
 #include "backends/spirv/spirv_lowering.h"
+#include "ir/verify/verifier.h"
 
 #include <spirv/unified1/GLSL.std.450.h>
 
@@ -337,6 +338,8 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   sharedBytes_ = 0;
   control_ = 0;
   cutLoop_ = cutLine_ = cutCol_ = 0;
+  votes_ = divSeen_ = divLine_ = divCol_ = divYes_ = divAll_ = 0;
+  uniformDecisions_ = ir::workgroupUniformDecisions(f);
   info = KernelInfo{};
   info.name = f.name;
   Id voidT = b_.typeVoid();
@@ -348,6 +351,9 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
   if (loops)
     declareLoopState();
+  bool votes = ir::anyBarrierVote(module_, uniformDecisions_, *f.body);
+  if (votes)
+    declareVoteState();
   coop_ = false;
   coopVars_.clear();
   if (chooseCooperative(f)) {
@@ -357,12 +363,16 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   emitEntryIds(); // the workgroup size is always present: the driver specializes it
   if (!(kernel_ ? declareKernelParams(f, info) : declareParams(f, info)))
     return false;
+  if (votes)
+    initVotes(); // before any exit: every work-item reaches its barrier
   if (dynamicLoops)
     leaveIf(loadCancelFlag()); // workgroups that start past the deadline end at once
   if (!emitBlock(*f.body, nullptr))
     return false;
   if (loops)
     recordCutLoop();
+  if (votes)
+    recordDivergence();
   b_.returnVoid();
   b_.endFunction();
   curOp_ = nullptr;
@@ -415,6 +425,12 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
         b_.executionMode(fn, spv::ExecutionModeDenormPreserve, {width});
   }
   return true;
+}
+
+void Lowering::workgroupBarrier() {
+  b_.opVoid(spv::OpControlBarrier,
+            {constU32(spv::ScopeWorkgroup), constU32(spv::ScopeWorkgroup),
+             constU32(kernel_ ? kKernelBarrierSemantics : kBarrierSemantics)});
 }
 
 // ----------------------------------------------------------------------- op walk
@@ -480,9 +496,7 @@ bool Lowering::emitOp(const ir::Op &op) {
     // Workgroup execution barrier; acquire-release on shared (Workgroup) and global
     // (Uniform = storage buffers under the GLSL450 memory model) memory.
     // Kernel: sequentially consistent on local and global memory, as OpenCL's barrier().
-    b_.opVoid(spv::OpControlBarrier,
-              {constU32(spv::ScopeWorkgroup), constU32(spv::ScopeWorkgroup),
-               constU32(kernel_ ? kKernelBarrierSemantics : kBarrierSemantics)});
+    workgroupBarrier();
     return true;
   case OpForm::SubgroupReduce:
     return emitSubgroupReduce(op);

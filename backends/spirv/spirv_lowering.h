@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace tessera::spirv::detail {
@@ -294,6 +295,26 @@ private:
   /// or not, so one per loop halved row softmax).
   void recordCutLoop();
 
+  // Divergent barriers (docs/ir.md, "Barriers"): an if / for / while around a barrier whose
+  // decision the uniformity analysis cannot prove the same in every work-item of the
+  // workgroup votes on it (spirv_faults.cpp), as the OpenCL and CPU backends do.
+  /// Whether `op` is such a decision (ir::needsBarrierVote).
+  bool needsVote(const ir::Op &op) const;
+  /// The workgroup-shared vote counters and the function variables of the first
+  /// disagreement; at entry (after emitEntryIds), the counters zeroed behind a barrier.
+  void declareVoteState();
+  void initVotes();
+  /// Every work-item counts `decision` between barriers; returns the voted decision (true
+  /// only when all of them decided true), and notes a disagreement for recordDivergence.
+  Id emitVote(Id decision);
+  /// At the kernel's end: the TSR_FAULT_DIVERGENT_BARRIER record of the first disagreement,
+  /// written by the workgroup's first work-item.
+  void recordDivergence();
+  /// OpControlBarrier at workgroup scope with the IR barrier's memory semantics.
+  void workgroupBarrier();
+  /// local id (0, 0, 0)?
+  Id firstWorkItem();
+
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output
   std::unordered_map<const ir::Value *, MemRef> mems_;
@@ -311,6 +332,9 @@ private:
   Id control_ = 0;                  // this kernel's control buffer variable
   Id cutLoop_ = 0;                  // bool function variable: a loop was cut short
   Id cutLine_ = 0, cutCol_ = 0;     // u32 function variables: the first such loop's location
+  std::unordered_set<const ir::Op *> uniformDecisions_; // ir::workgroupUniformDecisions
+  Id votes_ = 0;                                        // Workgroup u32[2]: (false, true) counts
+  Id divSeen_ = 0, divLine_ = 0, divCol_ = 0, divYes_ = 0, divAll_ = 0; // first disagreement
   uint64_t sharedBytes_ = 0;
   int callDepth_ = 0;
   std::vector<Id> kparams_; // Kernel flavour: the entry's OpFunctionParameters, in ABI order

@@ -30,4 +30,13 @@ Diagnostics checkLimits(const Module &m);
 /// Only for a kernel the verifier accepted.
 std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel);
 
+/// Whether `b` (or a function it calls) holds a `barrier`.
+bool containsBarrier(const Module &m, const Block &b);
+/// Whether `op` is an `if`, `for` or `while` around a barrier whose decision is not in
+/// `uniform` (workgroupUniformDecisions of the kernel; ops of functions it calls are never in
+/// it): a backend that cannot run a divergent barrier votes on that decision at run time.
+bool needsBarrierVote(const Module &m, const std::unordered_set<const Op *> &uniform, const Op &op);
+/// Whether `b` (or a function it calls) holds such an op.
+bool anyBarrierVote(const Module &m, const std::unordered_set<const Op *> &uniform, const Block &b);
+
 } // namespace tessera::ir

@@ -8,6 +8,7 @@
 // modifies the IR; runs only on a kernel the structural verifier found sound (every operand a
 // visible value), so it dereferences operands freely.
 #include "ir/verify/verify_uniform.h"
+#include "ir/verify/verifier.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -280,6 +281,66 @@ std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel)
   std::unordered_set<const Op *> out;
   u.uniformDecisions(*kernel.body, out);
   return out;
+}
+
+namespace {
+
+// Calls nest at most ir/core/limits.h's depth; the verifier refuses recursion.
+constexpr int kCallDepth = 64;
+
+bool containsBarrierAt(const Module &m, const Block &b, int depth) {
+  if (depth > kCallDepth)
+    return false;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::Barrier)
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const Function *f = m.lookup(op->callee); f && containsBarrierAt(m, *f->body, depth + 1))
+        return true;
+    for (const auto &r : op->regions)
+      if (containsBarrierAt(m, *r, depth))
+        return true;
+  }
+  return false;
+}
+
+bool anyBarrierVoteAt(const Module &m, const std::unordered_set<const Op *> &uniform,
+                      const Block &b, int depth) {
+  if (depth > kCallDepth)
+    return false;
+  for (const auto &op : b.ops) {
+    if (needsBarrierVote(m, uniform, *op))
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const Function *f = m.lookup(op->callee);
+          f && anyBarrierVoteAt(m, uniform, *f->body, depth + 1))
+        return true;
+    for (const auto &r : op->regions)
+      if (anyBarrierVoteAt(m, uniform, *r, depth))
+        return true;
+  }
+  return false;
+}
+
+} // namespace
+
+bool containsBarrier(const Module &m, const Block &b) { return containsBarrierAt(m, b, 0); }
+
+bool needsBarrierVote(const Module &m, const std::unordered_set<const Op *> &uniform,
+                      const Op &op) {
+  if (op.kind != OpKind::If && op.kind != OpKind::For && op.kind != OpKind::While)
+    return false;
+  if (uniform.count(&op))
+    return false;
+  for (const auto &r : op.regions)
+    if (containsBarrier(m, *r))
+      return true;
+  return false;
+}
+
+bool anyBarrierVote(const Module &m, const std::unordered_set<const Op *> &uniform,
+                    const Block &b) {
+  return anyBarrierVoteAt(m, uniform, b, 0);
 }
 
 } // namespace tessera::ir

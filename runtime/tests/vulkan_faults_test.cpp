@@ -6,6 +6,7 @@
 // DEADLINE_EXCEEDED within a short timeout; and the same stream must run a correct launch
 // right after each. Skips itself where no Vulkan device is present.
 #include "backends/builtin_drivers.h"
+#include "backends/divergent_barrier_test_kernels.h"
 #include "ir/interp/interpreter.h"
 #include "ir/interp/launch.h"
 #include "ir/text/parser.h"
@@ -610,6 +611,69 @@ TEST_F(VulkanRun, SubgroupLayoutFollowsLinearLocalIds) {
     if (std::string(kernel) == "sg" && program_->kernel(kernel)->subgroupSize == 8)
       EXPECT_EQ(ints(o.outputs[0])[0], 28); // the "got 6, want 28"
   }
+}
+
+// Barriers in control flow that differs between the work-items of a workgroup (docs/ir.md,
+// "Barriers"): every if / for / while the uniformity analysis cannot prove uniform votes on
+// its decision; a disagreement is TSR_FAULT_DIVERGENT_BARRIER naming the op and the split,
+// and every work-item goes the false way (vulkan:0 returned whatever lavapipe did: a `for`
+// to local_id left some stores undone).
+TEST_F(VulkanRun, DivergentBarriersAreReportedNotRun) {
+  using testing::divergentBarrierKernel;
+  for (const testing::DivergentBarrierCase &c : testing::kDivergentBarrierCases)
+    for (tsr_bounds_mode mode : {TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED}) {
+      SCOPED_TRACE(std::string(c.name) + (mode == TSR_BOUNDS_CHECKED ? " checked" : ""));
+      Outcome o = run(divergentBarrierKernel(c.body, 8), mode, nullptr, "d");
+      EXPECT_EQ(o.code, TSR_INVALID_ARGUMENT) << o.message;
+      EXPECT_NE(o.message.find("divergent control flow around a barrier " + std::string(c.where)),
+                std::string::npos)
+          << o.message;
+      EXPECT_NE(o.message.find("(" + std::to_string(c.yes) + " of the 8 work-items"),
+                std::string::npos)
+          << o.message;
+      expectHealthy();
+    }
+  // A workgroup where every work-item decides alike runs to its end.
+  Outcome one = run(divergentBarrierKernel(testing::kDivergentBarrierCases[0].body, 1),
+                    TSR_BOUNDS_CHECKED, nullptr, "d");
+  ASSERT_EQ(one.code, TSR_OK) << one.message;
+  EXPECT_EQ(ints(one.outputs[0]), std::vector<int32_t>{0});
+  // local_id.y is 0 in every work-item of a (8, 1, 1) workgroup: the vote agrees.
+  Outcome agree = run(divergentBarrierKernel("  %lo = cmp.slt %y, %c1 : i32\n  if %lo {\n"
+                                             "    barrier\n  }\n",
+                                             8),
+                      TSR_BOUNDS_CHECKED, nullptr, "d");
+  ASSERT_EQ(agree.code, TSR_OK) << agree.message;
+  EXPECT_EQ(ints(agree.outputs[0]), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// A loop around barriers whose bound is loaded from memory votes each iteration (and each
+// chunk); it is uniform in fact and must run as the interpreter says (each work-item sums
+// its neighbour's values over 1500 iterations: two chunks of the cancellable loop), with a
+// voted `if` on a loaded flag inside.
+TEST_F(VulkanRun, LoopsAroundBarriersWithALoadedBoundRun) {
+  std::string text = "kernel @fl(%n: buffer<i32, readonly>, %a: buffer<i32>) {\n"
+                     "  %s = shared_alloc : shared<i32, 64>\n"
+                     "  %l = local_id.x : i32\n  %g = global_id.x : i32\n"
+                     "  %c0 = const 0 : i32\n  %c1 = const 1 : i32\n"
+                     "  %ub = load %n[%c0] : i32\n  %f = load %n[%c1] : i32\n"
+                     "  %on = cmp.ne %f, %c0 : i32\n"
+                     "  %r = for %i = %c0 to %ub step %c1 iter(%acc = %c0) : i32 {\n"
+                     "    %w = add %i, %l : i32\n    store %w, %s[%l] : i32\n    barrier\n"
+                     "    %o = xor %l, %c1 : i32\n    %v = load %s[%o] : i32\n    barrier\n"
+                     "    %t = if %on -> (i32) {\n      barrier\n"
+                     "      %t2 = add %acc, %v : i32\n      yield %t2\n"
+                     "    } else {\n      yield %acc\n    }\n"
+                     "    yield %t\n  }\n"
+                     "  store %r, %a[%g] : i32\n}\n"
+                     "launch @fl grid(3) workgroup(64) {\n  %n[2] = fill(1500)\n"
+                     "  %a[192] = fill(0)\n}\n";
+  ir::LaunchData inputs;
+  Outcome o = run(text, TSR_BOUNDS_CHECKED, &inputs);
+  ASSERT_EQ(o.code, TSR_OK) << o.message;
+  std::vector<ir::HostBuffer> want = reference(inputs);
+  EXPECT_EQ(ints(o.outputs[1]), ints(want[1]));
+  EXPECT_EQ(ints(o.outputs[1])[0], 1500 * 1499 / 2 + 1500); // neighbour 1: i + 1
 }
 
 } // namespace

@@ -189,7 +189,7 @@ public:
   /// The barrier sites emitted so far in the module: site k calls tsr_barrier_k (finish()).
   unsigned barrierSites_ = 0;
   /// Whether `b` (or a function it calls) contains a barrier.
-  bool containsBarrier(const ir::Block &b, int depth = 0) const;
+  bool containsBarrier(const ir::Block &b) const;
 
   // Barriers in divergent control flow (oc_kernel.cpp, emitVote): PoCL's work-group loops
   // assume every work-item reaches each barrier and crashed the process when only some did.
@@ -197,8 +197,6 @@ public:
   std::unordered_set<const ir::Op *> uniformDecisions_;
   /// Whether control op `op` contains a barrier and may decide differently per work-item.
   bool needsVote(const ir::Op &op) const;
-  /// Whether `b` (or a function it calls) holds an op that needsVote.
-  bool anyVote(const ir::Block &b, int depth = 0) const;
   /// A new bool variable holding condition `cond` made workgroup-uniform: if the work-items
   /// disagree, records TSR_FAULT_DIVERGENT_BARRIER and holds false in every work-item.
   std::string emitVote(const std::string &cond);

@@ -268,49 +268,10 @@ bool Emitter::emitIf(const ir::Op &op) {
   return true;
 }
 
-bool Emitter::containsBarrier(const ir::Block &b, int depth) const {
-  if (depth > 64) // recursion is refused when the call is emitted
-    return false;
-  for (const auto &op : b.ops) {
-    if (op->kind == OpKind::Barrier)
-      return true;
-    if (op->kind == OpKind::Call)
-      if (const ir::Function *f = module_.lookup(op->callee);
-          f && containsBarrier(*f->body, depth + 1))
-        return true;
-    for (const auto &r : op->regions)
-      if (containsBarrier(*r, depth))
-        return true;
-  }
-  return false;
-}
+bool Emitter::containsBarrier(const ir::Block &b) const { return ir::containsBarrier(module_, b); }
 
 bool Emitter::needsVote(const ir::Op &op) const {
-  OpForm f = op.info().form;
-  if (f != OpForm::If && f != OpForm::For && f != OpForm::While)
-    return false;
-  if (uniformDecisions_.count(&op)) // (ops of inlined functions are never in the set)
-    return false;
-  for (const auto &r : op.regions)
-    if (containsBarrier(*r))
-      return true;
-  return false;
-}
-
-bool Emitter::anyVote(const ir::Block &b, int depth) const {
-  if (depth > 64)
-    return false;
-  for (const auto &op : b.ops) {
-    if (needsVote(*op))
-      return true;
-    if (op->kind == OpKind::Call)
-      if (const ir::Function *f = module_.lookup(op->callee); f && anyVote(*f->body, depth + 1))
-        return true;
-    for (const auto &r : op->regions)
-      if (anyVote(*r, depth))
-        return true;
-  }
-  return false;
+  return ir::needsBarrierVote(module_, uniformDecisions_, op);
 }
 
 std::string Emitter::emitVote(const std::string &decision) {
@@ -524,7 +485,7 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
     line(s);
   hasBarrier_ = containsBarrier(*f.body);
   uniformDecisions_ = ir::workgroupUniformDecisions(f);
-  if (hasBarrier_ && anyVote(*f.body))
+  if (hasBarrier_ && ir::anyBarrierVote(module_, uniformDecisions_, *f.body))
     line("__local volatile uint tsr_vote[2]; // see emitVote");
   ranges_.run(*f.body);
   if (hasBarrier_)

@@ -6,6 +6,7 @@
 // `for` step rule, the `for` fast form's guard, shared indices bounded by the work-group size,
 // cancelled long loops). Skips with the reason when
 // no OpenCL platform exists.
+#include "backends/divergent_barrier_test_kernels.h"
 #include "backends/opencl/tests/pocl_host.h"
 #include "ir/interp/interpreter.h"
 
@@ -703,40 +704,12 @@ TEST_F(OpenCLFaultTest, TanhReachesOne) {
 // barrier whose decision may differ between work-items (oc_kernel.cpp, emitVote) now votes:
 // when the work-items disagree, the launch records TSR_FAULT_DIVERGENT_BARRIER (how many
 // decided true, of how many) and nobody takes the barrier's way. In every bounds mode.
-std::string divergent(const std::string &body, int workgroup) {
-  return "kernel @d(%a: buffer<i32>) {\n"
-         "  %l = local_id.x : i32\n  %y = local_id.y : i32\n"
-         "  %c0 = const 0 : i32\n  %c1 = const 1 : i32\n  %c3 = const 3 : i32\n" +
-         body + "  store %l, %a[%l] : i32\n}\nlaunch @d grid(2) workgroup(" +
-         std::to_string(workgroup) + ") {\n  %a[" + std::to_string(workgroup) +
-         "] = fill(-1)\n}\n"
-         "func @f(%n: i32) {\n" // after the kernel: runText runs the first function
-         "  %c0 = const 0 : i32\n"
-         "  %lo = cmp.slt %c0, %n : i32\n"
-         "  if %lo {\n    barrier\n  }\n"
-         "  return\n"
-         "}\n";
-}
-
 TEST_F(OpenCLFaultTest, DivergentBarriersAreReportedNotRun) {
-  struct Case {
-    const char *name, *body;
-    uint32_t yes; // work-items (of 8) whose decision is true
-  } cases[] = {
-      {"if", "  %lo = cmp.slt %l, %c3 : i32\n  if %lo {\n    barrier\n  }\n", 3},
-      {"if, barrier in else",
-       "  %lo = cmp.slt %l, %c1 : i32\n  if %lo {\n  } else {\n    barrier\n  }\n", 1},
-      {"for", "  for %i = %c0 to %l step %c1 : i32 {\n    barrier\n  }\n", 7},
-      {"while",
-       "  %r = while iter(%i = %c0) {\n    %go = cmp.slt %i, %l : i32\n    condition %go\n"
-       "  } do {\n    barrier\n    %n = add %i, %c1 : i32\n    yield %n\n  }\n",
-       7},
-      {"inlined call", "  call @f(%l)\n", 7},
-  };
-  for (const Case &c : cases)
+  const auto &cases = ::tessera::testing::kDivergentBarrierCases;
+  for (const ::tessera::testing::DivergentBarrierCase &c : cases)
     for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_CHECKED}) {
       SCOPED_TRACE(std::string(c.name) + (mode == TSR_BOUNDS_CHECKED ? " checked" : ""));
-      DeviceRun dev = runText(divergent(c.body, 8), mode);
+      DeviceRun dev = runText(::tessera::testing::divergentBarrierKernel(c.body, 8), mode);
       EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DIVERGENT_BARRIER});
       EXPECT_EQ(dev.control[5], c.yes);
       EXPECT_EQ(dev.control[7], 8u);
@@ -744,14 +717,15 @@ TEST_F(OpenCLFaultTest, DivergentBarriersAreReportedNotRun) {
       EXPECT_EQ(dev.control[3], 3u) << "its column";
     }
   // The same kernels on a workgroup where every work-item decides alike run to their end.
-  DeviceRun one = runText(divergent(cases[0].body, 1), TSR_BOUNDS_CHECKED);
+  DeviceRun one =
+      runText(::tessera::testing::divergentBarrierKernel(cases[0].body, 1), TSR_BOUNDS_CHECKED);
   EXPECT_EQ(one.control[1], uint32_t{TSR_FAULT_NONE});
   ASSERT_EQ(one.buffers.size(), 1u);
   EXPECT_EQ(word(one.buffers[0], 0), 0);
   // local_id.y is 0 in every work-item of a (8, 1, 1) workgroup: the vote agrees.
-  DeviceRun agree =
-      runText(divergent("  %lo = cmp.slt %y, %c1 : i32\n  if %lo {\n    barrier\n  }\n", 8),
-              TSR_BOUNDS_CHECKED);
+  DeviceRun agree = runText(::tessera::testing::divergentBarrierKernel(
+                                "  %lo = cmp.slt %y, %c1 : i32\n  if %lo {\n    barrier\n  }\n", 8),
+                            TSR_BOUNDS_CHECKED);
   EXPECT_EQ(agree.control[1], uint32_t{TSR_FAULT_NONE});
   ASSERT_EQ(agree.buffers.size(), 1u);
   for (int i = 0; i < 8; ++i)
