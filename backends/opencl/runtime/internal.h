@@ -148,6 +148,8 @@ public:
 private:
   void worker();
   tsr_status_t finish(Launch &launch); // wait under the deadline, read the record
+  /// Waits (at most kStartWait) until the device reports the launch's kernel running.
+  void waitUntilStarted(Launch &launch);
 
   std::mutex lastMutex_;
   cl_event last_ = nullptr;

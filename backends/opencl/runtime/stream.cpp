@@ -20,6 +20,12 @@ constexpr auto kCancelGrace = std::chrono::seconds(2);
 
 ClStream *streamOf(tsr_drv_stream_t s) { return as<ClStream>(s); }
 
+// How long a launch may wait for the device to start it before its deadline runs anyway
+// (PoCL compiled a large f16 kernel's work-group function for over 20 s), and the longest
+// pause between two looks.
+constexpr auto kStartWait = std::chrono::minutes(5);
+constexpr auto kStartPoll = std::chrono::microseconds(1000);
+
 void CL_CALLBACK onLaunchComplete(cl_event, cl_int status, void *user) {
   auto *launch = static_cast<Launch *>(user);
   StreamState *state = launch->state;
@@ -109,8 +115,33 @@ void ClStream::worker() {
   }
 }
 
+void ClStream::waitUntilStarted(Launch &l) {
+  // Only where the launch's event is the kernel's (a device that shares host memory; the
+  // others have no deadlines, and their event is the record's read-back).
+  if (l.timeoutNs == 0 || !l.event || !dev.desc->hostUnified)
+    return;
+  auto until = std::chrono::steady_clock::now() + kStartWait;
+  for (auto pause = std::chrono::microseconds(20);; pause = std::min(2 * pause, kStartPoll)) {
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      if (l.done)
+        return;
+    }
+    cl_int status = CL_COMPLETE;
+    if (dev.api().clGetEventInfo(l.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                                 nullptr) != CL_SUCCESS ||
+        status <= CL_RUNNING || std::chrono::steady_clock::now() >= until)
+      return;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
 tsr_status_t ClStream::finish(Launch &l) {
-  // The deadline runs from when the launch is the stream's oldest unfinished one.
+  // The deadline runs from when the launch is the stream's oldest unfinished one and the
+  // device has started it: PoCL compiles a kernel's work-group function for its size when
+  // the command is submitted, before it reports CL_RUNNING (a cold compile of seconds was a
+  // false DEADLINE_EXCEEDED); the wait for the start is itself bounded (kStartWait).
+  waitUntilStarted(l);
   bool cancelled = false, stopped = true;
   {
     std::unique_lock<std::mutex> lock(state->mutex);
