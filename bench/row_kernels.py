@@ -1,5 +1,6 @@
 """Row kernels (softmax, log_softmax, layer_norm, rms_norm) at the shapes of the three models of
-bench/torch_models.py, on one device, against eager torch in the same run.
+bench/torch_models.py, and two long reductions (a full sum of 3M elements, var over rows of
+4096), on one device, against eager torch in the same run.
 
 Each graph is written as the torch front end decomposes the op (ir/graph/examples/layernorm.tg)
 and lowers to one row kernel. Tessera runs on device Buffers (no host copies) and waits for
@@ -79,6 +80,18 @@ MASKED_SOFTMAX = """graph @masked_softmax(%x: tensor<f32, [{n}, {r}, {r}]>) {{
   return %y
 }}"""
 
+# Long reductions: a full sum (one row of 3M: split into chunk kernels and a combine,
+# docs/graph_ir.md "Split rows") and var over rows of 4096 (f64 accumulation, "Numerics").
+SUM = """graph @sum(%x: tensor<f32, [{n}, {r}]>) {{
+  %s = sum %x {{axes = [1], keepdim = true}}
+  return %s
+}}"""
+
+VAR = """graph @var(%x: tensor<f32, [{n}, {r}]>) {{
+  %v = var %x {{axes = [1], keepdim = true, correction = 1}}
+  return %v
+}}"""
+
 F = torch.nn.functional
 CASES = [  # name, graph, rows, row length, eager, parameters besides x
     ("softmax", SOFTMAX, 32 * 64, 64, lambda x: torch.softmax(x, -1), 0),
@@ -86,6 +99,8 @@ CASES = [  # name, graph, rows, row length, eager, parameters besides x
     ("rms_norm", RMS_NORM, 256, 256, None, 1),
     ("log_softmax", LOG_SOFTMAX, 256, 10, lambda x: torch.log_softmax(x, -1), 0),
     ("masked_softmax", MASKED_SOFTMAX, 32, 64, None, 0),
+    ("sum_long", SUM, 1, 3_000_000, lambda x: x.sum(-1, keepdim=True), 0),
+    ("var_rows", VAR, 64, 4096, lambda x: x.var(-1, keepdim=True), 0),
 ]
 
 
@@ -124,7 +139,8 @@ def main():
         g = tessera.compile_graph(text.format(n=n, r=r), a.device)
         g.wait_tier_up()  # the steady state: the full tier's kernel, not the quick tier's
         kinds = [k["kind"] for k in g.kernels]
-        assert kinds == ["row"], f"{name}: expected one row kernel, got {kinds}"
+        want = ["row", "reduce"] if name == "sum_long" else ["row"]  # split: chunks, combine
+        assert kinds == want, f"{name}: expected kernels {want}, got {kinds}"
         rng = np.random.default_rng(1)
         shape = (n, r, r) if name == "masked_softmax" else (n, r)
         x = rng.standard_normal(shape).astype(np.float32)
@@ -143,9 +159,10 @@ def main():
         torch.testing.assert_close(got, eager(xt), rtol=1e-5, atol=2e-6)
 
         if a.kernel_only:
-            p = g.profile([x] + ps, runs=a.reps)[0]
-            print(f"{name:14} {'x'.join(map(str, shape)):>10} kernel min {p['min_ms'] * 1e3:7.1f} "
-                  f"median {p['median_ms'] * 1e3:7.1f} us")
+            prof = g.profile([x] + ps, runs=a.reps)
+            lo, med = (sum(p[k] for p in prof) for k in ("min_ms", "median_ms"))
+            print(f"{name:14} {'x'.join(map(str, shape)):>10} kernel min {lo * 1e3:7.1f} "
+                  f"median {med * 1e3:7.1f} us")
             continue
 
         def run_tessera():
