@@ -138,6 +138,27 @@ class MHA(nn.Module):
         return y, w
 
 
+# SDPA corners of the flash-attention op's logsumexp (what its eager backward reads): a query
+# row that sees no key (left padding + causal) had logsumexp -inf where the op gives 0, so
+# every key / value gradient was NaN; f64 attention got an f32 logsumexp (the backward raised);
+# grouped-query attention (enable_gqa, 4 query heads on 2 key / value heads) did not compile.
+@pytest.mark.parametrize("device", CPU)
+def test_sdpa_masked_rows_gqa_and_f64(device):
+    torch.manual_seed(12)
+
+    def masked(q, k, v):
+        mask = torch.ones(4, 4, dtype=torch.bool).tril()
+        mask[0] = False  # row 0 sees no key
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    check(masked, [q, k, v], device)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+          [torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8)], device)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [torch.randn(2, 2, 5, 8, dtype=torch.float64) for _ in range(3)], device)
+
+
 @pytest.mark.parametrize("device", CPU)
 def test_multihead_attention(device):
     torch.manual_seed(1)

@@ -82,7 +82,9 @@ def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_m
     eager op _scaled_dot_product_flash_attention_for_cpu_backward, which rebuilds the
     probabilities as exp(scores - logsumexp): fed the probabilities it returned gradients off
     by orders of magnitude (F.scaled_dot_product_attention under training). Same math output,
-    plus the real logsumexp ([B, H, L], f32 as the op returns it)."""
+    plus the real logsumexp ([B, H, L], as the op returns it: f64 for f64 inputs, else f32;
+    0 for a query row that sees no key, whose backward otherwise computed exp(-inf + inf) =
+    NaN gradients). Grouped-query attention (fewer key / value heads) repeats the key heads."""
     from torch._decomp.decompositions import scaled_dot_product_flash_attention_for_cpu
 
     out, _ = scaled_dot_product_flash_attention_for_cpu(
@@ -92,15 +94,19 @@ def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_m
     order = sorted(range(query.dim()), key=lambda d: query.stride(d), reverse=True)
     inverse = [order.index(d) for d in range(query.dim())]
     out = out.permute(order).contiguous().permute(inverse)
-    q, k = query.float(), key.float()
+    acc = torch.float64 if query.dtype == torch.float64 else torch.float32
+    q, k = query.to(acc), key.to(acc)
+    if q.dim() >= 3 and k.shape[-3] != q.shape[-3]:  # grouped-query attention
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
     s = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
     if is_causal:
         keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
     if attn_mask is not None:
         s = (s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-             else s + attn_mask.float())
-    return out, torch.logsumexp(s, dim=-1)
+             else s + attn_mask.to(acc))
+    lse = torch.logsumexp(s, dim=-1)
+    return out, lse.masked_fill(lse == float("-inf"), 0.0)
 
 
 def device_dtypes(device: str) -> set:
