@@ -215,9 +215,9 @@ def test_column_sum_over_a_middle_axis_bit_for_bit(a, n, c):
     np.testing.assert_array_equal(m, x.max(axis=1))
 
 
-def blocked_lane_order_row_sum(x, width=16, span=16 * 4 * 64):
-    """The CPU backend's sum of a long row (more than 64 lock-step iterations of 16 lanes x 4
-    elements): lane l folds its elements of each span of 4096 into a block partial (l, l + 16,
+def blocked_lane_order_row_sum(x, width=16, span=16 * 4 * 16):
+    """The CPU backend's sum of a long row (more than 16 lock-step iterations of 16 lanes x 4
+    elements): lane l folds its elements of each span of 1024 into a block partial (l, l + 16,
     ... in turn), and the block partials into its total; then the lanes in order. f32 after
     every add."""
     out = np.empty(x.shape[0], np.float32)
@@ -235,30 +235,30 @@ def blocked_lane_order_row_sum(x, width=16, span=16 * 4 * 64):
     return out
 
 
-# Long rows are blocked (lower_reduce.cpp, kRowBlock): at 4096 elements still one block (the
+# Long rows are blocked (lower_reduce.cpp, kRowBlock): at 1024 elements still one block (the
 # lane order above), past it block partials, bit for bit.
-@pytest.mark.parametrize("r", [4096, 4097, 3 * 4096 + 77])
+@pytest.mark.parametrize("r", [1024, 1025, 3 * 1024 + 77, 12365])
 def test_long_row_sum_is_the_blocked_order_bit_for_bit(r):
     x = spread_values(np.random.default_rng(r), (3, r))
-    want = lane_order_row_sum(x) if r <= 4096 else blocked_lane_order_row_sum(x)
+    want = lane_order_row_sum(x) if r <= 1024 else blocked_lane_order_row_sum(x)
     assert_one_kernel_bit_for_bit(ROW_SUM.format(n=3, r=r), "row", x, want)
-    if r > 2 * 4096:  # the blocked order is not the single running sum's: the model pins it
+    if r > 2 * 1024:  # the blocked order is not the single running sum's: the model pins it
         assert lane_order_row_sum(x).tobytes() != want.tobytes()
 
 
 def split_row_sum(x, chunk=16384, max_chunks=1024):
     """A few long rows are split (lower_reduce.cpp, kSplitChunk): C = ceil(R / 16384) chunks
     (at most 1024) of L = ceil(R / C) elements, each summed as a row of its own (the blocked
-    lane order), then each row's C partials added in chunk order from 0."""
+    lane order), then each row's C partials added in f64 in chunk order from 0, rounded once."""
     r = x.shape[1]
     c = min(-(-r // chunk), max_chunks)
     length = -(-r // c)
     parts = [blocked_lane_order_row_sum(np.ascontiguousarray(x[:, i : i + length]))
              for i in range(0, r, length)]
-    tot = np.zeros(x.shape[0], np.float32)
+    tot = np.zeros(x.shape[0], np.float64)
     for p in parts:
-        tot = (tot + p).astype(np.float32)
-    return tot
+        tot = tot + p.astype(np.float64)
+    return tot.astype(np.float32)
 
 
 SPLIT_STATS = """graph @g(%x: tensor<f32, [{n}, {r}]{strides}>) {{
