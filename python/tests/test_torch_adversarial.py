@@ -19,6 +19,7 @@ here, a Linear model's forward+backward took 76 s on lavapipe).
 import copy
 
 import pytest
+import tessera
 
 from torch_util import DEVICES, Recorder, compile_fn, fallbacks, torch
 
@@ -376,6 +377,44 @@ class Conv(nn.Module):
 
     def forward(self, x):
         return self.lin(F.gelu(self.conv(x)).transpose(1, 2))
+
+
+# A compiled segment that meets a device limit at run time (lavapipe ends a kernel past 65535
+# loop iterations per work-item: UNIMPLEMENTED, e.g. softmax over 4M elements on vulkan:0)
+# falls back to eager torch with a warning under strict=False, for that call and the next,
+# and explain counts its ops; strict=True raises; a kernel fault is never hidden. Simulated on
+# cpu:0 by a CompiledGraph whose runs fail.
+def test_device_limits_at_run_time_fall_back_unless_strict(monkeypatch):
+    from tessera.torch import backend
+
+    class Failing:
+        def __init__(self, code):
+            self.code = code
+
+        def run_torch(self, inputs):
+            raise tessera.TesseraError(self.code, "kernel @k0_row: loop ended early by the device")
+
+        run_into = run_torch
+
+    def f(x):
+        return torch.softmax(x, -1) * 2
+
+    x = torch.randn(4, 8)
+    for code, strict, falls_back in [("UNIMPLEMENTED", False, True), ("RESOURCE_EXHAUSTED", False, True),
+                                     ("UNIMPLEMENTED", True, False), ("OUT_OF_RANGE", False, False)]:
+        torch._dynamo.reset()
+        monkeypatch.setattr(backend, "_compile_text", lambda text, device: Failing(code))
+        rec = Recorder()
+        compiled = torch.compile(f, backend="tessera",
+                                 options={"device": "cpu:0", "strict": strict, "_recorder": rec})
+        if not falls_back:
+            with pytest.raises(tessera.TesseraError, match=code):
+                compiled(x)
+            continue
+        with pytest.warns(RuntimeWarning, match="falls back to eager torch"):
+            torch.testing.assert_close(compiled(x), f(x))
+        torch.testing.assert_close(compiled(x), f(x))  # the next call too
+        assert fallbacks(rec), "explain must count the segment's ops"
 
 
 def test_conv1d_falls_back_and_is_correct():

@@ -175,6 +175,13 @@ def wait_tier_up():
         cg.wait_tier_up()
 
 
+# The run-time failures of a compiled segment that are device limits (lavapipe ends a kernel
+# past 65535 loop iterations per work-item: UNIMPLEMENTED; out of device memory:
+# RESOURCE_EXHAUSTED): with strict=False the segment then falls back to eager torch, as one
+# that fails to compile does. Kernel faults and deadlines stay errors.
+_RUN_FALLBACK_CODES = frozenset({"UNIMPLEMENTED", "RESOURCE_EXHAUSTED"})
+
+
 class SegmentRunner:
     """Runs one Segment: compiled on first use for the strides its inputs arrive with.
 
@@ -226,15 +233,28 @@ class SegmentRunner:
         inputs = [env[n] for n in self.params]
         if self.keep_inputs:
             self.last_inputs = inputs
-        last = self.last
-        if last is not None:
-            raw = [t.stride() for t in inputs]
-            if raw == last[0]:
-                return self._finish(env, last[1].run_torch(inputs))
+        compiling = False
         try:
+            last = self.last
+            if last is not None:
+                raw = [t.stride() for t in inputs]
+                if raw == last[0]:
+                    return self._finish(env, last[1].run_torch(inputs))
+            compiling = True
             _, cg = self.compiled(inputs)
+            compiling = False
+            if self.host_visible:
+                outs = cg.run_torch(inputs)
+                self.last = ([t.stride() for t in inputs], cg)
+            else:
+                outs = [torch.empty(v.shape, dtype=v.dtype) for v in self.seg.output_values()]
+                cg.run_into(inputs, outs)
         except _tessera().TesseraError as e:
-            if self.strict:
+            # Refused to compile, or a device limit met at run time (lavapipe ends a kernel
+            # past 65535 loop iterations: UNIMPLEMENTED; memory: RESOURCE_EXHAUSTED). The
+            # segment's inputs are intact (its outputs are fresh buffers): eager torch runs it,
+            # this call and the next. Kernel faults and deadlines are errors.
+            if self.strict or not (compiling or e.code in _RUN_FALLBACK_CODES):
                 raise
             self.error = str(e)
             self.failed = Counter(op_name(n) for n in self.seg.nodes
@@ -242,12 +262,6 @@ class SegmentRunner:
             warnings.warn(f"tessera: segment {self.seg.index} falls back to eager torch "
                           f"({e})", RuntimeWarning, stacklevel=2)
             return self._run_eager(env)
-        if self.host_visible:
-            outs = cg.run_torch(inputs)
-            self.last = ([t.stride() for t in inputs], cg)
-        else:
-            outs = [torch.empty(v.shape, dtype=v.dtype) for v in self.seg.output_values()]
-            cg.run_into(inputs, outs)
         self._finish(env, outs)
 
     def _finish(self, env, outs):
