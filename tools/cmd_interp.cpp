@@ -43,6 +43,8 @@ bool dumpBuffers(const std::string &dir, const ir::Function &k, const ir::Launch
       char buf[64];
       if (ir::isFloatScalar(b.elem))
         std::snprintf(buf, sizeof buf, "%.17g\n", v.f);
+      else if (b.elem == ir::Scalar::I1) // 0 or 1 (sign-extending its one bit gave -1)
+        std::snprintf(buf, sizeof buf, "%d\n", v.i & 1 ? 1 : 0);
       else
         std::snprintf(buf, sizeof buf, "%lld\n", // signed, as the digest's min and max
                       static_cast<long long>(ir::numerics::signExtend(v.i, b.elem)));

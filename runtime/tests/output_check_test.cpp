@@ -200,6 +200,36 @@ TEST(OutputCheck, TotalRelativeErrorFailsWithoutCancellation) {
   EXPECT_EQ(checks[0].normwiseOnly, 0);
 }
 
+// The relaxed profile's subnormal rule (docs/conformance.md): lavapipe's exp(-90) and
+// pow(3e38, -1) answer 0 where the result is subnormal; the op-level judge passed it with a
+// finding, the kernel-level one (tessera run --check) called it a MISMATCH. Now it passes
+// under relaxed (counted, out of the error maxima), never under full, never for f64, and a
+// normal result answered 0 still fails.
+TEST(OutputCheck, RelaxedPassesSubnormalResultsAnsweredZeroAndCountsThem) {
+  auto m = parse(unaryKernel("exp"));
+  ASSERT_TRUE(m);
+  const ir::Function &k = *m->lookup("k");
+  double sub = double(std::ldexp(1.0f, -130)); // exp(-90.1): 8.2e-40
+  ir::HostBuffer want = buffer(ir::Scalar::F32, {1.0, sub});
+  ir::HostBuffer got = buffer(ir::Scalar::F32, {1.0, 0.0});
+  auto judge = [&](PrecisionProfile p, const ir::HostBuffer &w, const ir::HostBuffer &g) {
+    std::vector<OutputBudget> bs = outputBudgets(*m, k, 8, 2, p);
+    for (OutputBudget &b : bs) // as checkKernel sets it
+      b.flushOk = p == PrecisionProfile::Relaxed && b.elem != ir::Scalar::F64;
+    return judgeOutputs(bs, {{}, w}, {{}, g}, nullptr)[0];
+  };
+  OutputCheck relaxed = judge(PrecisionProfile::Relaxed, want, got);
+  EXPECT_TRUE(relaxed.passed);
+  EXPECT_EQ(relaxed.flushed, 1);
+  EXPECT_EQ(relaxed.maxUlp, 0);
+  OutputCheck full = judge(PrecisionProfile::Full, want, got);
+  EXPECT_FALSE(full.passed);
+  EXPECT_EQ(full.flushed, 0);
+  // The smallest normal answered 0 is no flush of a subnormal.
+  ir::HostBuffer normal = buffer(ir::Scalar::F32, {1.0, double(std::ldexp(1.0f, -126))});
+  EXPECT_FALSE(judge(PrecisionProfile::Relaxed, normal, got).passed);
+}
+
 TEST(OutputCheck, CancellationPassesNormwiseAndIsCounted) {
   // out = exp(x) - y: exp's 3 ULP at 1.0 survive the cancellation as an absolute error.
   auto m = parse(R"(

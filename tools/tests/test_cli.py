@@ -141,6 +141,18 @@ def test_interp_dump_prints_integers_signed_as_the_digest(tmp_path):
     assert (tmp_path / "k.y.txt").read_text().split() == ["-32768", "-32768"]
 
 
+def test_interp_dump_prints_i1_as_0_or_1(tmp_path):
+    # A true i1 was written as -1 (its one bit sign-extended); docs/ir.md: 0 or 1, never -1.
+    src = tmp_path / "k.tir"
+    src.write_text("kernel @k(%o: buffer<i1>) {\n  %i = global_id.x : i32\n"
+                   "  %z = const 0 : i32\n  %t = cmp.eq %i, %z : i32\n"
+                   "  store %t, %o[%i] : i1\n}\n"
+                   "launch @k grid(1) workgroup(2) {\n  %o[2] = fill(0)\n}\n")
+    tessera("interp", src, "--dump", tmp_path)
+    assert (tmp_path / "k.o.txt").read_text().split() == ["1", "0"]
+    assert (tmp_path / "k.o.bin").read_bytes() == b"\x01\x00"
+
+
 def test_interp_every_example_and_subgroup_flag():
     for ex in EXAMPLES:
         tessera("interp", ex, check=0)

@@ -53,6 +53,10 @@ struct OutputBudget {
   /// here: only then may the error of a small element be measured against the buffer's largest
   /// magnitude (the normwise arm); otherwise every element is judged by itself.
   bool mayCancel = false;
+  /// The relaxed profile's subnormal rule (docs/conformance.md): a result the reference has
+  /// subnormal that the device answered with 0 passes, and is counted (OutputCheck::flushed).
+  /// Set by checkKernel for f16 / bf16 / f32 outputs under the relaxed profile; f64 never.
+  bool flushOk = false;
   /// The contributing ops, "exp.f16 (line 12)", in IR order: for reports.
   std::vector<std::string> contributors;
 };
