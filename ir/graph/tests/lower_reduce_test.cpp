@@ -109,16 +109,20 @@ TEST(LowerReduce, RowScheduleFromTheCaps) {
     EXPECT_EQ(plan.module.find("shared_alloc") == std::string::npos, sub) << c.backend << c.cols;
   }
   // Size-independent text within a schedule (on the CPU backend: and an unroll factor, which
-  // is 4 from 49 elements on).
-  for (const char *backend : {"cpu", "vulkan"}) {
+  // is 4 from 49 elements on; and a size bucket on every backend: a pass of more than 16
+  // iterations folds blocked, a text of its own that every longer row shares: on the CPU
+  // backend rows past 1024 elements, on GPUs with subgroup rows past 16 x subgroup size).
+  for (const char *backend : {"cpu", "cpu-long", "vulkan"}) {
     std::string module;
-    std::vector<int64_t> sizes = {7, 40, 257};
+    std::vector<int64_t> sizes = {7, 40, 256};
     if (std::string(backend) == "cpu")
-      sizes = {64, 257, 2000};
+      sizes = {64, 257, 1000};
+    if (std::string(backend) == "cpu-long")
+      sizes = {1025, 2000, 5000};
     for (int64_t cols : sizes) {
       Plan plan;
       CheckOptions o;
-      o.caps.backend = backend;
+      o.caps.backend = std::string(backend) == "cpu-long" ? "cpu" : backend;
       o.reduceLength = cols;
       ASSERT_TRUE(lowerAndCompare(softmax("f32", 3, cols), o, &plan));
       if (module.empty())
