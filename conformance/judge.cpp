@@ -14,10 +14,7 @@ namespace {
 
 using ir::Scalar;
 
-double minNormal(Scalar t) {
-  return std::ldexp(1.0, t == Scalar::F16 ? -14 : t == Scalar::F64 ? -1022 : -126);
-}
-bool isSubnormal(double x, Scalar t) { return x != 0 && std::fabs(x) < minNormal(t); }
+using ir::numerics::isSubnormal;
 
 // The op under test with every type widened to f64: its value is the wide reference.
 struct WideTwin {

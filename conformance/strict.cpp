@@ -2,6 +2,7 @@
 #include "conformance/strict.h"
 
 #include "backends/target.h"
+#include "ir/interp/numerics.h"
 #include "ir/transforms/strict_math.h"
 #include "tessera/output_check.h"
 
@@ -27,12 +28,7 @@ void walkReachable(const ir::Module &m, const ir::Function &f, Fn &&fn,
   });
 }
 
-bool isSubnormal(double x, ir::Scalar t) {
-  double minNormal = t == ir::Scalar::F16   ? std::ldexp(1.0, -14)
-                     : t == ir::Scalar::F64 ? std::ldexp(1.0, -1022)
-                                            : std::ldexp(1.0, -126); // f32, bf16
-  return x != 0 && std::fabs(x) < minNormal;
-}
+using ir::numerics::isSubnormal;
 
 // Whether element `i` involves a subnormal: an input, either output, or a zero answering a
 // subnormal (what flushing produces).

@@ -218,17 +218,28 @@ Id Lowering::loadCancelFlag() {
   return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
 }
 
-void Lowering::declareLoopState() {
+Id Lowering::functionVariable(Id type, Id init) {
   // Function variables must lead the function's first block; NIR / LLVM turn them into
   // registers, so updating them costs a select, never a memory access.
-  Id u32 = u32T();
-  auto var = [&](Id type, Id init) {
-    return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
-                 {spv::StorageClassFunction, init});
-  };
-  cutLoop_ = var(boolT(), b_.constBool(false));
-  cutLine_ = var(u32, constU32(0));
-  cutCol_ = var(u32, constU32(0));
+  return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
+               {spv::StorageClassFunction, init});
+}
+
+Id Lowering::firstTime(Id seenVar, Id cond) {
+  Id seen = b_.op(spv::OpLoad, boolT(), {seenVar});
+  b_.opVoid(spv::OpStore, {seenVar, b_.op(spv::OpLogicalOr, boolT(), {seen, cond})});
+  return b_.op(spv::OpLogicalAnd, boolT(), {cond, b_.op(spv::OpLogicalNot, boolT(), {seen})});
+}
+
+void Lowering::keepFirst(Id first, Id var, Id value) {
+  Id old = b_.op(spv::OpLoad, u32T(), {var});
+  b_.opVoid(spv::OpStore, {var, b_.op(spv::OpSelect, u32T(), {first, value, old})});
+}
+
+void Lowering::declareLoopState() {
+  cutLoop_ = functionVariable(boolT(), b_.constBool(false));
+  cutLine_ = functionVariable(u32T(), constU32(0));
+  cutCol_ = functionVariable(u32T(), constU32(0));
 }
 
 void Lowering::claimDeadline(Id cancelled) {
@@ -258,17 +269,10 @@ void Lowering::afterLoop(Id goOn, bool cancellable) {
   // A loop the device cut short is only noted here (the first one's location) and recorded
   // once at the kernel's end (recordCutLoop): a record write after every loop cost row
   // softmax ~25 % on lavapipe, which runs every `if` body, taken or not, lane by lane.
-  Id u32 = u32T();
   ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
-  Id seen = b_.op(spv::OpLoad, boolT(), {cutLoop_});
-  Id first = b_.op(spv::OpLogicalAnd, boolT(), {limit, b_.op(spv::OpLogicalNot, boolT(), {seen})});
-  b_.opVoid(spv::OpStore, {cutLoop_, b_.op(spv::OpLogicalOr, boolT(), {seen, limit})});
-  auto note = [&](Id var, uint32_t v) {
-    Id old = b_.op(spv::OpLoad, u32, {var});
-    b_.opVoid(spv::OpStore, {var, b_.op(spv::OpSelect, u32, {first, constU32(v), old})});
-  };
-  note(cutLine_, loc.line);
-  note(cutCol_, loc.col);
+  Id first = firstTime(cutLoop_, limit);
+  keepFirst(first, cutLine_, constU32(loc.line));
+  keepFirst(first, cutCol_, constU32(loc.col));
   if (cancellable)
     leaveIf(cancelled);
 }
@@ -280,11 +284,7 @@ void Lowering::recordCutLoop() {
                0, false, 0);
 }
 
-} // namespace tessera::spirv::detail
-
 // ------------------------------------------------------------------ divergent barriers
-
-namespace tessera::spirv::detail {
 
 bool Lowering::needsVote(const ir::Op &op) const {
   return ir::needsBarrierVote(module_, uniformDecisions_, op);
@@ -298,18 +298,10 @@ Id Lowering::firstWorkItem() {
 }
 
 void Lowering::declareVoteState() {
-  // Function variables lead the function's first block (as declareLoopState's).
-  Id u32 = u32T();
-  auto var = [&](Id type, Id init) {
-    return b_.op(spv::OpVariable, b_.typePointer(spv::StorageClassFunction, type),
-                 {spv::StorageClassFunction, init});
-  };
-  divSeen_ = var(boolT(), b_.constBool(false));
-  divLine_ = var(u32, constU32(0));
-  divCol_ = var(u32, constU32(0));
-  divYes_ = var(u32, constU32(0));
-  divAll_ = var(u32, constU32(0));
-  Id arr = b_.typeArray(u32, 2);
+  divSeen_ = functionVariable(boolT(), b_.constBool(false));
+  for (Id *v : {&divLine_, &divCol_, &divYes_, &divAll_})
+    *v = functionVariable(u32T(), constU32(0));
+  Id arr = b_.typeArray(u32T(), 2);
   votes_ = b_.globalVariable(b_.typePointer(spv::StorageClassWorkgroup, arr),
                              spv::StorageClassWorkgroup);
   b_.name(votes_, "tsr_votes");
@@ -352,18 +344,12 @@ Id Lowering::emitVote(Id decision) {
   Id anyNo = b_.op(spv::OpINotEqual, boolT(), {no, constU32(0)});
   Id split = b_.op(spv::OpLogicalAnd, boolT(), {anyYes, anyNo});
   // The first disagreement's location and counts, by selects (no branch in a loop header).
-  Id seen = b_.op(spv::OpLoad, boolT(), {divSeen_});
-  Id first = b_.op(spv::OpLogicalAnd, boolT(), {split, b_.op(spv::OpLogicalNot, boolT(), {seen})});
-  b_.opVoid(spv::OpStore, {divSeen_, b_.op(spv::OpLogicalOr, boolT(), {seen, split})});
+  Id first = firstTime(divSeen_, split);
   ir::Loc loc = curOp_ ? curOp_->loc : ir::Loc{};
-  auto note = [&](Id var, Id v) {
-    Id old = b_.op(spv::OpLoad, u32, {var});
-    b_.opVoid(spv::OpStore, {var, b_.op(spv::OpSelect, u32, {first, v, old})});
-  };
-  note(divLine_, constU32(loc.line));
-  note(divCol_, constU32(loc.col));
-  note(divYes_, yes);
-  note(divAll_, b_.op(spv::OpIAdd, u32, {yes, no}));
+  keepFirst(first, divLine_, constU32(loc.line));
+  keepFirst(first, divCol_, constU32(loc.col));
+  keepFirst(first, divYes_, yes);
+  keepFirst(first, divAll_, b_.op(spv::OpIAdd, u32, {yes, no}));
   // Decided by the counts alone: every work-item goes the same way (false when they differ).
   return b_.op(spv::OpLogicalAnd, boolT(), {anyYes, b_.op(spv::OpLogicalNot, boolT(), {anyNo})});
 }

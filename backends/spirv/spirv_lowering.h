@@ -314,6 +314,15 @@ private:
   void workgroupBarrier();
   /// local id (0, 0, 0)?
   Id firstWorkItem();
+  /// A Function-storage variable of `type` starting at `init` (emitted where function
+  /// variables must be: the first block).
+  Id functionVariable(Id type, Id init);
+  /// Whether `cond` holds for the first time: `cond` and not the bool variable `seenVar`,
+  /// which then records it.
+  Id firstTime(Id seenVar, Id cond);
+  /// u32 variable `var` takes `value` where `first` holds, else keeps its value (a select:
+  /// no branch, so a loop header may hold it).
+  void keepFirst(Id first, Id var, Id value);
 
   std::string error_;
   std::unordered_map<const ir::Value *, Id> vals_; // never iterated into output

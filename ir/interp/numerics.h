@@ -58,4 +58,8 @@ std::optional<EvalResult> evalScalar(const Op &op, std::span<const Literal> oper
 /// NaN vs NaN is 0; NaN vs non-NaN or mismatched infinities is +inf.
 double ulpError(double got, long double want, Scalar t);
 
+/// Whether `x` is nonzero and below the smallest normal magnitude of float type `t` (f16
+/// 2^-14, f32 and bf16 2^-126, f64 2^-1022): a subnormal of `t`.
+bool isSubnormal(double x, Scalar t);
+
 } // namespace tessera::ir::numerics

@@ -362,6 +362,11 @@ void storeElement(uint8_t *base, int64_t i, Scalar t, const Literal &v) {
     p[k] = static_cast<uint8_t>(bits >> (8 * k));
 }
 
+bool isSubnormal(double x, Scalar t) {
+  int emin = t == Scalar::F16 ? -14 : t == Scalar::F64 ? -1022 : -126;
+  return x != 0 && std::fabs(x) < std::ldexp(1.0, emin);
+}
+
 double ulpError(double got, long double want, Scalar t) {
   bool gotNaN = std::isnan(got), wantNaN = std::isnan(want);
   if (gotNaN || wantNaN)

@@ -133,7 +133,7 @@ COL_ARGMAX_VAR = """graph @g(%x: tensor<f32, [{n}, {c}]>) {{
 
 
 def blocked_column_sum(x, axis=0, unroll=8, block=128):
-    """The cpu:0 column fold's order (ir/graph/lower_reduce.cpp, emitColumn): the first
+    """The cpu:0 column fold's order (ir/graph/lower_column.cpp, emitColumn): the first
     n - n % unroll rows in blocks of `block` rows, block partials in blocks of `block` blocks,
     then the rest of the rows one by one into the total; f32 after every add."""
     x = np.moveaxis(x, axis, 0)
