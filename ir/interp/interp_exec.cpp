@@ -209,10 +209,12 @@ bool Machine::execSharedAlloc(Frame &f, const COp &c, const Lanes &) {
   const Type &t = op.results[0]->type;
   if (t.count < 0 || t.count > kMaxSharedBytes / byteSize(t.elem))
     return fail(op, kNoLane, "shared array size " + std::to_string(t.count) + " is out of range");
-  // Fresh, zero-initialised storage for every workgroup.
+  // Fresh storage for every workgroup, no element written yet (a read before a store is an
+  // error, see readable()).
   SharedArray &a = shared_[&op];
   a.bytes.assign(static_cast<size_t>(t.count) * byteSize(t.elem), 0);
-  a.ref = MemRef{a.bytes.data(), t.count, t.elem};
+  a.written.assign(static_cast<size_t>(t.count), 0);
+  a.ref = MemRef{a.bytes.data(), t.count, t.elem, a.written.data()};
   f.mem[c.results[0]] = &a.ref;
   return true;
 }
@@ -243,6 +245,16 @@ bool Machine::index(Frame &f, const COp &c, unsigned idx, uint32_t lane, const M
                   std::to_string(m.size) + " elements");
 }
 
+bool Machine::readable(const Op &op, uint32_t lane, unsigned memIdx, const MemRef &m, int64_t i) {
+  if (!m.written || m.written[i])
+    return true;
+  return fail(op, lane,
+              "reads element " + std::to_string(i) + " of shared array %" +
+                  op.operands[memIdx]->name +
+                  " before any work-item of the workgroup stored it (uninitialised shared "
+                  "memory is undefined)");
+}
+
 bool Machine::execLoadStore(Frame &f, const COp &c, const Lanes &mask) {
   const Op &op = *c.op;
   bool isLoad = op.kind == OpKind::Load;
@@ -259,10 +271,15 @@ bool Machine::execLoadStore(Frame &f, const COp &c, const Lanes &mask) {
     int64_t i = 0;
     if (!index(f, c, memIdx + 1, lane, *m, i))
       return false;
-    if (isLoad)
+    if (isLoad) {
+      if (!readable(op, lane, memIdx, *m, i))
+        return false;
       val(f, c.results[0], lane) = numerics::loadElement(m->base, i, m->elem);
-    else
+    } else {
       numerics::storeElement(m->base, i, m->elem, val(f, c.operands[0], lane));
+      if (m->written)
+        m->written[i] = 1;
+    }
   }
   return true;
 }
@@ -280,7 +297,7 @@ bool Machine::execAtomic(Frame &f, const COp &c, const Lanes &mask) {
     return fail(op, kNoLane, "value type does not match the element type");
   for (uint32_t lane : mask) { // one lane at a time, in lane order
     int64_t i = 0;
-    if (!index(f, c, 1, lane, *m, i))
+    if (!index(f, c, 1, lane, *m, i) || !readable(op, lane, 0, *m, i))
       return false;
     Literal old = numerics::loadElement(m->base, i, t);
     const Literal &v = val(f, c.operands[2], lane);

@@ -30,6 +30,10 @@ struct MemRef {
   uint8_t *base = nullptr;
   int64_t size = 0; // elements
   Scalar elem = Scalar::F32;
+  /// Shared arrays only: one flag per element, set once a work-item of the workgroup stored
+  /// it. Reading an element no one wrote is undefined (docs/ir.md), so the reference reports
+  /// it instead of answering with some value a device need not give. Null for buffers.
+  uint8_t *written = nullptr;
 };
 
 struct CBlock;
@@ -80,6 +84,7 @@ struct Frame {
 
 struct SharedArray {
   std::vector<uint8_t> bytes;
+  std::vector<uint8_t> written; // per element (MemRef::written)
   MemRef ref;
 };
 
@@ -98,6 +103,9 @@ public:
       mat(f, dst, lane) = mat(f, src, lane);
   }
   bool fail(const Op &op, uint32_t lane, const std::string &msg);
+  /// Element i of `m` as read by `op` (memory operand `memIdx`): an error naming both when
+  /// `m` is a shared array and no work-item has stored element i yet.
+  bool readable(const Op &op, uint32_t lane, unsigned memIdx, const MemRef &m, int64_t i);
   bool failNoOp(const std::string &msg);
   bool countSteps(const Op &op, uint64_t n);
 

@@ -215,6 +215,8 @@ bool Machine::execMatrixMemory(Frame &f, const COp &c, uint32_t lane, MatrixPtr 
       }
       size_t e = static_cast<size_t>(r * t.cols + q);
       if (isLoad) {
+        if (!readable(op, lane, memIdx, *m, static_cast<int64_t>(idx)))
+          return false;
         dst->v[e] = numerics::loadElement(m->base, static_cast<int64_t>(idx), m->elem);
         continue;
       }
@@ -223,6 +225,8 @@ bool Machine::execMatrixMemory(Frame &f, const COp &c, uint32_t lane, MatrixPtr 
         v.f = numerics::roundToFloat((src->terms[e] + 1.0) * (std::fabs(v.f) + 0x1p-102), t.elem,
                                      Round::Rtp);
       numerics::storeElement(m->base, static_cast<int64_t>(idx), m->elem, v);
+      if (m->written)
+        m->written[static_cast<size_t>(idx)] = 1;
     }
   out = std::move(dst);
   return true;

@@ -4,10 +4,12 @@
 #include "ir/core/builder.h"
 #include "ir/interp/interpreter.h"
 #include "ir/tests/interp_test_util.h"
+#include "ir/text/parser.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 namespace tessera::ir {
 namespace {
@@ -89,6 +91,125 @@ TEST(InterpFaults, ForStopsWhenTheInductionVariableWouldWrap) {
     InterpResult res = run(k, dims1(1, 1), {buf(bo)}, 32, 10000);
     ASSERT_TRUE(res.ok) << res.error;
     EXPECT_EQ(getI32(bo, 0), stepValue == 4 ? 1 : 2) << "step " << stepValue;
+  }
+}
+
+/// Runs the first kernel of `text` on the interpreter: 2 workgroups of 4 work-items, `out`
+/// (16 i32, zeroed) the only argument.
+InterpResult runShared(const std::string &text, HostBuffer &out) {
+  ParseResult p = parseModule(text, "shared.tir", true);
+  std::string diags;
+  for (const auto &d : p.diags)
+    diags += d.str() + "\n";
+  EXPECT_TRUE(p.ok()) << diags;
+  if (!p.ok())
+    return InterpResult{};
+  std::vector<KernelArg> args{buf(out)};
+  return interpret(*p.module, *p.module->functions.front(), dims1(2, 4), args, InterpOptions{});
+}
+
+TEST(InterpFaults, ReadingSharedMemoryNoWorkItemStoredIsReported) {
+  // docs/ir.md: shared arrays start undefined. The reference must not answer 0 (devices
+  // answer whatever the memory held), so a read before any store is an error naming the op,
+  // the array and the element; reads of stored elements, by any work-item after a barrier,
+  // are fine.
+  const std::string head = R"(kernel @k(%out: buffer<i32>) {
+  %s = shared_alloc : shared<i32, 8>
+  %t = local_id.x : i32
+  %g = global_id.x : i32
+  %one = const 1 : i32
+)";
+  HostBuffer out(Scalar::I32, 16);
+  // Each work-item stores s[t] and reads its neighbour's s[(t + 1) % 4]: all stored.
+  InterpResult ok = runShared(head + R"(  store %g, %s[%t] : i32
+  barrier
+  %n = add %t, %one : i32
+  %three = const 3 : i32
+  %m = and %n, %three : i32
+  %v = load %s[%m] : i32
+  store %v, %out[%g] : i32
+}
+)",
+                              out);
+  ASSERT_TRUE(ok.ok) << ok.error;
+  const int32_t want[8] = {1, 2, 3, 0, 5, 6, 7, 4};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(getI32(out, i), want[i]) << i;
+
+  struct Case {
+    const char *what, *body, *error;
+  };
+  const Case cases[] = {
+      // s[t + 4] was never stored
+      {"load", R"(  store %g, %s[%t] : i32
+  barrier
+  %four = const 4 : i32
+  %i = add %t, %four : i32
+  %v = load %s[%i] : i32
+  store %v, %out[%g] : i32
+}
+)",
+       "reads element 4 of shared array %s before any work-item of the workgroup stored it"},
+      // an atomic reads the old value too
+      {"atomic", R"(  %v = atomic_add %s[%one], %one : i32
+  store %v, %out[%g] : i32
+}
+)",
+       "reads element 1 of shared array %s"},
+      // workgroup 0 stores, workgroup 1 reads: every workgroup's array starts unwritten
+      {"other workgroup", R"(  %w = group_id.x : i32
+  %zero = const 0 : i32
+  %first = cmp.eq %w, %zero : i32
+  if %first {
+    store %g, %s[%t] : i32
+  }
+  barrier
+  %v = load %s[%t] : i32
+  store %v, %out[%g] : i32
+}
+)",
+       "reads element 0 of shared array %s"},
+  };
+  for (const Case &c : cases) {
+    InterpResult r = runShared(head + c.body, out);
+    EXPECT_FALSE(r.ok) << c.what;
+    EXPECT_NE(r.error.find(c.error), std::string::npos) << c.what << ": " << r.error;
+  }
+}
+
+TEST(InterpFaults, MatrixLoadsOfUnstoredSharedElementsAreReported) {
+  // An 8 x 8 tile staged through shared memory: rows 0-6 stored, the load reads row 7 too.
+  const std::string text = R"(kernel @k(%out: buffer<f32>) {
+  %s = shared_alloc : shared<f32, 64>
+  %f = const 2.0 : f32
+  %z = const 0 : i32
+  %ld = const 8 : i32
+  %r = const $ROWS : i32
+  %c = const 8 : i32
+  %m = matrix_fill %f : matrix<f32, 8, 8, acc>
+  matrix_store %m, %s[%z] stride %ld bounds %r, %c : matrix<f32, 8, 8, acc>
+  barrier
+  %l = matrix_load %s[%z] stride %ld : matrix<f32, 8, 8, acc>
+  matrix_store %l, %out[%z] stride %ld : matrix<f32, 8, 8, acc>
+}
+)";
+  for (const char *rows : {"8", "7"}) {
+    std::string k = text;
+    k.replace(k.find("$ROWS"), 5, rows);
+    ParseResult p = parseModule(k, "mx.tir", true);
+    ASSERT_TRUE(p.ok());
+    HostBuffer out(Scalar::F32, 64);
+    std::vector<KernelArg> args{buf(out)};
+    InterpOptions o;
+    o.subgroupSize = 8;
+    InterpResult r = interpret(*p.module, *p.module->functions.front(), dims1(1, 8), args, o);
+    if (std::string(rows) == "8") {
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(getF32(out, 63), 2.0f);
+    } else {
+      EXPECT_FALSE(r.ok);
+      EXPECT_NE(r.error.find("reads element 56 of shared array %s"), std::string::npos) << r.error;
+    }
   }
 }
 
