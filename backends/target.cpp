@@ -10,6 +10,11 @@ const char *precisionProfileName(PrecisionProfile p) {
   return p == PrecisionProfile::Full ? "full" : "relaxed";
 }
 
+std::string Target::tableMismatch(const ArtefactKernel &, const ir::Function &,
+                                  const TargetOptions &, std::string_view) const {
+  return "";
+}
+
 std::string_view Target::rawOutput(const Artefact &a) const {
   return {reinterpret_cast<const char *>(a.image.data()), a.image.size()};
 }

@@ -162,6 +162,14 @@ public:
   /// the target cannot lower something.
   virtual std::optional<Artefact> compile(const ir::Module &m, const TargetOptions &opts,
                                           std::string *error) const = 0;
+  /// A cached artefact's kernel `k` against what compiling kernel `f` with `opts` gives, for
+  /// every table field this target derives without compiling (shared memory the driver
+  /// allocates, the subgroup width, the argument layout, the control binding) and what it
+  /// can read from `image` cheaply. The table is what the driver trusts at launch, so a cache
+  /// entry whose table differs is refused (runtime/src/cached_module.cpp): "" when `k`
+  /// matches, else why not. Default: nothing more to check.
+  virtual std::string tableMismatch(const ArtefactKernel &k, const ir::Function &f,
+                                    const TargetOptions &opts, std::string_view image) const;
   /// The bare artefact `tessera compile -o FILE` writes (not .tsrx): the object, the SPIR-V
   /// words, the PTX text, the code object. Default: the image.
   virtual std::string_view rawOutput(const Artefact &a) const;

@@ -5,6 +5,7 @@
 // Must never emit a run's body for an inactive work-item, and never evaluate a value with
 // side effects or traps (loads, integer division) outside the run that owns it.
 #include "backends/llvm/kernel_lowering.h"
+#include "backends/llvm/shared_arena.h"
 #include "ir/verify/verifier.h"
 
 #include <algorithm>
@@ -550,7 +551,7 @@ llvm::Error KernelLowering::lowerKernel(const ir::Function &k, LoweredKernel &in
       continue;
     const ir::Type &t = op->results[0]->type;
     sharedOffset_[op.get()] = offset;
-    offset += (static_cast<uint64_t>(t.count) * ir::byteSize(t.elem) + 63) / 64 * 64;
+    offset += sharedSliceBytes(t);
   }
   info.sharedBytes = offset;
   planFunction(k);

@@ -280,12 +280,13 @@ bool Lowering::declareParams(const ir::Function &f, KernelInfo &info) {
   std::vector<Id> members;
   std::vector<uint32_t> offsets;
   std::vector<const ir::Value *> scalars;
-  uint32_t end = 0;
-  for (const ir::Value *p : f.params()) {
+  for (const ir::Value *p : f.params())
     info.params.push_back(p->type);
+  uint32_t end = pushConstantLayout(info.params, &info.paramOffsets);
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const ir::Value *p = f.params()[i];
     if (p->type.kind == ir::Type::Kind::Buffer) {
       mems_[p] = MemRef{p, 0, p->type.elem, false};
-      info.paramOffsets.push_back(0);
       continue;
     }
     if (!p->type.isScalar())
@@ -293,13 +294,8 @@ bool Lowering::declareParams(const ir::Function &f, KernelInfo &info) {
                   " cannot be a kernel parameter on " + targetName());
     if (!checkScalar(p->type.elem))
       return false;
-    bool wide = ir::bitWidth(p->type.elem) == 64;
-    uint32_t size = wide ? 8 : 4;
-    end = (end + size - 1) / size * size;
-    info.paramOffsets.push_back(end);
-    offsets.push_back(end);
-    end += size;
-    members.push_back(wide ? regType(p->type.elem) : u32T());
+    offsets.push_back(info.paramOffsets[i]);
+    members.push_back(ir::bitWidth(p->type.elem) == 64 ? regType(p->type.elem) : u32T());
     scalars.push_back(p);
   }
   info.pushConstantBytes = end;

@@ -6,6 +6,11 @@
 #include "backends/spirv/spirv_lowering.h"
 #include "ir/core/hash.h"
 
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+
 namespace tessera::spirv {
 
 namespace {
@@ -172,6 +177,72 @@ bool lowerModule(const ir::Module &m, const LoweringOptions &opts, uint32_t vers
   }
   *words = b.finish();
   *capabilities = b.capabilities();
+  return true;
+}
+
+uint32_t pushConstantLayout(const std::vector<ir::Type> &params, std::vector<uint32_t> *offsets) {
+  uint32_t end = 0;
+  offsets->clear();
+  for (const ir::Type &t : params) {
+    if (!t.isScalar()) {
+      offsets->push_back(0);
+      continue;
+    }
+    uint32_t size = ir::bitWidth(t.elem) == 64 ? 8 : 4;
+    end = (end + size - 1) / size * size;
+    offsets->push_back(end);
+    end += size;
+  }
+  return end;
+}
+
+bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
+                        std::set<uint32_t> *bindings, std::string *error) {
+  if (words.size() < 5 || words[0] != spv::MagicNumber) {
+    *error = "not a SPIR-V module";
+    return false;
+  }
+  std::set<uint32_t> interface;
+  bool found = false;
+  std::map<uint32_t, uint32_t> bindingOf; // variable id -> binding
+  for (size_t at = 5; at < words.size();) {
+    uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (count == 0 || count > words.size() - at) {
+      *error = "a SPIR-V instruction at word " + std::to_string(at) + " runs past the module";
+      return false;
+    }
+    std::span<const uint32_t> ins = words.subspan(at, count);
+    if (opcode == spv::OpEntryPoint && count >= 4) {
+      // execution model, id, then the name (nul-terminated, padded to words), then the ids
+      std::string entry;
+      size_t w = 3;
+      bool ended = false;
+      for (; w < count && !ended; ++w)
+        for (int b = 0; b < 4; ++b) {
+          char c = static_cast<char>((ins[w] >> (8 * b)) & 0xff);
+          if (c == 0) {
+            ended = true;
+            break;
+          }
+          entry.push_back(c);
+        }
+      if (ended && entry == name) {
+        found = true;
+        interface.insert(ins.begin() + static_cast<std::ptrdiff_t>(w), ins.end());
+      }
+    } else if (opcode == spv::OpDecorate && count >= 4 && ins[2] == spv::DecorationBinding) {
+      bindingOf[ins[1]] = ins[3];
+    }
+    at += count;
+  }
+  if (!found) {
+    *error = "the SPIR-V module has no entry point " + std::string(name);
+    return false;
+  }
+  bindings->clear();
+  for (uint32_t id : interface)
+    if (auto it = bindingOf.find(id); it != bindingOf.end())
+      bindings->insert(it->second);
   return true;
 }
 

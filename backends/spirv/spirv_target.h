@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,6 +100,17 @@ struct LoweringOptions {
   /// Shader flavour: may matrix ops take SPV_KHR_cooperative_matrix where the caps allow.
   bool allowCooperative = false;
 };
+
+/// The push-constant block of a kernel's scalar parameters, as the lowering declares it: each
+/// scalar at the next offset aligned to its size (8 bytes for 64-bit types, else 4), buffers
+/// at 0. Fills one offset per parameter; returns the block's size in bytes.
+uint32_t pushConstantLayout(const std::vector<ir::Type> &params, std::vector<uint32_t> *offsets);
+
+/// The descriptor bindings (set 0) of the variables entry point `name` of SPIR-V `words` lists
+/// in its interface (SPIR-V 1.4+: every global it uses). False with `*error` when the words are
+/// not a SPIR-V module or have no such entry point. Reads, never trusts, the words.
+bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
+                        std::set<uint32_t> *bindings, std::string *error);
 
 /// Lowers every kernel of `m` (verified; math already decomposed for the target) into one
 /// SPIR-V module of `version`. Returns the words and each kernel's metadata, or false with

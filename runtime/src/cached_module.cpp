@@ -10,7 +10,8 @@ namespace {
 
 // Why a cached kernel table is not the one `m` compiles to (names, count, parameter types),
 // or empty.
-std::string tableMismatch(const std::vector<ArtefactKernel> &kernels, const ir::Module &m) {
+std::string tableMismatch(const std::vector<ArtefactKernel> &kernels, const ir::Module &m,
+                          const Target &target, const TargetOptions &opts, std::string_view image) {
   size_t expected = 0;
   for (const auto &f : m.functions) {
     if (!f->isKernel)
@@ -26,6 +27,8 @@ std::string tableMismatch(const std::vector<ArtefactKernel> &kernels, const ir::
       same = encodeType(params[i]->type) == encodeType(it->params[i]);
     if (!same)
       return "its parameters of kernel @" + f->name + " differ from the module's";
+    if (std::string why = target.tableMismatch(*it, *f, opts, image); !why.empty())
+      return why;
   }
   if (kernels.size() != expected)
     return "it lists " + std::to_string(kernels.size()) + " kernels, the module has " +
@@ -42,7 +45,8 @@ bool checkArtefact(const Artefact &a, const Target &target, const ir::Module &m,
            "'s '" + std::string(target.format()) + "'";
     return false;
   }
-  if (std::string mismatch = tableMismatch(a.kernels, m); !mismatch.empty()) {
+  std::string_view image(reinterpret_cast<const char *>(a.image.data()), a.image.size());
+  if (std::string mismatch = tableMismatch(a.kernels, m, target, opts, image); !mismatch.empty()) {
     *why = mismatch;
     return false;
   }

@@ -9,6 +9,7 @@
 #include "tessera/artefact.h"
 #include "tessera/compile_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,19 @@ launch @k grid(2) workgroup(64) seed(3) {
 }
 )";
 
+// Rewrites the payload of `entry` (stored under the key it records) through the cache
+// itself, so that the checksum and key of the crafted entry are valid.
+void craft(const fs::path &entry, const std::function<void(std::string &)> &edit) {
+  fs::path dir = entry.parent_path().parent_path();
+  std::optional<CacheKey> key = CompileCache::recordedKey(entry);
+  ASSERT_TRUE(key);
+  CompileCache cache(dir);
+  std::optional<std::string> payload = cache.lookup(*key);
+  ASSERT_TRUE(payload);
+  edit(*payload);
+  ASSERT_TRUE(cache.store(*key, *payload));
+}
+
 class ProgramCache : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
@@ -95,6 +109,20 @@ protected:
     EXPECT_NE(lines[0].find(warning), std::string::npos) << lines[0];
   }
 
+  // Each case: a fresh cache holding `source`'s entry, crafted, then one warning and a
+  // correct recompile.
+  template <typename Cases>
+  void expectCraftedEntriesRebuilt(const Cases &cases, const char *source) {
+    for (const auto &c : cases) {
+      SCOPED_TRACE(c.what);
+      fs::path dir = root_ / "crafted";
+      fs::remove_all(dir);
+      fs::path entry = populate(dir, source, "k");
+      craft(entry, c.edit);
+      expectRecompiledWithOneWarning(dir, source, "k", c.warning);
+    }
+  }
+
   testing::DeviceSession session_;
   fs::path root_;
 };
@@ -113,19 +141,6 @@ TEST_P(ProgramCache, ValidEntryOfASameSignatureKernelCopiedUnderAnotherKeyIsNotR
   testing::expectCorrectRun(session_.device, kPlusOne, "k", &cache, &source);
   EXPECT_EQ(source, ProgramStats::Source::DiskCache);
   EXPECT_TRUE(lines.empty());
-}
-
-// Rewrites the payload of `entry` (stored under the key it records) through the cache
-// itself, so that the checksum and key of the crafted entry are valid.
-void craft(const fs::path &entry, const std::function<void(std::string &)> &edit) {
-  fs::path dir = entry.parent_path().parent_path();
-  std::optional<CacheKey> key = CompileCache::recordedKey(entry);
-  ASSERT_TRUE(key);
-  CompileCache cache(dir);
-  std::optional<std::string> payload = cache.lookup(*key);
-  ASSERT_TRUE(payload);
-  edit(*payload);
-  ASSERT_TRUE(cache.store(*key, *payload));
 }
 
 // Each kernel line of a payload (the .tsrx container of every target: "kernel name shared
@@ -148,13 +163,15 @@ void editKernelLines(std::string &payload,
   }
 }
 
+// One crafted entry: what it is, the edit of a valid payload, the warning it must cost.
+struct CraftCase {
+  const char *what;
+  std::function<void(std::string &)> edit;
+  const char *warning;
+};
+
 TEST_P(ProgramCache, CraftedFieldsWithAValidChecksumAreMissesThatRebuild) {
-  struct Case {
-    const char *what;
-    std::function<void(std::string &)> edit;
-    const char *warning;
-  };
-  std::vector<Case> cases = {
+  std::vector<CraftCase> cases = {
       {"object size 2^64-1",
        [&](std::string &p) {
          const char *word = "\nbytes ";
@@ -183,14 +200,97 @@ TEST_P(ProgramCache, CraftedFieldsWithAValidChecksumAreMissesThatRebuild) {
        },
        "lists 2 kernels, the module has 1"},
   };
-  for (const Case &c : cases) {
-    SCOPED_TRACE(c.what);
-    fs::path dir = root_ / "crafted";
-    fs::remove_all(dir);
-    fs::path entry = populate(dir, kDouble, "k");
-    craft(entry, c.edit);
-    expectRecompiledWithOneWarning(dir, kDouble, "k", c.warning);
+  expectCraftedEntriesRebuilt(cases, kDouble);
+}
+
+// Shared memory and a loop to a parameter (on vulkan:0 the loop gets the control buffer that
+// reports a cut loop): every field of the kernel table the driver trusts at launch is used.
+constexpr const char *kStaged = R"(
+kernel @k(%x: buffer<f32>, %n: i32) {
+  %s = shared_alloc : shared<f32, 256>
+  %t = local_id.x : i32
+  %i = global_id.x : i32
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %fz = const 0.0 : f32
+  %in = cmp.slt %i, %n : i32
+  %v = if %in -> (f32) {
+    %a = load %x[%i] : f32
+    yield %a
+  } else {
+    yield %fz
   }
+  store %v, %s[%t] : f32
+  barrier
+  %r = for %j = %zero to %n step %one iter(%acc = %fz) : i32 {
+    %w = load %s[%t] : f32
+    %a2 = add %acc, %w : f32
+    yield %a2
+  }
+  if %in {
+    store %r, %x[%i] : f32
+  }
+}
+launch @k grid(2) workgroup(64) seed(3) {
+  %x[100] = uniform(-4.0, 4.0)
+  %n = 100
+}
+)";
+
+TEST_P(ProgramCache, CraftedLaunchFieldsWithAValidChecksumAreMissesThatRebuild) {
+  // What the driver takes from the table at launch (found by an adversarial round: a shared
+  // size of 0 crashed cpu:0, swapped push offsets and a dropped control line gave wrong
+  // results on vulkan:0) must be what the kernel compiles to.
+  bool cpu = GetParam().rfind("cpu", 0) == 0;
+  std::vector<CraftCase> cases = {
+      {"subgroup size halved",
+       [](std::string &p) {
+         editKernelLines(p, [](std::vector<std::string> &t) {
+           t[4] = std::to_string(std::max(1, std::stoi(t[4]) / 2));
+         });
+       },
+       "its subgroup size of @k is"},
+  };
+  if (cpu) {
+    cases.push_back({"shared memory 0",
+                     [](std::string &p) {
+                       editKernelLines(p, [](std::vector<std::string> &t) { t[2] = "0"; });
+                     },
+                     "0 bytes of shared memory, the kernel's arrays take 1024"});
+    cases.push_back({"push-constant offsets added",
+                     [](std::string &p) {
+                       editKernelLines(p, [](std::vector<std::string> &t) {
+                         for (size_t i = 6; i < t.size(); ++i)
+                           t[i] += ":0";
+                       });
+                     },
+                     "push constants or a control binding"});
+  } else {
+    cases.push_back({"push-constant offset of %n moved",
+                     [](std::string &p) {
+                       editKernelLines(p, [](std::vector<std::string> &t) {
+                         std::string &last = t.back(); // "1.3.0.0:0"
+                         last = last.substr(0, last.find(':')) + ":4";
+                       });
+                     },
+                     "push-constant layout of @k"});
+    cases.push_back({"control line dropped",
+                     [](std::string &p) {
+                       size_t at = p.find("\ncontrol ");
+                       ASSERT_NE(at, std::string::npos) << "the loop has no control buffer";
+                       p.erase(at, p.find('\n', at + 1) - at);
+                     },
+                     "control binding of @k is not the one the image declares"});
+    cases.push_back({"control binding moved",
+                     [](std::string &p) {
+                       size_t at = p.find("\ncontrol ");
+                       ASSERT_NE(at, std::string::npos);
+                       at += std::strlen("\ncontrol ");
+                       p.replace(at, p.find('\n', at) - at, "3");
+                     },
+                     "control binding of @k is not the one the image declares"});
+  }
+  expectCraftedEntriesRebuilt(cases, kStaged);
 }
 
 TEST_P(ProgramCache, EntriesThatAreNotFilesAreMissesThatRebuild) {

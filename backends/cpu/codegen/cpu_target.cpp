@@ -6,6 +6,7 @@
 #include "backends/cpu/codegen/cpu_codegen.h"
 #include "backends/cpu/matrix/matrix_abi.h"
 #include "backends/gpu_module.h"
+#include "backends/llvm/shared_arena.h"
 #include "backends/target.h"
 
 namespace tessera::cpu {
@@ -38,6 +39,24 @@ public:
     // host, which is the device.
     opts->caps = std::string(caps);
     return true;
+  }
+
+  // The driver gives each workgroup the arena the table says and the runtime emulates the
+  // subgroup width it says: both are functions of the kernel and the options.
+  std::string tableMismatch(const ArtefactKernel &k, const ir::Function &f,
+                            const TargetOptions &opts, std::string_view) const override {
+    uint64_t shared = llvmgen::sharedArenaBytes(f);
+    if (k.sharedBytes != shared)
+      return "it gives @" + k.name + " " + std::to_string(k.sharedBytes) +
+             " bytes of shared memory, the kernel's arrays take " + std::to_string(shared);
+    uint32_t width = options(opts).subgroupSize;
+    if (k.subgroupSize != width)
+      return "its subgroup size of @" + k.name + " is " + std::to_string(k.subgroupSize) +
+             ", the code is compiled " + std::to_string(width) + " wide";
+    if (!k.offsets.empty() || k.pushBytes != 0 || k.controlBinding != UINT32_MAX)
+      return "its table gives @" + k.name + " push constants or a control binding, which " +
+             "CPU kernels do not have";
+    return "";
   }
 
   std::string cacheKey(const TargetOptions &opts) const override {

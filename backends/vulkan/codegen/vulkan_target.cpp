@@ -10,6 +10,9 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <set>
+#include <vector>
 
 namespace tessera::vulkan {
 namespace {
@@ -67,6 +70,39 @@ public:
     opts->caps = std::string(caps);
     opts->subgroupSize = parsed.subgroupSize;
     return true;
+  }
+
+  // The driver pushes scalars at the table's offsets, binds the control buffer at the table's
+  // binding, and the runtime takes the table's subgroup size for the device's: a crafted table
+  // must match what the lowering declares, and the image's own bindings.
+  std::string tableMismatch(const ArtefactKernel &k, const ir::Function &,
+                            const TargetOptions &opts, std::string_view image) const override {
+    std::vector<uint32_t> offsets;
+    uint32_t bytes = spirv::pushConstantLayout(k.params, &offsets);
+    if (!k.params.empty() && (k.offsets != offsets || k.pushBytes != bytes))
+      return "its push-constant layout of @" + k.name + " is not the one the kernel declares";
+    if (k.params.empty() && (!k.offsets.empty() || k.pushBytes != 0))
+      return "it gives @" + k.name + " push constants, and the kernel has no parameters";
+    if (k.subgroupSize != opts.subgroupSize)
+      return "its subgroup size of @" + k.name + " is " + std::to_string(k.subgroupSize) +
+             ", the device's is " + std::to_string(opts.subgroupSize);
+    if (image.size() % 4 != 0)
+      return "its image is not whole SPIR-V words";
+    std::vector<uint32_t> words(image.size() / 4);
+    std::memcpy(words.data(), image.data(), image.size());
+    std::set<uint32_t> bindings;
+    std::string error;
+    if (!spirv::entryPointBindings(words, k.name, &bindings, &error))
+      return "its image: " + error;
+    // Buffers are bound at their parameter's index; the control buffer, when the kernel has
+    // one, right after the parameters.
+    uint32_t control = static_cast<uint32_t>(k.params.size());
+    bool usesControl = bindings.count(control) > 0;
+    if (k.controlBinding != (usesControl ? control : UINT32_MAX))
+      return "its control binding of @" + k.name + " is not the one the image declares";
+    if (!bindings.empty() && *bindings.rbegin() > control)
+      return "the image binds @" + k.name + " past its parameters and control buffer";
+    return "";
   }
 
   std::string cacheKey(const TargetOptions &opts) const override {
