@@ -6,6 +6,7 @@
 #include "backends/spirv/spirv_lowering.h"
 #include "ir/core/hash.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <span>
@@ -45,6 +46,7 @@ constexpr CapsField kCapsFields[] = {
     {"fusedFma", &C::fusedFma, nullptr},
     {"signedZeroInfNanPreserve", &C::signedZeroInfNanPreserve, nullptr},
     {"denormPreserve", &C::denormPreserve, nullptr},
+    {"maxControlFlowNesting", nullptr, &C::maxControlFlowNesting},
     {"maxPushConstantsSize", nullptr, &C::maxPushConstantsSize},
     {"maxComputeSharedMemorySize", nullptr, &C::maxComputeSharedMemorySize},
 };
@@ -244,6 +246,57 @@ bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
     if (auto it = bindingOf.find(id); it != bindingOf.end())
       bindings->insert(it->second);
   return true;
+}
+
+uint32_t structuredNesting(std::span<const uint32_t> words, std::string *function) {
+  std::map<uint32_t, std::string> names;
+  uint32_t deepest = 0, current = 0;
+  // Per function: the merge blocks of the open constructs, selections and loops apart.
+  std::vector<uint32_t> selections, loops;
+  for (size_t at = 5; at < words.size();) {
+    uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (count == 0 || count > words.size() - at)
+      break;
+    std::span<const uint32_t> ins = words.subspan(at, count);
+    at += count;
+    switch (opcode) {
+    case spv::OpName:
+      if (count >= 3) {
+        std::string name;
+        for (size_t w = 2; w < count; ++w)
+          for (int b = 0; b < 4; ++b)
+            if (char c = static_cast<char>((ins[w] >> (8 * b)) & 0xff); c)
+              name.push_back(c);
+        names[ins[1]] = name;
+      }
+      break;
+    case spv::OpFunction:
+      if (count >= 3)
+        current = ins[2];
+      selections.clear();
+      loops.clear();
+      break;
+    case spv::OpLabel:
+      for (auto *open : {&selections, &loops})
+        std::erase(*open, ins[1]);
+      break;
+    case spv::OpSelectionMerge:
+    case spv::OpLoopMerge: {
+      auto &open = opcode == spv::OpLoopMerge ? loops : selections;
+      if (count >= 2)
+        open.push_back(ins[1]);
+      if (open.size() > deepest) {
+        deepest = static_cast<uint32_t>(open.size());
+        if (function)
+          *function = names.count(current) ? names[current] : "%" + std::to_string(current);
+      }
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return deepest;
 }
 
 } // namespace tessera::spirv

@@ -63,6 +63,11 @@ struct TargetCaps {
   /// then declare the DenormPreserve execution mode (SPV_KHR_float_controls, core in SPIR-V
   /// 1.4), so that subnormal inputs and results are kept, as on every other backend.
   bool denormPreserve = false;
+  /// How deep structured control flow may nest in one function (0: no limit). llvmpipe's
+  /// gallivm keeps at most 80 nested ifs and 80 nested loops (LP_MAX_TGSI_NESTING) and past
+  /// that silently ignores the condition: 84 nested ifs with results gave a wrong answer with
+  /// no error. The Vulkan driver sets 80 for llvmpipe and 0 for every other driver.
+  uint32_t maxControlFlowNesting = 80;
   uint32_t maxPushConstantsSize = 128;
   uint32_t maxComputeSharedMemorySize = 32768;
   /// VK_KHR_cooperative_matrix (cooperativeMatrix feature and the Vulkan memory model): the
@@ -111,6 +116,12 @@ uint32_t pushConstantLayout(const std::vector<ir::Type> &params, std::vector<uin
 /// not a SPIR-V module or have no such entry point. Reads, never trusts, the words.
 bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
                         std::set<uint32_t> *bindings, std::string *error);
+
+/// How deep the structured constructs of SPIR-V `words` nest: the largest number of
+/// selection (OpSelectionMerge) or of loop (OpLoopMerge) constructs open at once in one
+/// function, counted apart as llvmpipe counts them; `*function` gets that function's OpName.
+/// Reads the words as the lowering emits them (every construct's blocks before its merge).
+uint32_t structuredNesting(std::span<const uint32_t> words, std::string *function);
 
 /// Lowers every kernel of `m` (verified; math already decomposed for the target) into one
 /// SPIR-V module of `version`. Returns the words and each kernel's metadata, or false with

@@ -394,9 +394,11 @@ TEST(TargetRegistry, VulkanDriverRecordAgreesWithTheDeviceInfo) {
   vulkan::VulkanTargetCaps parsed;
   for (const auto &[k, v] : e)
     ASSERT_TRUE(parsed.set(k.substr(7), v, &err)) << err;
-  EXPECT_EQ(e.size(), 24u) << "one line per VulkanTargetCaps field:\n" << caps;
-  if (std::string(info.architecture).find("llvmpipe") != std::string::npos)
+  EXPECT_EQ(e.size(), 25u) << "one line per VulkanTargetCaps field:\n" << caps;
+  if (std::string(info.architecture).find("llvmpipe") != std::string::npos) {
     EXPECT_TRUE(parsed.cooperativeMatrix.empty()) << "lavapipe lacks VK_KHR_cooperative_matrix";
+    EXPECT_EQ(parsed.maxControlFlowNesting, 80u) << "gallivm's LP_MAX_TGSI_NESTING";
+  }
   EXPECT_EQ(parsed.subgroupSize, info.subgroup_size);
   EXPECT_EQ(parsed.maxComputeSharedMemorySize, info.max_shared_memory);
   EXPECT_EQ(parsed.float64, (info.features & TSR_FEATURE_FP64) != 0);

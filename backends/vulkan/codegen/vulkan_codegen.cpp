@@ -25,6 +25,8 @@ namespace tessera::vulkan {
 namespace {
 
 constexpr uint32_t kSpirvVersion = 0x00010500; // SPIR-V 1.5 = Vulkan 1.2
+// Nesting levels kept free below the device's limit (TargetCaps::maxControlFlowNesting).
+constexpr uint32_t kNestingMargin = 8;
 
 } // namespace
 
@@ -200,6 +202,19 @@ std::unique_ptr<VulkanCompiledModule> compileModule(const ir::Module &m,
   if (impl->kernels.empty())
     return fail((m.filename.empty() ? std::string("<module>") : m.filename) +
                 ": error: the module has no kernel to compile for Vulkan");
+  // llvmpipe ignores constructs nested past its stack (TargetCaps::maxControlFlowNesting):
+  // refuse rather than compute a wrong answer. The margin leaves room for the few ifs the
+  // driver's own lowering may add around ours.
+  if (uint32_t limit = opts.caps.maxControlFlowNesting; limit > 0) {
+    std::string where;
+    uint32_t depth = spirv::structuredNesting(impl->words, &where);
+    if (depth + kNestingMargin > limit)
+      return fail((m.filename.empty() ? std::string("<module>") : m.filename) +
+                  ": error: function " + where + " nests " + std::to_string(depth) +
+                  " ifs or loops (counting those the lowering adds); this device runs at most " +
+                  std::to_string(limit - kNestingMargin) + " (caps.maxControlFlowNesting = " +
+                  std::to_string(limit) + ": llvmpipe silently ignores conditions nested deeper)");
+  }
   std::string bad = forbiddenCapability(used, opts.caps);
   if (!bad.empty())
     return fail("internal error: the SPIR-V declares " + bad + ", which the target lacks");

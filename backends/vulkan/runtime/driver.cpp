@@ -88,6 +88,8 @@ std::string compilerCaps(const tsr_device_info_t &info, const VkPhysicalDeviceVu
   line("denormPreserve",
        p12.shaderDenormPreserveFloat32 && (!f12.shaderFloat16 || p12.shaderDenormPreserveFloat16) &&
            (!f.shaderFloat64 || p12.shaderDenormPreserveFloat64));
+  // gallivm's LP_MAX_TGSI_NESTING: deeper ifs and loops are silently ignored (spirv_target.h).
+  line("maxControlFlowNesting", p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 80 : 0);
   line("maxPushConstantsSize", limits.maxPushConstantsSize);
   line("maxComputeSharedMemorySize", limits.maxComputeSharedMemorySize);
   return r;
