@@ -327,11 +327,20 @@ bool CompileCache::store(const CacheKey &key, std::string_view payload, std::str
       payload.size() > kMaxEntryBytes - kFixedHeader - key.text.size())
     return fail("a payload of " + std::to_string(payload.size()) +
                 " bytes is larger than an entry may be; kept in memory only");
+  // A directory that is usable but where this entry cannot be written (its shard directory
+  // is a file, say): one line per cache, else every run recompiles and nobody knows why.
+  auto failWrite = [&](const std::string &msg) {
+    if (!writeWarned_) {
+      writeWarned_ = true;
+      warn("compile cache: " + msg + "; compiled modules are not kept on disk");
+    }
+    return fail(msg);
+  };
   std::filesystem::path path = entryPath(key);
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec)
-    return fail("cannot create " + path.parent_path().string() + ": " + ec.message());
+    return failWrite("cannot create " + path.parent_path().string() + ": " + ec.message());
 
   std::string blob(kMagic, sizeof kMagic);
   putLe(blob, kFormatVersion, 4);
@@ -350,7 +359,7 @@ bool CompileCache::store(const CacheKey &key, std::string_view payload, std::str
     f.flush();
     if (!f) {
       std::filesystem::remove(tmp, ec);
-      return fail("cannot write " + tmp.string());
+      return failWrite("cannot write " + tmp.string());
     }
   }
   // rename() is atomic within a file system: readers see the old entry or the new one. It
@@ -358,7 +367,7 @@ bool CompileCache::store(const CacheKey &key, std::string_view payload, std::str
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
-    return fail("cannot rename into " + path.string());
+    return failWrite("cannot rename into " + path.string());
   }
   return true;
 }

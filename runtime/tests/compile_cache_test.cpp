@@ -180,6 +180,24 @@ TEST_F(CacheDir, UnwritableDirectoryOnlyCostsTheDiskCopy) {
   }
 }
 
+TEST_F(CacheDir, AShardThatIsAFileCostsOneWarningNotSilence) {
+  // The directory is usable, but <dir>/<digest[0:2]> is a file: no entry of that shard can
+  // be written. Every run recompiled and nothing said so (adversarial round 5).
+  std::filesystem::path shard = dir / key.digest.substr(0, 2);
+  std::ofstream(shard) << "x";
+  CompileCache c(dir);
+  Warnings w(c);
+  std::string err;
+  EXPECT_FALSE(c.store(key, "payload", &err));
+  EXPECT_NE(err.find("cannot create " + shard.string()), std::string::npos) << err;
+  EXPECT_EQ(c.lookup(key), "payload"); // memory still works
+  c.store(key, "payload");
+  ASSERT_EQ(w.lines.size(), 1u) << "one line, however often the store fails";
+  EXPECT_NE(w.lines[0].find("compiled modules are not kept on disk"), std::string::npos)
+      << w.lines[0];
+  EXPECT_TRUE(std::filesystem::is_regular_file(shard)) << "not the cache's to remove";
+}
+
 TEST_F(CacheDir, DirectoryWithoutWritePermissionTurnsDiskCachingOff) {
   if (::geteuid() == 0)
     GTEST_SKIP() << "root writes anywhere: permissions cannot be tested";

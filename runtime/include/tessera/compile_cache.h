@@ -102,6 +102,7 @@ private:
   CacheStats stats_;
   WarningSink sink_;
   bool dirChecked_ = false, dirUsable_ = false;
+  bool writeWarned_ = false; // a failed entry write said so once
   std::string dirProblem_;
 };
 
