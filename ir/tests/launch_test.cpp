@@ -331,5 +331,28 @@ TEST(Launch, I64GeneratorRangeIsCheckedExactly) {
             std::string::npos);
 }
 
+TEST(Launch, FloatGeneratorValuesThatRoundToInfinityAreErrors) {
+  // As a float literal of the type would be ("float literal out of range"): fill(1e6) for
+  // an f16 buffer filled it with +inf (adversarial round 5).
+  auto diag = [](const std::string &type, const std::string &init) {
+    ParseResult pr =
+        parseModule("kernel @k(%x: buffer<" + type +
+                        ">) {\n}\nlaunch @k grid(1) workgroup(1) {\n  %x[4] = " + init + "\n}\n",
+                    "r.tir");
+    return pr.diags.empty() ? std::string() : pr.diags[0].message;
+  };
+  EXPECT_NE(diag("f16", "fill(1e6)").find("'fill' value is out of range for f16"),
+            std::string::npos);
+  EXPECT_NE(diag("f16", "fill(-65520)").find("out of range for f16"), std::string::npos);
+  EXPECT_EQ(diag("f16", "fill(65519)"), ""); // rounds to 65504
+  EXPECT_EQ(diag("f16", "fill(inf)"), "");   // an infinity said so
+  EXPECT_NE(diag("bf16", "fill(1e39)").find("out of range for bf16"), std::string::npos);
+  EXPECT_NE(diag("f32", "fill(3.5e38)").find("out of range for f32"), std::string::npos);
+  EXPECT_EQ(diag("f32", "fill(3.4e38)"), "");
+  EXPECT_EQ(diag("f64", "fill(1e300)"), "");
+  EXPECT_NE(diag("f16", "uniform(0, 1e6)").find("bounds must be finite in f16"), std::string::npos);
+  EXPECT_EQ(diag("f16", "uniform(-65504, 65504)"), "");
+}
+
 } // namespace
 } // namespace tessera::ir

@@ -32,6 +32,27 @@ const char *kindName(ArgInit::Kind k) {
 
 bool isIntegral(double x) { return std::isfinite(x) && x == std::trunc(x); }
 
+/// Whether the finite `x` rounds (to nearest, ties to even) to an infinity in float type `t`:
+/// |x| >= 2^emax * (2 - 2^-p), half an ulp above the largest finite value (f16: 65520). Such
+/// a value written as a literal is an error ("float literal out of range"); so it is here.
+bool overflowsFloat(double x, Scalar t) {
+  int p = 0, emax = 0; // mantissa bits (with the implicit one), largest exponent
+  switch (t) {
+  case Scalar::F16:
+    p = 11, emax = 15;
+    break;
+  case Scalar::BF16:
+    p = 8, emax = 127;
+    break;
+  case Scalar::F32:
+    p = 24, emax = 127;
+    break;
+  default:
+    return false; // f64 holds every finite double; integers are checked apart
+  }
+  return std::isfinite(x) && std::fabs(x) >= std::ldexp(2.0 - std::ldexp(1.0, -p), emax);
+}
+
 /// Whether `x` is an integer that type `t` can hold read as signed or as unsigned
 /// (i8: -128..255); i1 holds 0 and 1 only.
 bool inIntRange(double x, Scalar t) {
@@ -142,6 +163,8 @@ private:
         return r_.error(loc, gen + "needs lo <= hi");
       if (isInt && (!inIntRange(a.ia, a.a, elem) || !inIntRange(a.ib, a.b, elem)))
         r_.error(loc, gen + "bounds must be integers in the range of " + ty);
+      if (overflowsFloat(a.a, elem) || overflowsFloat(a.b, elem))
+        r_.error(loc, gen + "bounds must be finite in " + ty + " (one rounds to infinity)");
       return;
     case ArgInit::Kind::Normal:
       if (isInt)
@@ -158,6 +181,9 @@ private:
     case ArgInit::Kind::Fill:
       if (isInt && !inIntRange(a.ia, a.a, elem))
         r_.error(loc, gen + "value must be an integer in the range of " + ty);
+      if (overflowsFloat(a.a, elem))
+        r_.error(loc, gen + "value is out of range for " + ty +
+                          " (it rounds to infinity; write inf for an infinity)");
       return;
     case ArgInit::Kind::Special:
     case ArgInit::Kind::Scalar:
