@@ -481,10 +481,21 @@ std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
   size_t d = ctx.space.size() - n.type.shape.size() + static_cast<size_t>(axis);
   std::string ct = computeType(n.type.dtype);
   double start = n.attrs.getFloat("start", 0), step = n.attrs.getFloat("step", 1);
+  bool exactInt = !isFloat(n.type.dtype) && n.type.dtype != DType::Bool;
+  // Integer start and step exactly from an Int attr (through a double, 2^60 + 1 became
+  // 2^60); a float attr saturates.
+  auto whole = [&](const char *name, int64_t dflt) {
+    const Attr *a = n.attrs.find(name);
+    if (!a)
+      return dflt;
+    if (a->kind == Attr::Kind::Int)
+      return a->i;
+    return a->f >= 0x1p63 ? INT64_MAX : a->f < -0x1p63 ? INT64_MIN : static_cast<int64_t>(a->f);
+  };
   if (n.type.shape[static_cast<size_t>(axis)] == 1)
-    return emitConst(k, start, n.type.dtype);
+    return exactInt ? emitIntConst(k, whole("start", 0), ct) : emitConst(k, start, n.type.dtype);
   const std::string &c = ctx.coord(d);
-  if (isFloat(n.type.dtype)) {
+  if (!exactInt) {
     std::string f = k.fresh("io"), r = k.fresh("io");
     k.line(f + " = convert " + c + " : i64 -> " + ct);
     k.line(r + " = fma " + f + ", " + emitConst(k, step, n.type.dtype) + ", " +
@@ -492,8 +503,8 @@ std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
     return r;
   }
   std::string m = k.fresh("io"), a = k.fresh("io");
-  k.line(m + " = mul " + c + ", " + emitIntConst(k, static_cast<int64_t>(step), "i64") + " : i64");
-  k.line(a + " = add " + m + ", " + emitIntConst(k, static_cast<int64_t>(start), "i64") + " : i64");
+  k.line(m + " = mul " + c + ", " + emitIntConst(k, whole("step", 1), "i64") + " : i64");
+  k.line(a + " = add " + m + ", " + emitIntConst(k, whole("start", 0), "i64") + " : i64");
   if (ct == std::string_view("i64"))
     return a;
   std::string r = k.fresh("io");

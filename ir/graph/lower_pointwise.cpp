@@ -328,13 +328,19 @@ std::string emitScalarOp(KernelText &k, const Graph &g, const Node &n,
     return emitCast(k, at, rt, x);
   case OpKind::Clamp: { // selects rather than IR max/min, so that NaN stays NaN
     std::string r = x;
+    // An integer bound exactly: through a double, 2^60 + 3 became 2^60 + 4.
+    auto bound = [&](const Attr &a) {
+      if (a.kind == Attr::Kind::Int && !f)
+        return emitIntConst(k, a.i, ty);
+      return c(a.kind == Attr::Kind::Int ? static_cast<double>(a.i) : a.f);
+    };
     if (const Attr *lo = n.attrs.find("min")) {
-      std::string v = c(lo->kind == Attr::Kind::Int ? static_cast<double>(lo->i) : lo->f);
+      std::string v = bound(*lo);
       std::string lt = op2(k, f ? "cmp.olt" : "cmp.slt", r, v, ty);
       r = sel(k, lt, v, r, ty);
     }
     if (const Attr *hi = n.attrs.find("max")) {
-      std::string v = c(hi->kind == Attr::Kind::Int ? static_cast<double>(hi->i) : hi->f);
+      std::string v = bound(*hi);
       std::string gt = op2(k, f ? "cmp.ogt" : "cmp.sgt", r, v, ty);
       r = sel(k, gt, v, r, ty);
     }

@@ -719,3 +719,78 @@ def test_explain_counts_only_tensor_ops_of_an_eager_graph(device):
         ex = explain(f, torch.randn(5), device=device)
     assert dict(ex.fallbacks) == {"aten.sum": 2, "aten.gt": 1, "aten.index": 1, "aten.mul": 1,
                                   "aten.exp": 1, "aten.add": 1}
+
+
+# Found by a fifth adversarial round (each failed before its fix).
+
+@pytest.mark.parametrize("device", CPU)
+def test_values_read_from_tensor_data_belong_to_each_call(device):
+    # With capture_scalar_outputs, n.item() stays in the graph as a non-tensor node, which the
+    # plan took as a constant of the call signature: the next call with another n returned the
+    # first call's result. torch._assert_async was a constant too: it never ran.
+    import torch._dynamo.config as dc
+
+    x = torch.arange(12.0).view(4, 3)
+    fns = {"x + n.item()": lambda x, n: x + n.item(),
+           "x[: n.item()] * 2": lambda x, n: x[: n.item()] * 2,
+           "x[n.item()] * 2": lambda x, n: x[n.item()] * 2}
+    with dc.patch(capture_scalar_outputs=True):
+        for name, fn in fns.items():
+            rec = Recorder()
+            f = compile_fn(fn, device, rec)
+            for v in (2, 3, 1):
+                n = torch.tensor(v)
+                torch.testing.assert_close(f(x, n), fn(x, n), msg=lambda m: f"{name}: {m}")
+            # the op reading n's value cannot be a kernel (it would bake the value in): an
+            # explained fallback, never a silent constant
+            assert fallbacks(rec), name
+
+    def check(x):
+        torch._assert_async(x.min() > 0, "x must be positive")
+        return x * 2
+
+    f = compile_fn(check, device)
+    torch.testing.assert_close(f(torch.ones(3)), torch.full((3,), 2.0))
+    with pytest.raises(RuntimeError):
+        f(-torch.ones(3))
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_views_after_a_fallback_and_views_of_relaid_outputs(device):
+    # A view of a segment's value after a fallback opens a segment with nothing but the
+    # replayed view: it was never computed (KeyError; F.unfold hit it). Views returned with a
+    # value re-laid to eager's strides were replayed over the row-major segment output: other
+    # strides than eager's, and no longer aliases of the returned value.
+    def after(x):
+        y = x + 1
+        z = x.cumsum(0)  # no lowering: a fallback closes the segment holding y
+        return y.t(), z
+
+    for fn, x in ((after, torch.randn(3, 4)), (lambda x: F.unfold(x, 2), torch.randn(1, 2, 3, 3))):
+        torch.testing.assert_close(compile_fn(fn, device)(x), fn(x))
+
+    def views(x):
+        y = x * 2
+        return y, y[::2], y.t()
+
+    x = torch.randn(6, 4).t()
+    got, want = compile_fn(views, device)(x), views(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+        assert g.stride() == w.stride()
+    assert all(g.untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
+               for g in got[1:])
+    got[0].zero_()
+    assert got[1].abs().sum() == 0 and got[2].abs().sum() == 0
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_int64_bounds_and_ranges_past_2_53_are_exact(device):
+    # Integer clamp bounds and arange start/step went through a double in the lowering.
+    x = torch.tensor([2**53, 2**60 + 7, -(2**62) - 3, 123], dtype=torch.int64)
+    z = torch.zeros(4, dtype=torch.int64)
+    for fn, a in ((lambda x: x.clamp(min=2**60 + 3), x),
+                  (lambda x: x.clamp(-2**55 - 1, 2**55 + 1), x),
+                  (lambda z: z + torch.arange(2**60 + 1, 2**60 + 5), z),
+                  (lambda z: z + torch.arange(2**60 + 1, 2**60 + 2), z[:1])):
+        assert torch.equal(compile_fn(fn, device)(a), fn(a))

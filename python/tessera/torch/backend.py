@@ -227,6 +227,10 @@ class SegmentRunner:
 
     def run(self, env):
         if not self.seg.outputs:
+            # views of earlier values replayed here (a segment opened by a view after a
+            # fallback has nothing of its own to compute): they still run
+            for step in self.seg.replays:
+                step.run(env)
             return
         if self.failed is not None:
             return self._run_eager(env)
@@ -381,6 +385,7 @@ class CompiledFx:
         for step in program:
             step.run(env)
         outs = [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
+        relaid = False
         for i, strides in fixes:
             t = outs[i]
             if (isinstance(t, torch.Tensor) and t.stride() != strides and t.numel() > 1
@@ -388,7 +393,17 @@ class CompiledFx:
                     and not any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
                                 for a in args if isinstance(a, torch.Tensor))):
                 r = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
-                outs[i] = r.copy_(t)
+                outs[i] = env[plan.outputs[i]] = r.copy_(t)
+                relaid = True
+        if relaid:
+            # Views of a re-laid value (returned y and y[::2]) were replayed over the row-major
+            # segment output: replay them over the value returned, so that they alias it and
+            # have eager's strides, as in eager.
+            for st in program:
+                if isinstance(st, SegmentRunner):
+                    for step in st.seg.replays:
+                        step.run(env)
+            outs = [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
         return outs
 
 

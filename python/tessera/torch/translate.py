@@ -39,6 +39,13 @@ VIEW_OPS = {
 }
 # Pure bookkeeping: never counted as a fallback when it runs in torch.
 FREE_OPS = {operator.getitem}
+# Non-tensor nodes that read tensor data or act (a check of tensor data that raises): their
+# value or effect belongs to each call, never to the plan (`n.item()` under
+# capture_scalar_outputs was baked in at its first value; torch._assert_async never ran).
+# Checks of sizes and metadata (_assert_scalar, _assert_tensor_metadata, sym_constrain_range)
+# hold for every call with the plan's key, so they stay constants unless they follow from data.
+RUNTIME_OPS = {getattr(aten, name) for name in ("_local_scalar_dense", "item", "_assert_async",
+                                                "_print") if hasattr(aten, name)}
 
 
 def _packet(target):
@@ -194,6 +201,7 @@ class Translator:
         self.where = {}       # FX node -> Segment (tensor values inside one) or "torch"
         self.cur = None
         self.requested = set()
+        self.dynamic = set()  # nodes whose value follows a RUNTIME_OPS node: torch, every call
 
     # ---- segments
     def _open(self):
@@ -279,6 +287,14 @@ class Translator:
         at = self.plan.steps.index(self.cur) if self.cur is not None else len(self.plan.steps)
         self.plan.steps.insert(at, TorchStep(node))
 
+    def _torch_after(self, node):
+        """`node` runs in torch after the open segment (which it may read), uncounted."""
+        self._close()
+        for a in node.all_input_nodes:
+            self.request_outside(a)
+        self.where[node] = "torch"
+        self.plan.steps.append(TorchStep(node))
+
     def visit(self, node):
         if node.op in ("placeholder", "get_attr"):
             self.where[node] = "torch"
@@ -286,13 +302,24 @@ class Translator:
         m = self.meta[node]
         if node.op != "call_function":
             return self._fallback(node, f"FX node kind {node.op}")
+        inputs_outside = all(self.where.get(a) in ("torch", "const")
+                             for a in node.all_input_nodes)
+        view = _packet(node.target) in VIEW_OPS or node.target in FREE_OPS
+        if (_packet(node.target) in RUNTIME_OPS or node.target in RUNTIME_OPS
+                or any(a in self.dynamic for a in node.all_input_nodes)):
+            # A value read from tensor data (or an effect), or anything computed from one: no
+            # kernel may bake it in, so it runs in torch on every call. Scalars, views and
+            # checks are not fallbacks; a tensor op is (its kernel could not take the value).
+            self.dynamic.add(node)
+            if _has_tensor(m) and not view:
+                return self._fallback(node, "reads a value computed from tensor data on each "
+                                            "call (.item() and what follows from it)")
+            return self._torch_side(node) if inputs_outside else self._torch_after(node)
         if not _has_tensor(m):
             self.plan.constants[node] = m  # fixed by the call signature
             self.where[node] = "const"
             return
-        inputs_outside = all(self.where.get(a) in ("torch", "const")
-                             for a in node.all_input_nodes)
-        if inputs_outside and (_packet(node.target) in VIEW_OPS or node.target in FREE_OPS):
+        if inputs_outside and view:
             return self._torch_side(node)
         handler = packet_handler(node.target)
         if handler is None:
