@@ -794,3 +794,43 @@ def test_int64_bounds_and_ranges_past_2_53_are_exact(device):
                   (lambda z: z + torch.arange(2**60 + 1, 2**60 + 5), z),
                   (lambda z: z + torch.arange(2**60 + 1, 2**60 + 2), z[:1])):
         assert torch.equal(compile_fn(fn, device)(a), fn(a))
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_dtype_views_reinterpret_bits_and_as_strided_reads_eager_layout(device):
+    # t.view(torch.int32) was lowered as a reshape: a value cast (3.0 for the bits of 3.0f),
+    # even a float32 result. as_strided of a segment result read the row-major buffer where
+    # eager's result keeps a transposed input's layout.
+    x = torch.tensor([1.5, -2.0, 3.25])
+    i = torch.tensor([1065353215, 2, 3], dtype=torch.int32)
+    for fn, a in ((lambda x: (x * 2).view(torch.int32), x),
+                  (lambda x: (x * 2).view(torch.int32) + 1, x),
+                  (lambda i: (i + 1).view(torch.float32) * 1, i)):
+        got, want = compile_fn(fn, device)(a), fn(a)
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+    def strided(x):
+        return torch.as_strided(x * 2, (3, 2), (1, 3))
+
+    x = torch.arange(12.0).view(4, 3).t()
+    torch.testing.assert_close(compile_fn(strided, device)(x), strided(x))
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_plans_per_graph_are_bounded(device):
+    # A Python int that changes on every call is part of the call signature: each value got a
+    # plan and a compiled text, kept forever (memory grew without bound). Least recently used
+    # plans are dropped past backend._MAX_PLANS; the results stay right.
+    from tessera.torch import backend as B
+
+    def f(x, pos):
+        return x * 0.5 + pos
+
+    rec = Recorder()
+    c = compile_fn(f, device, rec)
+    x = torch.randn(4, 8)
+    for s in range(B._MAX_PLANS + 8):
+        torch.testing.assert_close(c(x, s), f(x, s))
+    cfx = {id(e[0]): e[0] for e in rec.entries}
+    assert cfx and all(len(c.plans) <= B._MAX_PLANS for c in cfx.values())
+    assert len(B._compiled_texts) <= B._MAX_COMPILED_TEXTS

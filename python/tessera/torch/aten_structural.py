@@ -194,6 +194,9 @@ def _linear(ctx, node, x, w, bias=None):
 @handles(aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze,
          aten.flatten, aten.unflatten)
 def _reshape(ctx, node, x, *args, **kwargs):
+    if node.target is aten.view.dtype:
+        # t.view(torch.int32) reinterprets the bits (a value cast gave 3.0 for 0x40400000)
+        raise Unsupported("view as another dtype (a bit reinterpretation)")
     return ctx.reshape(x, ctx.out_shape(node))
 
 

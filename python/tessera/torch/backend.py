@@ -21,11 +21,17 @@ from collections import Counter
 
 import torch
 
-from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, op_name,
+from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _dense, _packet, build_plan, op_name,
                         param_strides)
 
 _KNOWN_OPTIONS = ("device", "strict")
-_compiled_texts = {}          # (device, text) -> tessera CompiledGraph
+_compiled_texts = {}          # (device, text) -> tessera CompiledGraph, oldest first
+# At most this many compiled segment texts are kept (a Python int that changes on every call
+# is written into the text, so each value is a text of its own: memory grew without bound).
+_MAX_COMPILED_TEXTS = 256
+# At most this many plans per FX graph (one per call signature: dtypes, shapes, strides and
+# Python scalars), the least recently used dropped first.
+_MAX_PLANS = 32
 _lock = threading.Lock()
 
 
@@ -162,6 +168,8 @@ def _compile_text(text, device):
         cg = _tessera().compile_graph(text, device)
         with _lock:
             _compiled_texts[key] = cg
+            while len(_compiled_texts) > _MAX_COMPILED_TEXTS:
+                del _compiled_texts[next(iter(_compiled_texts))]
     return cg
 
 
@@ -291,20 +299,6 @@ class SegmentRunner:
             step.run(env)
 
 
-def _dense(shape, strides):
-    """Do `strides` lay out `shape` densely (every element once, no gaps)? Only such a layout
-    is given to a result (a guard: traced strides that do not fit the result are skipped)."""
-    if len(strides) != len(shape):
-        return False
-    expect = 1
-    for size, st in sorted(((sz, st) for sz, st in zip(shape, strides) if sz != 1),
-                           key=lambda p: p[1]):
-        if st != expect:
-            return False
-        expect *= size
-    return True
-
-
 class CompiledFx:
     """The callable AOTAutograd gets for one FX graph (boxed calling convention).
 
@@ -369,12 +363,14 @@ class CompiledFx:
         key = self.key(args)
         last_key, entry = self.last
         if key != last_key:
-            entry = self.plans.get(key)
+            entry = self.plans.pop(key, None)
             if entry is None:
                 entry = self._prepare(args)
-                self.plans[key] = entry
                 if self.recorder is not None:
                     self.recorder.add(self, entry)
+            self.plans[key] = entry  # the most recently used last
+            if len(self.plans) > _MAX_PLANS:
+                del self.plans[next(iter(self.plans))]
             self.last = (key, entry)
         plan, program, fixes = entry
         env = dict(zip(self.placeholders, args))

@@ -37,6 +37,10 @@ VIEW_OPS = {
     aten.t, aten.transpose, aten.expand, aten.slice, aten.select, aten.alias, aten.detach,
     aten.narrow, aten.split, aten.split_with_sizes, aten.unbind, aten.flatten, aten.unflatten,
 }
+# Ops that read their input's storage as laid out, not its values: a segment output (written
+# row-major) they read is first laid out as eager lays it out (Relayout).
+LAYOUT_OPS = {getattr(aten, name) for name in ("as_strided", "as_strided_", "as_strided_copy")
+              if hasattr(aten, name)}
 # Pure bookkeeping: never counted as a fallback when it runs in torch.
 FREE_OPS = {operator.getitem}
 # Non-tensor nodes that read tensor data or act (a check of tensor data that raises): their
@@ -194,6 +198,35 @@ class _Ctx(Emitter):
         return tuple(int(d) for d in v.shape)
 
 
+def _dense(shape, strides):
+    """Do `strides` lay out `shape` densely (every element once, no gaps)? Only such a layout
+    is given to a result (a guard: traced strides that do not fit the result are skipped)."""
+    if len(strides) != len(shape):
+        return False
+    expect = 1
+    for size, st in sorted(((sz, st) for sz, st in zip(shape, strides) if sz != 1),
+                           key=lambda p: p[1]):
+        if st != expect:
+            return False
+        expect *= size
+    return True
+
+
+@dataclass
+class Relayout:
+    """A plan step: the value of `node` (a segment output, row-major) re-laid to `strides`,
+    eager's layout, before an op in LAYOUT_OPS reads its storage."""
+    node: torch.fx.Node
+    strides: tuple
+
+    def run(self, env):
+        t = env[self.node]
+        if (isinstance(t, torch.Tensor) and t.stride() != self.strides and t.numel() > 1
+                and _dense(t.shape, self.strides)):
+            r = torch.empty_strided(t.shape, self.strides, dtype=t.dtype, device=t.device)
+            env[self.node] = r.copy_(t)
+
+
 class Translator:
     def __init__(self, gm: torch.fx.GraphModule, meta: dict, dtypes: set):
         self.gm, self.meta, self.dtypes = gm, meta, dtypes
@@ -272,6 +305,13 @@ class Translator:
         self._close()
         for a in node.all_input_nodes:
             self.request_outside(a)
+        if _packet(node.target) in LAYOUT_OPS or node.target in LAYOUT_OPS:
+            # as_strided of x * 2 for a transposed x read the row-major buffer
+            for a in node.all_input_nodes:
+                m = self.meta.get(a)
+                if (isinstance(self.where.get(a), Segment) and isinstance(m, torch.Tensor)
+                        and all(type(st) is int for st in m.stride())):
+                    self.plan.steps.append(Relayout(a, tuple(m.stride())))
         self.where[node] = "torch"
         self.plan.steps.append(TorchStep(node, fallback=True))
         name = op_name(node)
