@@ -367,6 +367,10 @@ bool CompileCache::store(const CacheKey &key, std::string_view payload, std::str
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
+    // A directory at the entry's path was already reported by the lookup ("it is a
+    // directory"): one line for it, not two.
+    if (std::filesystem::is_directory(path, ec))
+      return fail("cannot rename into " + path.string() + ": it is a directory");
     return failWrite("cannot rename into " + path.string());
   }
   return true;
