@@ -823,14 +823,38 @@ def test_plans_per_graph_are_bounded(device):
     # plans are dropped past backend._MAX_PLANS; the results stay right.
     from tessera.torch import backend as B
 
-    def f(x, pos):
-        return x * 0.5 + pos
+    def f(x, pos):  # pos sizes a slice: its value is part of each plan
+        return x[:, : pos % 40 + 1] * 2
 
     rec = Recorder()
     c = compile_fn(f, device, rec)
-    x = torch.randn(4, 8)
+    x = torch.randn(4, 48)
     for s in range(B._MAX_PLANS + 8):
         torch.testing.assert_close(c(x, s), f(x, s))
     cfx = {id(e[0]): e[0] for e in rec.entries}
     assert cfx and all(len(c.plans) <= B._MAX_PLANS for c in cfx.values())
+    assert max(len(c.plans) for c in cfx.values()) == B._MAX_PLANS
     assert len(B._compiled_texts) <= B._MAX_COMPILED_TEXTS
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_a_python_scalar_that_changes_every_call_compiles_once(device):
+    # A decode position passed as a Python int: Dynamo makes it a SymInt after it changes once,
+    # and the segment wrote its value into the kernel text, so every value compiled a new
+    # segment (5-180 ms a call). An operand of add / sub / mul / div is now a rank-0 parameter
+    # and the key leaves it out: one segment for every value. (Scalar arithmetic on it, pos / 7,
+    # is a constant of the plan: then each value still has its own.)
+    from tessera.torch import backend as B
+
+    def f(x, pos):
+        return torch.softmax(x * 0.1 + pos, -1) - (x * pos).sum(-1, keepdim=True) / 7
+
+    rec = Recorder()
+    c = compile_fn(f, device, rec)
+    x = torch.randn(8, 32)
+    for s in range(30):
+        torch.testing.assert_close(c(x, s), f(x, s))
+    texts = {t for cfx, (plan, program, _) in rec.entries for r in program
+             if isinstance(r, B.SegmentRunner) for t, _ in r.by_strides.values()}
+    # the first call's static graph and the SymInt graph that serves every later value
+    assert len(texts) <= 2, texts

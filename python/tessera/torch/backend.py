@@ -213,6 +213,11 @@ class SegmentRunner:
         self.failed = None      # Counter of op names once the segment fell back
         self.error = None
         self.params = [n for n, _, _ in seg.text.params]
+        # scalar graph inputs passed as rank-0 parameters: (position, dtype), made tensors per
+        # call (translate.py, PARAM_SCALAR_OPS)
+        self.scalars = [(i, v.dtype) for i, (n, v, _) in enumerate(seg.text.params)
+                        if n.op == "placeholder" and v.shape == ()
+                        and not isinstance(n.meta.get("val"), torch.Tensor)]
         # where each output goes: a node (plain value) or None when some output is a tuple
         # element (then the general path assembles the tuples)
         self.out_nodes = ([n for n, _ in seg.outputs]
@@ -243,6 +248,9 @@ class SegmentRunner:
         if self.failed is not None:
             return self._run_eager(env)
         inputs = [env[n] for n in self.params]
+        for i, dtype in self.scalars:
+            if not isinstance(inputs[i], torch.Tensor):
+                inputs[i] = torch.tensor(inputs[i], dtype=dtype)
         if self.keep_inputs:
             self.last_inputs = inputs
         compiling = False
@@ -319,12 +327,22 @@ class CompiledFx:
         self.plans = {}        # key -> (Plan, [runner or step])
         self.recorder = opts.get("_recorder")
         self.last = (None, None)   # (key, entry) of the last call
+        # scalar argument positions left out of the key: those the first plan takes as rank-0
+        # parameters (a position that changes every call compiles once, not per value)
+        self.free = frozenset()
+        self._free_set = False
 
-    @staticmethod
-    def key(args):
-        # torch.Size is a tuple and stride() returns one: hashable and comparable as they are
+    def key(self, args):
+        # torch.Size is a tuple and stride() returns one: hashable and comparable as they are.
+        # A scalar every plan takes as a rank-0 parameter (self.free) is keyed by its type only.
+        free = self.free
         return tuple([(a.dtype, a.shape, a.stride()) if isinstance(a, torch.Tensor)
-                      else (type(a).__name__, a) for a in args])
+                      else (type(a).__name__, None if i in free else a)
+                      for i, a in enumerate(args)])
+
+    def _free_scalars(self, plan):
+        """Positions of the scalar arguments `plan` holds for whatever their value."""
+        return frozenset(i for i, p in enumerate(self.placeholders) if p in plan.runtime_scalars)
 
     def _prepare(self, args):
         plan: Plan = build_plan(self.gm, args, self.opts["dtypes"])
@@ -368,6 +386,14 @@ class CompiledFx:
                 entry = self._prepare(args)
                 if self.recorder is not None:
                     self.recorder.add(self, entry)
+                free = self._free_scalars(entry[0])
+                if not self._free_set or not self.free <= free:
+                    # the first plan decides; a later plan that needs one of those values
+                    # puts it back into the key (plans keyed without it are dropped)
+                    self.free = free if not self._free_set else self.free & free
+                    self._free_set = True
+                    self.plans.clear()
+                    key = self.key(args)
             self.plans[key] = entry  # the most recently used last
             if len(self.plans) > _MAX_PLANS:
                 del self.plans[next(iter(self.plans))]

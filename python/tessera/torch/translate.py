@@ -41,6 +41,11 @@ VIEW_OPS = {
 # row-major) they read is first laid out as eager lays it out (Relayout).
 LAYOUT_OPS = {getattr(aten, name) for name in ("as_strided", "as_strided_", "as_strided_copy")
               if hasattr(aten, name)}
+# Arithmetic whose Python-scalar operand may be a rank-0 parameter of the segment instead of a
+# constant written into its text: a scalar graph input that changes on every call (a decode
+# position Dynamo made a SymInt) then reuses one compiled segment.
+PARAM_SCALAR_OPS = {aten.add, aten.sub, aten.mul, aten.div, aten.rsub}
+PARAM_SCALAR_DTYPES = {torch.float32, torch.float64, torch.int32, torch.int64}
 # Pure bookkeeping: never counted as a fallback when it runs in torch.
 FREE_OPS = {operator.getitem}
 # Non-tensor nodes that read tensor data or act (a check of tensor data that raises): their
@@ -172,6 +177,9 @@ class Plan:
     outputs: list = field(default_factory=list)      # FX nodes (or None) of the graph output
     fallbacks: Counter = field(default_factory=Counter)
     reasons: dict = field(default_factory=dict)      # op name -> first reason seen
+    # scalar graph inputs (Python int / float) that only ever reach a kernel as a rank-0
+    # parameter: the plan holds for every value of them (CompiledFx leaves them out of its key)
+    runtime_scalars: set = field(default_factory=set)
 
     @property
     def segments(self):
@@ -235,6 +243,10 @@ class Translator:
         self.cur = None
         self.requested = set()
         self.dynamic = set()  # nodes whose value follows a RUNTIME_OPS node: torch, every call
+        # scalar placeholders passed to segments as rank-0 parameters, and those whose value
+        # some node used otherwise (a shape, a constant, a torch step): the latter stay in the key
+        self.scalar_params, self.structural = set(), set()
+        self._param_ok, self._as_param = False, set()
 
     # ---- segments
     def _open(self):
@@ -285,6 +297,15 @@ class Translator:
         if isinstance(x, torch.fx.Node):
             m = self.meta[x]
             if not _has_tensor(m):
+                dt = torch.int64 if type(m) is int else torch.float64
+                if (self._param_ok and x.op == "placeholder" and type(m) in (int, float)
+                        and dt in self.dtypes):
+                    self._as_param.add(x)
+                    self.scalar_params.add(x)
+                    for n, v, _ in seg.text.params:
+                        if n is x:
+                            return v
+                    return seg.text.add_param(x, dt, (), None)
                 return m
             where = self.where[x]
             if where is seg:
@@ -366,6 +387,8 @@ class Translator:
             return self._fallback(node, "no lowering for this op")
         seg = self._open()
         snap = seg.text.snapshot()
+        self._param_ok = (_packet(node.target) in PARAM_SCALAR_OPS and isinstance(m, torch.Tensor)
+                          and m.dtype in PARAM_SCALAR_DTYPES)
         try:
             self._check_dtypes(node)
             args = self._resolve(seg, node.args)
@@ -375,11 +398,15 @@ class Translator:
             result = handler(_Ctx(seg, self.meta), node, *args, **kwargs)
         except Unsupported as e:
             seg.text.rollback(snap)
+            self._as_param.clear()
             return self._fallback(node, str(e))
         except (TypeError, ValueError, IndexError, RuntimeError) as e:
             # an argument pattern the handler does not know: fall back, never crash
             seg.text.rollback(snap)
+            self._as_param.clear()
             return self._fallback(node, f"unexpected arguments ({type(e).__name__}: {e})")
+        finally:
+            self._param_ok = False
         seg.values[node] = result
         seg.nodes.append(node)
         self.where[node] = seg
@@ -390,13 +417,22 @@ class Translator:
             if node.op == "output":
                 out_node = node
                 break
+            self._as_param = set()
             self.visit(node)
+            # a scalar input this node used other than as a rank-0 parameter (a constant of
+            # the text, a shape, a torch step's argument): its value is part of the plan
+            for a in node.all_input_nodes:
+                if a.op == "placeholder" and a not in self._as_param:
+                    self.structural.add(a)
         outs = out_node.args[0] if out_node is not None else ()
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
         for o in outs:
             if isinstance(o, torch.fx.Node):
                 self.request_outside(o)
+                if o.op == "placeholder":
+                    self.structural.add(o)
         self.plan.outputs = list(outs)
+        self.plan.runtime_scalars = self.scalar_params - self.structural
         return self.plan
 
 
