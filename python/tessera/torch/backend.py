@@ -26,8 +26,9 @@ from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _dense, _packet, bui
 
 _KNOWN_OPTIONS = ("device", "strict")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph, oldest first
-# At most this many compiled segment texts are kept (a Python int that changes on every call
-# is written into the text, so each value is a text of its own: memory grew without bound).
+# At most this many compiled segment texts are kept, the oldest dropped first (a Python int
+# that changes on every call and sizes something is written into the text, so each value is
+# a text of its own: memory grew without bound).
 _MAX_COMPILED_TEXTS = 256
 # At most this many plans per FX graph (one per call signature: dtypes, shapes, strides and
 # Python scalars), the least recently used dropped first.

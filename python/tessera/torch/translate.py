@@ -4,9 +4,12 @@ Walking the nodes in order, every node the graph IR can express joins the open s
 a node it cannot express closes that segment and runs in eager torch (a *fallback*, counted
 by op name with its reason). Three kinds of node never count as fallbacks and never enter a
 segment: non-tensor nodes (SymInt arithmetic, sym_size: their values are fixed by the key,
-so they are constants of the plan), views of tensors that live on the torch side (placeholders,
+so they are constants of the plan; but a value read from tensor data, RUNTIME_OPS, runs in
+torch on every call), views of tensors that live on the torch side (placeholders,
 fallback results, segment outputs: torch computes the view, keeping eager's aliasing, and a
-segment reading it gets a strided parameter), and getitem on a torch-side tuple.
+segment reading it gets a strided parameter), and getitem on a torch-side tuple. A scalar
+graph input that is only an operand of PARAM_SCALAR_OPS is a rank-0 segment parameter
+instead of a constant (Plan.runtime_scalars: the plan holds for every value of it).
 
 Values leaving a segment: a view node inside a segment whose result is needed outside is
 *replayed* in torch over its (outside-requested) source instead of being materialised, so a
