@@ -158,11 +158,7 @@ bool Lowerer::emitColumn(const FusedKernel &fk) {
     val = finalValue(k, g, n, r, tot, redArg);
   }
   k.open("if " + valid + " {");
-  const Operand &lay = *layoutOf(v);
-  BoundView bv = bindView(kb, lay, true, true);
-  EmitCtx c;
-  c.flat = o;
-  emitStore(k, bv.buf, lay.dtype, emitIndex(k, c, bv), val);
+  storeElement(kb, v, o, val);
   k.close();
   // On the CPU backend a workgroup runs its work-items as vector lanes: fewer outputs than
   // the workgroup is wide get a workgroup of the subgroup multiple that holds them (a bias

@@ -142,6 +142,8 @@ public:
   /// [rows, chunks]) folded, then the per-row members.
   bool emitSplitCombine(const FusedKernel &fk, const std::vector<int64_t> &rowShape, int64_t nrows,
                         int64_t R, int64_t chunks, const std::vector<std::pair<int, int>> &temps);
+  /// Stores `value` (an SSA name) as element `flat` (row-major) of node v's output.
+  void storeElement(KernelBuilder &kb, int v, const std::string &flat, const std::string &value);
   /// Stores each member's per-row value (values: member -> SSA name) at element `row`.
   void storeRowValues(KernelBuilder &kb, const std::vector<int> &members, const std::string &row,
                       const std::map<int, std::string> &values);

@@ -85,11 +85,7 @@ bool Lowerer::emitEmbedding(const FusedKernel &fk) {
   k.close("} else {");
   k.line("  yield " + z);
   k.line("}");
-  const Operand &out = *layoutOf(v);
-  BoundView o = bindView(kb, out, true, true);
-  EmitCtx octx;
-  octx.flat = i;
-  emitStore(k, o.buf, out.dtype, emitIndex(k, octx, o), r);
+  storeElement(kb, v, i, r);
   k.close();
   if (!launchLinear(kb.launch, total))
     return fail(v, "more than 65535^2 workgroups in one kernel");

@@ -582,13 +582,17 @@ bool Lowerer::emitRow(const FusedKernel &fk) {
 
 void Lowerer::storeRowValues(KernelBuilder &kb, const std::vector<int> &members,
                              const std::string &row, const std::map<int, std::string> &values) {
-  for (int m : members) {
-    const Operand &lay = *layoutOf(m);
-    BoundView bv = bindView(kb, lay, true, true);
-    EmitCtx c;
-    c.flat = row;
-    emitStore(kb.body, bv.buf, lay.dtype, emitIndex(kb.body, c, bv), values.at(m));
-  }
+  for (int m : members)
+    storeElement(kb, m, row, values.at(m));
+}
+
+void Lowerer::storeElement(KernelBuilder &kb, int v, const std::string &flat,
+                           const std::string &value) {
+  const Operand &lay = *layoutOf(v);
+  BoundView bv = bindView(kb, lay, true, true);
+  EmitCtx c;
+  c.flat = flat;
+  emitStore(kb.body, bv.buf, lay.dtype, emitIndex(kb.body, c, bv), value);
 }
 
 void Lowerer::launchRows(KernelBuilder &kb, int64_t rows, uint32_t rowsPerGroup, uint32_t w,
