@@ -198,6 +198,40 @@ uint32_t pushConstantLayout(const std::vector<ir::Type> &params, std::vector<uin
   return end;
 }
 
+namespace {
+
+/// Calls visit(opcode, instruction words) for each instruction of `words` after the 5-word
+/// header. Returns the word index of the first instruction that runs past the end (the walk
+/// stops there), or 0 when none does.
+template <typename Visit> size_t walkInstructions(std::span<const uint32_t> words, Visit &&visit) {
+  for (size_t at = 5; at < words.size();) {
+    uint32_t count = words[at] >> 16;
+    if (count == 0 || count > words.size() - at)
+      return at;
+    visit(words[at] & 0xffff, words.subspan(at, count));
+    at += count;
+  }
+  return 0;
+}
+
+/// The literal string at word `from` of `ins` (nul-terminated, padded to whole words): false
+/// when it has no terminator; `*next` gets the index of the word after it.
+bool literalString(std::span<const uint32_t> ins, size_t from, std::string *out, size_t *next) {
+  out->clear();
+  for (size_t w = from; w < ins.size(); ++w)
+    for (int b = 0; b < 4; ++b) {
+      char c = static_cast<char>((ins[w] >> (8 * b)) & 0xff);
+      if (c == 0) {
+        *next = w + 1;
+        return true;
+      }
+      out->push_back(c);
+    }
+  return false;
+}
+
+} // namespace
+
 bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
                         std::set<uint32_t> *bindings, std::string *error) {
   if (words.size() < 5 || words[0] != spv::MagicNumber) {
@@ -207,35 +241,21 @@ bool entryPointBindings(std::span<const uint32_t> words, std::string_view name,
   std::set<uint32_t> interface;
   bool found = false;
   std::map<uint32_t, uint32_t> bindingOf; // variable id -> binding
-  for (size_t at = 5; at < words.size();) {
-    uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
-    if (count == 0 || count > words.size() - at) {
-      *error = "a SPIR-V instruction at word " + std::to_string(at) + " runs past the module";
-      return false;
-    }
-    std::span<const uint32_t> ins = words.subspan(at, count);
-    if (opcode == spv::OpEntryPoint && count >= 4) {
-      // execution model, id, then the name (nul-terminated, padded to words), then the ids
-      std::string entry;
-      size_t w = 3;
-      bool ended = false;
-      for (; w < count && !ended; ++w)
-        for (int b = 0; b < 4; ++b) {
-          char c = static_cast<char>((ins[w] >> (8 * b)) & 0xff);
-          if (c == 0) {
-            ended = true;
-            break;
-          }
-          entry.push_back(c);
-        }
-      if (ended && entry == name) {
-        found = true;
-        interface.insert(ins.begin() + static_cast<std::ptrdiff_t>(w), ins.end());
-      }
-    } else if (opcode == spv::OpDecorate && count >= 4 && ins[2] == spv::DecorationBinding) {
+  size_t bad = walkInstructions(words, [&](uint32_t opcode, std::span<const uint32_t> ins) {
+    std::string entry;
+    size_t ids = 0;
+    // execution model, id, the name, then the interface ids
+    if (opcode == spv::OpEntryPoint && ins.size() >= 4 && literalString(ins, 3, &entry, &ids) &&
+        entry == name) {
+      found = true;
+      interface.insert(ins.begin() + static_cast<std::ptrdiff_t>(ids), ins.end());
+    } else if (opcode == spv::OpDecorate && ins.size() >= 4 && ins[2] == spv::DecorationBinding) {
       bindingOf[ins[1]] = ins[3];
     }
-    at += count;
+  });
+  if (bad) {
+    *error = "a SPIR-V instruction at word " + std::to_string(bad) + " runs past the module";
+    return false;
   }
   if (!found) {
     *error = "the SPIR-V module has no entry point " + std::string(name);
@@ -253,25 +273,18 @@ uint32_t structuredNesting(std::span<const uint32_t> words, std::string *functio
   uint32_t deepest = 0, current = 0;
   // Per function: the merge blocks of the open constructs, selections and loops apart.
   std::vector<uint32_t> selections, loops;
-  for (size_t at = 5; at < words.size();) {
-    uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
-    if (count == 0 || count > words.size() - at)
-      break;
-    std::span<const uint32_t> ins = words.subspan(at, count);
-    at += count;
+  walkInstructions(words, [&](uint32_t opcode, std::span<const uint32_t> ins) {
+    if (ins.size() < 2)
+      return;
     switch (opcode) {
-    case spv::OpName:
-      if (count >= 3) {
-        std::string name;
-        for (size_t w = 2; w < count; ++w)
-          for (int b = 0; b < 4; ++b)
-            if (char c = static_cast<char>((ins[w] >> (8 * b)) & 0xff); c)
-              name.push_back(c);
+    case spv::OpName: {
+      size_t next = 0;
+      if (std::string name; literalString(ins, 2, &name, &next))
         names[ins[1]] = name;
-      }
       break;
+    }
     case spv::OpFunction:
-      if (count >= 3)
+      if (ins.size() >= 3)
         current = ins[2];
       selections.clear();
       loops.clear();
@@ -283,8 +296,7 @@ uint32_t structuredNesting(std::span<const uint32_t> words, std::string *functio
     case spv::OpSelectionMerge:
     case spv::OpLoopMerge: {
       auto &open = opcode == spv::OpLoopMerge ? loops : selections;
-      if (count >= 2)
-        open.push_back(ins[1]);
+      open.push_back(ins[1]);
       if (open.size() > deepest) {
         deepest = static_cast<uint32_t>(open.size());
         if (function)
@@ -295,7 +307,7 @@ uint32_t structuredNesting(std::span<const uint32_t> words, std::string *functio
     default:
       break;
     }
-  }
+  });
   return deepest;
 }
 
