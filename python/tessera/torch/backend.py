@@ -21,8 +21,8 @@ from collections import Counter
 
 import torch
 
-from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _dense, _packet, build_plan, op_name,
-                        param_strides)
+from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, needs_relayout,
+                        op_name, param_strides, relayout)
 
 _KNOWN_OPTIONS = ("device", "strict")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph, oldest first
@@ -329,14 +329,14 @@ class CompiledFx:
         self.recorder = opts.get("_recorder")
         self.last = (None, None)   # (key, entry) of the last call
         # scalar argument positions left out of the key: those the first plan takes as rank-0
-        # parameters (a position that changes every call compiles once, not per value)
-        self.free = frozenset()
-        self._free_set = False
+        # parameters (a position that changes every call compiles once, not per value); None
+        # until the first plan is made
+        self.free = None
 
     def key(self, args):
         # torch.Size is a tuple and stride() returns one: hashable and comparable as they are.
         # A scalar every plan takes as a rank-0 parameter (self.free) is keyed by its type only.
-        free = self.free
+        free = self.free or ()
         return tuple([(a.dtype, a.shape, a.stride()) if isinstance(a, torch.Tensor)
                       else (type(a).__name__, None if i in free else a)
                       for i, a in enumerate(args)])
@@ -388,11 +388,10 @@ class CompiledFx:
                 if self.recorder is not None:
                     self.recorder.add(self, entry)
                 free = self._free_scalars(entry[0])
-                if not self._free_set or not self.free <= free:
+                if self.free is None or not self.free <= free:
                     # the first plan decides; a later plan that needs one of those values
                     # puts it back into the key (plans keyed without it are dropped)
-                    self.free = free if not self._free_set else self.free & free
-                    self._free_set = True
+                    self.free = free if self.free is None else self.free & free
                     self.plans.clear()
                     key = self.key(args)
             self.plans[key] = entry  # the most recently used last
@@ -411,12 +410,10 @@ class CompiledFx:
         relaid = False
         for i, strides in fixes:
             t = outs[i]
-            if (isinstance(t, torch.Tensor) and t.stride() != strides and t.numel() > 1
-                    and _dense(t.shape, strides)
-                    and not any(t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
-                                for a in args if isinstance(a, torch.Tensor))):
-                r = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
-                outs[i] = env[plan.outputs[i]] = r.copy_(t)
+            if needs_relayout(t, strides) and not any(
+                    t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+                    for a in args if isinstance(a, torch.Tensor)):
+                outs[i] = env[plan.outputs[i]] = relayout(t, strides)
                 relaid = True
         if relaid:
             # Views of a re-laid value (returned y and y[::2]) were replayed over the row-major

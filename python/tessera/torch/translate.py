@@ -223,6 +223,18 @@ def _dense(shape, strides):
     return True
 
 
+def needs_relayout(t, strides) -> bool:
+    """Whether tensor `t`, laid out otherwise, is to be copied to `strides` (eager's layout):
+    only when they lay its shape out densely and it has more than one element."""
+    return (isinstance(t, torch.Tensor) and t.stride() != strides and t.numel() > 1
+            and _dense(t.shape, strides))
+
+
+def relayout(t, strides):
+    """A copy of `t` laid out with `strides` (see needs_relayout)."""
+    return torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device).copy_(t)
+
+
 @dataclass
 class Relayout:
     """A plan step: the value of `node` (a segment output, row-major) re-laid to `strides`,
@@ -232,10 +244,8 @@ class Relayout:
 
     def run(self, env):
         t = env[self.node]
-        if (isinstance(t, torch.Tensor) and t.stride() != self.strides and t.numel() > 1
-                and _dense(t.shape, self.strides)):
-            r = torch.empty_strided(t.shape, self.strides, dtype=t.dtype, device=t.device)
-            env[self.node] = r.copy_(t)
+        if needs_relayout(t, self.strides):
+            env[self.node] = relayout(t, self.strides)
 
 
 class Translator:
@@ -326,18 +336,7 @@ class Translator:
         return x
 
     def _fallback(self, node, reason):
-        self._close()
-        for a in node.all_input_nodes:
-            self.request_outside(a)
-        if _packet(node.target) in LAYOUT_OPS or node.target in LAYOUT_OPS:
-            # as_strided of x * 2 for a transposed x read the row-major buffer
-            for a in node.all_input_nodes:
-                m = self.meta.get(a)
-                if (isinstance(self.where.get(a), Segment) and isinstance(m, torch.Tensor)
-                        and all(type(st) is int for st in m.stride())):
-                    self.plan.steps.append(Relayout(a, tuple(m.stride())))
-        self.where[node] = "torch"
-        self.plan.steps.append(TorchStep(node, fallback=True))
+        self._torch_after(node, fallback=True)
         name = op_name(node)
         self.plan.fallbacks[name] += 1
         self.plan.reasons.setdefault(name, reason)
@@ -351,13 +350,21 @@ class Translator:
         at = self.plan.steps.index(self.cur) if self.cur is not None else len(self.plan.steps)
         self.plan.steps.insert(at, TorchStep(node))
 
-    def _torch_after(self, node):
-        """`node` runs in torch after the open segment (which it may read), uncounted."""
+    def _torch_after(self, node, fallback=False):
+        """`node` runs in torch after the open segment (which it may read); a fallback is
+        counted by the caller."""
         self._close()
         for a in node.all_input_nodes:
             self.request_outside(a)
+        if _packet(node.target) in LAYOUT_OPS or node.target in LAYOUT_OPS:
+            # as_strided of x * 2 for a transposed x read the row-major buffer
+            for a in node.all_input_nodes:
+                m = self.meta.get(a)
+                if (isinstance(self.where.get(a), Segment) and isinstance(m, torch.Tensor)
+                        and all(type(st) is int for st in m.stride())):
+                    self.plan.steps.append(Relayout(a, tuple(m.stride())))
         self.where[node] = "torch"
-        self.plan.steps.append(TorchStep(node))
+        self.plan.steps.append(TorchStep(node, fallback=fallback))
 
     def visit(self, node):
         if node.op in ("placeholder", "get_attr"):
