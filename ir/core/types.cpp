@@ -12,17 +12,18 @@ struct ScalarRow {
   int bits;
   int bytes;
   int mantissa;
+  int maxExponent;
 };
 constexpr std::array<ScalarRow, 9> kScalars{{
-    {Scalar::I1, "i1", 1, 1, 0},
-    {Scalar::I8, "i8", 8, 1, 0},
-    {Scalar::I16, "i16", 16, 2, 0},
-    {Scalar::I32, "i32", 32, 4, 0},
-    {Scalar::I64, "i64", 64, 8, 0},
-    {Scalar::F16, "f16", 16, 2, 11},
-    {Scalar::BF16, "bf16", 16, 2, 8},
-    {Scalar::F32, "f32", 32, 4, 24},
-    {Scalar::F64, "f64", 64, 8, 53},
+    {Scalar::I1, "i1", 1, 1, 0, 0},
+    {Scalar::I8, "i8", 8, 1, 0, 0},
+    {Scalar::I16, "i16", 16, 2, 0, 0},
+    {Scalar::I32, "i32", 32, 4, 0, 0},
+    {Scalar::I64, "i64", 64, 8, 0, 0},
+    {Scalar::F16, "f16", 16, 2, 11, 15},
+    {Scalar::BF16, "bf16", 16, 2, 8, 127},
+    {Scalar::F32, "f32", 32, 4, 24, 127},
+    {Scalar::F64, "f64", 64, 8, 53, 1023},
 }};
 const ScalarRow &row(Scalar s) { return kScalars[static_cast<size_t>(s)]; }
 } // namespace
@@ -32,6 +33,7 @@ bool isFloatScalar(Scalar s) { return s >= Scalar::F16; }
 int bitWidth(Scalar s) { return row(s).bits; }
 int byteSize(Scalar s) { return row(s).bytes; }
 int mantissaBits(Scalar s) { return row(s).mantissa; }
+int maxExponent(Scalar s) { return row(s).maxExponent; }
 std::string_view scalarName(Scalar s) { return row(s).name; }
 
 std::optional<Scalar> parseScalarName(std::string_view name) {

@@ -75,6 +75,9 @@ int bitWidth(Scalar s);
 int byteSize(Scalar s);
 /// Mantissa bits including the implicit bit (f16: 11, bf16: 8, f32: 24, f64: 53).
 int mantissaBits(Scalar s);
+/// Exponent of the largest finite value (f16: 15, bf16 and f32: 127, f64: 1023; 0 for
+/// integers); the smallest normal's is 1 minus it.
+int maxExponent(Scalar s);
 
 std::string_view scalarName(Scalar s);
 std::optional<Scalar> parseScalarName(std::string_view name);

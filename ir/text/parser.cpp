@@ -19,20 +19,10 @@ namespace tessera::ir {
 namespace text {
 
 double roundToFloatType(double x, Scalar s) {
-  int p, emin, emax; // mantissa bits (with the implicit one), exponent range of normals
-  switch (s) {
-  case Scalar::F16:
-    p = 11, emin = -14, emax = 15;
-    break;
-  case Scalar::BF16:
-    p = 8, emin = -126, emax = 127;
-    break;
-  case Scalar::F32:
-    p = 24, emin = -126, emax = 127;
-    break;
-  default:
+  if (!isFloatScalar(s) || s == Scalar::F64)
     return x;
-  }
+  // mantissa bits (with the implicit one), exponent range of normals
+  int p = mantissaBits(s), emax = maxExponent(s), emin = 1 - emax;
   if (!std::isfinite(x) || x == 0)
     return x;
   int e = 0;

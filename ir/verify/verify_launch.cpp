@@ -36,21 +36,10 @@ bool isIntegral(double x) { return std::isfinite(x) && x == std::trunc(x); }
 /// |x| >= 2^emax * (2 - 2^-p), half an ulp above the largest finite value (f16: 65520). Such
 /// a value written as a literal is an error ("float literal out of range"); so it is here.
 bool overflowsFloat(double x, Scalar t) {
-  int p = 0, emax = 0; // mantissa bits (with the implicit one), largest exponent
-  switch (t) {
-  case Scalar::F16:
-    p = 11, emax = 15;
-    break;
-  case Scalar::BF16:
-    p = 8, emax = 127;
-    break;
-  case Scalar::F32:
-    p = 24, emax = 127;
-    break;
-  default:
-    return false; // f64 holds every finite double; integers are checked apart
-  }
-  return std::isfinite(x) && std::fabs(x) >= std::ldexp(2.0 - std::ldexp(1.0, -p), emax);
+  if (!isFloatScalar(t) || t == Scalar::F64) // f64 holds every finite double
+    return false;
+  return std::isfinite(x) &&
+         std::fabs(x) >= std::ldexp(2.0 - std::ldexp(1.0, -mantissaBits(t)), maxExponent(t));
 }
 
 /// Whether `x` is an integer that type `t` can hold read as signed or as unsigned

@@ -311,22 +311,11 @@ std::string nameSuffix(const Value &v) { return v.name.empty() ? "" : " %" + v.n
 bool isRepresentable(double x, Scalar t) {
   if (!std::isfinite(x) || x == 0 || t == Scalar::F64)
     return true;
-  int precision = mantissaBits(t);
-  int emin = 0; // exponent of the smallest normal, as ilogb reports it
-  double maxFinite = 0;
-  switch (t) {
-  case Scalar::F16:
-    emin = -14;
-    maxFinite = 65504.0;
-    break;
-  case Scalar::BF16:
-  case Scalar::F32:
-    emin = -126;
-    maxFinite = std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), 127);
-    break;
-  default:
+  if (!isFloatScalar(t))
     return false;
-  }
+  int precision = mantissaBits(t);
+  int emin = 1 - maxExponent(t); // exponent of the smallest normal, as ilogb reports it
+  double maxFinite = std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), maxExponent(t));
   if (std::fabs(x) > maxFinite)
     return false;
   int e = std::ilogb(x);
