@@ -119,14 +119,40 @@ tsr_status_t streamFill(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_dr
   }
 }
 
+/// On an idle stream the host memory already holds what the copy must read, and the
+/// vendor's copy (which reads pageable memory at the call) is right. Otherwise earlier work
+/// may still write it (a device-to-host copy's callback, an event wait on one): a host
+/// callback copies it into a pinned block in stream order, the block goes to the device,
+/// and a second callback returns the block.
 tsr_status_t streamCopyH2D(tsr_drv_device_t device, tsr_drv_stream_t stream, const void *src,
                            tsr_drv_buffer_t dst, uint64_t dst_offset, uint64_t length) {
   SimtDevice &d = deviceOf(device);
+  const SimtApi &api = d.api;
+  Stream s = streamOf(stream);
   DeviceScope scope(d);
   if (tsr_status_t status = scope.failure())
     return status;
-  return d.api.copyAsync(d.api, addressOf(dst) + dst_offset, hostAddress(src), length,
-                         streamOf(stream));
+  DevicePtr to = addressOf(dst) + dst_offset;
+  if (api.streamQuery(s) == kSuccess)
+    return api.copyAsync(api, to, hostAddress(src), length, s);
+  StagingPool::Block *block = nullptr;
+  if (tsr_status_t status = d.staging.acquire(api, length, &block))
+    return status;
+  block->src = src;
+  block->dst = nullptr;
+  block->length = length;
+  if (tsr_status_t status = api.enqueueStagingFinish(api, s, block)) { // the load
+    d.staging.release(block);
+    return status;
+  }
+  tsr_status_t copied = api.copyAsync(api, to, hostAddress(block->pinned), length, s);
+  if (tsr_status_t status = api.enqueueStagingFinish(api, s, block)) { // the release
+    api.streamSynchronize(s); // the load (and the copy) are enqueued: let them finish
+    d.staging.release(block);
+    tsr_status_free(copied);
+    return status;
+  }
+  return copied;
 }
 
 /// The copy lands in a pinned block, and a host callback enqueued after it moves the bytes
@@ -143,6 +169,7 @@ tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr
   StagingPool::Block *block = nullptr;
   if (tsr_status_t status = d.staging.acquire(api, length, &block))
     return status;
+  block->src = nullptr;
   block->dst = dst;
   block->length = length;
   if (tsr_status_t status =

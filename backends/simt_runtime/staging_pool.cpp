@@ -50,7 +50,13 @@ void StagingPool::release(Block *block) {
 
 void StagingPool::finish(void *data) {
   auto *block = static_cast<Block *>(data);
-  std::memcpy(block->dst, block->pinned, block->length);
+  if (block->src) { // an upload's load: the second finish(), after the copy, releases
+    std::memcpy(block->pinned, block->src, block->length);
+    block->src = nullptr;
+    return;
+  }
+  if (block->dst)
+    std::memcpy(block->dst, block->pinned, block->length);
   block->pool->release(block);
 }
 

@@ -2,8 +2,12 @@
 // waits: into pageable memory cuMemcpyAsync / hipMemcpyAsync return only once the copy is
 // done. A host callback enqueued after the copy runs finish(), which copies the block to
 // the caller's memory and returns it to the free list (no vendor call: callbacks must not
-// make one). Blocks are freed by clear(), when nothing is in flight, or when the free list
-// outgrows kTrimBytes (freeing pinned memory may wait for the device, so only then).
+// make one). A host-to-device copy behind unfinished work goes through a block too (from
+// pageable memory the vendor copy reads its source at the call, before that work could
+// have written it): finish() first loads the block from `src` in stream order, and a second
+// finish() after the copy to the device returns it. Blocks are freed by clear(), when nothing is in
+// flight, or when the free list outgrows kTrimBytes (freeing pinned memory may wait for the device,
+// so only then).
 //
 // Must never call the vendor API from finish(), nor hold its lock across a vendor call.
 #pragma once
@@ -20,7 +24,8 @@ public:
     StagingPool *pool = nullptr;
     void *pinned = nullptr;
     size_t capacity = 0;
-    void *dst = nullptr; // the copy in flight
+    void *dst = nullptr;       // a download in flight: where finish() copies the block
+    const void *src = nullptr; // an upload in flight: what the first finish() loads
     size_t length = 0;
     Block *next = nullptr; // free list link
   };

@@ -34,7 +34,7 @@ protected:
   void SetUp() override {
     std::unique_ptr<UseFakeCuda> useFake;
     if (fake())
-      useFake = std::make_unique<UseFakeCuda>("");
+      useFake = std::make_unique<UseFakeCuda>("deferred"); // work runs later, as on a GPU
     tsr_status_t status = nullptr;
     registry_ = registryWithCuda(&status);
     if (tsr_status_code(status) == TSR_UNAVAILABLE && !fake()) {
@@ -239,6 +239,32 @@ TEST_P(CudaDevice, EventsOrderTwoStreams) {
   bool idle = false;
   TSR_ASSERT_OK(tsr_stream_query(other, &idle));
   EXPECT_TRUE(idle);
+}
+
+// A host-to-device copy reads its source in stream order: after an earlier device-to-host
+// copy into that memory has landed, on the same stream or on one waited for through an event.
+// (The vendor's copy from pageable memory reads it at the call: the first real-GPU run of
+// the HAL CTS found the second copy reading zeros.)
+TEST_P(CudaDevice, HostToDeviceReadsHostMemoryInStreamOrder) {
+  const size_t n = 1 << 16;
+  std::vector<uint8_t> in = bytePattern(n, 3);
+  tsr_buffer_t a = allocate(n), b = allocate(n), c = allocate(n);
+  TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, in.data(), a, 0, n));
+  TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+  std::vector<uint8_t> host(n, 0);
+  TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, a, 0, host.data(), n));
+  TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, host.data(), b, 0, n));
+  EXPECT_EQ(read<uint8_t>(b, n), in) << "one stream";
+
+  std::vector<uint8_t> host2(n, 0);
+  tsr_stream_t other = newStream();
+  tsr_event_t event = newEvent();
+  TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, a, 0, host2.data(), n));
+  TSR_ASSERT_OK(tsr_stream_record_event(stream_, event));
+  TSR_ASSERT_OK(tsr_stream_wait_event(other, event));
+  TSR_ASSERT_OK(tsr_stream_copy_h2d(other, host2.data(), c, 0, n));
+  TSR_ASSERT_OK(tsr_stream_synchronize(other));
+  EXPECT_EQ(read<uint8_t>(c, n), in) << "through an event";
 }
 
 TEST_P(CudaDevice, LaunchesPtxVectorAdd) {

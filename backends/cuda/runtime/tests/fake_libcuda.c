@@ -4,6 +4,13 @@
  *   no_device   cuInit succeeds, cuDeviceGetCount finds 0 devices
  *   (unset)     one "sm_90" device whose memory is host memory and whose work runs at once,
  *               in the enqueueing thread (a valid schedule of an in-order stream).
+ *   deferred    the same device, but copies, fills and host functions wait in one queue (all
+ *               streams, in enqueue order: a valid schedule of in-order streams and events)
+ *               until a synchronize, an event query, a launch or a free runs them, as a GPU
+ *               runs them later. As the real driver does, a copy from pageable host memory
+ *               (neither cuMemAlloc'd nor cuMemHostAlloc'd) reads its source at the call, and
+ *               one into pageable memory runs the queue first and returns when done.
+ *               cuStreamQuery answers CUDA_ERROR_NOT_READY while work waits (then runs it).
  * Kernels are "run" by name: vector_add(a, b, c, n) adds float arrays; store_params(out, ...)
  * stores every later parameter at its natural alignment, sized by the PTX .param type, as
  * the real PTX kernel of the tests does. A cubin (an ELF image) never loads
@@ -13,6 +20,7 @@
  * current context (per thread), so the tests prove the driver pushes its context on every
  * entry. Counters exported below let tests check that everything was released. Test-only.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +43,7 @@ enum {
   INVALID_CONTEXT = 201,
   INVALID_PTX = 218,
   NOT_FOUND = 500,
+  NOT_READY = 600,
 };
 
 static const struct {
@@ -52,6 +61,7 @@ static const struct {
     {INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 };
 
 /* What tests read through dlsym (updated atomically: the tests call from several threads). */
@@ -75,6 +85,140 @@ static const char *mode(void) {
   REQUIRE_INIT();                                                                                  \
   if (fake_cuda_context_depth == 0)                                                                \
   return INVALID_CONTEXT
+
+/* ---- deferred mode: the queue of work and the ranges that are not pageable -------------- */
+
+static int deferred; /* TESSERA_FAKE_CUDA_MODE=deferred at cuInit */
+static pthread_mutex_t queueLock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct Work {
+  enum { COPY, FILL, HOST_FUNCTION } kind;
+  void *dst;
+  const void *src;
+  void *snapshot; /* a pageable source read at the call (freed after the copy) */
+  size_t bytes, count;
+  unsigned value, width;
+  CUhostFn fn;
+  void *data;
+  struct Work *next;
+} Work;
+static Work *queueHead, *queueTail;
+
+typedef struct {
+  uintptr_t begin, end;
+} Range;
+static Range *ranges; /* device and pinned allocations */
+static size_t rangeCount, rangeCapacity;
+
+static void addRange(void *pointer, size_t size) {
+  pthread_mutex_lock(&queueLock);
+  if (rangeCount == rangeCapacity) {
+    rangeCapacity = rangeCapacity ? 2 * rangeCapacity : 64;
+    ranges = realloc(ranges, rangeCapacity * sizeof *ranges);
+  }
+  ranges[rangeCount++] = (Range){(uintptr_t)pointer, (uintptr_t)pointer + size};
+  pthread_mutex_unlock(&queueLock);
+}
+
+static void removeRange(void *pointer) {
+  pthread_mutex_lock(&queueLock);
+  for (size_t i = 0; i < rangeCount; ++i)
+    if (ranges[i].begin == (uintptr_t)pointer) {
+      ranges[i] = ranges[--rangeCount];
+      break;
+    }
+  pthread_mutex_unlock(&queueLock);
+}
+
+static int pageable(const void *pointer) { /* call with queueLock held */
+  for (size_t i = 0; i < rangeCount; ++i)
+    if ((uintptr_t)pointer >= ranges[i].begin && (uintptr_t)pointer < ranges[i].end)
+      return 0;
+  return 1;
+}
+
+static void fill(void *dst, unsigned value, size_t count, unsigned width) {
+  for (size_t i = 0; i < count; ++i) {
+    if (width == 1)
+      ((unsigned char *)dst)[i] = (unsigned char)value;
+    else if (width == 2)
+      ((unsigned short *)dst)[i] = (unsigned short)value;
+    else
+      ((unsigned *)dst)[i] = value;
+  }
+}
+
+/* Host functions run without a context: CUDA calls fail there. */
+static void runHostFunction(CUhostFn fn, void *data) {
+  int depth = fake_cuda_context_depth;
+  fake_cuda_context_depth = 0;
+  fn(data);
+  fake_cuda_context_depth = depth;
+}
+
+static void runWork(Work *w) {
+  switch (w->kind) {
+  case COPY:
+    memcpy(w->dst, w->snapshot ? w->snapshot : w->src, w->bytes);
+    break;
+  case FILL:
+    fill(w->dst, w->value, w->count, w->width);
+    break;
+  case HOST_FUNCTION:
+    runHostFunction(w->fn, w->data);
+    break;
+  }
+}
+
+/* Runs everything queued, in order (the GPU catching up). */
+static void drain(void) {
+  pthread_mutex_lock(&queueLock);
+  while (queueHead) {
+    Work *w = queueHead;
+    queueHead = w->next;
+    runWork(w);
+    free(w->snapshot);
+    free(w);
+  }
+  queueTail = NULL;
+  pthread_mutex_unlock(&queueLock);
+}
+
+/* Runs `w` now (the default mode) or queues a copy of it (deferred mode). */
+static CUresult submit(Work w) {
+  if (!deferred) {
+    runWork(&w);
+    return OK;
+  }
+  pthread_mutex_lock(&queueLock);
+  if (w.kind == COPY && pageable(w.dst)) { /* into pageable memory: synchronous */
+    pthread_mutex_unlock(&queueLock);
+    drain();
+    runWork(&w);
+    return OK;
+  }
+  Work *queued = malloc(sizeof *queued);
+  *queued = w;
+  queued->next = NULL;
+  if (w.kind == COPY && pageable(w.src)) { /* from pageable memory: read now */
+    queued->snapshot = malloc(w.bytes ? w.bytes : 1);
+    memcpy(queued->snapshot, w.src, w.bytes);
+  }
+  if (queueTail)
+    queueTail->next = queued;
+  else
+    queueHead = queued;
+  queueTail = queued;
+  pthread_mutex_unlock(&queueLock);
+  return OK;
+}
+
+static int queueEmpty(void) {
+  pthread_mutex_lock(&queueLock);
+  int empty = queueHead == NULL;
+  pthread_mutex_unlock(&queueLock);
+  return empty;
+}
 
 static void *track(void *object) {
   if (object)
@@ -113,6 +257,7 @@ EXPORT CUresult cuInit(unsigned flags) {
     return INVALID_VALUE;
   if (strcmp(mode(), "init_error") == 0)
     return INSUFFICIENT_DRIVER;
+  deferred = strcmp(mode(), "deferred") == 0;
   initialized = 1;
   return OK;
 }
@@ -226,12 +371,15 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t size) {
   void *memory = size > FAKE_ALLOCATION_LIMIT ? NULL : track(malloc(size));
   if (!memory)
     return OUT_OF_MEMORY;
+  addRange(memory, size);
   *address = (CUdeviceptr)(uintptr_t)memory;
   return OK;
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr address) {
   REQUIRE_CONTEXT();
+  drain(); /* like cuMemFree, waits for the work that may use it */
+  removeRange((void *)(uintptr_t)address);
   untrack((void *)(uintptr_t)address);
   return OK;
 }
@@ -240,6 +388,8 @@ EXPORT CUresult cuMemHostAlloc(void **pointer, size_t size, unsigned flags) {
   REQUIRE_CONTEXT();
   (void)flags;
   *pointer = track(malloc(size));
+  if (*pointer)
+    addRange(*pointer, size);
   return *pointer ? OK : OUT_OF_MEMORY;
 }
 
@@ -253,6 +403,8 @@ EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *address, void *pointer
 
 EXPORT CUresult cuMemFreeHost(void *pointer) {
   REQUIRE_CONTEXT();
+  drain();
+  removeRange(pointer);
   untrack(pointer);
   return OK;
 }
@@ -261,35 +413,35 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, vo
   REQUIRE_CONTEXT();
   if (!stream)
     return INVALID_VALUE; /* the driver always names its own stream */
-  memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
-  return OK;
+  return submit((Work){.kind = COPY,
+                       .dst = (void *)(uintptr_t)dst,
+                       .src = (const void *)(uintptr_t)src,
+                       .bytes = bytes});
+}
+
+static CUresult memsetAsync(CUdeviceptr dst, unsigned value, size_t n, unsigned width) {
+  if (dst % width)
+    return INVALID_VALUE;
+  return submit((Work){
+      .kind = FILL, .dst = (void *)(uintptr_t)dst, .count = n, .value = value, .width = width});
 }
 
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, void *stream) {
   REQUIRE_CONTEXT();
   (void)stream;
-  memset((void *)(uintptr_t)dst, value, n);
-  return OK;
+  return memsetAsync(dst, value, n, 1);
 }
 
 EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t n, void *stream) {
   REQUIRE_CONTEXT();
   (void)stream;
-  if (dst % 2)
-    return INVALID_VALUE;
-  for (size_t i = 0; i < n; ++i)
-    ((unsigned short *)(uintptr_t)dst)[i] = value;
-  return OK;
+  return memsetAsync(dst, value, n, 2);
 }
 
 EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t n, void *stream) {
   REQUIRE_CONTEXT();
   (void)stream;
-  if (dst % 4)
-    return INVALID_VALUE;
-  for (size_t i = 0; i < n; ++i)
-    ((unsigned *)(uintptr_t)dst)[i] = value;
-  return OK;
+  return memsetAsync(dst, value, n, 4);
 }
 
 EXPORT CUresult cuStreamCreate(void **stream, unsigned flags) {
@@ -307,12 +459,21 @@ EXPORT CUresult cuStreamDestroy_v2(void *stream) {
 
 EXPORT CUresult cuStreamSynchronize(void *stream) {
   REQUIRE_CONTEXT();
-  return stream ? OK : INVALID_VALUE;
+  if (!stream)
+    return INVALID_VALUE;
+  drain();
+  return OK;
 }
 
+/* Deferred mode: "not ready" while work waits, which then runs (so that polling ends). */
 EXPORT CUresult cuStreamQuery(void *stream) {
   REQUIRE_CONTEXT();
-  return stream ? OK : INVALID_VALUE;
+  if (!stream)
+    return INVALID_VALUE;
+  if (queueEmpty())
+    return OK;
+  drain();
+  return NOT_READY;
 }
 
 EXPORT CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
@@ -323,11 +484,7 @@ EXPORT CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
 EXPORT CUresult cuLaunchHostFunc(void *stream, CUhostFn fn, void *data) {
   REQUIRE_CONTEXT();
   (void)stream;
-  int depth = fake_cuda_context_depth;
-  fake_cuda_context_depth = 0; /* host functions run without a context: CUDA calls fail there */
-  fn(data);
-  fake_cuda_context_depth = depth;
-  return OK;
+  return submit((Work){.kind = HOST_FUNCTION, .fn = fn, .data = data});
 }
 
 EXPORT CUresult cuEventCreate(void **event, unsigned flags) {
@@ -344,12 +501,18 @@ EXPORT CUresult cuEventRecord(void *event, void *stream) {
 
 EXPORT CUresult cuEventSynchronize(void *event) {
   REQUIRE_CONTEXT();
-  return event ? OK : INVALID_VALUE;
+  if (!event)
+    return INVALID_VALUE;
+  drain();
+  return OK;
 }
 
 EXPORT CUresult cuEventQuery(void *event) {
   REQUIRE_CONTEXT();
-  return event ? OK : INVALID_VALUE;
+  if (!event)
+    return INVALID_VALUE;
+  drain();
+  return OK;
 }
 
 EXPORT CUresult cuEventDestroy_v2(void *event) {
@@ -464,6 +627,7 @@ EXPORT CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigne
   if (!f || !stream || extra || shared != 0 || !gx || !gy || !gz || !bx || !by || !bz)
     return INVALID_VALUE;
   __atomic_add_fetch(&fake_cuda_launches, 1, __ATOMIC_SEQ_CST);
+  drain(); /* the kernel runs now: what was enqueued before it runs first */
   if (strcmp(f->name, "vector_add") == 0)
     vectorAdd(gx * bx, params);
   else if (strcmp(f->name, "store_params") == 0)
