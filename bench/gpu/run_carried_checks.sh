@@ -11,6 +11,8 @@
 #   conform    tessera conform --device cuda:0, the case list split over 4 processes
 #   cts        tessera cts --device cuda:0
 #   nccl       cuda_nccl_test
+#   run-NAME   with EXTRA_TIR_DIR set: `tessera run NAME.tir --device cuda:0 --check` for each
+#              .tir file there (probes: faults, hangs), 30 s each
 # Writes $OUT/summary.txt (one line per step) and $OUT/logs.tar.gz (every log and JSON).
 # The build tree's absolute paths (the conformance kernels, the fake libcuda) are made to
 # resolve by linking the build's recorded source root to this checkout.
@@ -98,3 +100,8 @@ done
 for p in "${PIDS[@]}"; do wait "$p"; done
 step cts 45 "$T" cts --device cuda:0 --gtest_brief=1
 step nccl 30 "$B/backends/cuda/runtime/tests/cuda_nccl_test" --gtest_brief=1
+if [ -n "${EXTRA_TIR_DIR:-}" ]; then
+  for f in "$EXTRA_TIR_DIR"/*.tir; do
+    [ -e "$f" ] && step "run-$(basename "$f" .tir)" 30 "$T" run "$f" --device cuda:0 --check
+  done
+fi
