@@ -80,10 +80,21 @@ graph::DType fromDl(dl::dtype d) {
                                "f64)");
 }
 
-std::vector<int64_t> checkedShape(const std::vector<int64_t> &shape) {
-  for (int64_t d : shape)
+/// The shape, refused when an extent is negative or its bytes (`elemBytes` each) do not fit
+/// in 63 bits: a wrapped size would allocate a few bytes under a huge shape.
+std::vector<int64_t> checkedShape(const std::vector<int64_t> &shape, int64_t elemBytes) {
+  int64_t bytes = elemBytes;
+  bool overflow = false, empty = false;
+  std::string text;
+  for (int64_t d : shape) {
     if (d < 0)
       raise(TSR_INVALID_ARGUMENT, "negative extent " + std::to_string(d) + " in a shape");
+    text += (text.empty() ? "" : ", ") + std::to_string(d);
+    empty = empty || d == 0;
+    overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
+  }
+  if (overflow && !empty) // an empty extent makes any shape empty
+    raise(TSR_OUT_OF_RANGE, "shape [" + text + "] holds more than 2^63 bytes");
   return shape;
 }
 
@@ -91,7 +102,7 @@ std::vector<int64_t> checkedShape(const std::vector<int64_t> &shape) {
 Buffer emptyBuffer(const std::vector<int64_t> &shape, graph::DType dtype,
                    const std::string &device) {
   Buffer b;
-  b.shape = checkedShape(shape);
+  b.shape = checkedShape(shape, graph::dtypeBytes(dtype));
   b.dtype = dtype;
   b.strides = contiguousStrides(b.shape);
   b.storage = allocateStorage(Runtime::get().device(device), b.spanBytes());

@@ -11,6 +11,7 @@
 #include "tessera/graph_exec.h"
 #include "tessera/program.h"
 
+#include <cmath>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -46,14 +47,19 @@ tsr_arg_t scalarArg(const std::string &where, const ir::Type &t, nb::handle v) {
   if (ir::isFloatScalar(t.elem)) {
     if (!nb::isinstance<nb::float_>(v) && !nb::isinstance<nb::int_>(v))
       raise(TSR_INVALID_ARGUMENT, where + ": expected a number for " + ir::toString(t));
-    double x = nb::cast<double>(v);
+    double x = 0;
+    if (!nb::try_cast<double>(v, x))
+      raise(TSR_OUT_OF_RANGE, where + ": the number does not fit in a double");
+    // As in launch specs (docs/ir.md): a finite value that rounds to infinity is an error.
+    const double rounded = ir::numerics::roundToFloat(x, t.elem);
+    if (std::isfinite(x) && std::isinf(rounded))
+      raise(TSR_OUT_OF_RANGE, where + ": " + nb::str(v).c_str() + " overflows " + ir::toString(t) +
+                                  " (pass inf for an infinity)");
     switch (t.elem) {
     case ir::Scalar::F16:
-      return tsr_arg_f16_bits(
-          ir::numerics::toF16Bits(ir::numerics::roundToFloat(x, ir::Scalar::F16)));
+      return tsr_arg_f16_bits(ir::numerics::toF16Bits(rounded));
     case ir::Scalar::BF16:
-      return tsr_arg_bf16_bits(
-          ir::numerics::toBF16Bits(ir::numerics::roundToFloat(x, ir::Scalar::BF16)));
+      return tsr_arg_bf16_bits(ir::numerics::toBF16Bits(rounded));
     case ir::Scalar::F32:
       return tsr_arg_f32(static_cast<float>(x));
     default:
@@ -63,9 +69,21 @@ tsr_arg_t scalarArg(const std::string &where, const ir::Type &t, nb::handle v) {
   if (!nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
     raise(TSR_INVALID_ARGUMENT, where + ": expected an int for " + ir::toString(t) + ", got " +
                                     nb::type_name(v.type()).c_str());
+  // As integer literals (docs/ir.md): width w takes -2^(w-1) .. 2^w - 1, read signed or
+  // unsigned by the ops.
+  const int bits = ir::bitWidth(t.elem);
   int64_t x = 0;
-  if (!nb::try_cast<int64_t>(v, x))
-    raise(TSR_OUT_OF_RANGE, where + ": the int does not fit in 64 bits");
+  if (uint64_t u = 0; !nb::try_cast<int64_t>(v, x)) {
+    if (bits != 64 || !nb::try_cast<uint64_t>(v, u))
+      raise(TSR_OUT_OF_RANGE, where + ": " + nb::str(v).c_str() + " does not fit in " +
+                                  ir::toString(t) + " (-2^" + std::to_string(bits - 1) + " .. 2^" +
+                                  std::to_string(bits) + " - 1)");
+    x = static_cast<int64_t>(u);
+  } else if (bits < 64 && (x < -(int64_t(1) << (bits - 1)) || x > (int64_t(1) << bits) - 1)) {
+    raise(TSR_OUT_OF_RANGE, where + ": " + std::to_string(x) + " does not fit in " +
+                                ir::toString(t) + " (-2^" + std::to_string(bits - 1) + " .. 2^" +
+                                std::to_string(bits) + " - 1)");
+  }
   switch (t.elem) {
   case ir::Scalar::I1:
   case ir::Scalar::I8:

@@ -112,6 +112,12 @@ def test_bad_buffer_requests():
     with pytest.raises(tessera.TesseraError) as e:
         tessera.empty([-1], "f32")
     assert e.value.code == "INVALID_ARGUMENT"
+    # Byte sizes past 2^63 wrapped and allocated a few bytes under the huge shape.
+    for shape, dtype in (([2**62, 2], "f64"), ([2**31, 2**31, 4], "f64"), ([2**62, 4], "f32")):
+        with pytest.raises(tessera.TesseraError) as e:
+            tessera.empty(shape, dtype)
+        assert e.value.code == "OUT_OF_RANGE" and "more than 2^63 bytes" in e.value.message
+    assert tessera.empty([2**62, 0, 8], "f64").nbytes == 0  # empty: no overflow
     with pytest.raises(tessera.TesseraError) as e:
         tessera.from_dlpack("not a tensor")
     assert e.value.code == "INVALID_ARGUMENT" and "str" in e.value.message
@@ -172,6 +178,42 @@ def test_launch_errors_name_kernel_and_argument():
             call()
         assert e.value.code == code, e.value
         assert text in e.value.message, e.value.message
+
+
+SCALARS = """kernel @k(%o: buffer<i32>, %n: i32, %m: i8, %h: f16) {
+  %z = const 0 : i32
+  %c1 = const 1 : i32
+  %c2 = const 2 : i32
+  store %n, %o[%z] : i32
+  %w = convert %m : i8 -> i32
+  store %w, %o[%c1] : i32
+  %hi = convert %h : f16 -> i32
+  store %hi, %o[%c2] : i32
+}
+"""
+
+
+def test_scalar_arguments_outside_their_type_are_refused_not_wrapped():
+    # docs/ir.md: an integer of width w takes -2^(w-1) .. 2^w - 1 (read signed or unsigned by
+    # the ops), as literals do; a finite float that rounds to infinity is an error. 2**32 + 5
+    # for an i32 used to arrive as 5, 300 for an i8 as 44, 1e6 for an f16 as inf.
+    p = tessera.compile(SCALARS, "cpu:0")
+    o = tessera.empty([3], "i32")
+    for n, m, h, what in ((2**32 + 5, 0, 1.0, "argument 1: 4294967301 does not fit in i32"),
+                          (-2**31 - 1, 0, 1.0, "does not fit in i32"),
+                          (1, 300, 1.0, "argument 2: 300 does not fit in i8"),
+                          (1, -129, 1.0, "does not fit in i8"),
+                          (1, 0, 1e6, "argument 3: 1000000.0 overflows f16"),
+                          (2**70, 0, 1.0, "does not fit in i32")):
+        with pytest.raises(tessera.TesseraError) as e:
+            p.launch("k", 1, 1, [o, n, m, h])
+        assert e.value.code == "OUT_OF_RANGE", e.value
+        assert what in e.value.message, e.value.message
+    # The edges are accepted: -2^31, 2^32 - 1 (the bits of -1), 255 (the bits of -1 in i8).
+    p.launch("k", 1, 1, [o, 2**32 - 1, 255, float("inf")])
+    assert o.numpy().tolist()[:2] == [-1, -1]
+    p.launch("k", 1, 1, [o, -2**31, -128, 65504.0])
+    assert o.numpy().tolist() == [-2**31, -128, 65504]
 
 
 def test_compile_errors_carry_the_location():
