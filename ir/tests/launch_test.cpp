@@ -325,7 +325,8 @@ TEST(Launch, I64GeneratorRangeIsCheckedExactly) {
   EXPECT_EQ(diag("fill(-9223372036854775808)"), "");
   // The unsigned view of -1: as a double it was 2^64, out of range.
   EXPECT_EQ(diag("fill(18446744073709551615)"), "");
-  EXPECT_NE(diag("fill(-9223372036854775809)").find("out of range"), std::string::npos);
+  EXPECT_NE(diag("fill(-9223372036854775809)").find("an integer in the range of i64"),
+            std::string::npos);
   // Both bounds are the double 2^63: only the exact integers show that lo > hi.
   EXPECT_NE(diag("uniform(9223372036854775807, 9223372036854775806)").find("lo <= hi"),
             std::string::npos);
@@ -352,6 +353,15 @@ TEST(Launch, FloatGeneratorValuesThatRoundToInfinityAreErrors) {
   EXPECT_EQ(diag("f64", "fill(1e300)"), "");
   EXPECT_NE(diag("f16", "uniform(0, 1e6)").find("bounds must be finite in f16"), std::string::npos);
   EXPECT_EQ(diag("f16", "uniform(-65504, 65504)"), "");
+  // iota and normal take literals too (adversarial round 6: they filled with infinities).
+  EXPECT_NE(diag("f32", "iota(1e39, 1)").find("start and step must be finite in f32"),
+            std::string::npos);
+  EXPECT_NE(diag("f16", "iota(0, 1e6)").find("must be finite in f16"), std::string::npos);
+  EXPECT_NE(diag("f32", "normal(1e39, 1)").find("mean and std must be finite in f32"),
+            std::string::npos);
+  EXPECT_NE(diag("f16", "normal(0, 70000)").find("must be finite in f16"), std::string::npos);
+  EXPECT_EQ(diag("f16", "iota(-65504, 1)"), "");
+  EXPECT_EQ(diag("f16", "normal(0, 65504)"), "");
 }
 
 } // namespace

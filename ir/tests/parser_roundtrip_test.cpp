@@ -274,6 +274,30 @@ TEST(ParserRoundTrip, IntegerLiteralsForFloatTypesRoundOnce) {
   // 2^60 + 2^52 + 1: above bf16's tie between 2^60 and 2^60 + 2^53.
   EXPECT_EQ(opAt(*r.module, 0, 5).literal.f, std::ldexp(1.0, 60) + std::ldexp(1.0, 53));
 
+  // Negative integers past -2^63 round the same way (they were refused as out of range,
+  // while -2^64 was read as a float literal: adversarial round 6).
+  ParseResult neg = parseModule(R"(kernel @c() {
+  %a = const -9223372036854775809 : f64
+  %b = const -18446744073709551615 : f64
+  %c = const -1152921573326323713 : f32
+  %d = const -9223372036854775809 : i64
+}
+)",
+                                "s", false);
+  ASSERT_EQ(neg.diags.size(), 1u) << diagText(neg);
+  EXPECT_NE(diagText(neg).find("5:14: error: integer literal out of range for i64"),
+            std::string::npos)
+      << diagText(neg);
+  ParseResult negOk = parseModule(R"(kernel @c() {
+  %a = const -9223372036854775809 : f64
+  %b = const -18446744073709551615 : f64
+}
+)",
+                                  "s", false);
+  ASSERT_TRUE(negOk.ok()) << diagText(negOk);
+  EXPECT_EQ(opAt(*negOk.module, 0, 0).literal.f, -std::ldexp(1.0, 63));
+  EXPECT_EQ(opAt(*negOk.module, 0, 1).literal.f, -std::ldexp(1.0, 64));
+
   ParseResult wide = parseModule(
       "kernel @c() {\n  %a = const 123456789012345678901234567890 : i64\n}\n", "s", false);
   ASSERT_FALSE(wide.ok());

@@ -348,9 +348,9 @@ private:
     return intLiteral(start, negative, mag);
   }
 
+  // Any 64-bit magnitude, either sign: each reader checks its range (integer types refuse
+  // below -2^(w-1); float types round -(2^64 - 1) .. -(2^63 + 1) once, as other integers).
   Token intLiteral(size_t start, bool negative, uint64_t mag) {
-    if (negative && mag > (1ull << 63))
-      return error(start, "integer literal out of range");
     Token t = make(Tok::Int, start);
     t.negative = negative;
     t.magnitude = mag;

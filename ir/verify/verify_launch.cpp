@@ -159,13 +159,17 @@ private:
       if (isInt)
         return r_.error(loc, gen + "needs a float element type, got " + ty);
       if (!std::isfinite(a.a) || !std::isfinite(a.b) || a.b < 0)
-        r_.error(loc, gen + "needs a finite mean and a finite std >= 0");
+        return r_.error(loc, gen + "needs a finite mean and a finite std >= 0");
+      if (overflowsFloat(a.a, elem) || overflowsFloat(a.b, elem))
+        r_.error(loc, gen + "mean and std must be finite in " + ty + " (one rounds to infinity)");
       return;
     case ArgInit::Kind::Iota:
       if (!std::isfinite(a.a) || !std::isfinite(a.b))
         return r_.error(loc, gen + "start and step must be finite");
       if (isInt && (!isIntegral(a.a) || !isIntegral(a.b)))
         r_.error(loc, gen + "start and step must be integers for " + ty);
+      if (overflowsFloat(a.a, elem) || overflowsFloat(a.b, elem))
+        r_.error(loc, gen + "start and step must be finite in " + ty + " (one rounds to infinity)");
       return;
     case ArgInit::Kind::Fill:
       if (isInt && !inIntRange(a.ia, a.a, elem))
