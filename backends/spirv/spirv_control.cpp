@@ -9,6 +9,7 @@
 // given a type Vulkan would reject without the matching feature (small integers are widened
 // to 32 bits, 64-bit shuffles go through a uvec2).
 #include "backends/spirv/spirv_lowering.h"
+#include "ir/core/limits.h"
 
 namespace tessera::spirv::detail {
 
@@ -230,7 +231,7 @@ bool Lowering::emitCall(const ir::Op &op) {
   const ir::Function *callee = module_.lookup(op.callee);
   if (!callee || callee->isKernel)
     return fail("call of unknown device function @" + op.callee);
-  if (callDepth_ >= 64)
+  if (callDepth_ >= ir::kMaxCallDepth) // the verifier refuses deeper
     return fail("calls nest deeper than 64 (recursion is not allowed)");
   std::vector<ir::Value *> params = callee->params();
   if (params.size() != op.operands.size())

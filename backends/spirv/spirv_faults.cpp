@@ -13,6 +13,7 @@
 // exchange of `kind` from 0 and then writes the other words; nobody reads them before the
 // launch completes. Must never change what an in-bounds access or a valid division computes.
 #include "backends/spirv/spirv_lowering.h"
+#include "ir/core/limits.h"
 #include "ir/verify/verifier.h"
 
 #include <climits>
@@ -44,7 +45,7 @@ bool constPositive(const ir::Value *v) {
 }
 
 bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth) {
-  if (depth > 64) // recursion is rejected when the call is lowered
+  if (depth > ir::kMaxCallDepth) // the verifier refuses deeper calls and recursion
     return false;
   for (const auto &op : b.ops) {
     if (op->kind == OpKind::While)

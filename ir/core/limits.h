@@ -25,6 +25,10 @@ inline constexpr size_t kMaxOpsPerModule = 1 << 16;
 /// Regions nested inside one another (also bounds the parser's recursion).
 inline constexpr int kMaxRegionDepth = 256;
 
+/// Calls nested inside one another (f calls g calls h ...: 2 for f); the interpreter and
+/// the lowerings recurse once per level, and SPIR-V / OpenCL C inline every call.
+inline constexpr int kMaxCallDepth = 64;
+
 /// Whether an op of kind `k` counts towards kMaxOpsPerFunction and kMaxOpsPerModule.
 inline bool countsTowardsOpLimits(OpKind k) { return opInfo(k).form != OpForm::Terminator; }
 

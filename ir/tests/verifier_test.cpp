@@ -2,6 +2,7 @@
 // never depend on the parser, so they pin the verifier alone. Each invalid module must produce
 // the expected message at the expected location, without cascades; valid modules nothing.
 #include "ir/core/builder.h"
+#include "ir/core/limits.h"
 #include "ir/tests/verifier_test_util.h"
 #include "ir/verify/verifier.h"
 
@@ -596,6 +597,33 @@ TEST(Verifier, RecursionIsRejected) {
   hb.call(*h, {});
   hb.ret();
   EXPECT_TRUE(onlyError(self, "recursive call cycle through @h"));
+}
+
+// A chain f0 -> f1 -> ... of device functions: 64 nested calls are allowed, 65 are not (the
+// interpreter and the CPU lowering recurse once per level: a 20000-deep chain crashed them
+// with a stack overflow, adversarial round 6), and the check itself does not recurse.
+TEST(Verifier, CallsNestAtMost64Deep) {
+  auto chain = [](Module &m, int n) {
+    std::vector<Function *> fs;
+    for (int i = 0; i < n; ++i)
+      fs.push_back(deviceFunction(m, "f" + std::to_string(i), {}, {}));
+    for (int i = 0; i < n; ++i) {
+      Builder b(*fs[i]->body);
+      b.setLoc({uint32_t(i + 1), 3});
+      if (i + 1 < n)
+        b.call(*fs[i + 1], {});
+      b.ret();
+    }
+  };
+  Module ok;
+  chain(ok, kMaxCallDepth + 1); // f0 has 64 calls nested below it
+  EXPECT_TRUE(valid(ok));
+  Module deep;
+  chain(deep, kMaxCallDepth + 2);
+  EXPECT_TRUE(onlyError(deep, "calls nest 65 deep from @f0 (at most 64)", {1, 3}));
+  Module huge;
+  chain(huge, 30000);
+  EXPECT_TRUE(onlyError(huge, "calls nest 29999 deep from @f0 (at most 64)", {1, 3}));
 }
 
 TEST(Verifier, KernelSignatureAndReturns) {

@@ -5,6 +5,7 @@
 // but never dereferences an operand it could not prove to be a visible value.
 #include "ir/verify/verifier.h"
 
+#include "ir/core/limits.h"
 #include "ir/verify/verifier_impl.h"
 #include "ir/verify/verify_uniform.h"
 
@@ -459,10 +460,13 @@ private:
   bool sharedReported_ = false;
 };
 
-/// Reports every call edge that closes a cycle of device functions.
-class RecursionChecker {
+/// Reports every call edge that closes a cycle of device functions, and calls nested deeper
+/// than kMaxCallDepth (a function calling one that calls one ... : the interpreter and the
+/// lowerings recurse once per level). Iterative: a chain of 100000 calls is refused here,
+/// not by a stack overflow.
+class CallGraphChecker {
 public:
-  RecursionChecker(Reporter &r, const Module &m) : r_(r), m_(m) {}
+  CallGraphChecker(Reporter &r, const Module &m) : r_(r), m_(m) {}
 
   void run() {
     for (auto &f : m_.functions)
@@ -475,27 +479,61 @@ public:
       });
     for (auto &f : m_.functions)
       visit(f.get());
+    // The deepest chain, reported once at its first call.
+    const Function *deepest = nullptr;
+    for (auto &f : m_.functions)
+      if (height_[f.get()] > kMaxCallDepth && (!deepest || height_[f.get()] > height_[deepest]))
+        deepest = f.get();
+    if (!deepest)
+      return;
+    for (auto &[callee, op] : edges_[deepest])
+      if (height_[callee] + 1 == height_[deepest]) {
+        r_.error(op->loc, "calls nest " + std::to_string(height_[deepest]) + " deep from @" +
+                              deepest->name + " (at most " + std::to_string(kMaxCallDepth) + ")");
+        return;
+      }
   }
 
 private:
-  void visit(const Function *f) {
-    int &c = color_[f];
-    if (c != 0)
+  /// Depth-first from `root` with an explicit stack; height_ = the longest call chain below.
+  void visit(const Function *root) {
+    if (color_[root] != 0)
       return;
-    c = 1;
-    for (auto &[callee, op] : edges_[f]) {
-      if (color_[callee] == 1)
+    struct Frame {
+      const Function *f;
+      size_t next;
+    };
+    std::vector<Frame> stack = {{root, 0}};
+    color_[root] = 1;
+    while (!stack.empty()) {
+      Frame &top = stack.back();
+      auto &out = edges_[top.f];
+      if (top.next == out.size()) {
+        color_[top.f] = 2;
+        const Function *done = top.f;
+        stack.pop_back();
+        if (!stack.empty())
+          height_[stack.back().f] = std::max(height_[stack.back().f], height_[done] + 1);
+        continue;
+      }
+      auto [callee, op] = out[top.next++];
+      int &c = color_[callee];
+      if (c == 1) {
         r_.error(op->loc, "recursive call cycle through @" + callee->name);
-      else
-        visit(callee);
+      } else if (c == 2) {
+        height_[top.f] = std::max(height_[top.f], height_[callee] + 1);
+      } else {
+        c = 1;
+        stack.push_back({callee, 0}); // `top` is not used past this point
+      }
     }
-    color_[f] = 2;
   }
 
   Reporter &r_;
   const Module &m_;
   std::unordered_map<const Function *, std::vector<std::pair<const Function *, const Op *>>> edges_;
   std::unordered_map<const Function *, int> color_; // 0 new, 1 on the stack, 2 done
+  std::unordered_map<const Function *, int> height_; // calls nested below (0: calls nothing)
 };
 
 } // namespace
@@ -511,7 +549,7 @@ Diagnostics verifyModule(const Module &m) {
       r.error(f->loc, "redefinition of @" + f->name);
     FunctionVerifier(r, *f).run();
   }
-  RecursionChecker(r, m).run();
+  CallGraphChecker(r, m).run();
   // Source order; ties keep discovery order (std::stable_sort trips a libstdc++ deprecation).
   std::vector<size_t> order(diags.size());
   for (size_t i = 0; i < order.size(); ++i)

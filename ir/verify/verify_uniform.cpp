@@ -8,6 +8,7 @@
 // modifies the IR; runs only on a kernel the structural verifier found sound (every operand a
 // visible value), so it dereferences operands freely.
 #include "ir/verify/verify_uniform.h"
+#include "ir/core/limits.h"
 #include "ir/verify/verifier.h"
 
 #include <algorithm>
@@ -286,7 +287,7 @@ std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel)
 namespace {
 
 // Calls nest at most ir/core/limits.h's depth; the verifier refuses recursion.
-constexpr int kCallDepth = 64;
+constexpr int kCallDepth = kMaxCallDepth;
 
 bool containsBarrierAt(const Module &m, const Block &b, int depth) {
   if (depth > kCallDepth)

@@ -8,6 +8,7 @@
 // loop that can run unboundedly.
 #include "backends/opencl/codegen/oc_emitter.h"
 #include "backends/opencl/opencl_abi.h"
+#include "ir/core/limits.h"
 #include "ir/verify/verifier.h"
 
 #include <cstdio>
@@ -372,7 +373,7 @@ bool Emitter::emitCall(const ir::Op &op) {
   const ir::Function *callee = module_.lookup(op.callee);
   if (!callee || callee->isKernel)
     return fail("call of unknown device function @" + op.callee);
-  if (callDepth_ >= 64)
+  if (callDepth_ >= ir::kMaxCallDepth) // the verifier refuses deeper
     return fail("calls nest deeper than 64 (recursion is not allowed)");
   std::vector<ir::Value *> params = callee->params();
   if (params.size() != op.operands.size())
