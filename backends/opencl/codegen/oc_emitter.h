@@ -14,6 +14,7 @@
 
 #include "backends/opencl/codegen/opencl_codegen.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -174,6 +175,9 @@ public:
   const OpenCLCompileOptions &opts_;
   std::string body_;
   int indent_ = 0;
+  /// Spaces before a line: two per level up to 32 levels (deeper code, calls inlined into
+  /// nested ifs, would otherwise grow the source quadratically: 1.5 GB for 16000 levels).
+  size_t padding() const { return size_t(std::min(indent_, 32)) * 2; }
   unsigned next_ = 0;
   std::map<const ir::Value *, std::string> vals_;
   std::map<const ir::Value *, MemRef> mems_;

@@ -131,7 +131,7 @@ bool Emitter::fastForGuard(const ir::Op &op, const std::string &iv, const std::s
   if (indented)
     line("if (" + runs + ")");
   indent_ += indented;
-  std::string pad(static_cast<size_t>(indent_) * 2 + 4, ' ');
+  std::string pad(padding() + 4, ' ');
   std::string cond = hi + " + (long)" + step + " <= (long)INT_MAX";
   for (const auto &[add, x] : adds) {
     std::string xs = "(long)" + val(x);

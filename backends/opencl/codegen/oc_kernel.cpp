@@ -33,7 +33,7 @@ bool Emitter::fail(const std::string &msg) {
 }
 
 void Emitter::line(const std::string &s) {
-  body_.append(static_cast<size_t>(indent_) * 2, ' ');
+  body_.append(padding(), ' ');
   body_ += s;
   body_ += '\n';
 }
