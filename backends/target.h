@@ -143,6 +143,14 @@ public:
     (void)caps;
     return 0;
   }
+  /// Graph lowering: the most buffers one kernel may take on a device with capability record
+  /// `caps`, 0 for no limit (Vulkan binds each as a push descriptor: 32 on lavapipe, one of
+  /// them kept for the control buffer). Past it, the fusion writes an intermediate value to
+  /// memory and computes it in a kernel of its own.
+  virtual uint32_t graphMaxKernelBuffers(std::string_view caps) const {
+    (void)caps;
+    return 0;
+  }
   /// Whether TargetOptions::quick gives a cheaper compile (cpu); elsewhere it is ignored.
   virtual bool quickTier() const { return false; }
   /// The vendor libraries behind the driver's extern GEMM kernel, space-separated in order of

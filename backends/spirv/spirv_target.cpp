@@ -48,6 +48,7 @@ constexpr CapsField kCapsFields[] = {
     {"denormPreserve", &C::denormPreserve, nullptr},
     {"maxControlFlowNesting", nullptr, &C::maxControlFlowNesting},
     {"maxPushConstantsSize", nullptr, &C::maxPushConstantsSize},
+    {"maxPushDescriptors", nullptr, &C::maxPushDescriptors},
     {"maxComputeSharedMemorySize", nullptr, &C::maxComputeSharedMemorySize},
 };
 

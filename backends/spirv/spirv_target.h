@@ -69,6 +69,9 @@ struct TargetCaps {
   /// no error. The Vulkan driver sets 80 for llvmpipe and 0 for every other driver.
   uint32_t maxControlFlowNesting = 80;
   uint32_t maxPushConstantsSize = 128;
+  /// Buffers one kernel may bind (push descriptors; 32 on lavapipe), its control buffer
+  /// included; 0: unknown. The graph lowering keeps fused kernels within it.
+  uint32_t maxPushDescriptors = 0;
   uint32_t maxComputeSharedMemorySize = 32768;
   /// VK_KHR_cooperative_matrix (cooperativeMatrix feature and the Vulkan memory model): the
   /// subgroup-scope shapes of vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR. Empty (text

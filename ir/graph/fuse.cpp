@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace tessera::graph::detail {
 
@@ -64,7 +65,7 @@ namespace {
 
 class Fuser {
 public:
-  explicit Fuser(const Graph &g) : g_(g) {
+  Fuser(const Graph &g, uint32_t maxBuffers) : g_(g), maxBuffers_(maxBuffers) {
     size_t n = static_cast<size_t>(g.numValues());
     f_.kernelOf.assign(n, -1);
     f_.materialise.assign(n, false);
@@ -143,6 +144,8 @@ public:
       add(FusedKernel::Kind::Pointwise, v, {v});
       markLeaves(static_cast<int>(f_.kernels.size()) - 1);
     }
+    if (maxBuffers_ > 0)
+      fitBuffers();
     order();
     f_.live = live_;
     return std::move(f_);
@@ -251,6 +254,13 @@ private:
       }
       if (ok) {
         join(v);
+        // Within the device's buffers, counting every member as written (a bound).
+        if (maxBuffers_ > 0 &&
+            leavesFrom(id, members, nullptr).size() + members.size() > maxBuffers_) {
+          members.pop_back();
+          f_.kernelOf[static_cast<size_t>(v)] = -1;
+          continue;
+        }
         std::fill(dep.begin(), dep.end(), int8_t(-1));
       }
     }
@@ -428,6 +438,81 @@ private:
       walk(m);
   }
 
+  /// The buffers kernel `kid` reads: params and materialised values reached through the
+  /// values it inlines (views by their roots), from `roots`; `inlined` gets the inlined
+  /// pointwise values met on the way (candidates to materialise).
+  std::set<int> leavesFrom(int kid, const std::vector<int> &roots, std::vector<int> *inlined) {
+    std::set<int> leaves;
+    std::vector<bool> seen(static_cast<size_t>(g_.numValues()), false);
+    std::vector<int> todo = roots;
+    while (!todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (seen[static_cast<size_t>(v)])
+        continue;
+      seen[static_cast<size_t>(v)] = true;
+      if (g_.isParam(v)) {
+        leaves.insert(v);
+        continue;
+      }
+      int owner = f_.kernelOf[static_cast<size_t>(v)];
+      bool view = opFamily(g_.node(v).op) == OpFamily::View;
+      if (owner == kid || inlinable(v)) {
+        if (owner != kid && inlined && isPointwise(g_.node(v).op))
+          inlined->push_back(v);
+        if (owner == kid || !view)
+          for (int in : g_.node(v).inputs)
+            todo.push_back(in);
+        continue;
+      }
+      leaves.insert(view ? viewRoot(g_, v) : v);
+    }
+    return leaves;
+  }
+
+  /// Keeps every pointwise, row and column kernel within maxBuffers_ buffers (inputs and
+  /// outputs): where one needs more, the inlined value with the most inputs that still fit
+  /// in a kernel of their own is materialised and computed by a pointwise kernel, until all
+  /// fit (x0 + x1 + ... + x32 on a device that binds 32 buffers: two kernels). A kernel whose
+  /// own members need more is left as it is (the driver refuses it by name).
+  void fitBuffers() {
+    for (size_t rounds = 0; rounds <= static_cast<size_t>(g_.numValues()); ++rounds) {
+      bool changed = false;
+      for (size_t k = 0; k < f_.kernels.size() && !changed; ++k) {
+        const FusedKernel &kernel = f_.kernels[k];
+        using Kind = FusedKernel::Kind;
+        if (kernel.kind != Kind::Pointwise && kernel.kind != Kind::Row &&
+            kernel.kind != Kind::Column)
+          continue;
+        int kid = static_cast<int>(k);
+        std::vector<int> inlined;
+        size_t need = leavesFrom(kid, kernel.members, &inlined).size();
+        for (int m : kernel.members)
+          need += f_.materialise[static_cast<size_t>(m)] ? 1 : 0;
+        if (need <= maxBuffers_)
+          continue;
+        int best = -1;
+        size_t bestLeaves = 0;
+        bool bestFits = false;
+        for (int v : inlined) {
+          size_t n = leavesFrom(-2, {v}, nullptr).size(); // -2: no kernel owns its members
+          bool fits = n + 1 <= maxBuffers_;
+          if (n < 2 || n + 1 >= need)
+            continue; // splitting it off would not shrink this kernel
+          if (best < 0 || (fits && !bestFits) || (fits == bestFits && n > bestLeaves))
+            best = v, bestLeaves = n, bestFits = fits;
+        }
+        if (best < 0)
+          continue;
+        needMemory(best);
+        markLeaves(add(Kind::Pointwise, best, {best}));
+        changed = true;
+      }
+      if (!changed)
+        return;
+    }
+  }
+
   void order() {
     std::vector<size_t> idx(f_.kernels.size());
     for (size_t i = 0; i < idx.size(); ++i)
@@ -448,12 +533,13 @@ private:
   }
 
   const Graph &g_;
+  uint32_t maxBuffers_ = 0;
   Fusion f_;
   std::vector<bool> live_;
 };
 
 } // namespace
 
-Fusion fuse(const Graph &g) { return Fuser(g).run(); }
+Fusion fuse(const Graph &g, uint32_t maxBuffers) { return Fuser(g, maxBuffers).run(); }
 
 } // namespace tessera::graph::detail

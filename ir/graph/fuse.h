@@ -59,7 +59,9 @@ bool isRowReduction(const Graph &g, const Node &n);
 /// The first non-view value under a chain of views.
 int viewRoot(const Graph &g, int v);
 
-Fusion fuse(const Graph &g);
+/// `maxBuffers` (0: no limit): the most buffers one kernel may read and write; an inlined
+/// value is materialised (a kernel of its own) where a kernel would need more.
+Fusion fuse(const Graph &g, uint32_t maxBuffers = 0);
 
 /// A short name of a kernel kind ("pointwise", "row", "reduce", "matmul", "cat", ...).
 const char *kernelKindName(FusedKernel::Kind k);

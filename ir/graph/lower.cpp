@@ -534,7 +534,7 @@ bool Lowerer::run(std::string *error) {
     fail(v, what);
     return *error = error_, false;
   }
-  fusion = fuse(g);
+  fusion = fuse(g, caps.maxKernelBuffers);
   assignBuffers();
   // A view (and a reshape copy) is laid out right after the kernel producing its root, so
   // every kernel that reads it -- which runs after that producer -- finds it.

@@ -39,6 +39,9 @@ struct ScheduleCaps {
   /// (so that kernel's text, and compile, then depend on those values: a new batch size may
   /// compile it again), instead of failing to compile.
   uint32_t maxScalarParamBytes = 0;
+  /// The most buffers a kernel may take (Target::graphMaxKernelBuffers; 0: no limit): the
+  /// fusion materialises intermediate values to keep each kernel within it.
+  uint32_t maxKernelBuffers = 0;
 };
 
 /// One device buffer the plan needs.

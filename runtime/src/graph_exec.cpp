@@ -135,6 +135,7 @@ hal::Status deviceScheduleCaps(tsr_device_t device, graph::ScheduleCaps *caps) {
     c.matrixMinFlops = target->graphMatrixMinFlops(record);
     c.externGemm = !target->externGemmLibrary().empty();
     c.maxScalarParamBytes = target->graphScalarParamBytes(record);
+    c.maxKernelBuffers = target->graphMaxKernelBuffers(record);
   } else {
     c.matrixOps = false;
   }

@@ -51,6 +51,15 @@ public:
     unsigned long v = std::strtoul(value.c_str(), &end, 10);
     return end && *end == 0 && v > 0 && v < UINT32_MAX ? static_cast<uint32_t>(v) : 128;
   }
+  // Buffers are push descriptors; the control buffer (deadlines, faults) takes one more.
+  uint32_t graphMaxKernelBuffers(std::string_view caps) const override {
+    std::string value, error;
+    if (!capsValue(caps, "vulkan.maxPushDescriptors", "0", &value, &error))
+      return 0;
+    char *end = nullptr;
+    unsigned long v = std::strtoul(value.c_str(), &end, 10);
+    return end && *end == 0 && v > 1 && v < UINT32_MAX ? static_cast<uint32_t>(v - 1) : 0;
+  }
   PrecisionProfile declaredProfile() const override { return PrecisionProfile::Relaxed; }
   std::vector<std::string> stageFiles() const override {
     return {"0-kir.tir", "1-spirv.spv", "2-spirv.dis.txt"};

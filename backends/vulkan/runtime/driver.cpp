@@ -50,7 +50,8 @@ std::string compilerCaps(const tsr_device_info_t &info, const VkPhysicalDeviceVu
                          const VkPhysicalDeviceFeatures &f,
                          const VkPhysicalDeviceSubgroupProperties &sub,
                          const VkPhysicalDeviceVulkan12Properties &p12,
-                         const VkPhysicalDeviceLimits &limits, bool atomicFloat) {
+                         const VkPhysicalDeviceLimits &limits, uint32_t maxPushDescriptors,
+                         bool atomicFloat) {
   std::string r = "version=1\n";
   auto line = [&](const char *name, uint64_t value) {
     r += std::string("vulkan.") + name + "=" + std::to_string(value) + "\n";
@@ -91,6 +92,7 @@ std::string compilerCaps(const tsr_device_info_t &info, const VkPhysicalDeviceVu
   // gallivm's LP_MAX_TGSI_NESTING: deeper ifs and loops are silently ignored (spirv_target.h).
   line("maxControlFlowNesting", p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 80 : 0);
   line("maxPushConstantsSize", limits.maxPushConstantsSize);
+  line("maxPushDescriptors", maxPushDescriptors); // buffers a kernel binds (with its control)
   line("maxComputeSharedMemorySize", limits.maxComputeSharedMemorySize);
   return r;
 }
@@ -259,7 +261,8 @@ std::string probe(VkDriver &d, VkPhysicalDevice handle, PhysicalDevice &pd) {
   if (unified)
     feat |= TSR_FEATURE_UNIFIED_MEMORY;
   info.features = feat;
-  pd.compilerCaps = compilerCaps(info, f12, f11, want, sub, p12, props.limits, pd.atomicFloat);
+  pd.compilerCaps = compilerCaps(info, f12, f11, want, sub, p12, props.limits,
+                                 pd.maxPushDescriptors, pd.atomicFloat);
   pd.compilerCaps += "vulkan.cooperativeMatrix=" + probeCooperativeMatrix(d, pd, exts) + "\n";
   if (pd.cooperativeMatrix) { // its SPIR-V declares the Vulkan memory model
     pd.features12.vulkanMemoryModel = VK_TRUE;

@@ -220,9 +220,18 @@ COMPARE = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: 
            aten.ge: "ge"}
 
 
+def _bool_sub(a, b):
+    """Eager refuses `-` with a bool tensor (a RuntimeError at the call): left to eager torch,
+    the op raises it there, where translating it returned numbers (True - 1 = 0)."""
+    if any(isinstance(v, Value) and v.dtype == torch.bool for v in (a, b)):
+        raise Unsupported("sub with a bool tensor (eager torch raises for it)")
+
+
 def _make_arith(name):
     def h(ctx, node, a, b, alpha=1):
         out = ctx.out_dtype(node)
+        if name == "sub":
+            _bool_sub(a, b)
         if out == torch.bool:
             # torch: add/mul of bools is or/and; the graph IR has no bool arithmetic
             raise Unsupported(f"{name} on bool")
@@ -251,6 +260,7 @@ def _rsub(ctx, node, a, b, alpha=1):
     # rsub(a, b, alpha) = b - alpha * a
     if alpha != 1:
         raise Unsupported(f"rsub alpha={alpha}")
+    _bool_sub(a, b)
     out = ctx.out_dtype(node)
     return _binary(ctx, "sub", b, a, out, out)
 

@@ -135,7 +135,10 @@ def _select_scatter(ctx, node, base, src, dim, index):
 @handles(aten.embedding_dense_backward)
 def _embedding_backward(ctx, node, grad, indices, num_weights, padding_idx,
                         scale_grad_by_freq):
-    """grad_weight[v] = sum of grad rows whose index is v: onehot(indices)^T @ grad."""
+    """grad_weight[v] = sum of the grad rows whose index is v, each row selected (a `where`),
+    never multiplied by a one-hot 0 or 1: 0 * inf is NaN, so an inf or NaN in one token's
+    gradient reached every row of the matmul form (adversarial round 6), while eager only
+    touches the rows looked up."""
     if scale_grad_by_freq:
         raise Unsupported("embedding backward with scale_grad_by_freq")
     if grad.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
@@ -154,8 +157,8 @@ def _embedding_backward(ctx, node, grad, indices, num_weights, padding_idx,
                         (num_weights, 1))
         hit = ctx.emit("and", [hit, keep], None, torch.bool, (num_weights, n))
     cdt = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
-    onehot = ctx.emit("where", [hit, ctx.const(1, cdt), ctx.const(0, cdt)], None, cdt,
-                      (num_weights, n))
-    g = ctx.cast(ctx.reshape(grad, (n, d)), cdt)
-    out = ctx.emit("matmul", [onehot, g], None, cdt, (num_weights, d))
+    hit = ctx.reshape(hit, (num_weights, n, 1))                          # [V, N, 1]
+    g = ctx.cast(ctx.reshape(grad, (1, n, d)), cdt)                      # [1, N, D]
+    sel = ctx.emit("where", [hit, g, ctx.const(0, cdt)], None, cdt, (num_weights, n, d))
+    out = ctx.emit("sum", [sel], {"axes": [1], "keepdim": False}, cdt, (num_weights, d))
     return ctx.cast(out, ctx.out_dtype(node))
