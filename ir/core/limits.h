@@ -25,6 +25,10 @@ inline constexpr size_t kMaxOpsPerModule = 1 << 16;
 /// Regions nested inside one another (also bounds the parser's recursion).
 inline constexpr int kMaxRegionDepth = 256;
 
+/// Bytes of a file the parsers read (kernel IR, graph IR): a module within the op and name
+/// limits needs far less, and reading stops here, so /dev/zero or a multi-gigabyte file is
+/// an error naming the file instead of unbounded memory.
+inline constexpr size_t kMaxFileBytes = size_t(256) << 20;
 /// Calls nested inside one another (f calls g calls h ...: 2 for f); the interpreter and
 /// the lowerings recurse once per level, and SPIR-V / OpenCL C inline every call.
 inline constexpr int kMaxCallDepth = 64;

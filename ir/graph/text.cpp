@@ -6,6 +6,7 @@
 // allocate without bound on any input: graph_fuzz_test feeds it mutated files.
 #include "ir/graph/text.h"
 #include "ir/graph/verify.h"
+#include "ir/text/parser.h"
 
 #include <cerrno>
 #include <cmath>
@@ -509,15 +510,13 @@ bool parseGraph(std::string_view text, std::string_view file, Graph *g, std::str
 }
 
 bool parseGraphFile(const std::string &path, Graph *g, std::string *error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  std::string text, why;
+  if (!ir::readTextFile(path, &text, &why)) {
     if (error)
-      *error = path + ": error: cannot read the file";
+      *error = path + ": error: " + (why == "cannot open file" ? "cannot read the file" : why);
     return false;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parseGraph(ss.str(), path, g, error);
+  return parseGraph(text, path, g, error);
 }
 
 } // namespace tessera::graph

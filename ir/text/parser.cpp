@@ -546,14 +546,24 @@ ParseResult parseModule(std::string_view text, std::string filename, bool verify
 }
 
 ParseResult parseFile(const std::string &path, bool verify) {
+  std::string text, error;
+  if (!readTextFile(path, &text, &error))
+    return ParseResult{nullptr, {Diagnostic{path, {0, 0}, error}}};
+  return parseModule(text, path, verify);
+}
+
+bool readTextFile(const std::string &path, std::string *text, std::string *error) {
   // stdio rather than ifstream: reading a directory must fail, not yield an empty module.
   std::FILE *f = std::fopen(path.c_str(), "rb");
-  std::string text;
-  bool ok = f != nullptr;
+  bool ok = f != nullptr, tooBig = false;
   char buf[1 << 16];
   while (ok) {
     size_t n = std::fread(buf, 1, sizeof buf, f);
-    text.append(buf, n);
+    if (text->size() + n > kMaxFileBytes) {
+      tooBig = true;
+      break;
+    }
+    text->append(buf, n);
     if (n < sizeof buf) {
       ok = !std::ferror(f);
       break;
@@ -561,9 +571,12 @@ ParseResult parseFile(const std::string &path, bool verify) {
   }
   if (f)
     std::fclose(f);
-  if (!ok)
-    return ParseResult{nullptr, {Diagnostic{path, {0, 0}, "cannot open file"}}};
-  return parseModule(text, path, verify);
+  if (tooBig)
+    *error = "the file is larger than " + std::to_string(kMaxFileBytes >> 20) +
+             " MiB (no module within the size limits needs that much)";
+  else if (!ok)
+    *error = "cannot open file";
+  return ok && !tooBig;
 }
 
 } // namespace tessera::ir

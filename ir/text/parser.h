@@ -23,5 +23,8 @@ struct ParseResult {
 ParseResult parseModule(std::string_view text, std::string filename, bool verify = true);
 /// Reads and parses a file; an unreadable file is a diagnostic at 0:0.
 ParseResult parseFile(const std::string &path, bool verify = true);
+/// The bytes of `path`, at most kMaxFileBytes (ir/core/limits.h); false with the reason in
+/// *error ("cannot open file", or the file is too large).
+bool readTextFile(const std::string &path, std::string *text, std::string *error);
 
 } // namespace tessera::ir

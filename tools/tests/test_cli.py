@@ -95,6 +95,15 @@ def test_verify_missing_file_is_an_error_not_a_crash(tmp_path):
     assert "missing.tir" in r.stderr
 
 
+def test_an_endless_input_is_refused_at_the_file_size_limit():
+    # /dev/zero was read whole: ~1 GB/s of memory, then "internal error: std::bad_alloc"
+    # (adversarial round 6). Reading stops at ir/core/limits.h's kMaxFileBytes.
+    for cmd in (("ir", "verify"), ("graph", "verify")):
+        r = tessera(*cmd, "/dev/zero")
+        assert r.returncode == 1, r.stderr
+        assert "/dev/zero" in r.stderr and "larger than 256 MiB" in r.stderr, r.stderr
+
+
 def test_print_is_canonical(tmp_path):
     for ex in EXAMPLES:
         once = tessera("ir", "print", ex, check=0).stdout
