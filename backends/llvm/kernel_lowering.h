@@ -188,6 +188,9 @@ private:
   int divergentNest_ = 0;
   std::unordered_map<const ir::Function *, bool> convergentFn_;
   std::unordered_map<const ir::Block *, std::vector<Item>> plan_;
+  // A barrier dropped right before its block's terminator (it orders nothing there): still
+  // checked for divergence at the end of the block.
+  std::unordered_map<const ir::Block *, const ir::Op *> trailingBarrier_;
   std::unordered_set<const ir::Function *> planned_;
   std::unordered_map<const ir::Op *, int> item_;
   std::unordered_set<const ir::Value *> uniform_;

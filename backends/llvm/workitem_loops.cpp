@@ -132,6 +132,7 @@ void KernelLowering::planLockstepBlock(const ir::Block &b) {
     if (op.info().form == OpForm::Barrier && openRun >= 0 && i + 1 < b.ops.size() &&
         b.ops[i + 1]->info().form == OpForm::Terminator) {
       item_[&op] = item_[items[static_cast<size_t>(openRun)].ops.front()];
+      trailingBarrier_[&b] = &op;
       continue;
     }
     if (!isTerm && isConvergent(op)) {
@@ -338,6 +339,9 @@ llvm::Error KernelLowering::emitLockstepBlock(const ir::Block &b, llvm::Value *m
     if (e)
       return e;
   }
+  if (auto tb = trailingBarrier_.find(&b); tb != trailingBarrier_.end())
+    if (llvm::Error e = emitConvergent(*tb->second, mask)) // its divergence check
+      return e;
   // Matrices yielded out of the block: their tiles are copied per subgroup (scalars were
   // stored by the run holding the terminator).
   const ir::Op *term = b.terminator();

@@ -200,5 +200,52 @@ TEST(CodegenFaults, ABarrierReachedByPartOfTheWorkgroupIsAFault) {
     }
 }
 
+// A barrier last in its region after other ops (`if { work; barrier }`, the common
+// `for ... { work; barrier }`) is dropped from the lock-step plan (it orders nothing there),
+// and its divergence check went with it: cpu:0 ran such kernels with no status while vulkan:0
+// and opencl:0 reported them (adversarial round 6).
+TEST(CodegenFaults, ADivergentBarrierLastInItsRegionIsAFault) {
+  const char *text = R"(kernel @k(%out: buffer<i32>) {
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %c3 = const 3 : i32
+  %l = local_id.x : i32
+  %lo = cmp.slt %l, %c3 : i32
+  if %lo {
+    store %l, %out[%l] : i32
+    barrier
+  }
+}
+kernel @f(%out: buffer<i32>) {
+  %zero = const 0 : i32
+  %one = const 1 : i32
+  %l = local_id.x : i32
+  for %j = %zero to %l step %one : i32 {
+    store %j, %out[%l] : i32
+    barrier
+  }
+})";
+  auto cm = build(text, TSR_BOUNDS_UNCHECKED);
+  ASSERT_NE(cm, nullptr);
+  struct Case {
+    const char *kernel;
+    uint32_t line, reached;
+  } cases[] = {{"k", 9, 3}, {"f", 18, 7}};
+  for (size_t i = 0; i < 2; ++i) {
+    const Case &c = cases[i];
+    SCOPED_TRACE(c.kernel);
+    ir::HostBuffer out(ir::Scalar::I32, 8);
+    std::vector<ir::KernelArg> args(1);
+    args[0].buffer = &out;
+    ir::LaunchDims dims;
+    dims.workgroup = {8, 1, 1};
+    tsr_kernel_fault f = testing::runGrid(cm->lookup(c.kernel), cm->kernels()[i], dims, args);
+    EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_DIVERGENT_BARRIER));
+    EXPECT_EQ(f.line, c.line);
+    EXPECT_EQ(f.index_lo, c.reached);
+    EXPECT_EQ(f.count_lo, 8u);
+  }
+}
+
 } // namespace
 } // namespace tessera::cpu
