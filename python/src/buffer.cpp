@@ -174,7 +174,11 @@ HostView hostView(nb::handle obj) {
     detached = obj.attr("detach")();
     obj = detached;
   }
-  if (!nb::try_cast<nb::ndarray<>>(obj, v.array))
+  // Read-only arrays (setflags(write=False), np.broadcast_to) are read too; they are copied,
+  // never imported in place, where a kernel could write them.
+  nb::ndarray<> writable;
+  v.writable = nb::try_cast<nb::ndarray<>>(obj, writable);
+  if (!nb::try_cast<nb::ndarray<nb::ro>>(obj, v.array))
     raise(TSR_INVALID_ARGUMENT, std::string("expected a DLPack-capable host tensor (torch, "
                                             "numpy) or a tessera.Buffer, got ") +
                                     nb::type_name(obj.type()).c_str());
@@ -234,7 +238,7 @@ namespace {
 /// `v` as a Buffer over the producer's own memory, or false when the device cannot alias it
 /// (not host-visible, no import in its driver, not contiguous, misaligned, empty).
 bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
-  if (!device->hostVisible())
+  if (!device->hostVisible() || !v.writable)
     return false;
   Buffer b;
   b.shape = v.shape;
@@ -249,8 +253,8 @@ bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
   if (span == 0 || reinterpret_cast<uintptr_t>(v.data) % align != 0)
     return false;
   // Released by the HAL after the buffer's last use (any thread: nanobind takes the GIL).
-  auto *producer = new nb::ndarray<>(v.array);
-  auto release = [](void *p) { delete static_cast<nb::ndarray<> *>(p); };
+  auto *producer = new nb::ndarray<nb::ro>(v.array);
+  auto release = [](void *p) { delete static_cast<nb::ndarray<nb::ro> *>(p); };
   auto imported = device->device.importHost(const_cast<void *>(v.data), span, release, producer);
   if (!imported.ok()) {
     delete producer; // a failed import never calls release

@@ -98,6 +98,23 @@ def test_zero_copy_on_cpu_and_capsule_keeps_storage_alive():
     assert t[1, 2].item() == -6.0 and t[0, 0].item() == 3.5
 
 
+def test_read_only_arrays_are_read_and_copied_never_aliased():
+    # They were refused as "expected a DLPack-capable host tensor ... got ndarray"
+    # (adversarial round 6). A kernel must never write into one: on cpu:0 (zero-copy for
+    # writable arrays) a read-only one is copied.
+    a = np.arange(4, dtype=np.float32)
+    a.setflags(write=False)
+    b = tessera.from_dlpack(a)
+    assert np.array_equal(b.numpy(), a)
+    b.copy_from(np.full(4, 7, np.float32))
+    assert np.array_equal(a, np.arange(4, dtype=np.float32)), "the read-only source changed"
+    assert np.array_equal(tessera.from_dlpack(np.broadcast_to(np.float32(3), (4,))).numpy(),
+                          np.full(4, 3, np.float32))
+    c = tessera.empty([4], "f32")
+    c.copy_from(a)
+    assert np.array_equal(c.numpy(), a)
+
+
 def test_bf16_numpy_is_a_clear_error():
     b = tessera.empty([2], "bf16")
     with pytest.raises(tessera.TesseraError) as e:
