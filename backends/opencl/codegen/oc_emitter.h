@@ -211,6 +211,12 @@ constexpr unsigned kPollInterval = 1024;
 /// The types of values vs[from..].
 std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs, size_t from = 0);
 inline bool isConst(const ir::Value *v) { return v->def && v->def->kind == ir::OpKind::Const; }
+/// A constant `for` of at most this many iterations, with no loop inside, is not polled.
+constexpr uint64_t kShortLoop = 4096;
+/// The iterations of a `for` whose bounds and step are constants (its type's width, signed).
+uint64_t constTripCount(const ir::Op &forOp);
+/// Whether `b` (its nested regions included, not the functions it calls) holds a loop.
+bool containsLoop(const ir::Block &b);
 
 /// The helper functions in the order they are emitted, each with the helpers it calls.
 struct Helper {

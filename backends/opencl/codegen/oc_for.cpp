@@ -188,9 +188,12 @@ bool Emitter::emitFor(const ir::Op &op) {
   line(regType(it) + " " + iv + " = " + lb + "; // " + loc() + " for");
   vals_[body.args[0].get()] = iv;
   // A loop around a barrier is never left early: every work-item must reach the barrier.
-  bool cancellable =
-      (!isConst(op.operands[0]) || !isConst(op.operands[1]) || !isConst(op.operands[2])) &&
-      !containsBarrier(body);
+  // Constant bounds are polled too when the loop runs more than kShortLoop iterations or
+  // holds another loop (three nested constant 4096-loops ran for minutes past a 500 ms
+  // deadline): only a short innermost constant loop, which the compiler unrolls, is not.
+  bool allConst = isConst(op.operands[0]) && isConst(op.operands[1]) && isConst(op.operands[2]);
+  bool cancellable = (!allConst || constTripCount(op) > kShortLoop || containsLoop(body)) &&
+                     !containsBarrier(body);
   std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
   bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
   bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
@@ -289,6 +292,32 @@ bool Emitter::emitFor(const ir::Op &op) {
   for (size_t k = 0; k < iters.size(); ++k)
     vals_[op.result(k)] = iters[k];
   return true;
+}
+
+uint64_t constTripCount(const ir::Op &forOp) {
+  const ir::Value *lb = forOp.operands[0], *ub = forOp.operands[1], *st = forOp.operands[2];
+  int bits = ir::bitWidth(lb->type.elem);
+  auto value = [&](const ir::Value *v) { // sign-extended from the type's width
+    uint64_t x = v->def->literal.i;
+    return bits >= 64 ? static_cast<int64_t>(x)
+                      : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
+  };
+  int64_t lo = value(lb), hi = value(ub), step = value(st);
+  if (hi <= lo || step <= 0)
+    return 0;
+  return (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) - 1) / static_cast<uint64_t>(step) +
+         1;
+}
+
+bool containsLoop(const ir::Block &b) {
+  for (const auto &op : b.ops) {
+    if (op->kind == ir::OpKind::For || op->kind == ir::OpKind::While)
+      return true;
+    for (const auto &r : op->regions)
+      if (containsLoop(*r))
+        return true;
+  }
+  return false;
 }
 
 } // namespace tessera::opencl::detail

@@ -660,6 +660,41 @@ TEST_F(OpenCLFaultTest, CancelledLongLoopsEnd) {
     }
 }
 
+// Constant bounds are polled too past 4096 iterations, or around another loop: three nested
+// constant 4096-loops ran on for minutes past a 500 ms deadline (adversarial round 6). With a
+// barrier in the kernel (no poll at its entry), the loops count the 1024 iterations after
+// which they read the flag: 1024 for the long loop, 1024 middle iterations of 7 for the nest.
+TEST_F(OpenCLFaultTest, CancelledConstantBoundLoopsEnd) {
+  struct Case {
+    const char *name, *loops, *close;
+    int expected;
+  } cases[] = {
+      {"for 0 to 8192", "  %r = for %i = %z to %big step %one iter(%a = %z) : i32 {\n",
+       "    %b = add %a, %one : i32\n    yield %b\n  }\n", 1024},
+      {"nested 4096 x 4096 x 7",
+       "  %r = for %i = %z to %k4 step %one iter(%a = %z) : i32 {\n"
+       "  %s = for %j = %z to %k4 step %one iter(%c = %a) : i32 {\n"
+       "  %t = for %m = %z to %seven step %one iter(%d = %c) : i32 {\n",
+       "    %b = add %d, %one : i32\n    yield %b\n  }\n    yield %t\n  }\n    yield %s\n  }\n",
+       1024 * 7},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string text = std::string("kernel @spin(%y: buffer<i32>) {\n"
+                                   "  %z = const 0 : i32\n  %one = const 1 : i32\n"
+                                   "  %seven = const 7 : i32\n  %k4 = const 4096 : i32\n"
+                                   "  %big = const 8192 : i32\n  barrier\n") +
+                       c.loops + c.close +
+                       "  %l = local_id.x : i32\n  store %r, %y[%l] : i32\n}\n"
+                       "launch @spin grid(2) workgroup(4) {\n  %y[4] = fill(5)\n}\n";
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+    ASSERT_EQ(dev.buffers.size(), 1u);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(word(dev.buffers[0], i), c.expected) << i;
+  }
+}
+
 // The cancel flag set before a kernel without loops or barriers runs: every work-item reads
 // it at entry and leaves with the deadline record (a huge loop-free grid ends too), its store
 // never made.
