@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <unordered_map>
 
 namespace tessera::graph::detail {
 
@@ -62,6 +63,10 @@ const char *kernelKindName(FusedKernel::Kind k) {
 }
 
 namespace {
+
+/// Inlined graph nodes in one kernel, at most (a node lowers to a few kernel IR ops; the IR
+/// takes 32768 per function, and compile time grows faster than linearly with size).
+constexpr size_t kMaxInlinedNodes = 2048;
 
 class Fuser {
 public:
@@ -144,8 +149,7 @@ public:
       add(FusedKernel::Kind::Pointwise, v, {v});
       markLeaves(static_cast<int>(f_.kernels.size()) - 1);
     }
-    if (maxBuffers_ > 0)
-      fitBuffers();
+    fitKernels();
     order();
     f_.live = live_;
     return std::move(f_);
@@ -471,11 +475,13 @@ private:
   }
 
   /// Keeps every pointwise, row and column kernel within maxBuffers_ buffers (inputs and
-  /// outputs): where one needs more, the inlined value with the most inputs that still fit
-  /// in a kernel of their own is materialised and computed by a pointwise kernel, until all
-  /// fit (x0 + x1 + ... + x32 on a device that binds 32 buffers: two kernels). A kernel whose
-  /// own members need more is left as it is (the driver refuses it by name).
-  void fitBuffers() {
+  /// outputs) and within kMaxInlinedNodes inlined nodes: where one needs more, an inlined
+  /// value is materialised and computed by a pointwise kernel of its own, until all fit. For
+  /// buffers, the one with the most inputs that still fit in one kernel (x0 + x1 + ... + x32
+  /// on a device that binds 32: two kernels); for size, the largest inlined subtree that
+  /// fits (a chain of 20000 relus built one kernel past the IR's 32768 ops per function). A
+  /// kernel whose own members need more buffers is left as it is (the driver names it).
+  void fitKernels() {
     for (size_t rounds = 0; rounds <= static_cast<size_t>(g_.numValues()); ++rounds) {
       bool changed = false;
       for (size_t k = 0; k < f_.kernels.size() && !changed; ++k) {
@@ -489,19 +495,11 @@ private:
         size_t need = leavesFrom(kid, kernel.members, &inlined).size();
         for (int m : kernel.members)
           need += f_.materialise[static_cast<size_t>(m)] ? 1 : 0;
-        if (need <= maxBuffers_)
-          continue;
         int best = -1;
-        size_t bestLeaves = 0;
-        bool bestFits = false;
-        for (int v : inlined) {
-          size_t n = leavesFrom(-2, {v}, nullptr).size(); // -2: no kernel owns its members
-          bool fits = n + 1 <= maxBuffers_;
-          if (n < 2 || n + 1 >= need)
-            continue; // splitting it off would not shrink this kernel
-          if (best < 0 || (fits && !bestFits) || (fits == bestFits && n > bestLeaves))
-            best = v, bestLeaves = n, bestFits = fits;
-        }
+        if (inlined.size() > kMaxInlinedNodes)
+          best = largestSubtreeThatFits(inlined);
+        else if (maxBuffers_ > 0 && need > maxBuffers_)
+          best = widestSubtreeThatFits(inlined, need);
         if (best < 0)
           continue;
         needMemory(best);
@@ -511,6 +509,44 @@ private:
       if (!changed)
         return;
     }
+  }
+
+  /// The inlined value (of `inlined`, one kernel's) whose own inline tree, counted as a tree
+  /// within `inlined` (saturating), is the largest of at most kMaxInlinedNodes.
+  int largestSubtreeThatFits(std::vector<int> inlined) const {
+    std::sort(inlined.begin(), inlined.end()); // inputs before their readers
+    std::unordered_map<int, size_t> size;
+    for (int v : inlined)
+      size[v] = 0;
+    int best = -1;
+    size_t bestSize = 0;
+    for (int v : inlined) {
+      size_t n = 1;
+      for (int in : g_.node(v).inputs)
+        if (auto it = size.find(in); it != size.end())
+          n = std::min<size_t>(n + it->second, size_t(1) << 40);
+      size[v] = n;
+      if (n <= kMaxInlinedNodes && n > bestSize)
+        best = v, bestSize = n;
+    }
+    return best;
+  }
+
+  /// The inlined value with the most buffers of its own that still fit in a kernel (else the
+  /// most below `need`), so that splitting it off shrinks a kernel that needs `need`.
+  int widestSubtreeThatFits(const std::vector<int> &inlined, size_t need) {
+    int best = -1;
+    size_t bestLeaves = 0;
+    bool bestFits = false;
+    for (int v : inlined) {
+      size_t n = leavesFrom(-2, {v}, nullptr).size(); // -2: no kernel owns its members
+      bool fits = n + 1 <= maxBuffers_;
+      if (n < 2 || n + 1 >= need)
+        continue; // splitting it off would not shrink this kernel
+      if (best < 0 || (fits && !bestFits) || (fits == bestFits && n > bestLeaves))
+        best = v, bestLeaves = n, bestFits = fits;
+    }
+    return best;
   }
 
   void order() {

@@ -164,6 +164,44 @@ TEST(LowerPointwise, ChainsFuseIntoOneKernelAndSharedValuesAreRecomputed) {
       << plan.module;
 }
 
+// A chain of 5000 relus is split into kernels of at most 2048 inlined nodes (20000 built
+// one kernel past the IR's 32768 ops per function: "internal error: the lowered module does
+// not verify", adversarial round 6).
+TEST(LowerPointwise, LongChainsAreSplitIntoKernelsOfBoundedSize) {
+  std::string text = "graph @g(%x: tensor<f32, [4]>) {\n";
+  const int n = 5000;
+  for (int i = 0; i < n; ++i)
+    text += "  %y" + std::to_string(i) + " = " + (i % 2 ? "relu" : "neg") + " %" +
+            (i ? "y" + std::to_string(i - 1) : std::string("x")) + "\n";
+  text += "  return %y" + std::to_string(n - 1) + "\n}\n";
+  Plan plan;
+  EXPECT_TRUE(lowerAndCompare(text, {}, &plan));
+  EXPECT_EQ(plan.kernels.size(), 3u); // 2048 + 2048 + 904 nodes
+}
+
+// A device that binds at most 8 buffers per kernel: a sum of 12 inputs is split.
+TEST(LowerPointwise, KernelsStayWithinTheDevicesBuffers) {
+  std::string text = "graph @g(";
+  for (int i = 0; i < 12; ++i)
+    text += std::string(i ? ", " : "") + "%x" + std::to_string(i) + ": tensor<f32, [3]>";
+  text += ") {\n  %s0 = add %x0, %x1\n";
+  for (int i = 2; i < 12; ++i)
+    text += "  %s" + std::to_string(i - 1) + " = add %s" + std::to_string(i - 2) + ", %x" +
+            std::to_string(i) + "\n";
+  text += "  return %s10\n}\n";
+  CheckOptions o;
+  o.caps.maxKernelBuffers = 8;
+  Plan plan;
+  EXPECT_TRUE(lowerAndCompare(text, o, &plan));
+  ASSERT_GE(plan.kernels.size(), 2u);
+  for (const PlanLaunch &l : plan.launches) {
+    size_t buffers = 0;
+    for (const PlanArg &a : l.args)
+      buffers += a.kind == PlanArg::Kind::Buffer;
+    EXPECT_LE(buffers, 8u) << l.kernel;
+  }
+}
+
 TEST(LowerPointwise, RowsModeTestsTheOutermostCoordinateOfItsUnravel) {
   // A permute is a rows-mode copy: the row index is unravelled with one division per dim
   // (the remainder as a mul and a sub), and the row test reads the outermost coordinate, so
