@@ -412,24 +412,6 @@ private:
   /// materialised (they become loads).
   void markLeaves(int kid) {
     const FusedKernel &k = f_.kernels[static_cast<size_t>(kid)];
-    std::vector<bool> seen(static_cast<size_t>(g_.numValues()), false);
-    std::function<void(int)> walk = [&](int v) {
-      if (seen[static_cast<size_t>(v)])
-        return;
-      seen[static_cast<size_t>(v)] = true;
-      if (g_.isParam(v))
-        return;
-      int owner = f_.kernelOf[static_cast<size_t>(v)];
-      if (owner == kid || inlinable(v)) {
-        if (owner == kid || opFamily(g_.node(v).op) != OpFamily::View)
-          for (int in : g_.node(v).inputs)
-            walk(in);
-        return;
-      }
-      if (opFamily(g_.node(v).op) == OpFamily::View)
-        return; // its root is materialised already
-      needMemory(v);
-    };
     if (k.kind == FusedKernel::Kind::Matmul) {
       for (int e : k.epilogue)
         for (int in : g_.node(e).inputs)
@@ -438,8 +420,8 @@ private:
             needMemory(viewRoot(g_, in));
       return;
     }
-    for (int m : k.members)
-      walk(m);
+    for (int v : leavesFrom(kid, k.members, nullptr))
+      needMemory(v); // params are skipped; a view's root is materialised already (run())
   }
 
   /// The buffers kernel `kid` reads: params and materialised values reached through the
@@ -469,7 +451,14 @@ private:
             todo.push_back(in);
         continue;
       }
-      leaves.insert(view ? viewRoot(g_, v) : v);
+      if (!view) {
+        leaves.insert(v);
+        continue;
+      }
+      // A view reads its root's buffer, unless the root is recomputed where it is read.
+      int root = viewRoot(g_, v);
+      if (g_.isParam(root) || !f_.sourceOnly[static_cast<size_t>(root)])
+        leaves.insert(root);
     }
     return leaves;
   }
