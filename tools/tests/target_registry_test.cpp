@@ -394,8 +394,9 @@ TEST(TargetRegistry, VulkanDriverRecordAgreesWithTheDeviceInfo) {
   vulkan::VulkanTargetCaps parsed;
   for (const auto &[k, v] : e)
     ASSERT_TRUE(parsed.set(k.substr(7), v, &err)) << err;
-  EXPECT_EQ(e.size(), 25u) << "one line per VulkanTargetCaps field:\n" << caps;
+  EXPECT_EQ(e.size(), 26u) << "one line per VulkanTargetCaps field:\n" << caps;
   if (std::string(info.architecture).find("llvmpipe") != std::string::npos) {
+    EXPECT_EQ(parsed.maxPushDescriptors, 32u) << "lavapipe's push descriptors per kernel";
     EXPECT_TRUE(parsed.cooperativeMatrix.empty()) << "lavapipe lacks VK_KHR_cooperative_matrix";
     EXPECT_EQ(parsed.maxControlFlowNesting, 80u) << "gallivm's LP_MAX_TGSI_NESTING";
   }
