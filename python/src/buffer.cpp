@@ -164,6 +164,22 @@ bool Buffer::contiguous() const {
   return true;
 }
 
+/// Shape, strides, dtype and data of `a` (either ndarray flavour) into `v`.
+template <typename Array> void fillHostView(const Array &a, HostView &v) {
+  if (a.device_type() != nb::device::cpu::value)
+    raise(TSR_UNIMPLEMENTED, "a tensor on DLPack device type " + std::to_string(a.device_type()) +
+                                 " (only host memory is read here; copy it to the CPU first)");
+  v.dtype = fromDl(a.dtype());
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    v.shape.push_back(static_cast<int64_t>(a.shape(i)));
+    int64_t s = a.stride(i);
+    if (s < 0)
+      raise(TSR_UNIMPLEMENTED, "negative strides (make the array contiguous first)");
+    v.strides.push_back(s);
+  }
+  v.data = static_cast<const char *>(a.data_handle()) + a.byte_offset();
+}
+
 HostView hostView(nb::handle obj) {
   HostView v;
   // Torch tensors that require grad refuse DLPack export; only their values are read here
@@ -175,26 +191,19 @@ HostView hostView(nb::handle obj) {
     obj = detached;
   }
   // Read-only arrays (setflags(write=False), np.broadcast_to) are read too; they are copied,
-  // never imported in place, where a kernel could write them.
-  nb::ndarray<> writable;
-  v.writable = nb::try_cast<nb::ndarray<>>(obj, writable);
-  if (!nb::try_cast<nb::ndarray<nb::ro>>(obj, v.array))
+  // never imported in place, where a kernel could write them. The read-only cast is tried
+  // second, and never on a DLPack capsule (a capsule is consumed by the first cast).
+  if (nb::try_cast<nb::ndarray<>>(obj, v.array)) {
+    fillHostView(v.array, v);
+  } else if (!PyCapsule_CheckExact(obj.ptr()) &&
+             nb::try_cast<nb::ndarray<nb::ro>>(obj, v.readOnly)) {
+    v.writable = false;
+    fillHostView(v.readOnly, v);
+  } else {
     raise(TSR_INVALID_ARGUMENT, std::string("expected a DLPack-capable host tensor (torch, "
                                             "numpy) or a tessera.Buffer, got ") +
                                     nb::type_name(obj.type()).c_str());
-  if (v.array.device_type() != nb::device::cpu::value)
-    raise(TSR_UNIMPLEMENTED, "a tensor on DLPack device type " +
-                                 std::to_string(v.array.device_type()) +
-                                 " (only host memory is read here; copy it to the CPU first)");
-  v.dtype = fromDl(v.array.dtype());
-  for (size_t i = 0; i < v.array.ndim(); ++i) {
-    v.shape.push_back(static_cast<int64_t>(v.array.shape(i)));
-    int64_t s = v.array.stride(i);
-    if (s < 0)
-      raise(TSR_UNIMPLEMENTED, "negative strides (make the array contiguous first)");
-    v.strides.push_back(s);
   }
-  v.data = static_cast<const char *>(v.array.data_handle()) + v.array.byte_offset();
   return v;
 }
 
@@ -253,8 +262,8 @@ bool importInPlace(const HostView &v, const DevicePtr &device, Buffer *out) {
   if (span == 0 || reinterpret_cast<uintptr_t>(v.data) % align != 0)
     return false;
   // Released by the HAL after the buffer's last use (any thread: nanobind takes the GIL).
-  auto *producer = new nb::ndarray<nb::ro>(v.array);
-  auto release = [](void *p) { delete static_cast<nb::ndarray<nb::ro> *>(p); };
+  auto *producer = new nb::ndarray<>(v.array);
+  auto release = [](void *p) { delete static_cast<nb::ndarray<> *>(p); };
   auto imported = device->device.importHost(const_cast<void *>(v.data), span, release, producer);
   if (!imported.ok()) {
     delete producer; // a failed import never calls release

@@ -116,8 +116,9 @@ struct HostView {
   const void *data = nullptr; // the element at index 0
   graph::DType dtype = graph::DType::F32;
   std::vector<int64_t> shape, strides; // elements
-  nb::ndarray<nb::ro> array;           // keeps the producer's memory alive (may be empty)
-  bool writable = false;               // false: a read-only array (never imported in place)
+  nb::ndarray<> array;                 // keeps the producer's memory alive (may be empty)
+  nb::ndarray<nb::ro> readOnly;        // the same, for a read-only array (never imported)
+  bool writable = true;
 };
 /// The host view of a DLPack-capable object (numpy, torch CPU tensors ...) or a DLPack capsule.
 HostView hostView(nb::handle obj);
