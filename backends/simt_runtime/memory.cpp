@@ -136,11 +136,8 @@ tsr_status_t streamCopyH2D(tsr_drv_device_t device, tsr_drv_stream_t stream, con
   if (api.streamQuery(s) == kSuccess)
     return api.copyAsync(api, to, hostAddress(src), length, s);
   StagingPool::Block *block = nullptr;
-  if (tsr_status_t status = d.staging.acquire(api, length, &block))
+  if (tsr_status_t status = d.staging.acquire(api, src, nullptr, length, &block))
     return status;
-  block->src = src;
-  block->dst = nullptr;
-  block->length = length;
   if (tsr_status_t status = api.enqueueStagingFinish(api, s, block)) { // the load
     d.staging.release(block);
     return status;
@@ -167,11 +164,8 @@ tsr_status_t streamCopyD2H(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr
   if (tsr_status_t status = scope.failure())
     return status;
   StagingPool::Block *block = nullptr;
-  if (tsr_status_t status = d.staging.acquire(api, length, &block))
+  if (tsr_status_t status = d.staging.acquire(api, nullptr, dst, length, &block))
     return status;
-  block->src = nullptr;
-  block->dst = dst;
-  block->length = length;
   if (tsr_status_t status =
           api.copyAsync(api, hostAddress(block->pinned), addressOf(src) + src_offset, length, s)) {
     d.staging.release(block);

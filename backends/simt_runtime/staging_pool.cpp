@@ -7,7 +7,17 @@
 
 namespace tessera::simt {
 
-tsr_status_t StagingPool::acquire(const SimtApi &api, size_t length, Block **out_block) {
+tsr_status_t StagingPool::acquire(const SimtApi &api, const void *src, void *dst, size_t length,
+                                  Block **out_block) {
+  if (tsr_status_t status = take(api, length, out_block))
+    return status;
+  (*out_block)->src = src;
+  (*out_block)->dst = dst;
+  (*out_block)->length = length;
+  return nullptr;
+}
+
+tsr_status_t StagingPool::take(const SimtApi &api, size_t length, Block **out_block) {
   Block *trimmed = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -30,9 +30,11 @@ public:
     Block *next = nullptr; // free list link
   };
 
-  /// The smallest free block that fits, else a new one (api.hostAlloc). Call it where the
-  /// vendor API may be called, with the device current.
-  tsr_status_t acquire(const SimtApi &api, size_t length, Block **out_block);
+  /// The smallest free block that fits, else a new one (api.hostAlloc), set up for one copy
+  /// in flight: `src` for an upload, `dst` for a download (the other null), `length` bytes.
+  /// Call it where the vendor API may be called, with the device current.
+  tsr_status_t acquire(const SimtApi &api, const void *src, void *dst, size_t length,
+                       Block **out_block);
   void release(Block *block);
   /// The host callback's work: safe on any thread, makes no vendor call.
   static void finish(void *data);
@@ -43,6 +45,8 @@ private:
   static constexpr size_t kGranule = size_t(64) << 10;
   static constexpr size_t kTrimBytes = size_t(256) << 20;
 
+  /// The smallest free block of at least `length` bytes, else a new one.
+  tsr_status_t take(const SimtApi &api, size_t length, Block **out_block);
   static void destroy(const SimtApi &api, Block *list);
 
   std::mutex mutex_;

@@ -44,26 +44,6 @@ bool constPositive(const ir::Value *v) {
   return bits != 0;
 }
 
-bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth) {
-  if (depth > ir::kMaxCallDepth) // the verifier refuses deeper calls and recursion
-    return false;
-  for (const auto &op : b.ops) {
-    if (op->kind == OpKind::While)
-      return true;
-    if (op->kind == OpKind::For && !(dynamicOnly && isConstant(op->operands[0]) &&
-                                     isConstant(op->operands[1]) && isConstant(op->operands[2])))
-      return true;
-    if (op->kind == OpKind::Call)
-      if (const ir::Function *callee = m.lookup(op->callee))
-        if (hasLoop(m, *callee->body, dynamicOnly, depth + 1))
-          return true;
-    for (const auto &r : op->regions)
-      if (hasLoop(m, *r, dynamicOnly, depth))
-        return true;
-  }
-  return false;
-}
-
 Id Lowering::runtimeArrayBlock(Id memT, uint32_t stride) {
   Id &block = blockStructs_[memT];
   if (!block) {

@@ -343,8 +343,8 @@ bool Lowering::lowerKernel(const ir::Function &f, KernelInfo &info) {
   if (!fn)
     return false;
   b_.name(fn, f.name);
-  bool loops = hasLoop(module_, *f.body, false, 0);
-  bool dynamicLoops = hasLoop(module_, *f.body, true, 0);
+  bool loops = ir::containsLoop(module_, *f.body);
+  bool dynamicLoops = ir::containsLoop(module_, *f.body, /*dynamicOnly=*/true);
   if (loops)
     declareLoopState();
   bool votes = ir::anyBarrierVote(module_, uniformDecisions_, *f.body);

@@ -360,9 +360,6 @@ constexpr uint32_t kPollInterval = 1024;
 bool isConstant(const ir::Value *v);
 /// Whether `v` is an integer constant > 0 (signed, at its width).
 bool constPositive(const ir::Value *v);
-/// Whether `b` (or a function it calls) holds a loop: a `while` or any `for`, or with
-/// `dynamicOnly` a `while` or a `for` without constant bounds.
-bool hasLoop(const ir::Module &m, const ir::Block &b, bool dynamicOnly, int depth);
 
 /// The OpenCL.std instruction with the semantics of GLSL.std.450 `inst`, for the insts the
 /// lowering uses (spirv_flavour.cpp; asserts on any other: a new use must be mapped there).

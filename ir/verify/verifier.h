@@ -32,6 +32,9 @@ std::unordered_set<const Op *> workgroupUniformDecisions(const Function &kernel)
 
 /// Whether `b` (or a function it calls) holds a `barrier`.
 bool containsBarrier(const Module &m, const Block &b);
+/// Whether `b` (or a function it calls) holds a loop: a `while`, or a `for` (with
+/// `dynamicOnly`, one whose bounds or step are not all constants).
+bool containsLoop(const Module &m, const Block &b, bool dynamicOnly = false);
 /// Whether `op` is an `if`, `for` or `while` around a barrier whose decision is not in
 /// `uniform` (workgroupUniformDecisions of the kernel; ops of functions it calls are never in
 /// it): a backend that cannot run a divergent barrier votes on that decision at run time.

@@ -305,6 +305,29 @@ bool containsBarrierAt(const Module &m, const Block &b, int depth) {
   return false;
 }
 
+bool isConstantValue(const Value *v) { return v->def && v->def->kind == OpKind::Const; }
+
+bool containsLoopAt(const Module &m, const Block &b, bool dynamicOnly, int depth) {
+  if (depth > kCallDepth)
+    return false;
+  for (const auto &op : b.ops) {
+    if (op->kind == OpKind::While)
+      return true;
+    if (op->kind == OpKind::For &&
+        !(dynamicOnly && isConstantValue(op->operands[0]) && isConstantValue(op->operands[1]) &&
+          isConstantValue(op->operands[2])))
+      return true;
+    if (op->kind == OpKind::Call)
+      if (const Function *f = m.lookup(op->callee);
+          f && containsLoopAt(m, *f->body, dynamicOnly, depth + 1))
+        return true;
+    for (const auto &r : op->regions)
+      if (containsLoopAt(m, *r, dynamicOnly, depth))
+        return true;
+  }
+  return false;
+}
+
 bool anyBarrierVoteAt(const Module &m, const std::unordered_set<const Op *> &uniform,
                       const Block &b, int depth) {
   if (depth > kCallDepth)
@@ -326,6 +349,10 @@ bool anyBarrierVoteAt(const Module &m, const std::unordered_set<const Op *> &uni
 } // namespace
 
 bool containsBarrier(const Module &m, const Block &b) { return containsBarrierAt(m, b, 0); }
+
+bool containsLoop(const Module &m, const Block &b, bool dynamicOnly) {
+  return containsLoopAt(m, b, dynamicOnly, 0);
+}
 
 bool needsBarrierVote(const Module &m, const std::unordered_set<const Op *> &uniform,
                       const Op &op) {

@@ -215,8 +215,6 @@ inline bool isConst(const ir::Value *v) { return v->def && v->def->kind == ir::O
 constexpr uint64_t kShortLoop = 4096;
 /// The iterations of a `for` whose bounds and step are constants (its type's width, signed).
 uint64_t constTripCount(const ir::Op &forOp);
-/// Whether `b` (its nested regions included, not the functions it calls) holds a loop.
-bool containsLoop(const ir::Block &b);
 
 /// The helper functions in the order they are emitted, each with the helpers it calls.
 struct Helper {

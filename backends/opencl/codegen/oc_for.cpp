@@ -20,6 +20,7 @@
 // Both forms run the same iterations, read the flag after the same iterations and compute the
 // same values.
 #include "backends/opencl/codegen/oc_emitter.h"
+#include "ir/verify/verifier.h"
 
 namespace tessera::opencl::detail {
 
@@ -192,8 +193,9 @@ bool Emitter::emitFor(const ir::Op &op) {
   // holds another loop (three nested constant 4096-loops ran for minutes past a 500 ms
   // deadline): only a short innermost constant loop, which the compiler unrolls, is not.
   bool allConst = isConst(op.operands[0]) && isConst(op.operands[1]) && isConst(op.operands[2]);
-  bool cancellable = (!allConst || constTripCount(op) > kShortLoop || containsLoop(body)) &&
-                     !containsBarrier(body);
+  bool cancellable =
+      (!allConst || constTripCount(op) > kShortLoop || ir::containsLoop(module_, body)) &&
+      !containsBarrier(body);
   std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
   bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
   bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
@@ -307,17 +309,6 @@ uint64_t constTripCount(const ir::Op &forOp) {
     return 0;
   return (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) - 1) / static_cast<uint64_t>(step) +
          1;
-}
-
-bool containsLoop(const ir::Block &b) {
-  for (const auto &op : b.ops) {
-    if (op->kind == ir::OpKind::For || op->kind == ir::OpKind::While)
-      return true;
-    for (const auto &r : op->regions)
-      if (containsLoop(*r))
-        return true;
-  }
-  return false;
 }
 
 } // namespace tessera::opencl::detail

@@ -19,6 +19,16 @@ namespace {
 
 constexpr std::string_view kPrefix = "vulkan.";
 
+/// The record's unsigned value for `key` (below 2^32), 0 where it is absent or not one.
+uint32_t capsCount(std::string_view caps, const char *key) {
+  std::string value, error;
+  if (!capsValue(caps, key, "0", &value, &error))
+    return 0;
+  char *end = nullptr;
+  unsigned long v = std::strtoul(value.c_str(), &end, 10);
+  return end && *end == 0 && v < UINT32_MAX ? static_cast<uint32_t>(v) : 0;
+}
+
 class VulkanTarget final : public Target {
 public:
   std::string_view name() const override { return "vulkan"; }
@@ -44,21 +54,13 @@ public:
   }
   // Scalars are push constants (backends/spirv/spirv_kernel.cpp): the device's limit.
   uint32_t graphScalarParamBytes(std::string_view caps) const override {
-    std::string value, error;
-    if (!capsValue(caps, "vulkan.maxPushConstantsSize", "128", &value, &error))
-      value = "128";
-    char *end = nullptr;
-    unsigned long v = std::strtoul(value.c_str(), &end, 10);
-    return end && *end == 0 && v > 0 && v < UINT32_MAX ? static_cast<uint32_t>(v) : 128;
+    uint32_t v = capsCount(caps, "vulkan.maxPushConstantsSize");
+    return v > 0 ? v : 128;
   }
   // Buffers are push descriptors; the control buffer (deadlines, faults) takes one more.
   uint32_t graphMaxKernelBuffers(std::string_view caps) const override {
-    std::string value, error;
-    if (!capsValue(caps, "vulkan.maxPushDescriptors", "0", &value, &error))
-      return 0;
-    char *end = nullptr;
-    unsigned long v = std::strtoul(value.c_str(), &end, 10);
-    return end && *end == 0 && v > 1 && v < UINT32_MAX ? static_cast<uint32_t>(v - 1) : 0;
+    uint32_t v = capsCount(caps, "vulkan.maxPushDescriptors");
+    return v > 1 ? v - 1 : 0;
   }
   PrecisionProfile declaredProfile() const override { return PrecisionProfile::Relaxed; }
   std::vector<std::string> stageFiles() const override {
