@@ -237,7 +237,8 @@ int main(int argc, char **argv) {
   for (GemmTiles g : tiles)
     if (n % g.mt || n % g.nt || n % g.kt)
       die("--size must be a multiple of every tile dimension");
-  std::printf("matrix path: %s\n", tsr_mx_path_name());
+  std::printf("matrix path: %s, bf16 tiles: %s, i8 tiles: %s\n", tsr_mx_path_name(),
+              tsr_mx_bf16_kernel(), tessera::cpu_mx::activeKernels().madI8Amx ? "amx" : "simd");
 
   // Tile mad throughput.
   struct Shape {

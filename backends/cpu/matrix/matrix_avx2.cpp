@@ -344,8 +344,9 @@ bool detect() {
 
 const Kernels *avx2Kernels() {
   static const bool ok = detect();
-  static const Kernels table{"avx2",  madF32,  madBf16,  madI8,     f16ToF32,    f32ToF16,
-                             i8ToI16, i16ToI8, loadFull, storeFull, loadFullCol, nullptr};
+  static const Kernels table{"avx2",      madF32,  madBf16, madI8,    f16ToF32,
+                             f32ToF16,    i8ToI16, i16ToI8, loadFull, storeFull,
+                             loadFullCol, nullptr, nullptr, nullptr};
   return ok ? &table : nullptr;
 }
 

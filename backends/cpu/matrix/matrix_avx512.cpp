@@ -220,6 +220,15 @@ TSR_AVX512 void madI8(int M, int N, int K, const int16_t *a, const int16_t *b, c
   madTile<I8Ops>(M, N, K, a, b, c, d);
 }
 
+// TDPBF16PS treats subnormal inputs as zero, as vdpbf16ps does (measured here: 2^-133 x 2^100
+// gives 0): tiles holding one take the widening kernel, like madBf16Dot.
+void madBf16Amx(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                float *d) {
+  if (anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N))
+    return madBf16(M, N, K, a, b, c, d);
+  amxMadBf16(M, N, K, a, b, c, d);
+}
+
 // ---- converters: 16 / 32 elements per step, the tail under a mask.
 TSR_AVX512 void f16ToF32(const uint16_t *src, float *dst, int n) {
   for (int i = 0; i < n; i += 16) {
@@ -430,6 +439,7 @@ Features detect() {
 
 Kernels makeTable(const Features &f) {
   const Kernels &g = genericKernels();
+  AmxSupport amx = f.avx512 ? detectAmx() : AmxSupport{};
   Kernels k{f.bf16   ? "avx512-bf16"
             : f.vnni ? "avx512-vnni"
                      : "avx512",
@@ -443,7 +453,9 @@ Kernels makeTable(const Features &f) {
             loadFull,
             storeFull,
             loadFullCol,
-            f.bf16 ? madBf16Dot : nullptr};
+            f.bf16 ? madBf16Dot : nullptr,
+            amx.bf16 ? madBf16Amx : nullptr,
+            amx.int8 ? amxMadI8 : nullptr};
   return k;
 }
 

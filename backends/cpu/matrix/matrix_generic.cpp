@@ -136,8 +136,8 @@ void i16ToI8(const int16_t *src, int8_t *dst, int n) {
 } // namespace
 
 const Kernels &genericKernels() {
-  static const Kernels k{"generic", madF32,  madBf16, madI8,   f16ToF32, f32ToF16,
-                         i8ToI16,   i16ToI8, nullptr, nullptr, nullptr,  nullptr};
+  static const Kernels k{"generic", madF32,  madBf16, madI8,   f16ToF32, f32ToF16, i8ToI16,
+                         i16ToI8,   nullptr, nullptr, nullptr, nullptr,  nullptr,  nullptr};
   return k;
 }
 

@@ -47,6 +47,14 @@ struct Kernels {
   // Zen 4 (docs/performance.md).
   void (*madBf16Dot)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                      float *d);
+  // AMX (matrix_amx.cpp): TDPBF16PS on the tiles as they are, and TDPBSSD on i8 tiles narrowed
+  // from their i16 storage; nullptr where the host lacks AMX-BF16 / AMX-INT8 or the OS refuses
+  // this process the tile state. Any shape the ABI allows. tsr_mx_mad prefers them where present
+  // (16 x 16 x 32 multiply-adds per instruction: ~15x the AVX-512 kernels' rate on one core).
+  void (*madBf16Amx)(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                     float *d);
+  void (*madI8Amx)(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
+                   int32_t *d);
 };
 
 const Kernels &genericKernels();
@@ -64,6 +72,19 @@ const Kernels &kernelsFor(const char *request, std::string *warning);
 // stderr), chosen on the first call.
 const Kernels &activeKernels();
 
+// AMX on this host (CPUID, XGETBV, palette 1 with 8 tiles of 16 x 64 bytes) with the tile data
+// permission granted to this process (arch_prctl ARCH_REQ_XCOMP_PERM, requested here).
+struct AmxSupport {
+  bool bf16 = false, int8 = false;
+};
+AmxSupport detectAmx();
+// The AMX kernels proper (call only where detectAmx() said so). amxMadBf16 treats subnormal
+// inputs as zero, as TDPBF16PS does: the table's entry scans for them first (matrix_avx512.cpp).
+void amxMadBf16(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
+                float *d);
+void amxMadI8(int M, int N, int K, const int16_t *a, const int16_t *b, const int32_t *c,
+              int32_t *d);
+
 // Seconds per vdpbf16ps over seconds per FMA on zmm registers, each the best of several short
 // timed runs of independent chains (~0.2 ms in all). Only on a host whose AVX-512 table has
 // madBf16Dot (it executes vdpbf16ps).
@@ -72,14 +93,19 @@ double bf16DotCostRatio();
 // the widening of both tiles; 1.5 leaves a margin for timing noise (measured: ~1.0 on Zen 4,
 // ~3.5 on Emerald Rapids).
 inline constexpr double kBf16DotPaysBelow = 1.5;
-// Whether tsr_mx_mad runs bf16 on k.madBf16Dot: TESSERA_MX_BF16 = "dot" | "fma" as `request`
-// forces it (dot only where k has it), NULL or "" decides by `measure()` (called only where k
-// has the dot kernel) against kBf16DotPaysBelow. A request that cannot be met, or an unknown
-// one, gives the measured choice and a one-line *warning saying so.
-bool bf16DotFor(const Kernels &k, const char *request, double (*measure)(), std::string *warning);
+// The kernel tsr_mx_mad runs bf16 tiles on.
+enum class Bf16Kernel { Fma, Dot, Amx };
+const char *bf16KernelName(Bf16Kernel k); // "fma", "vdpbf16ps", "amx"
+// The choice for table k: TESSERA_MX_BF16 = "amx" | "dot" | "fma" as `request` forces one (amx /
+// dot only where k has that kernel); NULL or "" takes AMX where k has it, else decides between
+// vdpbf16ps and fma by `measure()` (called only where k has the dot kernel) against
+// kBf16DotPaysBelow. A request that cannot be met, or an unknown one, gives the unforced choice
+// and a one-line *warning saying so.
+Bf16Kernel bf16KernelFor(const Kernels &k, const char *request, double (*measure)(),
+                         std::string *warning);
 // The choice this process makes for activeKernels() (TESSERA_MX_BF16, the warning printed on
 // stderr), made on the first call.
-bool activeBf16Dot();
+Bf16Kernel activeBf16Kernel();
 
 // Scalar conversions shared by the paths (exact IEEE semantics, round to nearest even).
 float halfToFloat(uint16_t h);

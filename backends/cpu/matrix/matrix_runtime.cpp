@@ -60,38 +60,50 @@ const Kernels &activeKernels() {
   return k;
 }
 
-bool bf16DotFor(const Kernels &k, const char *request, double (*measure)(), std::string *warning) {
-  bool has = k.madBf16Dot != nullptr;
-  auto measured = [&] { return has && measure() < kBf16DotPaysBelow; };
+const char *bf16KernelName(Bf16Kernel k) {
+  return k == Bf16Kernel::Amx ? "amx" : k == Bf16Kernel::Dot ? "vdpbf16ps" : "fma";
+}
+
+Bf16Kernel bf16KernelFor(const Kernels &k, const char *request, double (*measure)(),
+                         std::string *warning) {
+  auto unforced = [&] {
+    if (k.madBf16Amx)
+      return Bf16Kernel::Amx;
+    return k.madBf16Dot && measure() < kBf16DotPaysBelow ? Bf16Kernel::Dot : Bf16Kernel::Fma;
+  };
   if (!request || !*request)
-    return measured();
+    return unforced();
   const char *why = nullptr;
   if (std::strcmp(request, "fma") == 0)
-    return false;
+    return Bf16Kernel::Fma;
   if (std::strcmp(request, "dot") == 0) {
-    if (has)
-      return true;
+    if (k.madBf16Dot)
+      return Bf16Kernel::Dot;
     why = "this matrix path has no vdpbf16ps kernel (it needs AVX512_BF16)";
+  } else if (std::strcmp(request, "amx") == 0) {
+    if (k.madBf16Amx)
+      return Bf16Kernel::Amx;
+    why = "this matrix path has no AMX kernel (it needs AMX-BF16 and the OS's tile permission)";
   } else {
     why = "unknown choice";
   }
-  bool dot = measured();
+  Bf16Kernel chosen = unforced();
   if (warning)
     *warning = std::string("TESSERA_MX_BF16=") + request + ": " + why + "; using " +
-               (dot ? "vdpbf16ps" : "fma") + " (choices: dot, fma)";
-  return dot;
+               bf16KernelName(chosen) + " (choices: amx, dot, fma)";
+  return chosen;
 }
 
-bool activeBf16Dot() {
-  static const bool dot = [] {
+Bf16Kernel activeBf16Kernel() {
+  static const Bf16Kernel kernel = [] {
     std::string warning;
-    bool d =
-        bf16DotFor(activeKernels(), std::getenv("TESSERA_MX_BF16"), bf16DotCostRatio, &warning);
+    Bf16Kernel chosen =
+        bf16KernelFor(activeKernels(), std::getenv("TESSERA_MX_BF16"), bf16DotCostRatio, &warning);
     if (!warning.empty())
       std::fprintf(stderr, "%s\n", warning.c_str());
-    return d;
+    return chosen;
   }();
-  return dot;
+  return kernel;
 }
 
 } // namespace tessera::cpu_mx
@@ -128,13 +140,16 @@ extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, 
              static_cast<const float *>(c), static_cast<float *>(d));
     return;
   case TSR_MX_BF16:
-    (activeBf16Dot() ? k.madBf16Dot : k.madBf16)(
-        M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
-        static_cast<const float *>(c), static_cast<float *>(d));
+    (activeBf16Kernel() == Bf16Kernel::Amx ? k.madBf16Amx
+     : activeBf16Kernel() == Bf16Kernel::Dot
+         ? k.madBf16Dot
+         : k.madBf16)(M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
+                      static_cast<const float *>(c), static_cast<float *>(d));
     return;
   case TSR_MX_I8:
-    k.madI8(M, N, K, static_cast<const int16_t *>(a), static_cast<const int16_t *>(b),
-            static_cast<const int32_t *>(c), static_cast<int32_t *>(d));
+    (k.madI8Amx ? k.madI8Amx : k.madI8)(M, N, K, static_cast<const int16_t *>(a),
+                                        static_cast<const int16_t *>(b),
+                                        static_cast<const int32_t *>(c), static_cast<int32_t *>(d));
     return;
   default:
     die("tsr_mx_mad: in_elem must be f32, f16, bf16 or i8");
@@ -143,4 +158,4 @@ extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, 
 
 extern "C" const char *tsr_mx_path_name(void) { return activeKernels().name; }
 
-extern "C" const char *tsr_mx_bf16_kernel(void) { return activeBf16Dot() ? "vdpbf16ps" : "fma"; }
+extern "C" const char *tsr_mx_bf16_kernel(void) { return bf16KernelName(activeBf16Kernel()); }

@@ -280,6 +280,9 @@ TEST(CodegenMatrix, ReportsItsPath) {
     EXPECT_STREQ(bf16, "fma") << "TESSERA_MX_BF16 forces the bf16 kernel";
   if (bf16Env && std::strcmp(bf16Env, "dot") == 0 && std::strcmp(path, "avx512-bf16") == 0)
     EXPECT_STREQ(bf16, "vdpbf16ps") << "TESSERA_MX_BF16 forces the bf16 kernel";
+  if (bf16Env && std::strcmp(bf16Env, "amx") == 0 && std::strncmp(path, "avx512", 6) == 0 &&
+      __builtin_cpu_supports("amx-bf16"))
+    EXPECT_STREQ(bf16, "amx") << "TESSERA_MX_BF16 forces the bf16 kernel";
 }
 
 TEST(CodegenMatrix, GemmF32) { checkGemm({}); }

@@ -152,48 +152,72 @@ TEST(MatrixRuntime, PathRequests) {
                          detected + "' (choices: generic, avx2, avx512)");
 }
 
-// Which bf16 kernel tsr_mx_mad runs: the measured cost ratio decides unless TESSERA_MX_BF16
-// forces it; the measurement runs only where the table has the vdpbf16ps kernel.
+// Which bf16 kernel tsr_mx_mad runs: AMX where the table has it, else the measured cost ratio
+// decides, unless TESSERA_MX_BF16 forces one; the measurement runs only where it decides.
 int gMeasured = 0;
 double cheapDot() { return ++gMeasured, 1.0; } // as on AMD Zen 4
 double dearDot() { return ++gMeasured, 3.5; }  // as on Intel Emerald Rapids
 double justAboveMargin() { return ++gMeasured, tessera::cpu_mx::kBf16DotPaysBelow; }
 
 TEST(MatrixRuntime, Bf16KernelRequests) {
-  using tessera::cpu_mx::bf16DotFor;
+  using tessera::cpu_mx::Bf16Kernel;
+  using tessera::cpu_mx::bf16KernelFor;
   tessera::cpu_mx::Kernels withDot = tessera::cpu_mx::genericKernels();
   withDot.madBf16Dot = withDot.madBf16; // any non-null kernel: only its presence matters here
+  tessera::cpu_mx::Kernels withAmx = withDot;
+  withAmx.madBf16Amx = withDot.madBf16;
   const tessera::cpu_mx::Kernels &without = tessera::cpu_mx::genericKernels();
   std::string warning;
-  EXPECT_TRUE(bf16DotFor(withDot, nullptr, cheapDot, &warning));
-  EXPECT_FALSE(bf16DotFor(withDot, "", dearDot, &warning));
-  EXPECT_FALSE(bf16DotFor(withDot, nullptr, justAboveMargin, &warning));
+  EXPECT_EQ(bf16KernelFor(withDot, nullptr, cheapDot, &warning), Bf16Kernel::Dot);
+  EXPECT_EQ(bf16KernelFor(withDot, "", dearDot, &warning), Bf16Kernel::Fma);
+  EXPECT_EQ(bf16KernelFor(withDot, nullptr, justAboveMargin, &warning), Bf16Kernel::Fma);
   EXPECT_EQ(gMeasured, 3);
-  EXPECT_FALSE(bf16DotFor(without, nullptr, cheapDot, &warning)) << "no kernel, no dot";
-  EXPECT_FALSE(bf16DotFor(withDot, "fma", cheapDot, &warning));
-  EXPECT_TRUE(bf16DotFor(withDot, "dot", dearDot, &warning));
+  EXPECT_EQ(bf16KernelFor(without, nullptr, cheapDot, &warning), Bf16Kernel::Fma)
+      << "no kernel, no dot";
+  EXPECT_EQ(bf16KernelFor(withDot, "fma", cheapDot, &warning), Bf16Kernel::Fma);
+  EXPECT_EQ(bf16KernelFor(withDot, "dot", dearDot, &warning), Bf16Kernel::Dot);
+  EXPECT_EQ(bf16KernelFor(withAmx, nullptr, cheapDot, &warning), Bf16Kernel::Amx);
+  EXPECT_EQ(bf16KernelFor(withAmx, "amx", cheapDot, &warning), Bf16Kernel::Amx);
+  EXPECT_EQ(bf16KernelFor(withAmx, "dot", dearDot, &warning), Bf16Kernel::Dot);
+  EXPECT_EQ(bf16KernelFor(withAmx, "fma", cheapDot, &warning), Bf16Kernel::Fma);
   EXPECT_EQ(gMeasured, 3) << "measured where it was not needed";
   EXPECT_EQ(warning, "");
-  EXPECT_FALSE(bf16DotFor(without, "dot", cheapDot, &warning));
+  EXPECT_EQ(bf16KernelFor(without, "dot", cheapDot, &warning), Bf16Kernel::Fma);
   EXPECT_EQ(gMeasured, 3) << "vdpbf16ps timed on a table without it";
   EXPECT_EQ(warning, "TESSERA_MX_BF16=dot: this matrix path has no vdpbf16ps kernel (it needs "
-                     "AVX512_BF16); using fma (choices: dot, fma)");
-  EXPECT_TRUE(bf16DotFor(withDot, "amx", cheapDot, &warning));
-  EXPECT_EQ(warning, "TESSERA_MX_BF16=amx: unknown choice; using vdpbf16ps (choices: dot, fma)");
+                     "AVX512_BF16); using fma (choices: amx, dot, fma)");
+  EXPECT_EQ(bf16KernelFor(withDot, "amx", cheapDot, &warning), Bf16Kernel::Dot);
+  EXPECT_EQ(warning, "TESSERA_MX_BF16=amx: this matrix path has no AMX kernel (it needs "
+                     "AMX-BF16 and the OS's tile permission); using vdpbf16ps (choices: amx, dot, "
+                     "fma)");
+  EXPECT_EQ(bf16KernelFor(withAmx, "tiles", dearDot, &warning), Bf16Kernel::Amx);
+  EXPECT_EQ(warning, "TESSERA_MX_BF16=tiles: unknown choice; using amx (choices: amx, dot, fma)");
 }
 
-// The process's choice follows TESSERA_MX_BF16 where the host allows it, and the measurement is
-// a real, finite ratio where the host has vdpbf16ps.
+// The process's choice follows TESSERA_MX_BF16 where the host allows it, AMX is taken where the
+// host has it, and the measurement is a real, finite ratio where the host has vdpbf16ps.
 TEST(MatrixRuntime, Bf16KernelOfThisProcess) {
   std::string kernel = tsr_mx_bf16_kernel();
   const char *env = std::getenv("TESSERA_MX_BF16");
-  bool hasDot = tessera::cpu_mx::activeKernels().madBf16Dot != nullptr;
-  if (!hasDot || (env && std::string(env) == "fma"))
+  const tessera::cpu_mx::Kernels &k = tessera::cpu_mx::activeKernels();
+  bool hasDot = k.madBf16Dot != nullptr, hasAmx = k.madBf16Amx != nullptr;
+  std::string forced = env ? env : "";
+  if (forced == "fma" || (!hasDot && !hasAmx))
     EXPECT_EQ(kernel, "fma");
-  else if (env && std::string(env) == "dot")
+  else if (forced == "dot" && hasDot)
     EXPECT_EQ(kernel, "vdpbf16ps");
+  else if (hasAmx)
+    EXPECT_EQ(kernel, "amx");
   else
     EXPECT_TRUE(kernel == "fma" || kernel == "vdpbf16ps") << kernel;
+  // The AMX kernels exist exactly where the host and OS allow them (the avx512 path only).
+  bool amxHost = __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile");
+  if (std::string(k.name).rfind("avx512", 0) != 0)
+    EXPECT_FALSE(hasAmx) << k.name;
+  else if (!amxHost)
+    EXPECT_FALSE(hasAmx);
+  std::printf("AMX: host %s, bf16 kernel %s, i8 kernel %s\n", amxHost ? "yes" : "no",
+              hasAmx ? "yes" : "no", k.madI8Amx ? "yes" : "no");
   if (hasDot) {
     double r = tessera::cpu_mx::bf16DotCostRatio();
     std::printf("vdpbf16ps costs %.2f FMAs here; bf16 tiles run on %s\n", r, kernel.c_str());

@@ -12,9 +12,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -185,6 +187,32 @@ void callKernel(const Kernels &k, const MadCase &m, const MadTiles &t, void *d) 
              static_cast<float *>(d));
 }
 
+// Every kernel of table k for m's input type, each as (name, run into d): the one callKernel
+// runs, and for bf16 the vdpbf16ps and AMX kernels, for i8 the AMX one, where the table has them.
+std::vector<std::pair<std::string, std::function<void(void *)>>>
+kernelsOf(const Kernels &k, const MadCase &m, const MadTiles &t) {
+  std::vector<std::pair<std::string, std::function<void(void *)>>> out;
+  out.emplace_back(k.name, [&k, &m, &t](void *d) { callKernel(k, m, t, d); });
+  auto *a = t.a.p, *b = t.b.p, *c = t.c.p;
+  int M = m.M, N = m.N, K = m.K;
+  auto bf16 = [=](auto fn) {
+    return [=](void *d) {
+      fn(M, N, K, reinterpret_cast<const uint16_t *>(a), reinterpret_cast<const uint16_t *>(b),
+         reinterpret_cast<const float *>(c), static_cast<float *>(d));
+    };
+  };
+  if (m.in == TSR_MX_BF16 && k.madBf16Dot)
+    out.emplace_back(std::string(k.name) + " vdpbf16ps", bf16(k.madBf16Dot));
+  if (m.in == TSR_MX_BF16 && k.madBf16Amx)
+    out.emplace_back(std::string(k.name) + " amx", bf16(k.madBf16Amx));
+  if (m.in == TSR_MX_I8 && k.madI8Amx)
+    out.emplace_back(std::string(k.name) + " amx", [=, fn = k.madI8Amx](void *d) {
+      fn(M, N, K, reinterpret_cast<const int16_t *>(a), reinterpret_cast<const int16_t *>(b),
+         reinterpret_cast<const int32_t *>(c), static_cast<int32_t *>(d));
+    });
+  return out;
+}
+
 // Every allowed (M, N, K) for every input type: through tsr_mx_mad (the active path), in place
 // (d == c), and through each path's kernel table directly.
 TEST(MatrixRuntime, MadEveryShapeAndType) {
@@ -199,18 +227,12 @@ TEST(MatrixRuntime, MadEveryShapeAndType) {
           MadTiles t(m);
           tsr_mx_mad(in, M, N, K, t.a.p, t.b.p, t.c.p, t.d.p);
           checkMad(m, t.d.p, "tsr_mx_mad");
-          for (const Kernels *k : allPaths()) {
-            std::memset(t.d.p, 0xEE, t.d.bytes);
-            callKernel(*k, m, t, t.d.p);
-            checkMad(m, t.d.p, k->name);
-            if (in != TSR_MX_BF16 || !k->madBf16Dot)
-              continue;
-            std::memset(t.d.p, 0xEE, t.d.bytes);
-            k->madBf16Dot(M, N, K, reinterpret_cast<const uint16_t *>(t.a.p),
-                          reinterpret_cast<const uint16_t *>(t.b.p),
-                          reinterpret_cast<const float *>(t.c.p), reinterpret_cast<float *>(t.d.p));
-            checkMad(m, t.d.p, std::string(k->name) + " vdpbf16ps");
-          }
+          for (const Kernels *k : allPaths())
+            for (auto &[name, run] : kernelsOf(*k, m, t)) {
+              std::memset(t.d.p, 0xEE, t.d.bytes);
+              run(t.d.p);
+              checkMad(m, t.d.p, name);
+            }
           tsr_mx_mad(in, M, N, K, t.a.p, t.b.p, t.c.p, t.c.p); // in place, last: c is gone
           checkMad(m, t.c.p, "tsr_mx_mad in place");
         }
@@ -263,10 +285,11 @@ TEST(MatrixRuntime, MadI8Wraps) {
     m.cv[i] = c;
   }
   MadTiles t(m);
-  for (const Kernels *k : allPaths()) {
-    callKernel(*k, m, t, t.d.p);
-    checkMad(m, t.d.p, k->name);
-  }
+  for (const Kernels *k : allPaths())
+    for (auto &[name, run] : kernelsOf(*k, m, t)) {
+      run(t.d.p);
+      checkMad(m, t.d.p, name);
+    }
 }
 
 // NaN and infinity propagate (NaN matches NaN, infinities exactly).
@@ -278,20 +301,22 @@ TEST(MatrixRuntime, MadSpecialValues) {
     float inf = std::numeric_limits<float>::infinity();
     float *c = reinterpret_cast<float *>(t.c.p);
     c[0] = inf, c[1] = -inf, c[2] = std::nanf("");
-    for (const Kernels *k : allPaths()) {
-      callKernel(*k, m, t, t.d.p);
-      const float *d = reinterpret_cast<const float *>(t.d.p);
-      EXPECT_EQ(d[0], inf) << k->name;
-      EXPECT_EQ(d[1], -inf) << k->name;
-      EXPECT_TRUE(std::isnan(d[2])) << k->name;
-      EXPECT_TRUE(std::isfinite(d[3])) << k->name;
-    }
+    for (const Kernels *k : allPaths())
+      for (auto &[name, run] : kernelsOf(*k, m, t)) {
+        run(t.d.p);
+        const float *d = reinterpret_cast<const float *>(t.d.p);
+        EXPECT_EQ(d[0], inf) << name;
+        EXPECT_EQ(d[1], -inf) << name;
+        EXPECT_TRUE(std::isnan(d[2])) << name;
+        EXPECT_TRUE(std::isfinite(d[3])) << name;
+      }
   }
 }
 
 // Subnormal bf16 inputs are kept: 2^-133 x 2^100 is 2^-33, far above the bound's absolute term
 // (which covers flushed subnormal *products* only). vdpbf16ps treats subnormal inputs as zero,
-// so the dot kernel must not run on such tiles (matrix_avx512.cpp, madBf16Dot); this fails when
+// so the dot kernel must not run on such tiles (matrix_avx512.cpp, madBf16Dot; TDPBF16PS, the AMX
+// kernel's instruction, does the same: madBf16Amx); this fails when
 // it does. Subnormals in a, in b, in both, and a tile pair without any (the dot path proper).
 TEST(MatrixRuntime, MadBf16KeepsSubnormalInputs) {
   std::mt19937 rng(11);
@@ -331,17 +356,12 @@ TEST(MatrixRuntime, MadBf16KeepsSubnormalInputs) {
                                                                      : "both");
       tsr_mx_mad(TSR_MX_BF16, M, N, K, t.a.p, t.b.p, t.c.p, t.d.p);
       checkMad(m, t.d.p, "tsr_mx_mad, " + what);
-      for (const Kernels *k : allPaths()) {
-        callKernel(*k, m, t, t.d.p);
-        checkMad(m, t.d.p, std::string(k->name) + ", " + what);
-        if (!k->madBf16Dot)
-          continue;
-        std::memset(t.d.p, 0xEE, t.d.bytes);
-        k->madBf16Dot(M, N, K, reinterpret_cast<const uint16_t *>(t.a.p),
-                      reinterpret_cast<const uint16_t *>(t.b.p),
-                      reinterpret_cast<const float *>(t.c.p), reinterpret_cast<float *>(t.d.p));
-        checkMad(m, t.d.p, std::string(k->name) + " vdpbf16ps, " + what);
-      }
+      for (const Kernels *k : allPaths())
+        for (auto &[name, run] : kernelsOf(*k, m, t)) {
+          std::memset(t.d.p, 0xEE, t.d.bytes);
+          run(t.d.p);
+          checkMad(m, t.d.p, name + ", " + what);
+        }
     }
 }
 
