@@ -189,13 +189,17 @@ Id Lowering::stepPositive(const ir::Op &op, Id step) {
 }
 
 Id Lowering::loadCancelFlag() {
-  Id u32 = u32T();
-  Id ptr = controlWord(kCancelWord);
-  // An atomic load: the host writes the flag while the kernel runs, and the load is a side
-  // effect that keeps an endless loop from being optimised away (LLVM deletes side-effect
-  // free infinite loops). A plain Volatile load measured no faster on lavapipe.
-  Id flag = b_.op(spv::OpAtomicLoad, u32,
-                  {ptr, constU32(spv::ScopeDevice), constU32(spv::MemorySemanticsMaskNone)});
+  // A Volatile load: the host writes the flag while the kernel runs, and a volatile load is a
+  // side effect no compiler may hoist out of a loop, merge with another, or delete. That keeps
+  // an endless loop from being optimised away (LLVM deletes side-effect free infinite loops).
+  // A relaxed OpAtomicLoad did not: mesa turned a `while` on the constant true with a pure
+  // body, whose only way out is this poll, into a kernel that returned at once as if it had
+  // been cancelled (no status, nothing after the loop stored; advir6 bug 12, the test
+  // VulkanFaults.AnEndlessLoopOnTheConstantTrueIsReported). An Acquire atomic load fixed that
+  // but returned zeros from row kernels with barriers between loops. Volatile costs row
+  // softmax at most ~4 % on lavapipe (docs/backends.md).
+  Id flag = b_.op(spv::OpLoad, u32T(),
+                  {controlWord(kCancelWord), uint32_t(spv::MemoryAccessVolatileMask)});
   return b_.op(spv::OpINotEqual, boolT(), {flag, constU32(0)});
 }
 

@@ -363,6 +363,41 @@ launch @forever grid(1) workgroup(4) { %o[1] = fill(5)  %n = -1 }
   }
 }
 
+// The same on a `while` whose condition is the constant true and whose body is pure: its only
+// way out is the codegen's cancellation poll. With that poll a relaxed atomic load, mesa made
+// the kernel return at once as if cancelled: status OK, the store after the loop never made,
+// in ~2 ms (advir6 bug 12). Every bounds mode, and the output must never look finished.
+TEST_F(VulkanRun, AnEndlessLoopOnTheConstantTrueIsReported) {
+  const char *text = R"(
+kernel @spin(%o: buffer<i32>) {
+  %z = const 0 : i32
+  %one = const 1 : i32
+  %t = const true : i1
+  %r = while iter(%x = %z) {
+    condition %t
+  } do {
+    %x2 = add %x, %one : i32
+    yield %x2
+  }
+  store %r, %o[%z] : i32
+}
+launch @spin grid(1) workgroup(1) { %o[1] = fill(5) }
+)";
+  ASSERT_EQ(tsr_stream_set_timeout(stream_, 300'000'000), nullptr); // 300 ms
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED}) {
+    Outcome o = run(text, mode);
+    EXPECT_LT(o.seconds, 5.0) << mode;
+    if (o.code == TSR_DEADLINE_EXCEEDED)
+      EXPECT_EQ(o.message, "kernel @spin ran past its deadline of 300 ms and was cancelled");
+    else
+      EXPECT_EQ(o.message, "kernel @spin: loop ended early by the device (an implementation limit "
+                           "on loop iterations; llvmpipe allows 65535 per work-item) at 6:3, "
+                           "work-item local (0, 0, 0) of workgroup (0, 0, 0)")
+          << mode << ": " << tsr_status_code_name(o.code);
+    expectHealthy();
+  }
+}
+
 // The same limit on a `for` with a long trip count: 100000 iterations are not 65535.
 TEST_F(VulkanRun, LoopPastTheDeviceLimitIsReported) {
   const char *text = R"(

@@ -204,7 +204,7 @@ kernel @w(%o: buffer<i32>, %n: i32) {
     VulkanKernelInfo info;
     std::string d = disasm(loops, mode, &info);
     EXPECT_EQ(info.controlBinding, 2u) << mode;
-    EXPECT_EQ(count(d, "OpAtomicLoad"), 3u) << d; // entry, the body's break, after the loop
+    EXPECT_EQ(count(d, "Volatile"), 3u) << d;     // entry, the body's break, after the loop
     EXPECT_CONTAINS(d, "%uint_8 %uint_0");        // the entry's deadline record
     EXPECT_EQ(count(d, "OpLoopMerge"), 2u) << d;  // chunks of 1024, the poll between them
     EXPECT_CONTAINS(d, "%uint_1024");
@@ -233,7 +233,7 @@ kernel @f(%o: buffer<i32>) {
 }
 )",
                          TSR_BOUNDS_ROBUST, &info);
-  EXPECT_EQ(count(d, "OpAtomicLoad"), 1u) << d;   // none inside: only the loop-limit test
+  EXPECT_EQ(count(d, "Volatile"), 1u) << d;       // none inside: only the loop-limit test
   EXPECT_EQ(count(d, "OpSGreaterThan"), 0u) << d; // a constant step > 0 needs no test
   EXPECT_CONTAINS(d, "%uint_9 %uint_0");          // but the device may still cut it short
   EXPECT_EQ(info.controlBinding, 1u);
@@ -253,7 +253,7 @@ kernel @f(%o: buffer<i32>, %st: i32) {
 )";
   std::string robust = disasm(loop, TSR_BOUNDS_ROBUST);
   EXPECT_EQ(count(robust, "OpSGreaterThan"), 1u) << robust;
-  EXPECT_EQ(count(robust, "OpAtomicLoad"), 3u) << robust; // entry, between chunks, after
+  EXPECT_EQ(count(robust, "Volatile"), 3u) << robust; // entry, between chunks, after
   // A dynamic `for` runs in chunks of 1024 iterations (an inner loop without a poll).
   EXPECT_EQ(count(robust, "OpLoopMerge"), 2u) << robust;
   EXPECT_CONTAINS(robust, "%uint_1024");
@@ -261,7 +261,7 @@ kernel @f(%o: buffer<i32>, %st: i32) {
   std::smatch innerMerge;
   std::string tail = robust.substr(innerLoop);
   ASSERT_TRUE(std::regex_search(tail, innerMerge, std::regex("OpLoopMerge (%\\w+)")));
-  EXPECT_GT(robust.find("OpAtomicLoad", innerLoop), robust.find(innerMerge[1].str() + " = OpLabel"))
+  EXPECT_GT(robust.find("Volatile", innerLoop), robust.find(innerMerge[1].str() + " = OpLabel"))
       << "no poll inside the chunk: " << robust;
   EXPECT_EQ(robust.find("%uint_7 %uint_0"), std::string::npos) << robust;
   std::string checked = disasm(loop, TSR_BOUNDS_CHECKED);
