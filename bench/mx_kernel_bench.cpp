@@ -248,9 +248,9 @@ int main(int argc, char **argv) {
   std::printf("\n%-12s %10s %10s %10s %10s  (tsr_mx_mad, d = c in place, tiles in L1, 1 "
               "thread; dot: the vdpbf16ps kernel)\n",
               "M x N x K", "f32 GF/s", "bf16 GF/s", "i8 GOP/s", "dot GF/s");
-  std::vector<Shape> shapes = {{64, 64, 64},  {32, 128, 64}, {128, 64, 64},
-                               {64, 128, 64}, {64, 64, 128}, {128, 32, 64},
-                               {32, 64, 128}, {32, 32, 32},  {8, 8, 8}};
+  std::vector<Shape> shapes = {{64, 64, 64},  {32, 128, 64}, {128, 64, 64}, {64, 128, 64},
+                               {64, 64, 128}, {128, 32, 64}, {32, 64, 128}, {32, 32, 32},
+                               {16, 16, 64},  {16, 16, 32},  {16, 16, 16},  {8, 8, 8}};
   if (quick)
     shapes.resize(2);
   for (Shape s : shapes) {
