@@ -96,6 +96,8 @@ std::vector<AttrRule> attrRules(OpKind op) {
             {"step", AK::Int, false}};
   case OpKind::Cat:
     return {{"axis", AK::Int, true}};
+  case OpKind::Matmul:
+    return {{"dtype", AK::Str, false}};
   default:
     break;
   }
@@ -368,7 +370,14 @@ bool Infer::matmul(TensorType *out) const {
   if (a.shape[a.rank() - 1] != b.shape[b.rank() - 2])
     return fail("inner dimensions differ: " + both);
   TensorType t;
-  t.dtype = a.dtype;
+  // {dtype = "f32"} on f16 / bf16 operands: the f32 sum itself, not rounded to the operands'
+  // dtype (what eager's addmm adds its bias to; torch's out_dtype matmul).
+  if (!dtypeAttr("dtype", a.dtype, &t.dtype))
+    return false;
+  if (t.dtype != a.dtype &&
+      !(t.dtype == DType::F32 && (a.dtype == DType::F16 || a.dtype == DType::BF16)))
+    return fail("the result dtype " + std::string(dtypeName(t.dtype)) +
+                " must be the operands' or, for f16 / bf16 operands, f32: " + both);
   std::vector<int64_t> ba(a.shape.begin(), a.shape.end() - 2),
       bb(b.shape.begin(), b.shape.end() - 2);
   if (!broadcastShapes(ba, bb, &t.shape))

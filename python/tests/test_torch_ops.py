@@ -192,6 +192,24 @@ def test_low_precision_scalars_round_as_eager_does(dtype):
                                    msg=lambda m: f"{dtype} {name}: {m}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_addmm_keeps_the_f32_sum_and_reads_its_operands_as_they_are(dtype):
+    # Eager's f16/bf16 addmm adds the bias to the f32 sum and rounds once. Here the bias
+    # cancels row 0 of the product, so a sum rounded to bf16 before the bias would leave 0 or
+    # one bf16 ulp instead of the residual. The GEMM must read the operands as they are
+    # (the graph's matmul {dtype = "f32"}; AMX on a host that has it): no cast kernel first.
+    a, b = r(37, 300, dtype=dtype), r(300, 45, dtype=dtype, seed=1)
+    bias = (-(a.double() @ b.double())[0]).to(dtype)
+    fn = lambda a, b, bias: torch.addmm(bias, a, b)  # noqa: E731
+    rec = run_case(fn, [a, b, bias], "cpu:0", backward=False)
+    assert fn(a, b, bias)[0].abs().max() > 0  # the residual the test is about
+    import tessera.torch as tt
+    ex = tt.explain(fn, a, b, bias)
+    ops = [list(k.get("ops", [])) for k in ex.kernels]
+    assert ops and ops[0] == ["matmul"], str(ex)
+    assert rec is not None
+
+
 def test_int64_constants_past_2_to_53_are_exact():
     # An integer constant went through a double in the lowering: 2^53 + 1 became 2^53 and
     # 2^63 - 1 wrapped to -2^63.

@@ -190,6 +190,24 @@ TEST(GraphInfer, MatmulAndData) {
   EXPECT_EQ(inferOk(g, OpKind::Matmul, {a, b}), tt(DType::F32, {5, 2, 3, 7}));
   EXPECT_NE(inferErr(g, OpKind::Matmul, {b, a}).find("inner dimensions differ"), std::string::npos);
   EXPECT_NE(inferErr(g, OpKind::Matmul, {idx, idx}).find("float"), std::string::npos);
+  // {dtype = "f32"}: the f32 sum of f16 / bf16 operands; any other result dtype is refused.
+  int h = g.addParam(tt(DType::BF16, {3, 4}), "h");
+  int hw = g.addParam(tt(DType::BF16, {4, 2}), "hw");
+  EXPECT_EQ(inferOk(g, OpKind::Matmul, {h, hw}), tt(DType::BF16, {3, 2}));
+  EXPECT_EQ(inferOk(g, OpKind::Matmul, {h, hw}, attrs({{"dtype", Attr::str("f32")}})),
+            tt(DType::F32, {3, 2}));
+  EXPECT_EQ(inferOk(g, OpKind::Matmul, {h, hw}, attrs({{"dtype", Attr::str("bf16")}})),
+            tt(DType::BF16, {3, 2}));
+  std::string e = inferErr(g, OpKind::Matmul, {h, hw}, attrs({{"dtype", Attr::str("f64")}}));
+  EXPECT_NE(e.find("the result dtype f64 must be the operands' or, for f16 / bf16 operands, f32"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(inferErr(g, OpKind::Matmul, {a, b}, attrs({{"dtype", Attr::str("bf16")}}))
+                .find("the result dtype bf16 must be"),
+            std::string::npos);
+  EXPECT_NE(inferErr(g, OpKind::Matmul, {h, hw}, attrs({{"dtype", Attr::str("f8")}}))
+                .find("unknown dtype"),
+            std::string::npos);
   EXPECT_EQ(inferOk(g, OpKind::Embedding, {w, idx}), tt(DType::F32, {2, 3, 6}));
   EXPECT_NE(inferErr(g, OpKind::Embedding, {w, w}).find("indices must be i32 or i64"),
             std::string::npos);

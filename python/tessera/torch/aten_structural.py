@@ -136,7 +136,10 @@ def _matmul(ctx, a, b, out_dtype):
         raise Unsupported("matmul of a vector (use mm/bmm)")
     batch = _bcast(a.shape[:-2], b.shape[:-2])
     shape = tuple(batch) + (a.shape[-2], b.shape[-1])
-    return ctx.emit("matmul", [a, b], None, out_dtype, shape)
+    # f16/bf16 operands with an f32 result: the graph IR's matmul {dtype = "f32"}, the f32 sum
+    # itself (no rounding to the operands' dtype)
+    attrs = {"dtype": "f32"} if out_dtype != a.dtype else None
+    return ctx.emit("matmul", [a, b], attrs, out_dtype, shape)
 
 
 @handles(aten.mm, aten.bmm)
@@ -165,10 +168,12 @@ def _addmm(ctx, node, bias, a, b, beta=1, alpha=1):
     out = ctx.out_dtype(node)
     # f16/bf16: eager adds the bias to the f32 accumulator and rounds once; a bf16 matmul
     # followed by a bf16 add would round twice (and lose everything where the bias cancels
-    # the product). So the GEMM runs on f32 copies (products of f16/bf16 values are exact in
-    # f32: the same sums eager forms) and the sum is rounded once at the end.
+    # the product). So the GEMM keeps its f32 sum (matmul {dtype = "f32"} on the f16/bf16
+    # operands as they are: their tiles feed the matrix units, AMX on the CPU) and the sum is
+    # rounded once at the end. (Until 2026-12-04 both operands were cast to f32 copies first:
+    # the same sums, two more kernels, and the GEMM at the f32 rate.)
     cdt = torch.float32 if out in (torch.float16, torch.bfloat16) else out
-    r = _scaled(ctx, _matmul(ctx, ctx.cast(a, cdt), ctx.cast(b, cdt), cdt), alpha, cdt)
+    r = _scaled(ctx, _matmul(ctx, a, b, cdt), alpha, cdt)
     if beta != 0:
         bias = _scaled(ctx, ctx.cast(bias, cdt), beta, cdt)
         r = ctx.emit("add", [r, bias], None, cdt, _bcast(r.shape, bias.shape))
