@@ -166,6 +166,10 @@ int runKernel(RegistrySession &session, const std::string &deviceName, const ir:
     if (c.flushed) // passed by the relaxed profile's rule, never silently
       std::printf("    finding: %lld subnormal result(s) answered 0 (relaxed profile)\n",
                   (long long)c.flushed);
+    if (c.overflowOrder) // passed by rule (5), never silently
+      std::printf("    finding: %lld inf / NaN result(s) where a summation order overflows "
+                  "(terms' magnitudes past the largest finite value)\n",
+                  (long long)c.overflowOrder);
     if (c.passed)
       continue;
     std::printf("    %lld bad elements; first mismatch at %s\n", (long long)c.badCount,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace tessera {
 namespace {
@@ -22,6 +23,24 @@ double spacingAt(double x, ir::Scalar t) {
   int e = 0;
   std::frexp(std::fabs(x), &e);
   return std::ldexp(1.0, e - ir::mantissaBits(t));
+}
+
+// Rule (5): a reordered float sum reaches element i and the magnitude run's weight there
+// (sum |x_i|, or (K + 1) S for a matrix_mad) is past the largest finite value of the output's
+// type (stored as infinity, or larger): partial sums in some order may overflow, so an
+// infinity or NaN is what a correct device may answer (3e38 added to -3e38 k by k is 0; the
+// positive products first give inf - inf = NaN). Never the infinity opposite to an infinite
+// reference (no order turns +inf into -inf). Not for f16 outputs: their weight overflows f16
+// long before an f32 sum could (the rule would pass infinities no order makes). Where the
+// weight is infinite because an input is, a NaN passes even if no finite terms could overflow:
+// the magnitude run cannot tell the two apart.
+bool sumMayOverflow(const OutputBudget &b, const ir::HostBuffer *mag, int64_t i, ir::Scalar t) {
+  if (b.sumFactor <= 0 || !mag || t == ir::Scalar::F16)
+    return false;
+  double weight = std::fabs(mag->get(i).f);
+  double largest = t == ir::Scalar::F64 ? std::numeric_limits<double>::max()
+                                        : double(std::numeric_limits<float>::max());
+  return !(weight <= largest); // infinite, or past it (bf16 stores up to ~f32's largest)
 }
 
 OutputCheck judgeOne(const OutputBudget &b, const ir::HostBuffer &want, const ir::HostBuffer &got,
@@ -51,6 +70,10 @@ OutputCheck judgeOne(const OutputBudget &b, const ir::HostBuffer &want, const ir
       double d = std::fabs(static_cast<double>(ir::numerics::signExtend(g.i, t)) -
                            static_cast<double>(ir::numerics::signExtend(w.i, t)));
       c.maxAbs = std::max(c.maxAbs, d);
+    } else if (!std::isfinite(g.f) && !(std::isinf(w.f) && g.f == -w.f) &&
+               sumMayOverflow(b, mag, i, t)) {
+      ok = true; // (5): some summation order overflows here; counted
+      ++c.overflowOrder;
     } else if (std::isnan(w.f) || std::isnan(g.f)) {
       ok = std::isnan(w.f) && std::isnan(g.f);
       if (!ok) // a NaN against a number: no finite error says it (the line read max_ulp=0)

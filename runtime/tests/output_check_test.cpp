@@ -327,6 +327,47 @@ launch @k grid(1) workgroup(4) seed(1) {
   EXPECT_FALSE(checkKernel(*m, k, in, device, 4, PrecisionProfile::Full).passed());
 }
 
+// Rule (5): where the terms' magnitudes pass the largest finite value, some summation order
+// overflows, so an infinity or NaN passes (counted); a finite weight, an f16 output or a result
+// that is a wrong finite number still fail. The case found (advamx 01): A = 3e38, B = +1, -1, ...
+// along k: the exact sum and the k-order one are 0, AMX's TDPBF16PS (same-sign products paired)
+// gives inf - inf = NaN.
+TEST(OutputCheck, InfinityOrNanWhereASummationOrderOverflowsPassesAndIsCounted) {
+  OutputBudget b;
+  b.elem = ir::Scalar::F32;
+  b.sumFactor = std::ldexp(1.0, -24);
+  const double inf = INFINITY, nan = NAN;
+  using L = std::initializer_list<double>;
+  auto judge = [&](const OutputBudget &bb, ir::Scalar t, L w, L g, L m) {
+    std::vector<ir::HostBuffer> mags = {buffer(t, m)};
+    return judgeOutputs({bb}, {buffer(t, w)}, {buffer(t, g)}, &mags)[0];
+  };
+  OutputCheck c = judge(b, ir::Scalar::F32, {0, 0, 5}, {nan, inf, 5}, {inf, inf, 10});
+  EXPECT_TRUE(c.passed) << c.detail;
+  EXPECT_EQ(c.overflowOrder, 2);
+  // A weight that fits: no order overflows, NaN is wrong.
+  EXPECT_FALSE(judge(b, ir::Scalar::F32, {0}, {nan}, {1e38}).passed);
+  // No reordered sum reaches the output: no such rule.
+  OutputBudget plain = b;
+  plain.sumFactor = 0;
+  EXPECT_FALSE(judge(plain, ir::Scalar::F32, {0}, {nan}, {inf}).passed);
+  // f16 outputs: the weight overflows f16 long before an f32 sum could.
+  OutputBudget half = b;
+  half.elem = ir::Scalar::F16;
+  EXPECT_FALSE(judge(half, ir::Scalar::F16, {0}, {inf}, {inf}).passed);
+  // bf16 and f64 outputs take the rule.
+  OutputBudget bf = b;
+  bf.elem = ir::Scalar::BF16;
+  EXPECT_TRUE(judge(bf, ir::Scalar::BF16, {0}, {nan}, {inf}).passed);
+  OutputBudget wide = b;
+  wide.elem = ir::Scalar::F64;
+  EXPECT_TRUE(judge(wide, ir::Scalar::F64, {0}, {-inf}, {inf}).passed);
+  // No order turns +inf into -inf.
+  EXPECT_FALSE(judge(b, ir::Scalar::F32, {inf}, {-inf}, {inf}).passed);
+  EXPECT_TRUE(judge(b, ir::Scalar::F32, {inf}, {nan}, {inf}).passed);
+  EXPECT_FALSE(judge(wide, ir::Scalar::F64, {0}, {-inf}, {1e300}).passed);
+}
+
 TEST(OutputCheck, F64ValuesPrintWithSeventeenDigitsAndBits) {
   ir::Literal a, b;
   a.f = 0.1;

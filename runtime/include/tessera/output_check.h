@@ -13,7 +13,11 @@
 //       (normwise). Outputs without cancellation never get (3): a tiny result that lost all
 //       its bits (log(1 - eps/2) answered 0) fails. Elements passing only by (3) are counted;
 //   (4) under the relaxed profile (f16 / bf16 / f32), the reference is subnormal and the
-//       device answered 0 (Vulkan may flush without DenormPreserve): passed, and counted.
+//       device answered 0 (Vulkan may flush without DenormPreserve): passed, and counted;
+//   (5) a reordered float sum reaches it, the magnitude run's weight there is past the
+//       largest finite value of the output's type (not f16), and the device answered an
+//       infinity or NaN (not the infinity opposite to an infinite reference): some
+//       summation order overflows there. Passed, and counted.
 #pragma once
 
 #include "ir/interp/launch.h"
@@ -34,6 +38,7 @@ struct OutputCheck {
   int64_t normwiseOnly = 0;     // elements that passed only by the normwise arm
   int64_t sumAllowanceOnly = 0; // elements that passed only by the summation allowance
   int64_t flushed = 0;          // subnormal results answered 0, passed by the relaxed rule
+  int64_t overflowOrder = 0;    // inf / NaN where a summation order may overflow, rule (5)
   int64_t firstBad = -1;
   std::string detail; // the first failing element: "index 3: got ..., want ..." (with bits)
 };
