@@ -50,6 +50,15 @@ TileConfig configFor(int tr, int tn, int kStep, int inBytes) {
   return cfg;
 }
 
+// Tile C += tile A x tile B: TDPBSSD on i8 quads, TDPBF16PS on bf16 pairs.
+template <bool I8, int C, int A, int B>
+TSR_AMX __attribute__((always_inline)) inline void product() {
+  if constexpr (I8)
+    _tile_dpbssd(C, A, B);
+  else
+    _tile_dpbf16ps(C, A, B);
+}
+
 // One block of MI x NJ C tiles (MI, NJ in {1, 2}) at tile row i, column j, over all of K:
 // C tiles loaded from c, MI A tiles and NJ B tiles per k step, stored to d. Strides in bytes:
 // a rows aStride, b (pair / quad) rows bStride, c / d rows cStride. The tile indices of the
@@ -73,23 +82,13 @@ TSR_AMX void amxBlock(const char *a, const char *b, const char *c, char *d, int 
     _tile_loadd(6, b + s * bStep, bStride);
     if constexpr (NJ == 2)
       _tile_loadd(7, b1 + s * bStep, bStride);
-    if constexpr (I8) {
-      _tile_dpbssd(0, 4, 6);
-      if constexpr (NJ == 2)
-        _tile_dpbssd(1, 4, 7);
-      if constexpr (MI == 2)
-        _tile_dpbssd(2, 5, 6);
-      if constexpr (MI == 2 && NJ == 2)
-        _tile_dpbssd(3, 5, 7);
-    } else {
-      _tile_dpbf16ps(0, 4, 6);
-      if constexpr (NJ == 2)
-        _tile_dpbf16ps(1, 4, 7);
-      if constexpr (MI == 2)
-        _tile_dpbf16ps(2, 5, 6);
-      if constexpr (MI == 2 && NJ == 2)
-        _tile_dpbf16ps(3, 5, 7);
-    }
+    product<I8, 0, 4, 6>();
+    if constexpr (NJ == 2)
+      product<I8, 1, 4, 7>();
+    if constexpr (MI == 2)
+      product<I8, 2, 5, 6>();
+    if constexpr (MI == 2 && NJ == 2)
+      product<I8, 3, 5, 7>();
   }
   _tile_stored(0, d, cStride);
   if constexpr (NJ == 2)
