@@ -197,7 +197,8 @@ def test_low_precision_addmm_keeps_the_f32_sum_and_reads_its_operands_as_they_ar
     # Eager's f16/bf16 addmm adds the bias to the f32 sum and rounds once. Here the bias
     # cancels row 0 of the product, so a sum rounded to bf16 before the bias would leave 0 or
     # one bf16 ulp instead of the residual. The GEMM must read the operands as they are
-    # (the graph's matmul {dtype = "f32"}; AMX on a host that has it): no cast kernel first.
+    # (the graph's matmul {dtype = "f32"}; AMX on a host that has it): no cast of them, and
+    # the bias add and the rounding fused into the GEMM; only the bias's own cast apart.
     a, b = r(37, 300, dtype=dtype), r(300, 45, dtype=dtype, seed=1)
     bias = (-(a.double() @ b.double())[0]).to(dtype)
     fn = lambda a, b, bias: torch.addmm(bias, a, b)  # noqa: E731
@@ -206,7 +207,7 @@ def test_low_precision_addmm_keeps_the_f32_sum_and_reads_its_operands_as_they_ar
     import tessera.torch as tt
     ex = tt.explain(fn, a, b, bias)
     ops = [list(k.get("ops", [])) for k in ex.kernels]
-    assert ops and ops[0] == ["matmul"], str(ex)
+    assert ops == [["cast"], ["matmul", "add", "cast"]], str(ex)
     assert rec is not None
 
 

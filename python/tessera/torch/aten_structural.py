@@ -173,9 +173,11 @@ def _addmm(ctx, node, bias, a, b, beta=1, alpha=1):
     # rounded once at the end. (Until 2026-12-04 both operands were cast to f32 copies first:
     # the same sums, two more kernels, and the GEMM at the f32 rate.)
     cdt = torch.float32 if out in (torch.float16, torch.bfloat16) else out
+    # The bias (cast, scaled) first: a GEMM's fused epilogue reads only values computed before
+    # it (fuse.cpp), so the add and the final rounding join the GEMM kernel.
+    bias = _scaled(ctx, ctx.cast(bias, cdt), beta, cdt) if beta != 0 else None
     r = _scaled(ctx, _matmul(ctx, a, b, cdt), alpha, cdt)
-    if beta != 0:
-        bias = _scaled(ctx, ctx.cast(bias, cdt), beta, cdt)
+    if bias is not None:
         r = ctx.emit("add", [r, bias], None, cdt, _bcast(r.shape, bias.shape))
     return ctx.cast(r, out)
 
