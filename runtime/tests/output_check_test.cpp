@@ -365,6 +365,10 @@ TEST(OutputCheck, InfinityOrNanWhereASummationOrderOverflowsPassesAndIsCounted) 
   // No order turns +inf into -inf.
   EXPECT_FALSE(judge(b, ir::Scalar::F32, {inf}, {-inf}, {inf}).passed);
   EXPECT_TRUE(judge(b, ir::Scalar::F32, {inf}, {nan}, {inf}).passed);
+  // A result that matches anyway (the same infinity, NaN for NaN) is no finding.
+  OutputCheck same = judge(b, ir::Scalar::F32, {inf, nan}, {inf, nan}, {inf, inf});
+  EXPECT_TRUE(same.passed);
+  EXPECT_EQ(same.overflowOrder, 0);
   EXPECT_FALSE(judge(wide, ir::Scalar::F64, {0}, {-inf}, {1e300}).passed);
 }
 
