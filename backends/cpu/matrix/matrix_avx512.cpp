@@ -202,6 +202,12 @@ TSR_AVX512 bool anySubnormalBf16(const uint16_t *p, int n) {
   return _mm512_cmplt_epu16_mask(low, _mm512_set1_epi16(0x7f)) != 0;
 }
 
+// Whether an M x K a tile or a K x N b tile holds a subnormal bf16: such pairs take the
+// widening kernel under vdpbf16ps and TDPBF16PS, which both treat them as zero.
+TSR_AVX512 bool subnormalInputs(int M, int N, int K, const uint16_t *a, const uint16_t *b) {
+  return anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N);
+}
+
 // vdpbf16ps on the pairs as they are: tsr_mx_mad runs it where bf16DotCostRatio() says it pays
 // (matrix_kernels.h, madBf16Dot). vdpbf16ps treats subnormal inputs as zero (DAZ, whatever
 // MXCSR says; Intel's definition, and Zen 4 does the same), which is outside matrix_mad's bound
@@ -210,7 +216,7 @@ TSR_AVX512 bool anySubnormalBf16(const uint16_t *p, int n) {
 // (exact products, subnormals kept); the check costs ~3(M + N) / (M N) of the mad.
 TSR_AVX512 void madBf16Dot(int M, int N, int K, const uint16_t *a, const uint16_t *b,
                            const float *c, float *d) {
-  if (anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N))
+  if (subnormalInputs(M, N, K, a, b))
     return madBf16(M, N, K, a, b, c, d);
   madTile<Bf16Ops>(M, N, K, a, b, c, d);
 }
@@ -229,7 +235,7 @@ constexpr int kAmxMinMacs = 16 * 16 * 32;
 // gives 0): tiles holding one take the widening kernel, like madBf16Dot.
 void madBf16Amx(int M, int N, int K, const uint16_t *a, const uint16_t *b, const float *c,
                 float *d) {
-  if (M * N * K < kAmxMinMacs || anySubnormalBf16(a, M * K) || anySubnormalBf16(b, K * N))
+  if (M * N * K < kAmxMinMacs || subnormalInputs(M, N, K, a, b))
     return madBf16(M, N, K, a, b, c, d);
   amxMadBf16(M, N, K, a, b, c, d);
 }

@@ -139,13 +139,15 @@ extern "C" void tsr_mx_mad(uint8_t in_elem, int M, int N, int K, const void *a, 
     k.madF32(M, N, K, static_cast<const float *>(a), static_cast<const float *>(b),
              static_cast<const float *>(c), static_cast<float *>(d));
     return;
-  case TSR_MX_BF16:
-    (activeBf16Kernel() == Bf16Kernel::Amx ? k.madBf16Amx
-     : activeBf16Kernel() == Bf16Kernel::Dot
-         ? k.madBf16Dot
-         : k.madBf16)(M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
-                      static_cast<const float *>(c), static_cast<float *>(d));
+  case TSR_MX_BF16: {
+    Bf16Kernel kind = activeBf16Kernel();
+    auto mad = kind == Bf16Kernel::Amx   ? k.madBf16Amx
+               : kind == Bf16Kernel::Dot ? k.madBf16Dot
+                                         : k.madBf16;
+    mad(M, N, K, static_cast<const uint16_t *>(a), static_cast<const uint16_t *>(b),
+        static_cast<const float *>(c), static_cast<float *>(d));
     return;
+  }
   case TSR_MX_I8:
     (k.madI8Amx ? k.madI8Amx : k.madI8)(M, N, K, static_cast<const int16_t *>(a),
                                         static_cast<const int16_t *>(b),
