@@ -162,6 +162,23 @@ def never_ends_status(device, ms):
     return prefix + f"@while_forever ran past its deadline of {ms} ms and was cancelled"
 
 
+@pytest.mark.parametrize("device", DEVICES + ["opencl:0"])
+def test_a_loop_around_a_barrier_that_never_ends_is_cancelled(device):
+    # opencl:0 hung here before: its loops around barriers did not poll the cancel flag.
+    t0 = time.monotonic()
+    r = run("while_forever_barrier", device, "--timeout-ms", "300", timeout=60)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 1, f"stdout:{r.stdout}\nstderr:{r.stderr}"
+    prefix = (f"tessera run: @while_forever_barrier on {device}: tsr_stream_synchronize: "
+              "kernel @while_forever_barrier")
+    if device == "vulkan:0":
+        assert f"{prefix}: {LOOP_LIMIT} at 10:3" in r.stderr, r.stderr
+    else:
+        assert f"{prefix} ran past its deadline of 300 ms and was cancelled" in r.stderr, r.stderr
+    assert elapsed < 30, f"took {elapsed:.1f} s"
+    assert_after_ran(r, device)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", ["unchecked", "robust", "checked"])
 def test_a_long_launch_is_cancelled_at_its_deadline(device, mode):

@@ -164,6 +164,9 @@ public:
   bool emitWhile(const ir::Op &op);
   bool emitCall(const ir::Op &op);
   void emitPoll(const std::string &counter);
+  /// The poll of a loop around a barrier: the flag made workgroup-uniform through local
+  /// memory every kPollInterval iterations; a cancel leaves the loop in every work-item.
+  void emitUniformPoll(const std::string &counter);
   /// `if (cancelled) { record the deadline fault; leave }` (see emitPoll).
   void emitCancelExit();
   /// Declares the variable of a loop-carried / if value of type `t`; returns the name.

@@ -188,14 +188,15 @@ bool Emitter::emitFor(const ir::Op &op) {
   std::string iv = fresh();
   line(regType(it) + " " + iv + " = " + lb + "; // " + loc() + " for");
   vals_[body.args[0].get()] = iv;
-  // A loop around a barrier is never left early: every work-item must reach the barrier.
   // Constant bounds are polled too when the loop runs more than kShortLoop iterations or
   // holds another loop (three nested constant 4096-loops ran for minutes past a 500 ms
-  // deadline): only a short innermost constant loop, which the compiler unrolls, is not.
+  // deadline): only a short innermost constant loop, which the compiler unrolls, is not. A
+  // loop around a barrier is left early only by all work-items at once: it polls uniformly
+  // (emitUniformPoll; before, it was not polled, and an endless one ran past every deadline).
   bool allConst = isConst(op.operands[0]) && isConst(op.operands[1]) && isConst(op.operands[2]);
-  bool cancellable =
-      (!allConst || constTripCount(op) > kShortLoop || ir::containsLoop(module_, body)) &&
-      !containsBarrier(body);
+  bool polled = !allConst || constTripCount(op) > kShortLoop || ir::containsLoop(module_, body);
+  bool cancellable = polled && !containsBarrier(body);
+  bool uniformPoll = polled && !cancellable;
   std::string stop = hasBarrier_ && cancellable ? "!tsr_stop && " : "";
   bool stepIsOne = isConst(op.operands[2]) && op.operands[2]->def->literal.i == 1;
   bool stepKnownPositive = isConst(op.operands[2]); // the verifier refuses a constant <= 0
@@ -250,7 +251,7 @@ bool Emitter::emitFor(const ir::Op &op) {
   }
 
   std::string counter;
-  if (cancellable) {
+  if (cancellable || uniformPoll) {
     counter = fresh();
     line("uint " + counter + " = 0u;");
   }
@@ -285,6 +286,8 @@ bool Emitter::emitFor(const ir::Op &op) {
   }
   if (cancellable)
     emitPoll(counter);
+  else if (uniformPoll)
+    emitUniformPoll(counter);
   --indent_;
   line("}");
   if (twoForms) {

@@ -316,6 +316,40 @@ void Emitter::emitPoll(const std::string &counter) {
   line("}");
 }
 
+void Emitter::emitUniformPoll(const std::string &counter) {
+  // A loop around a barrier: every work-item runs the same iterations (its decisions are
+  // uniform, proved or voted), so the counter is uniform too, and so is the flag once
+  // work-item 0 has read it into local memory between barriers (work-items reading the
+  // global flag a moment apart could disagree and part at the next barrier). On a cancel all
+  // leave the loop together, and every enclosing loop around a barrier at its next poll
+  // (tsr_ustop, uniform); the kernel then runs to its end with partial results.
+  need("tsr_fault");
+  need("tsr_cancelled");
+  auto barrier = [&] { line("tsr_barrier_" + std::to_string(barrierSites_++) + "();"); };
+  const std::string first = "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0";
+  line("if (tsr_ustop || ++" + counter + " == " + std::to_string(kPollInterval) + "u) {");
+  ++indent_;
+  line(counter + " = 0u;");
+  line("if (!tsr_ustop) {");
+  ++indent_;
+  barrier();
+  line("if (" + first + ")");
+  line("  tsr_poll[0] = tsr_cancelled(control) ? 1u : 0u;");
+  barrier();
+  line("tsr_ustop = tsr_poll[0] != 0u;");
+  barrier();
+  line("if (tsr_ustop) {");
+  line("  " + faultCall("8u /* TSR_FAULT_DEADLINE */", UINT32_MAX, "0", "0"));
+  line("  tsr_stop = true;");
+  line("}");
+  --indent_;
+  line("}");
+  line("if (tsr_ustop)");
+  line("  break;");
+  --indent_;
+  line("}");
+}
+
 void Emitter::emitCancelExit() {
   need("tsr_fault");
   need("tsr_cancelled");
@@ -362,6 +396,8 @@ bool Emitter::emitWhile(const ir::Op &op) {
   assignVars(iters, ys, types);
   if (cancellable)
     emitPoll(counter);
+  else
+    emitUniformPoll(counter);
   --indent_;
   line("}");
   for (size_t k = 0; k < iters.size(); ++k)
@@ -489,9 +525,13 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
   if (hasBarrier_ && ir::anyBarrierVote(module_, uniformDecisions_, *f.body))
     line("__local volatile uint tsr_vote[2]; // see emitVote");
   ranges_.run(*f.body);
-  if (hasBarrier_)
+  if (hasBarrier_) {
     line("bool tsr_stop = false; // set when the launch is cancelled (see emitPoll)");
-  else { // a kernel without loops on a huge grid ends too: each work-item reads the flag first
+    if (ir::containsLoop(module_, *f.body)) { // loops around barriers poll (emitUniformPoll)
+      line("__local volatile uint tsr_poll[1];");
+      line("bool tsr_ustop = false;");
+    }
+  } else { // a kernel without loops on a huge grid ends too: each work-item reads the flag first
     curOp_ = nullptr; // (not with barriers: work-items that read it apart would diverge there)
     emitCancelExit();
   }

@@ -660,6 +660,50 @@ TEST_F(OpenCLFaultTest, CancelledLongLoopsEnd) {
     }
 }
 
+// Loops around a barrier poll the cancel flag too, uniformly: work-item 0 reads it into local
+// memory every 1024 iterations and all leave together (before, such loops were not polled, and
+// an endless `while` around a barrier ran past every deadline: `tessera run --device opencl:0
+// --timeout-ms 2000` hung). An endless `while`, a `for` over 2^31 iterations, a `for` whose
+// bound is loaded (so its decision is voted) and a nest of two such loops each end with the
+// deadline record; the `for`s have counted exactly the 1024 iterations after which they read
+// the flag (the nest: 1024 inner iterations, then the outer loop leaves at its next poll).
+TEST_F(OpenCLFaultTest, CancelledLoopsAroundBarriersEnd) {
+  struct Case {
+    const char *name, *loops, *close;
+    int expected; // the value stored, -1: not checked
+  } cases[] = {
+      {"endless while",
+       "  %r = while iter(%a = %z) {\n    %t = const true : i1\n    condition %t\n  } do {\n",
+       "    barrier\n    %b = add %a, %one : i32\n    yield %b\n  }\n", -1},
+      {"for to 2^31", "  %r = for %i = %z to %big step %one iter(%a = %z) : i32 {\n",
+       "    barrier\n    %b = add %a, %one : i32\n    yield %b\n  }\n", 1024},
+      {"for to a loaded bound (voted)",
+       "  %ub = load %n[%z] : i32\n"
+       "  %r = for %i = %z to %ub step %one iter(%a = %z) : i32 {\n",
+       "    barrier\n    %b = add %a, %one : i32\n    yield %b\n  }\n", 1024},
+      {"nest of two",
+       "  %r = for %i = %z to %big step %one iter(%a = %z) : i32 {\n"
+       "  %s = for %j = %z to %big step %one iter(%c = %a) : i32 {\n",
+       "    barrier\n    %b = add %c, %one : i32\n    yield %b\n  }\n    yield %s\n  }\n", 1024},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string text = std::string("kernel @spin(%n: buffer<i32, readonly>, %y: buffer<i32>) {\n"
+                                   "  %z = const 0 : i32\n  %one = const 1 : i32\n"
+                                   "  %big = const 2147483647 : i32\n") +
+                       c.loops + c.close +
+                       "  %l = local_id.x : i32\n  store %r, %y[%l] : i32\n}\n"
+                       "launch @spin grid(2) workgroup(4) {\n  %n[1] = fill(2147483647)\n"
+                       "  %y[4] = fill(5)\n}\n";
+    DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST, /*cancel=*/true);
+    EXPECT_EQ(dev.control[1], uint32_t{TSR_FAULT_DEADLINE});
+    ASSERT_EQ(dev.buffers.size(), 2u);
+    if (c.expected >= 0)
+      for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(word(dev.buffers[1], i), c.expected) << i;
+  }
+}
+
 // Constant bounds are polled too past 4096 iterations, or around another loop: three nested
 // constant 4096-loops ran on for minutes past a 500 ms deadline (adversarial round 6). With a
 // barrier in the kernel (no poll at its entry), the loops count the 1024 iterations after
