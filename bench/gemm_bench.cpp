@@ -5,7 +5,8 @@
 // within twice that of each other) before any figure is reported:
 //   - f32 2048^3, 1024^3 and 4096 x 64 x 4096 on cpu:0 against OpenBLAS sgemm (2 threads);
 //   - bf16 inputs, f32 accumulation, 2048^3 against OpenBLAS sgemm on the same values in f32;
-//   - GEMM + bias + GELU fused in one kernel against sgemm then a separate OpenMP pass;
+//   - GEMM + bias + GELU fused in one kernel against sgemm then a separate OpenMP pass, with
+//     f32 inputs and with bf16 inputs (the peer: sgemm on the same values in f32, then the pass);
 //   - the same f32 cases through the graph lowering (ir/graph/lower_matmul.cpp: the kernel
 //     torch.compile's mm / linear become), "via lowerMatmul";
 //   - vulkan:0 512^3 and 1024^3 against the hand-written GLSL GEMM (bench/vulkan/gemm.comp,
@@ -437,6 +438,7 @@ int main(int argc, char **argv) {
       {"f32 4096x64x4096", {4096, 64, 4096}, {512, 64, 512}, false, false},
       {"bf16 in, f32 acc 2048^3", {2048, 2048, 2048}, {256, 256, 256}, true, false},
       {"f32 2048^3 + bias + gelu", {2048, 2048, 2048}, {256, 256, 256}, false, true},
+      {"bf16 in 2048^3 + bias + gelu", {2048, 2048, 2048}, {256, 256, 256}, true, true},
       {"f32 1024^3 via lowerMatmul", {1024, 1024, 1024}, {128, 128, 128}, false, false, true},
       {"f32 2048^3 + bias + gelu via lowerMatmul",
        {2048, 2048, 2048},
