@@ -187,6 +187,8 @@ private:
   std::unordered_set<const ir::Op *> uniformDecisions_;
   int divergentNest_ = 0;
   std::unordered_map<const ir::Function *, bool> convergentFn_;
+  /// The kernel has no convergent op (kSingleRunAttr): its lane loops get interleave count 1.
+  bool singleRun_ = false;
   std::unordered_map<const ir::Block *, std::vector<Item>> plan_;
   // A barrier dropped right before its block's terminator (it orders nothing there): still
   // checked for divergence at the end of the block.

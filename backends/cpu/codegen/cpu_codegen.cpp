@@ -25,6 +25,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Scalar/InductiveRangeCheckElimination.h>
 
 #include <mutex>
 
@@ -201,6 +202,17 @@ struct AnalysisManagers {
   }
 };
 
+// LLVM's inductive range check elimination on the kernels lowered as one run
+// (llvmgen::kSingleRunAttr), where it splits each lane loop around its robust bounds checks;
+// other functions are left alone.
+struct SingleRunRangeChecks : llvm::PassInfoMixin<SingleRunRangeChecks> {
+  llvm::PreservedAnalyses run(llvm::Function &f, llvm::FunctionAnalysisManager &am) {
+    if (!f.hasFnAttribute(llvmgen::kSingleRunAttr))
+      return llvm::PreservedAnalyses::all();
+    return llvm::IRCEPass().run(f, am);
+  }
+};
+
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = level >= 2;
@@ -217,6 +229,13 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned level) {
     return !(f && f->hasOptNone());
   });
   llvm::PassBuilder pb(&tm, pto, std::nullopt, &pic);
+  // At the end of function simplification: the lane loops are rotated by then, and the loop
+  // passes and the vectoriser that follow clean up and widen the unchecked main loop.
+  if (level >= 2)
+    pb.registerScalarOptimizerLateEPCallback(
+        [](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
+          fpm.addPass(SingleRunRangeChecks());
+        });
   AnalysisManagers am(pb);
   llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
                                : level == 2 ? llvm::OptimizationLevel::O2

@@ -119,6 +119,80 @@ TEST(CodegenFaults, OutOfBoundsAtomicsAreDroppedAndCheckedModeRecordsTheFirst) {
   }
 }
 
+// A kernel without convergent ops is one lane loop nest; the pipeline splits each lane loop
+// around its robust range checks (llvmgen::kSingleRunAttr: LLVM's inductive range check
+// elimination), so the faults must still be exactly where they were: y[g] = 2 x[g - 5] over
+// 128 work-items with x of 100 elements and y of 120 reads 0 for g < 5 and g >= 105, and drops
+// the stores of g >= 120 (checked: the first fault, x[-5] at lane 0). A kernel with a barrier
+// is lock-step and keeps its checks per access.
+// (i64 indices, as the graph lowering emits them: with i32 index arithmetic, which may wrap
+// before the widening, the pass finds no range check to split.)
+constexpr const char *kShifted =
+    R"(kernel @k(%x: buffer<f32, readonly>, %y: buffer<f32>, %off: i64) {
+  %g = global_id.x : i64
+  %j = add %g, %off : i64
+  %v = load %x[%j] : f32
+  %w = add %v, %v : f32
+  store %w, %y[%g] : f32
+}
+kernel @b(%x: buffer<f32, readonly>, %y: buffer<f32>) {
+  %g = global_id.x : i64
+  %v = load %x[%g] : f32
+  barrier
+  store %v, %y[%g] : f32
+})";
+
+TEST(CodegenFaults, SingleRunKernelsSplitTheirRangeChecksAndKeepTheirFaults) {
+  for (tsr_bounds_mode mode : {TSR_BOUNDS_ROBUST, TSR_BOUNDS_CHECKED}) {
+    SCOPED_TRACE(mode == TSR_BOUNDS_ROBUST ? "robust" : "checked");
+    auto cm = build(kShifted, mode);
+    ASSERT_NE(cm, nullptr);
+    const std::string &ll = cm->dump("llvm"), &opt = cm->dump("llvm.opt");
+    size_t k = ll.find("@tsr_wg_k("), b = ll.find("@tsr_wg_b(");
+    ASSERT_NE(k, std::string::npos);
+    ASSERT_NE(b, std::string::npos);
+    // Attribute groups are printed after the functions: #N on the define line names them.
+    auto attrs = [&](size_t at) {
+      size_t eol = ll.find('\n', at), hash = ll.rfind('#', eol);
+      std::string group = ll.substr(hash, ll.find(' ', hash) - hash);
+      size_t def = ll.find("attributes " + group + " = ");
+      return def == std::string::npos ? std::string() : ll.substr(def, ll.find('\n', def) - def);
+    };
+    EXPECT_NE(attrs(k).find("tsr-single-run"), std::string::npos) << attrs(k);
+    EXPECT_EQ(attrs(b).find("tsr-single-run"), std::string::npos) << attrs(b);
+    if (mode == TSR_BOUNDS_ROBUST) // IRCE's blocks ("main.exit.selector") are in @k only
+      EXPECT_NE(opt.find("main.exit.selector"), std::string::npos) << opt;
+    ir::HostBuffer x(ir::Scalar::F32, 100), y(ir::Scalar::F32, 120);
+    for (int i = 0; i < 100; ++i) {
+      ir::Literal v;
+      v.f = 1.0 + i;
+      x.set(i, v);
+    }
+    for (int i = 0; i < 120; ++i) {
+      ir::Literal v;
+      v.f = -1.0;
+      y.set(i, v);
+    }
+    std::vector<ir::KernelArg> args(3);
+    args[0].buffer = &x;
+    args[1].buffer = &y;
+    args[2].scalar = lit(-5);
+    ir::LaunchDims dims;
+    dims.grid = {2, 1, 1};
+    dims.workgroup = {64, 1, 1};
+    tsr_kernel_fault f = testing::runGrid(cm->lookup("k"), cm->kernels()[0], dims, args);
+    for (int g = 0; g < 120; ++g)
+      EXPECT_EQ(y.get(g).f, g >= 5 && g < 105 ? 2.0 * (g - 4) : 0.0) << g;
+    if (mode == TSR_BOUNDS_ROBUST) {
+      EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_NONE));
+      continue;
+    }
+    EXPECT_EQ(f.kind, uint32_t(TSR_FAULT_LOAD_OUT_OF_BOUNDS));
+    EXPECT_EQ(int64_t(f.index_lo | uint64_t(f.index_hi) << 32), -5);
+    EXPECT_EQ(f.local_id[0], 0u);
+  }
+}
+
 TEST(CodegenFaults, ARaisedCancelFlagEndsAKernelThatNeverEnds) {
   const char *text = R"(kernel @k(%out: buffer<i32>, %start: i32) {
   %zero = const 0 : i32
