@@ -692,6 +692,61 @@ def test_outputs_keep_eager_layouts(device):
 
 
 @pytest.mark.parametrize("device", CPU)
+def test_returned_views_keep_eager_layouts(device):
+    # Adversarial round 7: a view returned (or handed to the graph after a break) was replayed
+    # over its source's row-major segment output, so it had other strides than eager's:
+    # gelu(x.transpose(1, 2)).transpose(1, 2) is contiguous in eager and .view() of it works;
+    # it came back (40, 1, 5), and the graph after a break failed to trace its .view().
+    def f(x):
+        return (F.gelu(x.transpose(1, 2)) * 2).transpose(1, 2)
+
+    x = torch.randn(2, 5, 8)
+    torch._dynamo.reset()
+    out = compile_fn(f, device)(x)
+    torch.testing.assert_close(out, f(x))
+    assert out.stride() == f(x).stride() == (40, 8, 1)
+    assert out.view(-1, 8).shape == (10, 8)
+
+    def g(x):
+        z = (F.gelu(x.transpose(1, 2)) * 2).transpose(1, 2)
+        torch._dynamo.graph_break()
+        return z.view(-1, 8).sum(0)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(compile_fn(g, device)(x), g(x))
+    xt = torch.randn(6, 4).t()
+    for fn in (lambda y: (y * 3)[:, ::2], lambda y: F.gelu(y)[1:],
+               lambda y: y.exp().unsqueeze(0), lambda y: y.relu().transpose(-1, -2)):
+        torch._dynamo.reset()
+        out = compile_fn(fn, device)(xt)
+        torch.testing.assert_close(out, fn(xt))
+        assert out.stride() == fn(xt).stride()
+
+
+@pytest.mark.parametrize("device", CPU)
+def test_std_of_extreme_magnitudes_is_rounded_once(device):
+    # Adversarial round 7: std was sqrt of a var rounded to f32 first, so f32 data of ~1e20
+    # gave inf and of ~1e-22 a 3 % error (the variance subnormal); eager takes the root in
+    # double. Relative errors are checked: assert_close's atol hides them at 1e-21.
+    def f(x):
+        return x.std(-1), torch.std_mean(x, -1, correction=0)[0], x.std(), x.std(0, keepdim=True)
+
+    torch.manual_seed(3)
+    for scale in (1e-22, 1e-21, 1.0, 1e20):
+        x = torch.randn(4, 1000) * scale
+        torch._dynamo.reset()
+        got, want = compile_fn(f, device)(x), f(x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            rel = ((g.double() - w.double()).abs() / w.double().abs()).max().item()
+            assert rel < 1e-5, (scale, rel)
+    x = torch.tensor([[1e20, -1e20, 3e19, 0.0], [1e-30, 2e-30, -1e-30, 0.0]])
+    torch._dynamo.reset()
+    torch.testing.assert_close(compile_fn(lambda t: t.std(-1), device)(x), x.std(-1),
+                               rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("device", CPU)
 def test_argmax_clamp_and_pow_corners(device):
     # argmax of a 0-d tensor is 0 (it returned the value); a NaN clamp bound makes every
     # element NaN (it was ignored); x ** -0.5 is eager's rsqrt (-0 -> -inf, -inf -> NaN).

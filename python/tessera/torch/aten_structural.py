@@ -89,6 +89,32 @@ def _var_mean(ctx, node, x, dim=None, unbiased=None, keepdim=False, correction=N
             _reduce(ctx, "mean", x, axes, keepdim, out))
 
 
+def _std(ctx, x, axes, keepdim, out, extra):
+    """sqrt(var) rounded once: the variance of f16 / bf16 / f32 values, squared, leaves their
+    range (std of randn * 1e20 was inf, of randn * 1e-22 3 % off: the var rounded to f32
+    first), so where the device has f64 the var and its root are f64 and only the root is
+    rounded, as eager's Welford in double does."""
+    acc = torch.float64 if torch.float64 in ctx.dtypes and out in FLOAT_DTYPES else out
+    v = _reduce(ctx, "var", ctx.cast(x, acc) if acc != out else x, axes, keepdim, acc, extra)
+    return ctx.cast(ctx.emit("sqrt", [v], None, acc, v.shape), out)
+
+
+@handles(aten.std)
+def _std_op(ctx, node, x, dim=None, unbiased=None, keepdim=False, correction=None):
+    if isinstance(unbiased, (list, tuple)):  # std.dim(x, dim, unbiased, keepdim)
+        dim, unbiased = unbiased, None
+    extra = {"correction": _correction(correction, unbiased)}
+    return _std(ctx, x, _axes(dim, x.rank), keepdim, ctx.out_dtype(node), extra)
+
+
+@handles(aten.std_mean)
+def _std_mean(ctx, node, x, dim=None, unbiased=None, keepdim=False, correction=None):
+    out = ctx.out_dtype(node, 0)
+    axes = _axes(dim, x.rank)
+    extra = {"correction": _correction(correction, unbiased)}
+    return (_std(ctx, x, axes, keepdim, out, extra), _reduce(ctx, "mean", x, axes, keepdim, out))
+
+
 def _argmax_all(ctx, x, keepdim):
     flat = ctx.reshape(x, (x.shape and int(torch.Size(x.shape).numel()) or 1,))
     r = _reduce(ctx, "argmax", flat, [0], False, torch.int64)

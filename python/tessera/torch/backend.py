@@ -75,8 +75,12 @@ def _build_decompositions():
     # gelu itself stays whole: the graph IR has gelu and gelu_tanh (one op, exact formula)
     # embedding_dense_backward too (its decomposition is an index_put; aten_scatter.py writes it
     # as a one-hot matmul)
+    # std and std_mean too: their decomposition is sqrt of a var rounded to the input's dtype
+    # first, which overflows or goes subnormal for f32 data past ~1.8e19 or below ~1e-19
+    # (aten_structural.py, _std)
     for op in (aten.gelu.default, aten.var_mean.correction, aten.var_mean.default,
-               aten.embedding_dense_backward.default):
+               aten.std.correction, aten.std.default, aten.std.dim, aten.std_mean.correction,
+               aten.std_mean.default, aten.std_mean.dim, aten.embedding_dense_backward.default):
         table.pop(op, None)
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = _sdpa_flash_cpu
     return table

@@ -192,9 +192,10 @@ class Plan:
 class _Ctx(Emitter):
     """What a handler sees: the emitter plus the concrete metadata of the node."""
 
-    def __init__(self, seg, meta):
+    def __init__(self, seg, meta, dtypes=frozenset()):
         super().__init__(seg.text)
         self.meta = meta
+        self.dtypes = dtypes  # the dtypes the device computes in
 
     def out_dtype(self, node, i=None):
         v = self.meta[node]
@@ -255,6 +256,7 @@ class Translator:
         self.where = {}       # FX node -> Segment (tensor values inside one) or "torch"
         self.cur = None
         self.requested = set()
+        self.relaid = set()   # segment outputs re-laid to eager's strides before their views
         self.dynamic = set()  # nodes whose value follows a RUNTIME_OPS node: torch, every call
         # scalar placeholders passed to segments as rank-0 parameters, and those whose value
         # some node used otherwise (a shape, a constant, a torch step): the latter stay in the key
@@ -282,6 +284,7 @@ class Translator:
                 node.target is operator.getitem and _packet(src.target) in VIEW_OPS):
             for a in node.all_input_nodes:
                 self.request_outside(a)
+                self._eager_layout(a, seg)
             step = TorchStep(node)
             if _packet(node.target) in (aten.view, aten._unsafe_view):
                 step.reshape_to = [int(d) for d in self.meta[node].shape]
@@ -292,6 +295,24 @@ class Translator:
             seg.outputs.extend((node, i) for i in range(len(v)))
         else:
             seg.outputs.append((node, None))
+
+    def _eager_layout(self, a, seg):
+        """Before a view is replayed over segment output `a` (written row-major), `a` is
+        re-laid to the strides eager gives it, when they are static, dense and not row-major:
+        a view of it then has eager's strides too (gelu(x.transpose(1, 2)).transpose(1, 2)
+        is contiguous in eager, and .view() of it works; over the row-major output it was
+        not, and a graph after a break was traced on the wrong strides)."""
+        m = self.meta.get(a)
+        if (a in self.relaid or not isinstance(self.where.get(a), Segment)
+                or not isinstance(m, torch.Tensor)
+                or not all(type(st) is int for st in m.stride())
+                or _packet(a.target) in VIEW_OPS or a.target is operator.getitem):
+            return
+        strides, row = tuple(m.stride()), contiguous_strides(tuple(m.shape))
+        if _dense(m.shape, strides) and m.numel() > 1 and any(
+                sz != 1 and st != rs for sz, st, rs in zip(m.shape, strides, row)):
+            self.relaid.add(a)
+            seg.replays.append(Relayout(a, strides))
 
     # ---- one node
     def _check_dtypes(self, node):
@@ -405,7 +426,7 @@ class Translator:
             kwargs = {k: self._resolve(seg, v) for k, v in node.kwargs.items()}
             for k in ("device", "layout", "pin_memory", "memory_format", "non_blocking"):
                 kwargs.pop(k, None)
-            result = handler(_Ctx(seg, self.meta), node, *args, **kwargs)
+            result = handler(_Ctx(seg, self.meta, self.dtypes), node, *args, **kwargs)
         except Unsupported as e:
             seg.text.rollback(snap)
             self._as_param.clear()
