@@ -12,6 +12,7 @@
 #include "ir/transforms/rewrite.h"
 #include "ir/transforms/strict_math.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include <llvm/Transforms/Scalar/InductiveRangeCheckElimination.h>
 
 #include <mutex>
+#include <unordered_map>
 
 namespace tessera::cpu {
 
@@ -275,7 +277,7 @@ bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
     llvm::report_fatal_error(std::move(e)); // a constant pipeline: a typo is a build bug
   bool needFull = false;
   for (llvm::Function &f : m) {
-    if (f.isDeclaration())
+    if (f.isDeclaration() || f.hasOptNone()) // optnone already: a deep loop nest
       continue;
     if (callsVectorVariant(f)) {
       needFull = true;
@@ -287,6 +289,39 @@ bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
   }
   return needFull;
 }
+
+// Loops (for, while) nested in `b` along its deepest chain; a call adds its callee's (`memo`:
+// per function, so a chain of functions calling the next twice is not walked 2^n times).
+int loopDepth(const ir::Module &m, const ir::Block &b,
+              std::unordered_map<const ir::Function *, int> &memo) {
+  int deepest = 0;
+  for (const auto &op : b.ops) {
+    int d = 0;
+    if (op->kind == ir::OpKind::Call) {
+      if (const ir::Function *f = m.lookup(op->callee)) {
+        auto it = memo.find(f);
+        if (it == memo.end()) {
+          memo[f] = 0; // the verifier refuses recursion; a cycle must not loop here anyway
+          it = memo.insert_or_assign(f, loopDepth(m, *f->body, memo)).first;
+        }
+        d = it->second;
+      }
+    }
+    for (const auto &r : op->regions)
+      d = std::max(d, loopDepth(m, *r, memo));
+    if (op->kind == ir::OpKind::For || op->kind == ir::OpKind::While)
+      ++d;
+    deepest = std::max(deepest, d);
+  }
+  return deepest;
+}
+
+// Kernels with more nested loops than this skip LLVM's IR optimisations (in both tiers, so their
+// bits do not change between them) and get the fast instruction selector: O3's loop passes
+// take time about the fourth power of the depth on the lowered nests (measured: 100 nested
+// `for`s 4 s, 140 18 s, 255 385 s, where docs/ir.md promises under 20 s for any valid
+// kernel). Real kernels nest a handful of loops.
+constexpr int kMaxOptimizedLoopDepth = 32;
 
 } // namespace
 
@@ -337,6 +372,15 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
       f.addFnAttr("target-features", features);
     if (avx512) // the elementwise fast path wants full 512-bit vectors
       f.addFnAttr("prefer-vector-width", "512");
+  }
+  std::unordered_map<const ir::Function *, int> depthMemo;
+  for (const llvmgen::LoweredKernel &k : lowered) {
+    const ir::Function *f = lm.lookup(k.name);
+    llvm::Function *lf = mod->getFunction(k.symbol);
+    if (f && lf && loopDepth(lm, *f->body, depthMemo) > kMaxOptimizedLoopDepth) {
+      lf->addFnAttr(llvm::Attribute::OptimizeNone);
+      lf->addFnAttr(llvm::Attribute::NoInline);
+    }
   }
   if (opts.keepDumps)
     impl->dumps["llvm"] = printLlvm(*mod);
