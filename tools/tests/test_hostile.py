@@ -179,6 +179,25 @@ def test_a_loop_around_a_barrier_that_never_ends_is_cancelled(device):
     assert_after_ran(r, device)
 
 
+@pytest.mark.parametrize("device", DEVICES + ["opencl:0"])
+def test_a_grid_of_more_than_2_to_the_32_workgroups_is_refused_or_cancelled(device):
+    # Adversarial round 8: 65535^3 workgroups ran 196607 of them on vulkan:0 and reported
+    # success; opencl:0 aborted the process inside PoCL.
+    t0 = time.monotonic()
+    r = run("huge_grid", device, "--timeout-ms", "300", timeout=120)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 1, f"stdout:{r.stdout}\nstderr:{r.stderr}"
+    if device == "cpu:0":
+        assert "@huge_grid ran past its deadline of 300 ms and was cancelled" in r.stderr, r.stderr
+    else:
+        backend = device.split(":")[0]
+        assert (f"tessera run: @huge_grid on {device}: tsr_stream_launch: {backend}: kernel "
+                "@huge_grid: a grid of 65535 x 65535 x 65535 is 281462092005375 workgroups; a "
+                "launch may have at most 4294967295") in r.stderr, r.stderr
+    assert elapsed < 60, f"took {elapsed:.1f} s"
+    assert_after_ran(r, device)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", ["unchecked", "robust", "checked"])
 def test_a_long_launch_is_cancelled_at_its_deadline(device, mode):

@@ -67,6 +67,14 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream, tsr_
   auto *s = as<ClStream>(stream);
   auto *k = as<ClKernel>(kernel);
   const ClApi &api = dev->api();
+  // PoCL's pthread scheduler counts a launch's workgroups in 32 bits: a grid of 65535^3
+  // aborted the process (assertion `max_wgs > 0`). No launch this large can finish anyway.
+  if (uint64_t groups = uint64_t(grid[0]) * grid[1] * grid[2]; groups > UINT32_MAX)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "opencl: kernel @%s: a grid of %u x %u x %u is %llu workgroups; a "
+                           "launch may have at most 4294967295 (PoCL counts them in 32 bits): "
+                           "split it into several launches",
+                           k->name.c_str(), grid[0], grid[1], grid[2], (unsigned long long)groups);
   uint64_t items = uint64_t(workgroup[0]) * workgroup[1] * workgroup[2];
   if (k->privateBytes && items * k->privateBytes > TSR_OPENCL_PRIVATE_BUDGET)
     return tsr_status_make(

@@ -299,6 +299,14 @@ tsr_status_t streamLaunch(tsr_drv_device_t device, tsr_drv_stream_t stream,
   auto *dev = as<VkDevice_>(device);
   auto *s = as<VkStream>(stream);
   VkKernelObj &k = *as<VkKernelObj>(kernel);
+  // llvmpipe multiplies the three counts in 32 bits: a grid of 65535^3 ran 65535^3 mod 2^32 =
+  // 196607 workgroups and reported success. No launch this large can finish anyway.
+  if (uint64_t groups = uint64_t(grid[0]) * grid[1] * grid[2]; groups > UINT32_MAX)
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "vulkan: kernel @%s: a grid of %u x %u x %u is %llu workgroups; a "
+                           "launch may have at most 4294967295 (lavapipe counts them in 32 "
+                           "bits): split it into several launches",
+                           k.name.c_str(), grid[0], grid[1], grid[2], (unsigned long long)groups);
   uint64_t maxRange = dev->phys->limits.maxStorageBufferRange;
   std::vector<VkDescriptorBufferInfo> infos(argCount);
   std::vector<VkWriteDescriptorSet> writes;
