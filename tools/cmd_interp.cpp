@@ -4,6 +4,7 @@
 #include "ir/interp/launch.h"
 #include "ir/interp/numerics.h"
 #include "ir/text/parser.h"
+#include "tessera/launch_memory.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 
@@ -110,7 +111,9 @@ int cmdInterp(int argc, char **argv) {
     }
     ir::LaunchData data;
     std::string err;
-    if (!ir::makeLaunchData(*f, data, err)) {
+    // The interpreter keeps the buffers and a copy of what it reads (adversarial round 8: an
+    // 8 GiB buffer was filled for 20 s, or ended in std::bad_alloc under a memory limit).
+    if (!checkHostLaunchFits(*f, 2, &err) || !ir::makeLaunchData(*f, data, err)) {
       std::fprintf(stderr, "tessera interp: @%s: %s\n", f->name.c_str(), err.c_str());
       rc = 1;
       continue;
@@ -129,7 +132,7 @@ int cmdInterp(int argc, char **argv) {
     if (!dumpDir.empty() && !dumpBuffers(dumpDir, *f, data))
       rc = 1;
   }
-  if (ran == 0) {
+  if (ran == 0 && rc == 0) { // (a launch that failed before running has said why)
     std::fprintf(stderr, "tessera interp: %s\n",
                  kernelName.empty() ? "no kernel with a launch spec in the file"
                                     : ("no kernel named @" + kernelName).c_str());

@@ -7,6 +7,21 @@
 #include <cstring>
 
 namespace tessera {
+namespace {
+
+// Whether `copies` copies of `bytes` fit in the host's memory; else the message after `what`.
+bool hostFits(const std::string &what, uint64_t bytes, unsigned copies, std::string *error) {
+  uint64_t host = cpu::hostMemoryBytes();
+  if (copies > 0 && bytes > host / copies) {
+    *error = what + "; with its " + std::to_string(copies) +
+             " host copies that is more than the host's " + std::to_string(host) +
+             " bytes of memory (nothing was allocated)";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
 
 bool launchBufferBytes(const ir::Function &kernel, uint64_t *bytes, std::string *error) {
   if (!kernel.launch) {
@@ -53,19 +68,21 @@ bool checkLaunchFits(tsr_device_t device, const ir::Function &kernel, unsigned h
              " bytes of memory of " + info.name + " (nothing was allocated)";
     return false;
   }
-  uint64_t host = cpu::hostMemoryBytes();
   // The device's own buffers are host memory too: the CPU target's, and any device whose
   // memory the host shares (PoCL, lavapipe: opencl:0 grew to 24 GB and was OOM-killed).
   const Target *t = targetForDevice(info);
   if ((t && t->buffersInHostMemory()) || (info.features & TSR_FEATURE_UNIFIED_MEMORY))
     ++hostCopies;
-  if (hostCopies > 0 && bytes > host / hostCopies) {
-    *error = what + "; with its " + std::to_string(hostCopies) +
-             " host copies that is more than the host's " + std::to_string(host) +
-             " bytes of memory (nothing was allocated)";
+  return hostFits(what, bytes, hostCopies, error);
+}
+
+bool checkHostLaunchFits(const ir::Function &kernel, unsigned hostCopies, std::string *error) {
+  uint64_t bytes = 0;
+  if (!launchBufferBytes(kernel, &bytes, error))
     return false;
-  }
-  return true;
+  return hostFits("launch @" + kernel.name + " needs " + std::to_string(bytes) +
+                      " bytes of buffers",
+                  bytes, hostCopies, error);
 }
 
 } // namespace tessera

@@ -155,3 +155,51 @@ def test_a_deep_loop_nest_compiles_in_seconds_on_the_cpu(tmp_path, env):
     assert seconds < 20, f"took {seconds:.1f} s"
     r, _ = tessera("interp", src, env=env)
     assert r.returncode == 0 and "max=250" in r.stdout, r.stdout + r.stderr
+
+
+HUGE_INTERP = """
+kernel @k(%o: buffer<i32>) {
+  %a = const 1 : i32
+  store %a, %o[%a] : i32
+}
+launch @k grid(1) workgroup(1) {
+  %o[2147483648] = fill(0)
+}
+"""
+
+
+def test_interp_refuses_a_launch_past_the_address_space_limit(tmp_path, env):
+    # Adversarial round 8: `tessera interp` had no memory check: it filled an 8 GiB buffer,
+    # and under `ulimit -v` ended in "internal error: std::bad_alloc" (exit 70). The host's
+    # memory now also counts the address-space limit.
+    import resource
+
+    src = tmp_path / "huge.tir"
+    src.write_text(HUGE_INTERP)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3_000_000_000, 3_000_000_000))
+
+    t0 = time.monotonic()
+    r = subprocess.run([str(BIN), "interp", str(src)], capture_output=True, text=True,
+                       timeout=120, env=env, preexec_fn=limit)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("tessera interp: @k: launch @k needs 8589934592 bytes of buffers; with its 2 host "
+            "copies that is more than the host's 3000000000 bytes of memory (nothing was "
+            "allocated)") in r.stderr, r.stderr
+    assert "no kernel with a launch spec" not in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_opencl_refuses_a_nest_past_its_compilers_bracket_limit(tmp_path, env):
+    # Adversarial round 8: 255 nested loops reached PoCL's clang, which failed with "bracket
+    # nesting level exceeded maximum of 256" on a temporary file; the codegen names the limit.
+    src = tmp_path / "nest.tir"
+    src.write_text(loop_nest(255))
+    r, _ = tessera("compile", src, "--target", "opencl", env=env)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "kernel @nest nests 2" in r.stderr and "blocks in its OpenCL C" in r.stderr, r.stderr
+    assert "so opencl:0 runs at most 254" in r.stderr, r.stderr
+    src.write_text(loop_nest(200))
+    r, _ = tessera("compile", src, "--target", "opencl", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr

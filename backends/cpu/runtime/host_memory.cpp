@@ -1,4 +1,5 @@
-// hostMemoryBytes: physical RAM, capped by the cgroup limit and the environment override.
+// hostMemoryBytes: physical RAM, capped by the cgroup limit, the address-space limit (ulimit -v)
+// and the environment override.
 #include "backends/cpu/runtime/host_memory.h"
 
 #include "backends/memory_budget.h"
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace tessera::cpu {
@@ -30,6 +32,10 @@ uint64_t hostMemoryBytes() {
   uint64_t ram = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
   ram = std::min({ram, cgroupLimit("/sys/fs/cgroup/memory.max"),
                   cgroupLimit("/sys/fs/cgroup/memory/memory.limit_in_bytes")});
+  // `ulimit -v`: an allocation past it fails (std::bad_alloc) however much RAM there is.
+  struct rlimit as;
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    ram = std::min<uint64_t>(ram, as.rlim_cur);
   return backend::memoryLimit(ram);
 }
 

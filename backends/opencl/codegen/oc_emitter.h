@@ -178,6 +178,8 @@ public:
   const OpenCLCompileOptions &opts_;
   std::string body_;
   int indent_ = 0;
+  /// The deepest indent_ of the current kernel (see kMaxBlockNesting).
+  int maxIndent_ = 0;
   /// Spaces before a line: two per level up to 32 levels (deeper code, calls inlined into
   /// nested ifs, would otherwise grow the source quadratically: 1.5 GB for 16000 levels).
   size_t padding() const { return size_t(std::min(indent_, 32)) * 2; }
@@ -211,6 +213,9 @@ public:
 
 /// Iterations between two reads of the cancel flag in a loop.
 constexpr unsigned kPollInterval = 1024;
+/// The deepest block nesting of a kernel's OpenCL C: clang (PoCL's compiler) refuses more than
+/// 256 nested brackets ("bracket nesting level exceeded"); a line's parentheses take a few.
+constexpr int kMaxBlockNesting = 254;
 /// The types of values vs[from..].
 std::vector<ir::Type> typesOf(const std::vector<std::unique_ptr<ir::Value>> &vs, size_t from = 0);
 inline bool isConst(const ir::Value *v) { return v->def && v->def->kind == ir::OpKind::Const; }

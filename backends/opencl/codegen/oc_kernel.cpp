@@ -33,6 +33,7 @@ bool Emitter::fail(const std::string &msg) {
 }
 
 void Emitter::line(const std::string &s) {
+  maxIndent_ = std::max(maxIndent_, indent_);
   body_.append(padding(), ' ');
   body_ += s;
   body_ += '\n';
@@ -535,8 +536,16 @@ bool Emitter::kernel(const ir::Function &f, OpenCLKernelInfo &info) {
     curOp_ = nullptr; // (not with barriers: work-items that read it apart would diverge there)
     emitCancelExit();
   }
+  maxIndent_ = 0;
   if (!emitBlock(*f.body, nullptr))
     return false;
+  if (maxIndent_ > kMaxBlockNesting) {
+    curOp_ = nullptr;
+    return fail("kernel @" + f.name + " nests " + std::to_string(maxIndent_) +
+                " blocks in its OpenCL C (each `for` and `while` one or two); PoCL's compiler "
+                "accepts at most 256 nested brackets, so opencl:0 runs at most " +
+                std::to_string(kMaxBlockNesting) + " (nest fewer loops and ifs)");
+  }
   --indent_;
   line("}");
   if (matrixBytes_ > 0) // read by the driver (opencl_abi.h, "Private bytes")

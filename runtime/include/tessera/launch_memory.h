@@ -21,4 +21,8 @@ bool launchBufferBytes(const ir::Function &kernel, uint64_t *bytes, std::string 
 bool checkLaunchFits(tsr_device_t device, const ir::Function &kernel, unsigned hostCopies,
                      std::string *error);
 
+/// The same for a launch that only the host runs (`tessera interp`): false, with the message,
+/// when `hostCopies` copies of the spec's buffers exceed the host's memory.
+bool checkHostLaunchFits(const ir::Function &kernel, unsigned hostCopies, std::string *error);
+
 } // namespace tessera
