@@ -82,11 +82,29 @@ TEST(OpenCLGolden, DeeplyNestedLoopsCompileInLinearTime) {
   EXPECT_CONTAINS(s, "__kernel");
 }
 
+std::string inlinedIfs(int functions, int depth);
+
 // Calls inlined into nested ifs nest the emitted code as deep as all of them together: with
 // two spaces per level, 64 functions of 250 nested ifs wrote 1.5 GB of source (4.7 GB of
 // memory) before the driver refused it (adversarial round 6). Indentation stops at 32 levels.
+// (16 x 200 nested ifs is past PoCL's bracket limit: such a kernel is refused, after its
+// source was written, naming the limit (kMaxBlockNesting, adversarial round 8); 12 x 16 fit.)
 TEST(OpenCLGolden, IndentationOfDeeplyInlinedCodeIsBounded) {
-  const int functions = 16, depth = 200;
+  {
+    auto m = testing::parse(inlinedIfs(16, 200));
+    ASSERT_NE(m, nullptr);
+    std::string err;
+    EXPECT_FALSE(compileOpenCL(*m, {}, &err));
+    EXPECT_CONTAINS(err, "blocks in its OpenCL C");
+  }
+  std::string s = source(inlinedIfs(12, 16));
+  EXPECT_CONTAINS(s, "__kernel");
+  EXPECT_EQ(s.find(std::string(66, ' ')), std::string::npos) << "indented past 32 levels";
+}
+
+// `functions` device functions, each `depth` nested ifs around a call of the next, called
+// from a kernel: the calls are inlined, so the ifs nest functions x depth deep.
+std::string inlinedIfs(int functions, int depth) {
   std::string text;
   for (int i = 0; i < functions; ++i) {
     std::string I = std::to_string(i);
@@ -106,11 +124,7 @@ TEST(OpenCLGolden, IndentationOfDeeplyInlinedCodeIsBounded) {
   }
   text += "kernel @k(%o: buffer<i32>) {\n  %i = global_id.x : i32\n  %r = call @f0(%i) -> i32\n"
           "  store %r, %o[%i] : i32\n}\n";
-  std::string s = source(text);
-  EXPECT_CONTAINS(s, "__kernel");
-  // 3200 nested ifs of about 10 lines each: well under 4 MB (it was 100 MB at this size).
-  EXPECT_LT(s.size(), size_t(4) << 20);
-  EXPECT_EQ(s.find(std::string(66, ' ')), std::string::npos) << "indented past 32 levels";
+  return text;
 }
 
 TEST(OpenCLGolden, DivisionGuardBarrierAndPragmas) {
