@@ -197,6 +197,8 @@ public:
   bool hasBarrier_ = false;
   /// The barrier sites emitted so far in the module: site k calls tsr_barrier_k (finish()).
   unsigned barrierSites_ = 0;
+  /// A barrier at a site of its own (`tsr_barrier_k();` plus `comment`).
+  void barrierSite(const std::string &comment = "");
   /// Whether `b` (or a function it calls) contains a barrier.
   bool containsBarrier(const ir::Block &b) const;
 
@@ -211,6 +213,9 @@ public:
   std::string emitVote(const std::string &cond);
 };
 
+/// The OpenCL C test for work-item (0, 0, 0) of the workgroup (votes and uniform polls).
+constexpr const char *kFirstWorkItem =
+    "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0";
 /// Iterations between two reads of the cancel flag in a loop.
 constexpr unsigned kPollInterval = 1024;
 /// The deepest block nesting of a kernel's OpenCL C: clang (PoCL's compiler) refuses more than

@@ -173,7 +173,7 @@ bool Emitter::emitOp(const ir::Op &op) {
   case OpForm::WorkItem:
     return emitWorkItem(op);
   case OpForm::Barrier: // a helper per site: see Emitter::finish (opencl_codegen.cpp)
-    line("tsr_barrier_" + std::to_string(barrierSites_++) + "(); // " + loc() + " barrier");
+    barrierSite(" // " + loc() + " barrier");
     return true;
   case OpForm::SubgroupReduce:
   case OpForm::Shuffle:
@@ -282,28 +282,30 @@ std::string Emitter::emitVote(const std::string &decision) {
   // when they disagree work-item 0 records the fault and every work-item goes the false way. Each
   // barrier is a site of its own (finish()).
   need("tsr_fault");
-  auto barrier = [&] { line("tsr_barrier_" + std::to_string(barrierSites_++) + "();"); };
-  const std::string first = "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0";
   std::string cond = fresh();
   line("bool " + cond + " = " + decision + ";");
   line("// " + loc() + ": a barrier inside; the work-items must agree on " + cond);
-  line("if (" + first + ") {");
+  line(std::string("if (") + kFirstWorkItem + ") {");
   line("  tsr_vote[0] = 0u;");
   line("  tsr_vote[1] = 0u;");
   line("}");
-  barrier();
+  barrierSite();
   line("atomic_inc(&tsr_vote[" + cond + " ? 1 : 0]);");
-  barrier();
+  barrierSite();
   std::string yes = fresh(), no = fresh();
   line("uint " + yes + " = tsr_vote[1], " + no + " = tsr_vote[0];");
-  barrier();
+  barrierSite();
   // From here the decision is made of the counts alone: PoCL evaluates a branch around a
   // barrier once per workgroup, so it must not read what each work-item decided.
-  line("if (" + yes + " != 0u && " + no + " != 0u && " + first + ")");
+  line("if (" + yes + " != 0u && " + no + " != 0u && " + kFirstWorkItem + ")");
   line("  " + faultCall("11u /* TSR_FAULT_DIVERGENT_BARRIER */", UINT32_MAX, yes,
                         "(long)" + yes + " + (long)" + no));
   line(cond + " = " + yes + " != 0u && " + no + " == 0u;");
   return cond;
+}
+
+void Emitter::barrierSite(const std::string &comment) {
+  line("tsr_barrier_" + std::to_string(barrierSites_++) + "();" + comment);
 }
 
 void Emitter::emitPoll(const std::string &counter) {
@@ -326,19 +328,17 @@ void Emitter::emitUniformPoll(const std::string &counter) {
   // (tsr_ustop, uniform); the kernel then runs to its end with partial results.
   need("tsr_fault");
   need("tsr_cancelled");
-  auto barrier = [&] { line("tsr_barrier_" + std::to_string(barrierSites_++) + "();"); };
-  const std::string first = "get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0";
   line("if (tsr_ustop || ++" + counter + " == " + std::to_string(kPollInterval) + "u) {");
   ++indent_;
   line(counter + " = 0u;");
   line("if (!tsr_ustop) {");
   ++indent_;
-  barrier();
-  line("if (" + first + ")");
+  barrierSite();
+  line(std::string("if (") + kFirstWorkItem + ")");
   line("  tsr_poll[0] = tsr_cancelled(control) ? 1u : 0u;");
-  barrier();
+  barrierSite();
   line("tsr_ustop = tsr_poll[0] != 0u;");
-  barrier();
+  barrierSite();
   line("if (tsr_ustop) {");
   line("  " + faultCall("8u /* TSR_FAULT_DEADLINE */", UINT32_MAX, "0", "0"));
   line("  tsr_stop = true;");
