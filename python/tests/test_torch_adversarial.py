@@ -685,10 +685,15 @@ def test_outputs_keep_eager_layouts(device):
 
     for x in (torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
               torch.randn(4, 6).t()):
-        torch._dynamo.reset()
-        out = compile_fn(relu, device)(x)
-        torch.testing.assert_close(out, relu(x))
-        assert out.stride() == relu(x).stride()
+        _assert_eager_layout(relu, x, device)
+
+
+def _assert_eager_layout(fn, x, device):
+    """fn(x) compiled has eager's values and strides; returns it."""
+    out = compile_fn(fn, device)(x)
+    torch.testing.assert_close(out, fn(x))
+    assert out.stride() == fn(x).stride(), (out.stride(), fn(x).stride())
+    return out
 
 
 @pytest.mark.parametrize("device", CPU)
@@ -701,10 +706,8 @@ def test_returned_views_keep_eager_layouts(device):
         return (F.gelu(x.transpose(1, 2)) * 2).transpose(1, 2)
 
     x = torch.randn(2, 5, 8)
-    torch._dynamo.reset()
-    out = compile_fn(f, device)(x)
-    torch.testing.assert_close(out, f(x))
-    assert out.stride() == f(x).stride() == (40, 8, 1)
+    out = _assert_eager_layout(f, x, device)
+    assert out.stride() == (40, 8, 1)
     assert out.view(-1, 8).shape == (10, 8)
 
     def g(x):
@@ -712,15 +715,11 @@ def test_returned_views_keep_eager_layouts(device):
         torch._dynamo.graph_break()
         return z.view(-1, 8).sum(0)
 
-    torch._dynamo.reset()
     torch.testing.assert_close(compile_fn(g, device)(x), g(x))
     xt = torch.randn(6, 4).t()
     for fn in (lambda y: (y * 3)[:, ::2], lambda y: F.gelu(y)[1:],
                lambda y: y.exp().unsqueeze(0), lambda y: y.relu().transpose(-1, -2)):
-        torch._dynamo.reset()
-        out = compile_fn(fn, device)(xt)
-        torch.testing.assert_close(out, fn(xt))
-        assert out.stride() == fn(xt).stride()
+        _assert_eager_layout(fn, xt, device)
 
 
 @pytest.mark.parametrize("device", CPU)
