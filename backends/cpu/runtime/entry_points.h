@@ -130,6 +130,10 @@ struct CpuKernel {
   /// The kernel runs its own threads (a vendor library call): the pool's polling helpers are
   /// released before it runs, so that they do not hold the cores it needs.
   bool ownThreads = false;
+  /// The I64 parameters whose values set a workgroup's cost (an extern GEMM's M, N, K and
+  /// batch): mixed into the key under which the pool remembers the launch's cost, so that
+  /// GEMMs of different shapes through one built-in kernel keep their own records.
+  std::vector<uint32_t> costArgs;
   /// Extern kernels (extern_kernels.cpp): checks a launch's arguments before it is enqueued
   /// (the ranges a vendor call touches, which no robust mode can bound inside the library).
   tsr_status_t (*check)(const CpuKernel &kernel, const uint32_t grid[3],

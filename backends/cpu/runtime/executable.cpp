@@ -149,9 +149,15 @@ tsr_status_t runLaunch(CpuDevice &device, const CpuKernel &kernel, const uint32_
   };
   if (kernel.ownThreads)
     device.pool.releaseSpinners();
-  // Keyed by the kernel: a launch of a kernel whose workgroups took long last time shares
-  // them at once (thread_pool.h).
-  device.pool.parallelForRanges(total, body, reinterpret_cast<uintptr_t>(kernel.fn));
+  // Keyed by the kernel (and the sizes its cost depends on): a launch of a kernel whose
+  // workgroups took long last time shares them at once (thread_pool.h).
+  uint64_t key = reinterpret_cast<uintptr_t>(kernel.fn);
+  for (uint32_t a : kernel.costArgs) {
+    int64_t v;
+    std::memcpy(&v, args[a], sizeof v);
+    key = mixCostKey(key, uint64_t(v));
+  }
+  device.pool.parallelForRanges(total, body, key);
   if (armed)
     device.watchdog.disarm(armed);
   // A cancellation between workgroups, or in a kernel without loop checks, leaves the

@@ -392,6 +392,7 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
     k.fn = useMkl ? (bias ? gemmKernel<mklGemm, true> : gemmKernel<mklGemm, false>)
                   : (bias ? gemmKernel<openBlasGemm, true> : gemmKernel<openBlasGemm, false>);
     k.check = checkExternGemm;
+    k.costArgs = {kM, kN, kK, kBatch};
     // OpenBLAS, or MKL with a threading layer the caller chose, threads inside its one call;
     // sequential MKL runs on the pool's workgroups like any kernel.
     k.ownThreads = !useMkl || !mkl().sequential;

@@ -170,27 +170,57 @@ void ThreadPool::parallelFor(uint64_t count, const std::function<void(uint64_t)>
   });
 }
 
-size_t ThreadPool::costSlot(uint64_t key) {
-  // Keys are function addresses, 16-byte aligned or more: `key % 64` would use 4 of the 64
-  // slots, so the kernels of one graph evicted each other and a launch of 2-4 long
-  // workgroups (an extern GEMM's blocks, a small GEMM's tiles) ran its probe serially each
-  // time. A Fibonacci hash spreads them over every slot.
-  return size_t((key * 0x9E3779B97F4A7C15ull) >> 58) % kCostSlots;
+uint64_t mixCostKey(uint64_t h, uint64_t v) {
+  uint64_t x = h + 0x9E3779B97F4A7C15ull + v;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+size_t CostTable::setOf(uint64_t key) {
+  // Fully mixed first: a multiplicative hash's top bits (the old table) put two function
+  // addresses 0x90 apart in one slot for 99 % of load addresses.
+  return size_t(mixCostKey(key, 0) % kSets);
+}
+
+uint64_t CostTable::find(uint64_t key) {
+  if (!key)
+    return 0;
+  for (Entry &e : entries_[setOf(key)])
+    if (e.key == key) {
+      e.used = ++clock_;
+      return e.ns;
+    }
+  return 0;
+}
+
+void CostTable::note(uint64_t key, uint64_t nsPerIndex) {
+  if (!key)
+    return;
+  Entry *set = entries_[setOf(key)], *victim = &set[0];
+  for (size_t w = 0; w < kWays; ++w) {
+    if (set[w].key == key) {
+      victim = &set[w];
+      break;
+    }
+    if (set[w].used < victim->used)
+      victim = &set[w];
+  }
+  *victim = {key, nsPerIndex ? nsPerIndex : 1, ++clock_};
 }
 
 uint64_t ThreadPool::knownCost(uint64_t key) {
   if (!key)
     return 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  const Cost &c = costs_[costSlot(key)];
-  return c.key == key ? c.ns : 0;
+  return costs_.find(key);
 }
 
 void ThreadPool::noteCost(uint64_t key, uint64_t nsPerIndex) {
   if (!key)
     return;
   std::lock_guard<std::mutex> lock(mutex_);
-  costs_[costSlot(key)] = {key, nsPerIndex ? nsPerIndex : 1};
+  costs_.note(key, nsPerIndex);
 }
 
 void ThreadPool::parallelForRanges(uint64_t count,

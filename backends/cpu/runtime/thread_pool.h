@@ -38,6 +38,33 @@ private:
   unsigned saved_ = 0;
 };
 
+/// The last measured ns per index of keyed jobs (ThreadPool::parallelForRanges): 64 sets of
+/// 4 ways, the least recently noted way of a set replaced. Keys are kernel function addresses
+/// (aligned, often a few bytes apart in one library) mixed with a launch's sizes; a strong
+/// mixer spreads them over the sets, and the ways keep the few that still meet in a set.
+/// A lost record is not harmless: the next job of its key probes one chunk on the caller
+/// alone, and the caller then claims the rest before a helper arrives when there is little
+/// (a 2-workgroup GEMM then runs serially, twice as slow). Not thread-safe.
+class CostTable {
+public:
+  /// The cost last noted for `key`, 0 when none is kept (key 0 never is).
+  uint64_t find(uint64_t key);
+  void note(uint64_t key, uint64_t nsPerIndex);
+
+  static constexpr size_t kSets = 64, kWays = 4;
+  static size_t setOf(uint64_t key);
+
+private:
+  struct Entry {
+    uint64_t key = 0, ns = 0, used = 0; // used: the table's clock when last found or noted
+  };
+  Entry entries_[kSets][kWays];
+  uint64_t clock_ = 0;
+};
+
+/// Mixes `v` into the key `h` (a splitmix64 step): a cost key from a kernel and its sizes.
+uint64_t mixCostKey(uint64_t h, uint64_t v);
+
 class ThreadPool {
 public:
   /// `workers` threads (0 is allowed: everything then runs on the calling thread).
@@ -83,19 +110,12 @@ private:
   struct Job;
   void workerLoop();
 
-  static size_t costSlot(uint64_t key);
   uint64_t knownCost(uint64_t key);
   void noteCost(uint64_t key, uint64_t nsPerIndex);
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  // The last measured ns per index of a keyed job, direct-mapped by key (a collision only
-  // costs a probe chunk); guarded by mutex_.
-  struct Cost {
-    uint64_t key = 0, ns = 0;
-  };
-  static constexpr size_t kCostSlots = 64;
-  Cost costs_[kCostSlots];
+  CostTable costs_;                        // guarded by mutex_
   std::deque<std::shared_ptr<Job>> queue_; // one entry per helper a job asked for
   bool stopping_ = false;
   // Written under mutex_; read without it by polling helpers (pending_: the queue is not

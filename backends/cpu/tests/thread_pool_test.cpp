@@ -147,6 +147,56 @@ TEST(ThreadPool, AlignedKeysKeepTheirOwnCosts) {
   EXPECT_TRUE(allTogether) << "a key's cost record was evicted by another aligned key's";
 }
 
+TEST(CostTable, KeepsKernelsAFewBytesApart) {
+  // Kernel functions of one library sit a few bytes apart at a page-aligned load address
+  // that changes per process (the f32 GEMM and the GEMM + bias kernels of the CPU driver
+  // were 0x90 apart: the old direct-mapped table kept one of the two for 99 % of load
+  // addresses, so both probed every launch and ran their two halves serially).
+  for (uint64_t d : {0x10ull, 0x40ull, 0x90ull, 0x100ull, 0x1000ull}) {
+    for (uint64_t i = 0; i < 256; ++i) {
+      CostTable t;
+      const uint64_t a = 0x7f0000000000ull + i * 0x1234000ull + 0x360, b = a + d;
+      t.note(a, 1000);
+      t.note(b, 2000);
+      ASSERT_EQ(t.find(a), 1000u) << std::hex << "key " << a << " lost to " << b;
+      ASSERT_EQ(t.find(b), 2000u) << std::hex << "key " << b;
+    }
+  }
+  // A graph's worth of kernels (48 functions, then each with 4 GEMM shapes mixed in): every
+  // record is kept.
+  CostTable t;
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 48; ++k)
+    keys.push_back(0x7f3a12345000ull + 0x70 * k);
+  for (uint64_t s = 0; s < 4; ++s)
+    keys.push_back(mixCostKey(mixCostKey(0x7f3a12345360ull, 256 << s), 128));
+  for (size_t k = 0; k < keys.size(); ++k)
+    t.note(keys[k], 100 + k);
+  for (size_t k = 0; k < keys.size(); ++k)
+    EXPECT_EQ(t.find(keys[k]), 100 + k) << "key " << k;
+  EXPECT_EQ(t.find(0), 0u);
+  EXPECT_NE(mixCostKey(1, 2), mixCostKey(1, 3));
+}
+
+TEST(CostTable, ReplacesTheLeastRecentlyUsedWayOfASet) {
+  // kWays + 1 keys of one set: noting the last evicts the one neither noted nor found last.
+  std::vector<uint64_t> same;
+  for (uint64_t k = 1; same.size() < CostTable::kWays + 1; ++k)
+    if (CostTable::setOf(k) == CostTable::setOf(1))
+      same.push_back(k);
+  CostTable t;
+  for (size_t w = 0; w < CostTable::kWays; ++w)
+    t.note(same[w], 10 + w);
+  EXPECT_EQ(t.find(same[0]), 10u); // the oldest, now the most recently used
+  t.note(same[CostTable::kWays], 99);
+  EXPECT_EQ(t.find(same[0]), 10u);
+  EXPECT_EQ(t.find(same[1]), 0u) << "the least recently used way was not the one replaced";
+  for (size_t w = 2; w <= CostTable::kWays; ++w)
+    EXPECT_NE(t.find(same[w]), 0u) << "way " << w;
+  t.note(same[2], 7); // an update keeps one entry
+  EXPECT_EQ(t.find(same[2]), 7u);
+}
+
 uint64_t involuntarySwitches() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
