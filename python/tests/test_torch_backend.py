@@ -183,7 +183,7 @@ def test_steady_state_guards_pick_the_right_compiled_graph():
     x, y = torch.randn(6, 4), torch.randn(6, 4)
     for _ in range(3):
         torch.testing.assert_close(f(x, y), fn(x, y), rtol=0, atol=0)
-    cfx, (_, program, _) = rec.entries[0]
+    cfx, (_, program, *_) = rec.entries[0]
     xt = torch.randn(4, 6).T                     # same shape, other strides: another key
     for args in ((xt, y), (x, y), (xt, y)):      # to the new plan, back, and again
         (out,) = cfx(list(args))

@@ -54,7 +54,7 @@ def report(recorder, device):
 
 def fallbacks(recorder):
     total = {}
-    for _, (plan, program, _fixes) in recorder.entries:
+    for _, (plan, program, *_) in recorder.entries:
         for k, v in plan.fallbacks.items():
             total[k] = total.get(k, 0) + v
         for runner in program:

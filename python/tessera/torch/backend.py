@@ -21,6 +21,7 @@ from collections import Counter
 
 import torch
 
+from . import fastpath
 from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, needs_relayout,
                         op_name, param_strides, relayout)
 
@@ -33,6 +34,9 @@ _MAX_COMPILED_TEXTS = 256
 # At most this many plans per FX graph (one per call signature: dtypes, shapes, strides and
 # Python scalars), the least recently used dropped first.
 _MAX_PLANS = 32
+# A plan's generated steady state (fastpath.py) is rebuilt when a segment takes a new layout;
+# past this many builds the plan stays on the generic path.
+_MAX_GENERATIONS = 4
 _lock = threading.Lock()
 
 
@@ -355,7 +359,8 @@ class CompiledFx:
                                  self.recorder is not None)
                    if isinstance(s, Segment) else s
                    for s in plan.steps]
-        return plan, program, self._eager_strides(plan)
+        # [plan, program, fixes, generated function (None: not yet, False: never), generations]
+        return [plan, program, self._eager_strides(plan), None, 0]
 
     def _eager_strides(self, plan):
         """(output index, strides) for each output whose traced value has static strides:
@@ -402,7 +407,10 @@ class CompiledFx:
             if len(self.plans) > _MAX_PLANS:
                 del self.plans[next(iter(self.plans))]
             self.last = (key, entry)
-        plan, program, fixes = entry
+        fast = entry[3]
+        if fast:
+            return fast(args)
+        plan, program, fixes = entry[0], entry[1], entry[2]
         env = dict(zip(self.placeholders, args))
         if plan.constants:
             env.update(plan.constants)
@@ -410,6 +418,18 @@ class CompiledFx:
             env[node] = getattr(self.gm, target)
         for step in program:
             step.run(env)
+        outs = self._outputs(env, plan, program, fixes, args)
+        if fast is None and self.recorder is None:
+            # the steady state as generated code (fastpath.py), after this call set every
+            # segment's layout; a plan whose layouts keep changing stays generic
+            entry[4] += 1
+            entry[3] = (entry[4] <= _MAX_GENERATIONS
+                        and fastpath.build(self, entry, _tessera().TesseraError,
+                                           _RUN_FALLBACK_CODES)) or False
+        return outs
+
+    def _outputs(self, env, plan, program, fixes, args):
+        """The graph's outputs from `env`, each in eager's layout where it has a static one."""
         outs = [env[o] if isinstance(o, torch.fx.Node) else o for o in plan.outputs]
         relaid = False
         for i, strides in fixes:

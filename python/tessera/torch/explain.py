@@ -118,7 +118,7 @@ def _gemm_kernel(kernels, ops_index):
 
 def _report(recorder, device, profile=0) -> Explanation:
     ex = Explanation(device=device, profiled=profile)
-    for gi, (cfx, (plan, program, _)) in enumerate(recorder.entries):
+    for gi, (cfx, (plan, program, *_)) in enumerate(recorder.entries):
         g = GraphReport(kind=cfx.kind)
         g.fallbacks.update(plan.fallbacks)
         for runner in program:
