@@ -1,6 +1,6 @@
 """Eager torch's semantics where the plugin's decompositions could drift from them, and device
-limits the fusion must respect. Found by the sixth adversarial round; each test failed before
-its fix. Every check compares with eager torch.
+limits the fusion must respect. Found by the sixth and eighth adversarial rounds; each test
+failed before its fix. Every check compares with eager torch.
 """
 
 import warnings
@@ -75,3 +75,69 @@ def test_fused_kernels_stay_within_the_devices_buffer_bindings(device):
     x, y = torch.randn(4, 6), torch.randn(4, 6)
     with torch.no_grad():
         torch.testing.assert_close(compile_fn(loss_fn, device)(x, y), loss_fn(x, y))
+
+
+def _three_calls(fn, *args, exact=True):
+    """fn compiled, called three times (the generic path, then the generated one) against
+    eager each time (bit for bit, or at assert_close's defaults for the dtype)."""
+    compiled = compile_fn(fn, "cpu:0")
+    tol = {"rtol": 0, "atol": 0} if exact else {}
+    for _ in range(3):
+        torch.testing.assert_close(compiled(*args), fn(*args), **tol)
+
+
+def test_integer_clamp_bounds_past_the_dtype_range_are_as_in_eager():
+    # Adversarial round 8: int32 clamp(min=-2**40, max=2**33) made the lowered module fail to
+    # verify ("integer literal out of range for i32"): the whole segment went to eager. A
+    # bound past the range on its open side changes nothing in eager; one on the other side
+    # makes eager raise, which it still does.
+    ids = torch.arange(-6, 6, dtype=torch.int32)
+    _three_calls(lambda x: (x + 1).clamp(min=-2**40, max=2**33) * 2, ids)
+    _three_calls(lambda x: (x + 1).clamp(min=-3, max=2**40) * 2, ids)
+    _three_calls(lambda x: (x * 3).clamp(max=4), ids.to(torch.int64))
+    with pytest.raises(Exception, match="outside the representable range"):
+        compile_fn(lambda x: (x + 1).clamp(min=2**40), "cpu:0")(ids)
+
+
+def test_a_negated_view_is_read_with_its_sign():
+    # Adversarial round 8: z.conj().imag is a view whose values are its storage negated (a
+    # lazy negation bit); the segment read the storage through DLPack, so every value came
+    # back with the wrong sign: as a graph input, and made inside the graph by fallbacks.
+    torch.manual_seed(0)
+    im = torch.randn(4, 5, dtype=torch.complex64).conj().imag
+    assert im.is_neg()
+    _three_calls(lambda a: a * 2 + 1, im)
+    _three_calls(lambda a: torch.fft.rfft(a).conj().imag * 2 + 1, torch.randn(4, 16))
+    _three_calls(lambda z: z.conj().imag.exp(), torch.randn(4, 5, dtype=torch.complex64),
+                 exact=False)
+    # a plain input after a negated one, and back: each call with its own sign
+    fn = compile_fn(lambda a: a * 2 + 1, "cpu:0")
+    plain = torch.randn(4, 5)
+    for a in (im, plain, im, plain):
+        torch.testing.assert_close(fn(a), a * 2 + 1, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_low_precision_tensor_over_a_0d_tensor_takes_it_unrounded(dtype):
+    # Adversarial round 8: eager's CPU mul and div take a 0-d second operand of another dtype
+    # at f32 (a CPU scalar to TensorIterator) and round once; it was first rounded to f16:
+    # x16 / energy with an f32 energy of 2.6e4 gave 0 where eager gives 3.8e-05, and
+    # x16 * exp(12.0) inf where eager is finite. The first operand is rounded first, as eager.
+    torch.manual_seed(1)
+    y = torch.randn(1024, dtype=dtype) * 5
+    x = torch.tensor([1e-4, 2e-4, 3e-4, 4e-4], dtype=dtype)
+    _three_calls(lambda v: v / v.float().pow(2).sum(), y, exact=False)
+    _three_calls(lambda v, s: v * s.exp(), x, torch.tensor(12.0), exact=False)
+    _three_calls(lambda v, s: v / s, x, torch.tensor(1e6, dtype=torch.float64))
+    _three_calls(lambda v, s: v * s, x, torch.tensor(70001, dtype=torch.int64))
+    _three_calls(lambda v, s: s * v, x, torch.tensor(3.3))
+
+
+def test_an_inductor_mode_is_ignored_with_a_warning():
+    # Adversarial round 8: torch.compile(m, backend="tessera", mode="reduce-overhead") failed
+    # with "tessera_backend() got an unexpected keyword argument 'mode'"; aot_eager ignores it
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x: (x * 2).relu(), backend="tessera", mode="reduce-overhead")
+    x = torch.randn(3, 4)
+    with pytest.warns(UserWarning, match="ignoring mode='reduce-overhead'"):
+        torch.testing.assert_close(fn(x), (x * 2).relu())

@@ -201,10 +201,14 @@ def _binary(ctx, name, a, b, compute_dtype, out_dtype):
         raise Unsupported("binary op on two scalars")
     if (name in ("mul", "div") and compute_dtype in (torch.float16, torch.bfloat16)
             and compute_dtype == out_dtype
-            and not (isinstance(a, Value) and isinstance(b, Value))):
-        # f16/bf16 tensor times or over a Python scalar: eager's CPU kernels take the scalar at
-        # f32 (its opmath type) and round once. A scalar rounded to f16 first is another number
-        # (1e5 -> inf, 1e-8 -> 0: x / 1e5 would be 0; bf16 3.1 -> 3.09375). add and sub round
+            and (not (isinstance(a, Value) and isinstance(b, Value))
+                 or (isinstance(b, Value) and b.shape == () and b.dtype != out_dtype))):
+        # f16/bf16 tensor times or over a Python scalar, or over a 0-d tensor of another dtype
+        # as the second operand (a CPU scalar to TensorIterator: f16 x * f32 s, where s does
+        # not promote the result): eager's CPU kernels take the scalar at f32 (its opmath
+        # type, `original_scalar_value`) and round once. A scalar rounded to f16 first is
+        # another number (1e5 -> inf, 1e-8 -> 0: x / 1e5 would be 0; bf16 3.1 -> 3.09375).
+        # A 0-d tensor as the first operand is rounded first, as in eager. add and sub round
         # the scalar to the tensor's dtype first, as eager does (checked bit for bit by
         # test_low_precision_scalars_round_as_eager_does).
         va, vb = ctx.operand(a, torch.float32), ctx.operand(b, torch.float32)
@@ -359,11 +363,21 @@ def _clamp(ctx, node, x, lo=None, hi=None):
     if any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
         # torch: a NaN bound makes every element NaN; the IR clamp's bounds ignore NaN
         return ctx.const(float("nan"), out, tuple(x.shape))
+    if out not in FLOAT_DTYPES:
+        # An integer bound past the dtype's range: eager ignores one on the open side
+        # (int32 clamp(min=-2**40) changes nothing) and raises for one on the other; the IR
+        # attribute must fit the type (it made the lowered module fail to verify).
+        info = torch.iinfo(out)
+        lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
+        if (lo is not None and lo > info.max) or (hi is not None and hi < info.min):
+            raise Unsupported(f"clamp bound outside the range of {out} (eager torch raises)")
+        lo = None if lo is not None and lo <= info.min else lo
+        hi = None if hi is not None and hi >= info.max else hi
     attrs = {}
     if lo is not None:
-        attrs["min"] = lo if out in FLOAT_DTYPES else int(lo)
+        attrs["min"] = lo
     if hi is not None:
-        attrs["max"] = hi if out in FLOAT_DTYPES else int(hi)
+        attrs["max"] = hi
     x = ctx.cast(x, out)
     if not attrs:
         return x

@@ -260,6 +260,9 @@ class SegmentRunner:
         for i, dtype in self.scalars:
             if not isinstance(inputs[i], torch.Tensor):
                 inputs[i] = torch.tensor(inputs[i], dtype=dtype)
+        for i, t in enumerate(inputs):
+            if t.is_neg():
+                inputs[i] = t.resolve_neg()   # see fastpath.positive
         if self.keep_inputs:
             self.last_inputs = inputs
         compiling = False
@@ -451,9 +454,16 @@ class CompiledFx:
         return outs
 
 
-def tessera_backend(gm, example_inputs, options=None):
+def tessera_backend(gm, example_inputs, options=None, **kwargs):
     """torch.compile(model, backend="tessera", options={"device": "cpu:0"})."""
     from torch._dynamo.backends.common import aot_autograd
+
+    if kwargs:
+        # torch.compile hands a custom backend its `mode` ("reduce-overhead", "max-autotune":
+        # Inductor's settings); like torch's aot_eager, tessera has none and ignores them
+        warnings.warn(f"tessera backend: ignoring {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}"
+                      " (Inductor settings; tessera takes options={'device': ..., 'strict': ...})",
+                      UserWarning, stacklevel=2)
 
     opts = check_options(options)
     for x in example_inputs:

@@ -12,6 +12,8 @@ path checks every call is checked here only where it can change:
   segment input that follows from a fallback op (eager torch: its layout is torch's choice)
   or a get_attr is compared with the strides of the generating call; a difference runs that
   segment by the generic path (SegmentRunner.run, which compiles the new layout).
+- Negation bits: a segment input that is not a segment output (or a view of one) passes
+  through `positive` (torch's lazy negation of `x.conj().imag` is a flag DLPack cannot carry).
 - Errors: a run-time error of a segment that the generic path turns into an eager fallback
   (UNIMPLEMENTED, RESOURCE_EXHAUSTED without strict) runs that segment by the generic path,
   which falls back; every other error propagates as it would there.
@@ -38,12 +40,18 @@ def _relaid(t, strides):
     return relayout(t, strides) if needs_relayout(t, strides) else t
 
 
+def positive(t):
+    """`t` without torch's lazy negation bit (x.conj().imag is a view whose values are its
+    storage negated): a kernel reads the storage, through DLPack, which has no such bit."""
+    return t.resolve_neg() if t.is_neg() else t
+
+
 class _Names:
     """Local variable names of FX nodes, and the generated function's globals."""
 
     def __init__(self):
         self.local = {}     # FX node -> local name
-        self.globals = {"_relaid": _relaid}
+        self.globals = {"_relaid": _relaid, "_pos": positive}
 
     def var(self, node):
         name = self.local.get(node)
@@ -81,6 +89,7 @@ def build(cfx, entry, tessera_error, run_fallback_codes):
     names = _Names()
     g = names.globals
     implied = set(cfx.placeholders)   # nodes whose strides the key fixes
+    fresh = set()                     # segment outputs and views of them: no negation bit
     body = []
 
     def expr(node):
@@ -104,9 +113,11 @@ def build(cfx, entry, tessera_error, run_fallback_codes):
         body.append(indent + _step_line(step, names, expr))
         node = step.node
         if not step.fallback and (_packet(node.target) in VIEW_OPS
-                                  or node.target is operator.getitem) and all(
-                a in implied for a in node.all_input_nodes):
-            implied.add(node)
+                                  or node.target is operator.getitem):
+            if all(a in implied for a in node.all_input_nodes):
+                implied.add(node)
+            if node.all_input_nodes and all(a in fresh for a in node.all_input_nodes):
+                fresh.add(node)
         return True
 
     for si, step in enumerate(program):
@@ -125,7 +136,7 @@ def build(cfx, entry, tessera_error, run_fallback_codes):
             return None
         seg = names.const(runner, "seg")
         cg_run = names.const(runner.last[1].run_torch, "run")
-        inputs = [expr(n) for n in runner.params]
+        inputs = [expr(n) if n in fresh else f"_pos({expr(n)})" for n in runner.params]
         guards = [f"{expr(n)}.stride() == {names.const(s)}"
                   for n, s in zip(runner.params, runner.last[0]) if n not in implied]
         outs = [names.var(n) for n in runner.out_nodes]
@@ -149,10 +160,11 @@ def build(cfx, entry, tessera_error, run_fallback_codes):
             body.append(f"    {expr(r.node)} = e[{names.const(r.node, 'n')}]")
         body.append("else:")
         body.append(f"    ({', '.join(outs)},) = o")
+        implied.update(runner.out_nodes)
+        fresh.update(runner.out_nodes)
         for r in runner.seg.replays:
             if not torch_step(r):
                 return None
-        implied.update(runner.out_nodes)
 
     returned = []
     for o in plan.outputs:
