@@ -33,7 +33,8 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     model, (x, y) = Classifier(128, 256, 10), classifier_data(256, 128, 10)
-    fn = torch.compile(model, backend=B.tessera_backend, options={"device": "cpu:0", "strict": True})
+    fn = torch.compile(model, backend=B.tessera_backend,
+                       options={"device": "cpu:0", "strict": True})
     seen = {}
     run = B.SegmentRunner.run
 
