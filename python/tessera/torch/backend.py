@@ -461,9 +461,9 @@ def tessera_backend(gm, example_inputs, options=None, **kwargs):
     if kwargs:
         # torch.compile hands a custom backend its `mode` ("reduce-overhead", "max-autotune":
         # Inductor's settings); like torch's aot_eager, tessera has none and ignores them
-        warnings.warn(f"tessera backend: ignoring {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}"
-                      " (Inductor settings; tessera takes options={'device': ..., 'strict': ...})",
-                      UserWarning, stacklevel=2)
+        ignored = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        warnings.warn(f"tessera backend: ignoring {ignored} (Inductor settings; tessera takes "
+                      "options={'device': ..., 'strict': ...})", UserWarning, stacklevel=2)
 
     opts = check_options(options)
     for x in example_inputs:
