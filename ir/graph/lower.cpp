@@ -10,6 +10,7 @@
 #include "ir/text/parser.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera::graph {
 namespace detail {
@@ -462,7 +463,7 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
     if (n.op == OpKind::Constant) {
       r = emitValueConst(k, n.attrs, n.type.dtype);
     } else if (n.op == OpKind::Iota) {
-      r = emitIota(k, ctx, n);
+      r = emitIota(k, ctx, n, caps.f64);
     } else {
       std::vector<std::string> in;
       for (int i : n.inputs)
@@ -476,7 +477,7 @@ std::string Lowerer::value(KernelBuilder &kb, EmitCtx &ctx, int v) {
   return r;
 }
 
-std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
+std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n, bool f64) {
   int64_t axis = n.attrs.getInt("axis", 0);
   size_t d = ctx.space.size() - n.type.shape.size() + static_cast<size_t>(axis);
   std::string ct = computeType(n.type.dtype);
@@ -495,12 +496,46 @@ std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n) {
   if (n.type.shape[static_cast<size_t>(axis)] == 1)
     return exactInt ? emitIntConst(k, whole("start", 0), ct) : emitConst(k, start, n.type.dtype);
   const std::string &c = ctx.coord(d);
-  if (!exactInt) {
+  // A float iota is start + step * index in double, rounded once to its dtype
+  // (docs/graph_ir.md, the evaluator): an fma in the f32 compute type rounded the index (past
+  // 2^24), the step and the start first (0.1 * 9 came out 0.90000004; 16777217 + 2 * 1 as
+  // 16777218). Without f64 on the device, integral start and step go through i64 (exact, then
+  // one rounding); a fractional one stays in f32 (docs/graph_ir.md says so).
+  const bool integral = std::trunc(start) == start && std::trunc(step) == step &&
+                        std::fabs(start) < 0x1p62 && std::fabs(step) < 0x1p62 &&
+                        std::fabs(step) * static_cast<double>(n.type.numel()) < 0x1p62;
+  if (!exactInt && !f64 && !integral) {
     std::string f = k.fresh("io"), r = k.fresh("io");
     k.line(f + " = convert " + c + " : i64 -> " + ct);
     k.line(r + " = fma " + f + ", " + emitConst(k, step, n.type.dtype) + ", " +
            emitConst(k, start, n.type.dtype) + " : " + ct);
     return r;
+  }
+  if (!exactInt) {
+    std::string exact = k.fresh("io"), from = f64 ? "f64" : "i64";
+    if (f64) {
+      std::string f = k.fresh("io");
+      k.line(f + " = convert " + c + " : i64 -> f64");
+      k.line(exact + " = fma " + f + ", " + emitConst(k, step, DType::F64) + ", " +
+             emitConst(k, start, DType::F64) + " : f64");
+    } else {
+      std::string m = k.fresh("io");
+      k.line(m + " = mul " + c + ", " + emitIntConst(k, static_cast<int64_t>(step), "i64") +
+             " : i64");
+      k.line(exact + " = add " + m + ", " + emitIntConst(k, static_cast<int64_t>(start), "i64") +
+             " : i64");
+    }
+    if (n.type.dtype == DType::F64 && f64)
+      return exact;
+    // one rounding, to the dtype itself (an f16 through f32 would round twice), then widened
+    const char *st = storageType(n.type.dtype);
+    std::string q = k.fresh("io");
+    k.line(q + " = convert " + exact + " : " + from + " -> " + st);
+    if (std::string_view(st) == ct)
+      return q;
+    std::string w = k.fresh("io");
+    k.line(w + " = convert " + q + " : " + st + " -> " + ct);
+    return w;
   }
   std::string m = k.fresh("io"), a = k.fresh("io");
   k.line(m + " = mul " + c + ", " + emitIntConst(k, whole("step", 1), "i64") + " : i64");

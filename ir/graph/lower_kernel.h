@@ -100,7 +100,7 @@ struct EmitCtx {
 /// The element index of `v` at the context's position (emits the address arithmetic).
 std::string emitIndex(KernelText &k, EmitCtx &ctx, const BoundView &v);
 /// An iota node's value at the context's position.
-std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n);
+std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n, bool f64);
 /// Unravels `flat` over `sizes` (i64 params) into coordinates (row-major).
 std::vector<std::string> emitUnravel(KernelText &k, const std::string &flat,
                                      const std::vector<std::string> &sizes);

@@ -253,6 +253,49 @@ TEST(LowerMisc, ViewsOfIotasAndConstantsAreRecomputedWhereRead) {
   EXPECT_EQ(kinds(plan), (Kinds{"row", "copy"}));
 }
 
+// A float iota is start + step * index in double, rounded once to its dtype (graph_ir.md),
+// bit for bit: an fma in f32 rounded the index past 2^24, the step and the start first
+// (0.1 * 9 came out 0.90000004, 16777217 + 2 as 16777218; adversarial round 9). Without f64 on
+// the device an integral start and step are exact through i64; a fractional one is f32.
+TEST(LowerMisc, FloatIotasRoundOnceFromDouble) {
+  struct Case {
+    const char *dtype;
+    double start, step;
+    int64_t n;
+    bool needsF64;
+  };
+  const Case cases[] = {{"f32", 16777217, 2, 3, false}, {"f32", 0.0, 0.1, 4000, true},
+                        {"f32", -3.3, 0.7, 500, true},  {"f16", 2049, 1, 64, false},
+                        {"bf16", 0.5, 0.1, 300, true},  {"f32", 1e10, -3, 100, false},
+                        {"f32", 33554431, 1, 8, false}, {"f16", 0.0, 0.001, 1000, true}};
+  for (bool f64 : {true, false}) {
+    for (const Case &c : cases) {
+      if (c.needsF64 && !f64)
+        continue;
+      std::ostringstream text;
+      text.precision(17);
+      text << "graph @i() {\n  %c = iota {shape = [" << c.n << "], axis = 0, start = " << c.start
+           << ", step = " << c.step << ", dtype = \"" << c.dtype << "\"}\n  return %c\n}\n";
+      Graph g;
+      ASSERT_TRUE(testing::parseOrFail(text.str(), &g));
+      ScheduleCaps caps;
+      caps.f64 = f64;
+      Plan plan;
+      std::vector<HostTensor> out;
+      std::string err;
+      ASSERT_TRUE(lower(g, caps, &plan, &err)) << err;
+      ASSERT_TRUE(runPlanOnInterpreter(plan, g, {}, &out, &err)) << err;
+      ASSERT_EQ(out.size(), 1u);
+      const DType t = g.typeOf(g.outputs[0]).dtype;
+      for (int64_t i = 0; i < c.n; ++i) {
+        const double want = roundToDType(std::fma(static_cast<double>(i), c.step, c.start), t);
+        ASSERT_EQ(out[0].data[static_cast<size_t>(i)], want)
+            << text.str() << "f64 " << f64 << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(LowerMisc, ExampleGraphsLowerAndMatchTheEvaluator) {
   for (const char *name : {"mlp.tg", "layernorm.tg", "attention.tg"}) {
     std::ifstream f(std::string(TESSERA_SOURCE_DIR) + "/ir/graph/examples/" + name);
