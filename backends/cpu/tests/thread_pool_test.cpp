@@ -62,15 +62,16 @@ TEST(ThreadPool, ShortJobsStayOnTheCallerLongOnesSpread) {
   ThreadPool pool(3);
   const std::thread::id me = std::this_thread::get_id();
   // A preemption during the timed first chunk can send a short job to the pool: any round
-  // that stays on the caller proves the rule.
+  // that stays on the caller proves the rule. 16 empty indices: with the helpers polling, the
+  // bar is 3 us for the whole job, which 64 indices passed under ASan (~60 ns an index).
   bool someAlone = false;
   for (int round = 0; round < 50 && !someAlone; ++round) {
     uint64_t shared = pool.sharedJobs();
-    std::vector<std::thread::id> ran = threadsOf(pool, 64, std::chrono::microseconds(0));
+    std::vector<std::thread::id> ran = threadsOf(pool, 16, std::chrono::microseconds(0));
     someAlone = pool.sharedJobs() == shared &&
                 std::all_of(ran.begin(), ran.end(), [&](std::thread::id t) { return t == me; });
   }
-  EXPECT_TRUE(someAlone) << "a job of 64 empty indices never ran on the caller alone";
+  EXPECT_TRUE(someAlone) << "a job of 16 empty indices never ran on the caller alone";
   uint64_t shared = pool.sharedJobs();
   std::vector<std::thread::id> ran = threadsOf(pool, 100, std::chrono::microseconds(200));
   EXPECT_EQ(pool.sharedJobs(), shared + 1);
