@@ -316,6 +316,50 @@ int loopDepth(const ir::Module &m, const ir::Block &b,
   return deepest;
 }
 
+// Memory accesses (loads, stores, atomics, matrix loads and stores) in `b`, loops counted once
+// and a call as its callee's count (memoised per function, saturating): the code a bounds mode
+// guards, one branch and fault record per access.
+int64_t accessCount(const ir::Module &m, const ir::Block &b,
+                    std::unordered_map<const ir::Function *, int64_t> &memo) {
+  constexpr int64_t kSaturate = int64_t(1) << 40;
+  int64_t n = 0;
+  for (const auto &op : b.ops) {
+    switch (op->info().form) {
+    case ir::OpForm::Load:
+    case ir::OpForm::Store:
+    case ir::OpForm::Atomic:
+    case ir::OpForm::AtomicCas:
+    case ir::OpForm::MatrixLoad:
+    case ir::OpForm::MatrixStore:
+      ++n;
+      break;
+    case ir::OpForm::Call:
+      if (const ir::Function *f = m.lookup(op->callee)) {
+        auto it = memo.find(f);
+        if (it == memo.end()) {
+          memo[f] = 0; // the verifier refuses recursion; a cycle must not loop here anyway
+          it = memo.insert_or_assign(f, accessCount(m, *f->body, memo)).first;
+        }
+        n += it->second;
+      }
+      break;
+    default:
+      break;
+    }
+    for (const auto &r : op->regions)
+      n += accessCount(m, *r, memo);
+    n = std::min(n, kSaturate);
+  }
+  return n;
+}
+
+// Kernels with more guarded accesses than this (robust or checked bounds) skip LLVM's IR
+// optimisations too: each access is a diamond with its fault path, and O3's passes on
+// thousands of them grow much faster than linearly (adversarial round 9: 4000 stores of a
+// constant, 8001 ops, within the size limits: robust 12.6 s and 2.2 GB, checked 49 s;
+// unchecked 0.4 s). Real kernels have a few dozen accesses; unrolled ones a few hundred.
+constexpr int64_t kMaxOptimizedGuardedAccesses = 1024;
+
 // Kernels with more nested loops than this skip LLVM's IR optimisations (in both tiers, so their
 // bits do not change between them) and get the fast instruction selector: O3's loop passes
 // take time about the fourth power of the depth on the lowered nests (measured: 100 nested
@@ -374,12 +418,19 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
       f.addFnAttr("prefer-vector-width", "512");
   }
   std::unordered_map<const ir::Function *, int> depthMemo;
+  std::unordered_map<const ir::Function *, int64_t> accessMemo;
+  bool allUnoptimised = !lowered.empty();
   for (const llvmgen::LoweredKernel &k : lowered) {
     const ir::Function *f = lm.lookup(k.name);
     llvm::Function *lf = mod->getFunction(k.symbol);
-    if (f && lf && loopDepth(lm, *f->body, depthMemo) > kMaxOptimizedLoopDepth) {
+    if (f && lf &&
+        (loopDepth(lm, *f->body, depthMemo) > kMaxOptimizedLoopDepth ||
+         (opts.bounds != TSR_BOUNDS_UNCHECKED &&
+          accessCount(lm, *f->body, accessMemo) > kMaxOptimizedGuardedAccesses))) {
       lf->addFnAttr(llvm::Attribute::OptimizeNone);
       lf->addFnAttr(llvm::Attribute::NoInline);
+    } else {
+      allUnoptimised = false;
     }
   }
   if (opts.keepDumps)
@@ -402,6 +453,11 @@ compileKernelModule(const ir::Module &m, const CpuCompileOptions &opts, std::str
       optimize(*mod, *tm, 3);
     tm->setOptLevel(llvm::CodeGenOptLevel::None);
   }
+  // A module of such kernels only: the cheapest code generator too (its machine passes at O3
+  // cleared kill flags per use of a value read by every guarded access: 8000 checked stores
+  // took 14 s in codegen alone). The bits are the same at every level (see above).
+  if (allUnoptimised)
+    tm->setOptLevel(llvm::CodeGenOptLevel::None);
   if (opts.keepDumps)
     impl->dumps["llvm.opt"] = printLlvm(*mod);
   llvm::SmallVector<char, 0> obj;
