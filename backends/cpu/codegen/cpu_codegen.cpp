@@ -290,23 +290,32 @@ bool quickTierPasses(llvm::Module &m, llvm::TargetMachine &tm) {
   return needFull;
 }
 
-// Loops (for, while) nested in `b` along its deepest chain; a call adds its callee's (`memo`:
-// per function, so a chain of functions calling the next twice is not walked 2^n times).
+// What `walk` gives for the body of the function call `op` calls (0 for an unknown callee),
+// memoised per function, so that a chain of functions calling the next twice is not walked
+// 2^n times.
+template <typename T, typename Walk>
+T calleeValue(const ir::Module &m, const ir::Op &op,
+              std::unordered_map<const ir::Function *, T> &memo, Walk &&walk) {
+  const ir::Function *f = m.lookup(op.callee);
+  if (!f)
+    return 0;
+  auto it = memo.find(f);
+  if (it == memo.end()) {
+    memo[f] = 0; // the verifier refuses recursion; a cycle must not loop here anyway
+    it = memo.insert_or_assign(f, walk(*f->body)).first;
+  }
+  return it->second;
+}
+
+// Loops (for, while) nested in `b` along its deepest chain; a call adds its callee's.
 int loopDepth(const ir::Module &m, const ir::Block &b,
               std::unordered_map<const ir::Function *, int> &memo) {
   int deepest = 0;
   for (const auto &op : b.ops) {
     int d = 0;
-    if (op->kind == ir::OpKind::Call) {
-      if (const ir::Function *f = m.lookup(op->callee)) {
-        auto it = memo.find(f);
-        if (it == memo.end()) {
-          memo[f] = 0; // the verifier refuses recursion; a cycle must not loop here anyway
-          it = memo.insert_or_assign(f, loopDepth(m, *f->body, memo)).first;
-        }
-        d = it->second;
-      }
-    }
+    if (op->kind == ir::OpKind::Call)
+      d = calleeValue(m, *op, memo,
+                      [&](const ir::Block &body) { return loopDepth(m, body, memo); });
     for (const auto &r : op->regions)
       d = std::max(d, loopDepth(m, *r, memo));
     if (op->kind == ir::OpKind::For || op->kind == ir::OpKind::While)
@@ -317,8 +326,8 @@ int loopDepth(const ir::Module &m, const ir::Block &b,
 }
 
 // Memory accesses (loads, stores, atomics, matrix loads and stores) in `b`, loops counted once
-// and a call as its callee's count (memoised per function, saturating): the code a bounds mode
-// guards, one branch and fault record per access.
+// and a call as its callee's count (saturating): the code a bounds mode guards, one branch and
+// fault record per access.
 int64_t accessCount(const ir::Module &m, const ir::Block &b,
                     std::unordered_map<const ir::Function *, int64_t> &memo) {
   constexpr int64_t kSaturate = int64_t(1) << 40;
@@ -334,14 +343,8 @@ int64_t accessCount(const ir::Module &m, const ir::Block &b,
       ++n;
       break;
     case ir::OpForm::Call:
-      if (const ir::Function *f = m.lookup(op->callee)) {
-        auto it = memo.find(f);
-        if (it == memo.end()) {
-          memo[f] = 0; // the verifier refuses recursion; a cycle must not loop here anyway
-          it = memo.insert_or_assign(f, accessCount(m, *f->body, memo)).first;
-        }
-        n += it->second;
-      }
+      n += calleeValue(m, *op, memo,
+                       [&](const ir::Block &body) { return accessCount(m, body, memo); });
       break;
     default:
       break;
