@@ -23,7 +23,7 @@ import torch
 
 from . import fastpath
 from .translate import (VIEW_OPS, Plan, Segment, TorchStep, _packet, build_plan, needs_relayout,
-                        op_name, param_strides, relayout)
+                        op_name, param_strides, positive, relayout)
 
 _KNOWN_OPTIONS = ("device", "strict")
 _compiled_texts = {}          # (device, text) -> tessera CompiledGraph, oldest first
@@ -260,9 +260,7 @@ class SegmentRunner:
         for i, dtype in self.scalars:
             if not isinstance(inputs[i], torch.Tensor):
                 inputs[i] = torch.tensor(inputs[i], dtype=dtype)
-        for i, t in enumerate(inputs):
-            if t.is_neg():
-                inputs[i] = t.resolve_neg()   # see fastpath.positive
+        inputs = [positive(t) for t in inputs]
         if self.keep_inputs:
             self.last_inputs = inputs
         compiling = False

@@ -32,18 +32,7 @@ import operator
 
 import torch
 
-from .translate import VIEW_OPS, Relayout, TorchStep, _dense, _packet, needs_relayout, relayout
-
-
-def _relaid(t, strides):
-    """Relayout.run on one value."""
-    return relayout(t, strides) if needs_relayout(t, strides) else t
-
-
-def positive(t):
-    """`t` without torch's lazy negation bit (x.conj().imag is a view whose values are its
-    storage negated): a kernel reads the storage, through DLPack, which has no such bit."""
-    return t.resolve_neg() if t.is_neg() else t
+from .translate import VIEW_OPS, Relayout, TorchStep, _dense, _packet, eager_laid, positive
 
 
 class _Names:
@@ -51,7 +40,7 @@ class _Names:
 
     def __init__(self):
         self.local = {}     # FX node -> local name
-        self.globals = {"_relaid": _relaid, "_pos": positive}
+        self.globals = {"_relaid": eager_laid, "_pos": positive}
 
     def var(self, node):
         name = self.local.get(node)
@@ -65,15 +54,8 @@ class _Names:
         return name
 
 
-def _call_parts(step: TorchStep):
-    call = step._call
-    if call is None:
-        call = step._call = step._call_form() or False
-    return call or None
-
-
 def _step_line(step: TorchStep, names: _Names, expr) -> str:
-    target, args, kwargs, slots = _call_parts(step)
+    target, args, kwargs, slots = step.call_parts()
     parts = [names.const(a) for a in args]
     for i, n in slots:
         parts[i] = expr(n)
@@ -108,7 +90,7 @@ def build(cfx, entry, tessera_error, run_fallback_codes):
             v = expr(step.node)
             body.append(f"{indent}{v} = _relaid({v}, {names.const(step.strides)})")
             return True
-        if not isinstance(step, TorchStep) or _call_parts(step) is None:
+        if not isinstance(step, TorchStep) or step.call_parts() is None:
             return False
         body.append(indent + _step_line(step, names, expr))
         node = step.node

@@ -134,10 +134,14 @@ class TorchStep:
         slots = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.fx.Node)]
         return target, list(args), dict(kwargs), slots
 
+    def call_parts(self):
+        """_call_form's result, made once (None: the general path)."""
+        if self._call is None:
+            self._call = self._call_form() or False
+        return self._call or None
+
     def run(self, env):
-        call = self._call
-        if call is None:
-            call = self._call = self._call_form() or False
+        call = self.call_parts()
         if call:
             target, args, kwargs, slots = call
             args = args.copy()
@@ -236,6 +240,17 @@ def relayout(t, strides):
     return torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device).copy_(t)
 
 
+def eager_laid(t, strides):
+    """`t`, or a copy laid out with `strides` where needs_relayout says so."""
+    return relayout(t, strides) if needs_relayout(t, strides) else t
+
+
+def positive(t):
+    """`t` without torch's lazy negation bit (x.conj().imag is a view whose values are its
+    storage negated): a kernel reads the storage, through DLPack, which has no such bit."""
+    return t.resolve_neg() if t.is_neg() else t
+
+
 @dataclass
 class Relayout:
     """A plan step: the value of `node` (a segment output, row-major) re-laid to `strides`,
@@ -244,9 +259,7 @@ class Relayout:
     strides: tuple
 
     def run(self, env):
-        t = env[self.node]
-        if needs_relayout(t, self.strides):
-            env[self.node] = relayout(t, self.strides)
+        env[self.node] = eager_laid(env[self.node], self.strides)
 
 
 class Translator:
