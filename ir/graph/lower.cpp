@@ -511,40 +511,33 @@ std::string emitIota(KernelText &k, EmitCtx &ctx, const Node &n, bool f64) {
            emitConst(k, start, n.type.dtype) + " : " + ct);
     return r;
   }
-  if (!exactInt) {
-    std::string exact = k.fresh("io"), from = f64 ? "f64" : "i64";
-    if (f64) {
-      std::string f = k.fresh("io");
-      k.line(f + " = convert " + c + " : i64 -> f64");
-      k.line(exact + " = fma " + f + ", " + emitConst(k, step, DType::F64) + ", " +
-             emitConst(k, start, DType::F64) + " : f64");
-    } else {
-      std::string m = k.fresh("io");
-      k.line(m + " = mul " + c + ", " + emitIntConst(k, static_cast<int64_t>(step), "i64") +
-             " : i64");
-      k.line(exact + " = add " + m + ", " + emitIntConst(k, static_cast<int64_t>(start), "i64") +
-             " : i64");
-    }
-    if (n.type.dtype == DType::F64 && f64)
-      return exact;
-    // one rounding, to the dtype itself (an f16 through f32 would round twice), then widened
-    const char *st = storageType(n.type.dtype);
-    std::string q = k.fresh("io");
-    k.line(q + " = convert " + exact + " : " + from + " -> " + st);
-    if (std::string_view(st) == ct)
-      return q;
-    std::string w = k.fresh("io");
-    k.line(w + " = convert " + q + " : " + st + " -> " + ct);
-    return w;
+  // The exact value: an f64 fma for a float iota on a device with f64, else i64 arithmetic
+  // (integer iotas wrap, as documented).
+  const bool wide = !exactInt && f64;
+  std::string exact = k.fresh("io");
+  if (wide) {
+    std::string f = k.fresh("io");
+    k.line(f + " = convert " + c + " : i64 -> f64");
+    k.line(exact + " = fma " + f + ", " + emitConst(k, step, DType::F64) + ", " +
+           emitConst(k, start, DType::F64) + " : f64");
+  } else {
+    std::string m = k.fresh("io");
+    k.line(m + " = mul " + c + ", " + emitIntConst(k, whole("step", 1), "i64") + " : i64");
+    k.line(exact + " = add " + m + ", " + emitIntConst(k, whole("start", 0), "i64") + " : i64");
   }
-  std::string m = k.fresh("io"), a = k.fresh("io");
-  k.line(m + " = mul " + c + ", " + emitIntConst(k, whole("step", 1), "i64") + " : i64");
-  k.line(a + " = add " + m + ", " + emitIntConst(k, whole("start", 0), "i64") + " : i64");
-  if (ct == std::string_view("i64"))
-    return a;
-  std::string r = k.fresh("io");
-  k.line(r + " = convert " + a + " : i64 -> " + ct);
-  return r;
+  const char *from = wide ? "f64" : "i64";
+  if (std::string_view(from) == ct)
+    return exact;
+  // A float iota is rounded once, to its dtype itself (an f16 through f32 would round twice),
+  // then widened to the compute type.
+  const std::string to = exactInt ? ct : storageType(n.type.dtype);
+  std::string q = k.fresh("io");
+  k.line(q + " = convert " + exact + " : " + from + " -> " + to);
+  if (to == ct)
+    return q;
+  std::string w = k.fresh("io");
+  k.line(w + " = convert " + q + " : " + to + " -> " + ct);
+  return w;
 }
 
 bool Lowerer::run(std::string *error) {
