@@ -25,6 +25,16 @@ const char *buildName(Build b) {
   return b == Build::Generic ? "generic" : b == Build::PerSize ? "per-size build" : "sized";
 }
 
+/// Kernel `name` of `m` on PoCL against the interpreter, bit for bit, unchecked and robust.
+void compareUncheckedAndRobust(const ir::Module &m, const std::string &name) {
+  for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
+    OpenCLCompileOptions o;
+    o.bounds = b;
+    SCOPED_TRACE("mode " + std::to_string(b));
+    runAndCompare(m, name, o, 0, 0);
+  }
+}
+
 /// Compiles `text` in `bounds` mode and runs its only kernel on PoCL with its launch spec.
 DeviceRun runText(const std::string &text, tsr_bounds_mode bounds, bool cancel = false,
                   Build how = Build::Generic) {
@@ -91,12 +101,8 @@ TEST_F(OpenCLFaultTest, IntegerDivisionHasDefinedResults) {
         "  %q[64] = fill(7)\n  %r[64] = fill(7)\n  %uq[64] = fill(7)\n  %ur[64] = fill(7)\n}\n";
     auto m = testing::parse(text);
     ASSERT_NE(m, nullptr);
-    for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
-      OpenCLCompileOptions o;
-      o.bounds = b;
-      SCOPED_TRACE(T + " mode " + std::to_string(b));
-      runAndCompare(*m, "divs", o, 0, 0);
-    }
+    SCOPED_TRACE(T);
+    compareUncheckedAndRobust(*m, "divs");
   }
 }
 
@@ -245,12 +251,7 @@ TEST_F(OpenCLFaultTest, ForFastFormOnlyWhenNothingOverflows) {
                      "  %n = 16\n}\n";
   auto m = testing::parse(text);
   ASSERT_NE(m, nullptr);
-  for (tsr_bounds_mode b : {TSR_BOUNDS_UNCHECKED, TSR_BOUNDS_ROBUST}) {
-    OpenCLCompileOptions o;
-    o.bounds = b;
-    SCOPED_TRACE("mode " + std::to_string(b));
-    runAndCompare(*m, "wrapidx", o, 0, 0);
-  }
+  compareUncheckedAndRobust(*m, "wrapidx");
   DeviceRun dev = runText(text, TSR_BOUNDS_ROBUST);
   ASSERT_EQ(dev.buffers.size(), 2u);
   for (int i = 0; i < 16; ++i)
