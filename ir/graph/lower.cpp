@@ -6,6 +6,7 @@
 // and value emission (inline recomputation vs. a load from memory).
 #include "ir/graph/lower.h"
 #include "ir/graph/lower_kernel.h"
+#include "ir/graph/rewrite.h"
 
 #include "ir/text/parser.h"
 
@@ -660,7 +661,8 @@ bool Lowerer::run(std::string *error) {
 } // namespace detail
 
 bool lower(const Graph &g, const ScheduleCaps &caps, Plan *plan, std::string *error) {
-  detail::Lowerer l(g, caps, plan);
+  const Graph rewritten = splitMatmulBatches(g);
+  detail::Lowerer l(rewritten, caps, plan);
   return l.run(error);
 }
 

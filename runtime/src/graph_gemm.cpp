@@ -50,37 +50,46 @@ std::vector<std::string> externLibraries(const tsr_device_info_t &info) {
 }
 
 struct FlatBatch {
-  int64_t count = 1;
+  int64_t count = 1;                 // inner batch entries
   int64_t strides[4] = {0, 0, 0, 0}; // a, b, out, bias
+  int64_t outer = 1;                 // outer batch entries
+  int64_t outerStrides[4] = {0, 0, 0, 0};
 };
 
-// The batch dims as one count and one stride per operand: each outer dim's stride must be the
-// next inner (non-unit) dim's stride times its extent, for every operand.
+// The batch dims as at most two levels (the extern GEMM's batch and outer), each one count and
+// one stride per operand: consecutive dims merge into one level where each outer dim's stride
+// is the next inner (non-unit) dim's stride times its extent, for every operand. Two levels
+// cover heads split out of a projection ([B, H] over a permuted view: rewrite.h).
 bool flattenBatch(const graph::PlanGemm &g, FlatBatch *f, std::string *why) {
   const graph::PlanGemmOperand *ops[4] = {&g.a, &g.b, &g.out, g.bias ? &*g.bias : &g.out};
   int64_t next[4] = {0, 0, 0, 0};
-  bool first = true;
+  int levels = 0; // levels started so far, innermost first
   for (size_t d = g.batch.size(); d-- > 0;) {
     const int64_t n = g.batch[d];
     if (n == 1)
       continue;
+    bool merges = levels > 0;
     for (int i = 0; i < 4; ++i) {
       if (ops[i]->batchStrides.size() != g.batch.size()) {
         *why = "the GEMM description has " + std::to_string(ops[i]->batchStrides.size()) +
                " batch strides for " + std::to_string(g.batch.size()) + " batch dims";
         return false;
       }
+      merges = merges && ops[i]->batchStrides[d] == next[i];
+    }
+    if (!merges && ++levels > 2) {
+      *why = "its batch dims do not collapse into two strides per operand";
+      return false;
+    }
+    int64_t &count = levels == 1 ? f->count : f->outer;
+    int64_t *strides = levels == 1 ? f->strides : f->outerStrides;
+    for (int i = 0; i < 4; ++i) {
       const int64_t s = ops[i]->batchStrides[d];
-      if (!first && s != next[i]) {
-        *why = "its batch dims do not collapse into one stride per operand";
-        return false;
-      }
-      if (first)
-        f->strides[i] = s;
+      if (!merges)
+        strides[i] = s;
       next[i] = s * n;
     }
-    first = false;
-    f->count *= n;
+    count *= n;
   }
   return true;
 }
@@ -109,18 +118,36 @@ graph::PlanLaunch externLaunch(const std::string &library, const graph::PlanGemm
                                const FlatBatch &f, uint32_t parts) {
   graph::PlanLaunch l;
   l.kernel = library + (g.bias ? kGemmBiasSuffix : kGemmSuffix);
-  const int64_t macs = g.M * g.N * std::max<int64_t>(1, g.K) * f.count;
+  const int64_t macs = g.M * g.N * std::max<int64_t>(1, g.K) * f.count * f.outer;
   l.grid[0] = uint32_t(std::clamp<int64_t>(macs / kMinSplitMacs, 1, std::max(1u, parts)));
   l.grid[1] = l.grid[2] = 1;
   l.workgroup[0] = l.workgroup[1] = l.workgroup[2] = 1;
   l.args = {bufferArg(g.a.buffer), bufferArg(g.b.buffer), bufferArg(g.out.buffer)};
-  for (int64_t v : {g.a.offset, g.b.offset, g.out.offset, g.M, g.N, g.K, f.count, g.a.rowStride,
-                    g.a.colStride, g.b.rowStride, g.b.colStride, g.out.rowStride, g.out.colStride,
-                    f.strides[0], f.strides[1], f.strides[2]})
+  for (int64_t v : {g.a.offset,
+                    g.b.offset,
+                    g.out.offset,
+                    g.M,
+                    g.N,
+                    g.K,
+                    f.count,
+                    g.a.rowStride,
+                    g.a.colStride,
+                    g.b.rowStride,
+                    g.b.colStride,
+                    g.out.rowStride,
+                    g.out.colStride,
+                    f.strides[0],
+                    f.strides[1],
+                    f.strides[2],
+                    f.outer,
+                    f.outerStrides[0],
+                    f.outerStrides[1],
+                    f.outerStrides[2]})
     l.args.push_back(i64Arg(v));
   if (g.bias) {
     l.args.push_back(bufferArg(g.bias->buffer));
-    for (int64_t v : {g.bias->offset, g.bias->rowStride, g.bias->colStride, f.strides[3]})
+    for (int64_t v :
+         {g.bias->offset, g.bias->rowStride, g.bias->colStride, f.strides[3], f.outerStrides[3]})
       l.args.push_back(i64Arg(v));
   }
   return l;
@@ -137,11 +164,15 @@ std::string shapeKey(const tsr_device_info_t &info, const std::string &library,
   // of 3 before "fastest of 5, alternating") is measured again rather than trusted.
   k << kChoiceMethod << ' ' << info.name << '/' << info.architecture << ' ' << library << " M"
     << g.M << " N" << g.N << " K" << g.K << " b" << f.count;
+  if (f.outer != 1)
+    k << " o" << f.outer;
   const graph::PlanGemmOperand *ops[3] = {&g.a, &g.b, &g.out};
   for (int i = 0; i < 3; ++i)
-    k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i];
+    k << " s" << ops[i]->rowStride << ',' << ops[i]->colStride << ',' << f.strides[i]
+      << (f.outer != 1 ? "," + std::to_string(f.outerStrides[i]) : "");
   if (g.bias)
-    k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3];
+    k << " bias" << g.bias->rowStride << ',' << g.bias->colStride << ',' << f.strides[3]
+      << (f.outer != 1 ? "," + std::to_string(f.outerStrides[3]) : "");
   // A separate epilogue is part of both times: its ops (the fused kernel's, in graph order)
   // and the extras' layouts (a broadcast row reads faster than a full tensor).
   if (g.epilogue) {

@@ -116,6 +116,36 @@ TEST_F(GraphGemmTest, ABiasAddRunsAsTheLibrarysGemmBias) {
   EXPECT_EQ(x->launchedKernels(), std::vector<std::string>{c.library + ".gemm_bias.f32"});
 }
 
+// q @ k^T of 4 heads of 33 permuted out of one projection [2, 7, 264]: a GEMM over batch dims
+// [2, 4] whose batch strides (7 * 264, 33) collapse into no single stride, run as the
+// library's GEMM with two batch levels (graph/rewrite.h; no copies of q or k).
+TEST_F(GraphGemmTest, HeadsPermutedOutOfAProjectionRunAsOneLibraryGemm) {
+  const std::string text = R"(graph @g(%x: tensor<f32, [2, 7, 264]>) {
+    %q0 = slice %x {axis = 2, start = 0, end = 132}
+    %k0 = slice %x {axis = 2, start = 132, end = 264}
+    %q1 = reshape %q0 {shape = [2, 7, 4, 33]}
+    %q = permute %q1 {perm = [0, 2, 1, 3]}
+    %k1 = reshape %k0 {shape = [2, 7, 4, 33]}
+    %kt = permute %k1 {perm = [0, 2, 3, 1]}
+    %qm = reshape %q {shape = [8, 7, 33]}
+    %km = reshape %kt {shape = [8, 33, 7]}
+    %s = matmul %qm, %km
+    %s4 = reshape %s {shape = [2, 4, 7, 7]}
+    return %s4
+  })";
+  auto plain = runAndCheck(gemmText(false), GemmImpl::Extern);
+  ASSERT_TRUE(plain);
+  const std::string library = plain->gemmChoices()[0].library;
+  if (library.empty())
+    GTEST_SKIP() << "no vendor BLAS loads here: " << plain->gemmChoices()[0].reason;
+  auto x = runAndCheck(text, GemmImpl::Extern);
+  ASSERT_TRUE(x);
+  ASSERT_EQ(x->gemmChoices().size(), 1u);
+  const GemmChoice &c = x->gemmChoices()[0];
+  EXPECT_EQ(c.impl, library) << c.reason;
+  EXPECT_EQ(x->launchedKernels(), (std::vector<std::string>{library + ".gemm.f32", "k1_copy"}));
+}
+
 // a [3, 97, 33] x permute(b [45, 33]) + bias [45], then `act` (relu, gelu, silu) and, with
 // `residual`, + r [3, 97, 45] (an epilogue reading a second full tensor).
 std::string epilogueText(const std::string &act, bool residual) {

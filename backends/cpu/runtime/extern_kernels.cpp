@@ -22,8 +22,10 @@
 namespace tessera::cpu {
 namespace {
 
-// Parameter order of blas.gemm.f32 (docs/hal.md): C[b] = A[b] x B[b], for b < batch, with
-// A[b][m][k] at a_off + b*a_bs + m*a_rs + k*a_cs (elements), likewise B (K x N) and C (M x N).
+// Parameter order of blas.gemm.f32 (docs/hal.md): C[o][b] = A[o][b] x B[o][b], for o < outer
+// and b < batch, with A[o][b][m][k] at a_off + o*a_os + b*a_bs + m*a_rs + k*a_cs (elements),
+// likewise B (K x N) and C (M x N). Two batch levels: heads split out of a projection
+// ([B, H] over a permuted view) have no single batch stride.
 enum GemmParam : uint32_t {
   kA,
   kB,
@@ -44,6 +46,10 @@ enum GemmParam : uint32_t {
   kABs,
   kBBs,
   kCBs,
+  kOuter,
+  kAOs,
+  kBOs,
+  kCOs,
   kGemmParams,
   // gemm_bias only: C[b] = A[b] x B[b] + D[b], D (M x N, any strides, 0 where it broadcasts).
   kD = kGemmParams,
@@ -51,13 +57,15 @@ enum GemmParam : uint32_t {
   kDRs,
   kDCs,
   kDBs,
+  kDOs,
   kGemmBiasParams
 };
 const char *const kGemmParamNames[kGemmParams] = {
-    "A",    "B",    "C",    "a_off", "b_off", "c_off", "M",    "N",    "K",   "batch",
-    "a_rs", "a_cs", "b_rs", "b_cs",  "c_rs",  "c_cs",  "a_bs", "b_bs", "c_bs"};
-const char *const kBiasParamNames[kGemmBiasParams - kGemmParams] = {"D", "d_off", "d_rs", "d_cs",
-                                                                    "d_bs"};
+    "A",    "B",     "C",    "a_off", "b_off", "c_off", "M",    "N",
+    "K",    "batch", "a_rs", "a_cs",  "b_rs",  "b_cs",  "c_rs", "c_cs",
+    "a_bs", "b_bs",  "c_bs", "outer", "a_os",  "b_os",  "c_os"};
+const char *const kBiasParamNames[kGemmBiasParams - kGemmParams] = {"D",    "d_off", "d_rs",
+                                                                    "d_cs", "d_bs",  "d_os"};
 
 bool hostHasAvx512() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -129,7 +137,7 @@ bool blasLayout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasOperand 
 }
 
 struct GemmArgs {
-  int64_t off[3], M, N, K, batch, rs[3], cs[3], bs[3];
+  int64_t off[3], M, N, K, batch, outer, rs[3], cs[3], bs[3], os[3];
 };
 
 GemmArgs readGemm(const int64_t *v) {
@@ -139,11 +147,13 @@ GemmArgs readGemm(const int64_t *v) {
     g.rs[i] = v[kARs + 2 * i];
     g.cs[i] = v[kACs + 2 * i];
     g.bs[i] = v[kABs + i];
+    g.os[i] = v[kAOs + i];
   }
   g.M = v[kM];
   g.N = v[kN];
   g.K = v[kK];
   g.batch = v[kBatch];
+  g.outer = v[kOuter];
   return g;
 }
 
@@ -212,7 +222,7 @@ void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas,
   for (uint32_t i = kAOff; i < kGemmParams; ++i)
     std::memcpy(&v[i], args[i], sizeof(int64_t));
   const GemmArgs g = readGemm(v);
-  if (g.M == 0 || g.N == 0 || g.batch == 0)
+  if (g.M == 0 || g.N == 0 || g.batch == 0 || g.outer == 0)
     return;
   GemmCall call;
   gemmLayout(g, &call); // checked at launch: cannot fail here
@@ -224,28 +234,30 @@ void gemmRun(const tsr_cpu_launch_ctx *ctx, void **args, const VendorGemm &blas,
   const int64_t m = call.swap ? g.N : g.M, n = call.swap ? g.M : g.N;
   const bool rows = m >= n;
   const int64_t extent = rows ? m : n;
-  const int64_t blocks = g.batch >= parts ? 1 : std::min(extent, (parts + g.batch - 1) / g.batch);
-  const int64_t items = g.batch * blocks;
-  for (int64_t it = part * items / parts, end = (part + 1) * items / parts; it < end; ++it) {
+  const int64_t entries = g.outer * g.batch; // checkExternGemm: no overflow
+  const int64_t blocks = entries >= parts ? 1 : std::min(extent, (parts + entries - 1) / entries);
+  const int64_t items = entries * blocks;
+  const auto share = [&](int64_t p) { return int64_t(static_cast<__int128>(p) * items / parts); };
+  for (int64_t it = share(part), end = share(part + 1); it < end; ++it) {
     if (ctx->cancel && *ctx->cancel)
       return; // past the deadline: runLaunch reports it
-    const int64_t b = it / blocks, r = it % blocks;
+    const int64_t e = it / blocks, r = it % blocks, o = e / g.batch, b = e % g.batch;
     const int64_t lo = blockStart(r, blocks, extent), hi = blockStart(r + 1, blocks, extent);
     if (lo >= hi)
       continue;
-    const float *a = base[0] + g.off[0] + b * g.bs[0];
-    const float *bm = base[1] + g.off[1] + b * g.bs[1];
-    float *cm = c + g.off[2] + b * g.bs[2];
+    const float *a = base[0] + g.off[0] + o * g.os[0] + b * g.bs[0];
+    const float *bm = base[1] + g.off[1] + o * g.os[1] + b * g.bs[1];
+    float *cm = c + g.off[2] + o * g.os[2] + b * g.bs[2];
     const float *x = call.swap ? bm : a, *y = call.swap ? a : bm;
     if (bias) {
       // C prefilled with D, then beta = 1: the bias add costs one pass over the piece.
-      int64_t d[4];
-      for (int i = 0; i < 4; ++i)
+      int64_t d[5];
+      for (int i = 0; i < 5; ++i)
         std::memcpy(&d[i], args[kDOff + i], sizeof(int64_t));
       const float *dm;
       std::memcpy(&dm, args[kD], sizeof(void *));
       fillBias(cm, call.c.ld, rows ? lo : 0, rows ? hi : m, rows ? 0 : lo, rows ? n : hi,
-               dm + d[0] + b * d[3], d[1], d[2], call.swap);
+               dm + d[0] + o * d[4] + b * d[3], d[1], d[2], call.swap);
     }
     // x is m x K (stored K x m when transposed), y K x n (stored n x K), C m x n row-major.
     if (rows) {
@@ -266,12 +278,20 @@ void gemmKernel(const tsr_cpu_launch_ctx *ctx, void **args) {
   gemmRun(ctx, args, Lib(), Bias);
 }
 
-// The largest element offset (inclusive) one operand touches, or -1 when it touches none.
-int64_t lastElement(int64_t off, int64_t batch, int64_t bs, int64_t rows, int64_t rs, int64_t cols,
-                    int64_t cs) {
-  if (batch == 0 || rows == 0 || cols == 0)
+// The largest element offset (inclusive) one operand touches, -1 when it touches none, or
+// INT64_MAX when it does not fit in i64 (all arguments are non-negative: checked first).
+int64_t lastElement(int64_t off, int64_t outer, int64_t os, int64_t batch, int64_t bs, int64_t rows,
+                    int64_t rs, int64_t cols, int64_t cs) {
+  if (outer == 0 || batch == 0 || rows == 0 || cols == 0)
     return -1;
-  return off + (batch - 1) * bs + (rows - 1) * rs + (cols - 1) * cs;
+  int64_t last = off;
+  const int64_t steps[4][2] = {{outer - 1, os}, {batch - 1, bs}, {rows - 1, rs}, {cols - 1, cs}};
+  for (const auto &s : steps) {
+    int64_t p;
+    if (__builtin_mul_overflow(s[0], s[1], &p) || __builtin_add_overflow(last, p, &last))
+      return INT64_MAX;
+  }
+  return last;
 }
 
 } // namespace
@@ -300,6 +320,11 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              kGemmParamNames[i], (long long)v[i],
                              v[i] < 0 ? "negative" : "past 2^31 - 1 (cblas int)");
   const GemmArgs g = readGemm(v);
+  int64_t entries;
+  if (__builtin_mul_overflow(g.outer, g.batch, &entries))
+    return tsr_status_make(TSR_INVALID_ARGUMENT,
+                           "cpu driver: %s: outer x batch (%lld x %lld) overflows 64 bits", name,
+                           (long long)g.outer, (long long)g.batch);
   GemmCall call;
   std::string layout = gemmLayout(g, &call);
   if (!layout.empty())
@@ -310,9 +335,8 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                            name);
   const int64_t rows[3] = {g.M, g.K, g.M}, cols[3] = {g.K, g.N, g.N};
   for (int i = 0; i < 3; ++i) {
-    // Overflow-safe: each factor < 2^63 / 4 is enough for a product bound below the view.
-    const int64_t last =
-        lastElement(g.off[i], g.batch, g.bs[i], rows[i], g.rs[i], cols[i], g.cs[i]);
+    const int64_t last = lastElement(g.off[i], g.outer, g.os[i], g.batch, g.bs[i], rows[i], g.rs[i],
+                                     cols[i], g.cs[i]);
     const uint64_t elems = args[i].value.buffer.length / sizeof(float);
     if (last >= 0 && uint64_t(last) >= elems)
       return tsr_status_make(TSR_INVALID_ARGUMENT,
@@ -321,8 +345,8 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                              name, kGemmParamNames[i], (long long)last, (unsigned long long)elems);
   }
   if (bias) {
-    int64_t d[4];
-    for (int i = 0; i < 4; ++i) {
+    int64_t d[5];
+    for (int i = 0; i < 5; ++i) {
       d[i] = args[kDOff + i].value.i64;
       if (d[i] < 0)
         return tsr_status_make(TSR_INVALID_ARGUMENT,
@@ -330,7 +354,7 @@ tsr_status_t checkExternGemm(const CpuKernel &k, const uint32_t grid[3],
                                "negative",
                                name, kBiasParamNames[1 + i], (long long)d[i]);
     }
-    const int64_t last = lastElement(d[0], g.batch, d[3], g.M, d[1], g.N, d[2]);
+    const int64_t last = lastElement(d[0], g.outer, d[4], g.batch, d[3], g.M, d[1], g.N, d[2]);
     const uint64_t elems = args[kD].value.buffer.length / sizeof(float);
     if (last >= 0 && uint64_t(last) >= elems)
       return tsr_status_make(TSR_INVALID_ARGUMENT,
@@ -392,7 +416,7 @@ tsr_status_t readExternModule(const void *data, size_t size, CpuExecutable &exec
     k.fn = useMkl ? (bias ? gemmKernel<mklGemm, true> : gemmKernel<mklGemm, false>)
                   : (bias ? gemmKernel<openBlasGemm, true> : gemmKernel<openBlasGemm, false>);
     k.check = checkExternGemm;
-    k.costArgs = {kM, kN, kK, kBatch};
+    k.costArgs = {kM, kN, kK, kBatch, kOuter};
     // OpenBLAS, or MKL with a threading layer the caller chose, threads inside its one call;
     // sequential MKL runs on the pool's workgroups like any kernel.
     k.ownThreads = !useMkl || !mkl().sequential;

@@ -41,7 +41,7 @@ public:
     ::testing::AddGlobalTestEnvironment(new MklDirsFromPython);
 
 struct Layout {
-  int64_t off = 0, rs = 0, cs = 0, bs = 0;
+  int64_t off = 0, rs = 0, cs = 0, bs = 0, os = 0; // os: the outer batch level's stride
 };
 
 // A row-major [rows x cols] operand, or its transpose's storage when `colMajor`, `batch`
@@ -73,6 +73,7 @@ struct Case {
   int64_t M, N, K, batch;
   bool aT, bT, cT, broadcastB;
   int64_t aOff, bOff, cOff, pad;
+  int64_t outer = 1;
 };
 
 class ExternGemm : public CpuTest {
@@ -98,8 +99,8 @@ protected:
                               uint64_t cByteOffset = 0) {
     std::vector<tsr_arg_t> v = {tsr_arg_buffer(a, 0), tsr_arg_buffer(b, 0),
                                 tsr_arg_buffer(c, cByteOffset)};
-    for (int64_t x : {la.off, lb.off, lc.off, t.M, t.N, t.K, t.batch, la.rs, la.cs, lb.rs, lb.cs,
-                      lc.rs, lc.cs, la.bs, lb.bs, lc.bs})
+    for (int64_t x : {la.off, lb.off, lc.off, t.M,   t.N,   t.K,   t.batch, la.rs, la.cs, lb.rs,
+                      lb.cs,  lc.rs,  lc.cs,  la.bs, lb.bs, lc.bs, t.outer, la.os, lb.os, lc.os})
       v.push_back(tsr_arg_i64(x));
     return v;
   }
@@ -227,7 +228,7 @@ TEST_F(ExternGemm, GemmBiasAddsDBroadcastOrFull) {
         TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, out.data(), bc, 0, out.size() * 4));
         std::vector<tsr_arg_t> v = args(ba, bb, bc, c, la, lb, lc);
         v.push_back(tsr_arg_buffer(bd, 0));
-        for (int64_t x : {int64_t(0), t.drs, t.dcs, t.dbs})
+        for (int64_t x : {int64_t(0), t.drs, t.dcs, t.dbs, int64_t(0)})
           v.push_back(tsr_arg_i64(x));
         const uint32_t grid[3] = {parts, 1, 1};
         TSR_ASSERT_OK(tsr_stream_launch(stream_, k, grid, kOne, v.data(), uint32_t(v.size())));
@@ -256,13 +257,13 @@ TEST_F(ExternGemm, GemmBiasAddsDBroadcastOrFull) {
   tsr_buffer_t x = allocate(64 * 4), bias = allocate(7 * 4);
   std::vector<tsr_arg_t> v = args(x, x, allocate(64 * 4), c, l, l, l);
   v.push_back(tsr_arg_buffer(bias, 0));
-  for (int64_t e : {int64_t(0), int64_t(0), int64_t(1), int64_t(0)})
+  for (int64_t e : {int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(0)})
     v.push_back(tsr_arg_i64(e));
   TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
                    TSR_INVALID_ARGUMENT, "reads D element 7, past its view of 7");
-  v.resize(v.size() - 5);
+  v.resize(v.size() - 6);
   TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
-                   TSR_INVALID_ARGUMENT, "takes 24 arguments, got arg_count 19");
+                   TSR_INVALID_ARGUMENT, "takes 29 arguments, got arg_count 23");
   TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
 }
 
@@ -302,7 +303,85 @@ TEST_F(ExternGemm, BadLaunchesAreInvalidArgumentBeforeRunning) {
   v.pop_back();
   TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
                    TSR_INVALID_ARGUMENT, "");
+  // The outer level: a stride reaching past the view, and counts whose product overflows.
+  Case twice = t;
+  twice.outer = 2;
+  Layout outerStep = l;
+  outerStep.os = 1;
+  v = args(a, b, c, twice, l, l, outerStep);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "C element 64, past its view of 64");
+  Case huge = t;
+  huge.batch = huge.outer = int64_t(1) << 32;
+  v = args(a, b, c, huge, l, l, l);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "outer x batch (4294967296 x 4294967296) overflows");
+  Case far = t;
+  far.outer = int64_t(1) << 40;
+  Layout farStep = l;
+  farStep.os = int64_t(1) << 40;
+  v = args(a, b, c, far, farStep, l, l);
+  TSR_EXPECT_ERROR(tsr_stream_launch(stream_, k, kOne, kOne, v.data(), uint32_t(v.size())),
+                   TSR_INVALID_ARGUMENT, "A element 9223372036854775807, past its view");
   TSR_EXPECT_OK(tsr_stream_synchronize(stream_));
+}
+
+// Two batch levels: attention heads read in place from a [B, S, 3 * H * D] projection, as the
+// graph runtime launches a GEMM over batch dims [B, H] of a permuted view (graph/rewrite.h):
+// Q[o][b] (S x D) at o*S*3HD + b*D + s*3HD + d, K^T[o][b] (D x S) from the K third, C
+// contiguous [B, H, S, S], plus gemm_bias with a D that steps per outer entry only.
+TEST_F(ExternGemm, TwoBatchLevelsReadHeadsInPlace) {
+  const int64_t B = 3, S = 13, H = 4, D = 7, row = 3 * H * D;
+  std::vector<std::string> names = {"openblas.gemm.f32", "openblas.gemm_bias.f32"};
+  if (Mkl()) {
+    names.push_back("mkl.gemm.f32");
+    names.push_back("mkl.gemm_bias.f32");
+  }
+  std::mt19937 rng(5);
+  std::vector<float> x = randomValues(rng, B * S * row), bias = randomValues(rng, B * S);
+  for (const std::string &name : names)
+    for (uint32_t parts : {1u, 5u, 16u}) {
+      SCOPED_TRACE(::testing::Message() << name << " grid " << parts);
+      const bool withBias = name.find("bias") != std::string::npos;
+      tsr_kernel_t k = gemm(name);
+      ASSERT_NE(k, nullptr);
+      Case t = {S, S, D, H, false, false, false, false, 0, 0, 0, 0, B};
+      Layout q = {0, row, 1, D, S * row};
+      Layout kt = {H * D, 1, row, D, S * row}; // K^T: rows are d (unit), columns are s
+      Layout lc = {0, S, 1, S * S, H * S * S};
+      std::vector<float> out(size_t(B * H * S * S), 99.0f);
+      tsr_buffer_t bx = allocate(x.size() * 4), bc = allocate(out.size() * 4),
+                   bd = allocate(bias.size() * 4);
+      TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, x.data(), bx, 0, x.size() * 4));
+      TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, out.data(), bc, 0, out.size() * 4));
+      TSR_ASSERT_OK(tsr_stream_copy_h2d(stream_, bias.data(), bd, 0, bias.size() * 4));
+      std::vector<tsr_arg_t> v = args(bx, bx, bc, t, q, kt, lc);
+      if (withBias) { // D[o][b][m][n] = bias[o * S + n]: one row per batch, shared by heads
+        v.push_back(tsr_arg_buffer(bd, 0));
+        for (int64_t e : {int64_t(0), int64_t(0), int64_t(1), int64_t(0), S})
+          v.push_back(tsr_arg_i64(e));
+      }
+      const uint32_t grid[3] = {parts, 1, 1};
+      TSR_ASSERT_OK(tsr_stream_launch(stream_, k, grid, kOne, v.data(), uint32_t(v.size())));
+      std::vector<float> got(out.size());
+      TSR_ASSERT_OK(tsr_stream_copy_d2h(stream_, bc, 0, got.data(), got.size() * 4));
+      TSR_ASSERT_OK(tsr_stream_synchronize(stream_));
+      for (int64_t o = 0; o < B; ++o)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < S; ++i)
+            for (int64_t j = 0; j < S; ++j) {
+              double ref = withBias ? bias[size_t(o * S + j)] : 0.0, mag = std::fabs(ref);
+              for (int64_t d = 0; d < D; ++d) {
+                double qv = x[size_t(o * S * row + i * row + h * D + d)];
+                double kv = x[size_t(o * S * row + j * row + H * D + h * D + d)];
+                ref += qv * kv;
+                mag += std::fabs(qv * kv);
+              }
+              ASSERT_NEAR(got[size_t(((o * H + h) * S + i) * S + j)], ref,
+                          2.0 * double(D + 1) * std::ldexp(mag, -24) + 1e-30)
+                  << "C[" << o << "][" << h << "][" << i << "][" << j << "]";
+            }
+    }
 }
 
 TEST_F(ExternGemm, UnknownNamesAreRefused) {

@@ -5,6 +5,7 @@
 // verify, and every output element must be within its allowance of a naive long double loop. Also:
 // the module text does not depend on sizes (on the CPU: within a size bucket), and bad groups give
 // errors, never bad kernels.
+#include "ir/graph/tests/lower_check.h"
 #include "ir/graph/tests/matmul_case.h"
 
 #include "ir/graph/lower.h"
@@ -518,6 +519,95 @@ TEST(LowerMatmulPlan, AnEpilogueOrARoundingIsNotEmpty) {
   ASSERT_TRUE(k && k->gemm);
   EXPECT_EQ(k->gemm->dtype, DType::F16);
   EXPECT_TRUE(k->gemm->epilogueEmpty); // the runtime only takes f32 GEMMs to a library
+}
+
+// torch's 4-D `q @ k^T` and `p @ v` reach the graph as matmuls over reshapes that merge the
+// [B, H] dims of heads permuted out of one projection; those merges have no strides. They
+// are read in place as GEMMs over batch dims [B, H] (rewrite.h), not copied to temporaries.
+const char *const kHeads = R"(graph @g(%x: tensor<f32, [2, 5, 36]>) {
+    %q0 = slice %x {axis = 2, start = 0, end = 12}
+    %k0 = slice %x {axis = 2, start = 12, end = 24}
+    %v0 = slice %x {axis = 2, start = 24, end = 36}
+    %q1 = reshape %q0 {shape = [2, 5, 4, 3]}
+    %q = permute %q1 {perm = [0, 2, 1, 3]}
+    %k1 = reshape %k0 {shape = [2, 5, 4, 3]}
+    %k2 = permute %k1 {perm = [0, 2, 1, 3]}
+    %kt = permute %k2 {perm = [0, 1, 3, 2]}
+    %v1 = reshape %v0 {shape = [2, 5, 4, 3]}
+    %v = permute %v1 {perm = [0, 2, 1, 3]}
+    %qm = reshape %q {shape = [8, 5, 3]}
+    %km = reshape %kt {shape = [8, 3, 5]}
+    %s = matmul %qm, %km
+    %s4 = reshape %s {shape = [2, 4, 5, 5]}
+    %e = exp %s4
+    %em = reshape %e {shape = [8, 5, 5]}
+    %vm = reshape %v {shape = [8, 5, 3]}
+    %o = matmul %em, %vm
+    %o4 = reshape %o {shape = [2, 4, 5, 3]}
+    return %o4
+  })";
+
+TEST(LowerMatmulPlan, HeadsSplitFromAProjectionAreReadInPlace) {
+  Plan p = lowerText(kHeads);
+  // (the last copy writes the returned view to its output buffer)
+  EXPECT_EQ(testing::kinds(p), (std::vector<std::string>{"matmul", "pointwise", "matmul", "copy"}));
+  const PlanKernelInfo *k = matmulKernel(p);
+  ASSERT_TRUE(k && k->gemm);
+  // q[b][h][s][d] = x[b][s][h*3 + d]: batch strides 180 (b) and 3 (h), rows 36, columns 1.
+  EXPECT_EQ(k->gemm->batch, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(k->gemm->a.batchStrides, (std::vector<int64_t>{180, 3}));
+  EXPECT_EQ(k->gemm->a.rowStride, 36);
+  EXPECT_EQ(k->gemm->b.batchStrides, (std::vector<int64_t>{180, 3}));
+  EXPECT_EQ(k->gemm->b.rowStride, 1);
+  EXPECT_EQ(k->gemm->b.colStride, 36);
+  for (const CapsCase &c : kAllCaps) {
+    SCOPED_TRACE(c.name);
+    testing::CheckOptions o;
+    o.caps = c.caps();
+    EXPECT_TRUE(testing::lowerAndCompare(kHeads, o));
+  }
+}
+
+TEST(LowerMatmulPlan, BatchesStayMergedWhereTheProductFeedsAnEpilogueOrIsReturned) {
+  // One merged operand and one plain [8, 3, 5] operand (split by a view), product returned
+  // through a reshape: split. The same with the product read by an add (a fused epilogue),
+  // or returned itself: left merged, the operand copied.
+  const char *split = R"(graph @g(%x: tensor<f32, [2, 5, 4, 3]>, %w: tensor<f32, [8, 3, 5]>) {
+    %p = permute %x {perm = [0, 2, 1, 3]}
+    %m = reshape %p {shape = [8, 5, 3]}
+    %y = matmul %m, %w
+    %y4 = reshape %y {shape = [2, 4, 5, 5]}
+    return %y4
+  })";
+  Plan p = lowerText(split);
+  EXPECT_EQ(testing::kinds(p), (std::vector<std::string>{"matmul", "copy"}));
+  ASSERT_TRUE(matmulKernel(p) && matmulKernel(p)->gemm);
+  EXPECT_EQ(matmulKernel(p)->gemm->b.batchStrides, (std::vector<int64_t>{60, 15}));
+  const char *epilogue = R"(graph @g(%x: tensor<f32, [2, 5, 4, 3]>, %w: tensor<f32, [8, 3, 5]>,
+                                     %c: tensor<f32, [8, 5, 5]>) {
+    %p = permute %x {perm = [0, 2, 1, 3]}
+    %m = reshape %p {shape = [8, 5, 3]}
+    %y = matmul %m, %w
+    %z = add %y, %c
+    return %z
+  })";
+  p = lowerText(epilogue);
+  EXPECT_EQ(testing::kinds(p), (std::vector<std::string>{"copy", "matmul"}));
+  ASSERT_TRUE(matmulKernel(p) && matmulKernel(p)->gemm);
+  EXPECT_EQ(matmulKernel(p)->gemm->batch, std::vector<int64_t>{8});
+  const char *returned = R"(graph @g(%x: tensor<f32, [2, 5, 4, 3]>, %w: tensor<f32, [8, 3, 5]>) {
+    %p = permute %x {perm = [0, 2, 1, 3]}
+    %m = reshape %p {shape = [8, 5, 3]}
+    %y = matmul %m, %w
+    return %y
+  })";
+  p = lowerText(returned);
+  EXPECT_EQ(testing::kinds(p), (std::vector<std::string>{"copy", "matmul"}));
+  for (const char *text : {split, epilogue, returned}) {
+    testing::CheckOptions o;
+    o.caps = cpuCaps();
+    EXPECT_TRUE(testing::lowerAndCompare(text, o));
+  }
 }
 
 } // namespace
