@@ -141,3 +141,46 @@ def test_an_inductor_mode_is_ignored_with_a_warning():
     x = torch.randn(3, 4)
     with pytest.warns(UserWarning, match="ignoring mode='reduce-overhead'"):
         torch.testing.assert_close(fn(x), (x * 2).relu())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_fallbacks_result_takes_its_traced_dtype(dtype):
+    # Adversarial round 9: a bf16 / f16 BatchNorm in training mode raised "segment 1 expected
+    # torch.float32[8], got torch.bfloat16[8]" on its first call, strict or not: the op runs
+    # as a fallback, torch's fake kernel says its running stats are f32 and the CPU kernel
+    # returns them in bf16, so the segment compiled for the trace refused them.
+    import copy
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                            torch.nn.ReLU()).to(dtype).train()
+    ref = copy.deepcopy(m)
+    torch._dynamo.reset()
+    c = torch.compile(m, backend=tessera_backend, options={"device": "cpu:0", "strict": True})
+    for _ in range(3):  # the generic path, then the generated one
+        x = torch.randn(2, 3, 5, 5).to(dtype)
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ya, yb = c(xa), ref(xb)
+        torch.testing.assert_close(ya, yb)
+        g = torch.randn(yb.shape).to(dtype)
+        ya.backward(g)
+        yb.backward(g)
+        torch.testing.assert_close(xa.grad, xb.grad)
+        torch.testing.assert_close(m[1].running_mean, ref[1].running_mean)
+        torch.testing.assert_close(m[1].running_var, ref[1].running_var)
+
+
+def test_empty_like_and_lerps_backward_are_lowered():
+    # Adversarial round 9: torch decomposes empty_like (and lerp's backward with a tensor
+    # weight) into aten.empty_permuted, which fell back to eager although empty* is lowered
+    import tessera.torch
+
+    x = torch.randn(4, 6)
+    fill = lambda a: torch.empty_like(a).fill_(2.0) + a  # noqa: E731
+    assert not tessera.torch.explain(fill, x, device="cpu:0").fallbacks
+    _three_calls(fill, x)
+    a = torch.randn(4, 6, requires_grad=True)
+    b, w = torch.randn(4, 6), torch.rand(6, requires_grad=True)
+    e = tessera.torch.explain(lambda a, b, w: torch.lerp(a, b, w), a, b, w, device="cpu:0",
+                              backward=True)
+    assert not e.fallbacks, dict(e.fallbacks)

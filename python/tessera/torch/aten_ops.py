@@ -410,7 +410,7 @@ def _scalar_tensor(ctx, node, value, **kwargs):
     return ctx.const(value, ctx.out_dtype(node))
 
 
-@handles(aten.empty, aten.empty_strided, aten.empty_like)
+@handles(aten.empty, aten.empty_strided, aten.empty_like, aten.empty_permuted)
 def _empty(ctx, node, *args, **kwargs):
     # Contents are undefined in torch; zeros are a valid choice (and deterministic).
     c = ctx.const(0, ctx.out_dtype(node))

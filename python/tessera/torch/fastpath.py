@@ -32,7 +32,8 @@ import operator
 
 import torch
 
-from .translate import VIEW_OPS, Relayout, TorchStep, _dense, _packet, eager_laid, positive
+from .translate import (VIEW_OPS, Relayout, TorchStep, _dense, _packet, as_traced, eager_laid,
+                        positive)
 
 
 class _Names:
@@ -61,7 +62,10 @@ def _step_line(step: TorchStep, names: _Names, expr) -> str:
         parts[i] = expr(n)
     if kwargs:
         parts.append("**" + names.const(kwargs))
-    return f"{names.var(step.node)} = {names.const(target, 'f')}({', '.join(parts)})"
+    call = f"{names.const(target, 'f')}({', '.join(parts)})"
+    if step.dtypes is not None:
+        call = f"{names.const(as_traced, 'f')}({call}, {names.const(step.dtypes)})"
+    return f"{names.var(step.node)} = {call}"
 
 
 def build(cfx, entry, tessera_error, run_fallback_codes):

@@ -104,12 +104,47 @@ _FAST_VIEWS = {
 }
 
 
+def _traced_dtypes(node):
+    """The dtypes the trace gave `node`'s float results: a dtype, a tuple (a dtype or None per
+    element), or None when it has no float tensor result."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return val.dtype if val.is_floating_point() else None
+    if isinstance(val, (tuple, list)):
+        dts = tuple(v.dtype if isinstance(v, torch.Tensor) and v.is_floating_point() else None
+                    for v in val)
+        return dts if any(dts) else None
+    return None
+
+
+def as_traced(value, dtypes):
+    """A fallback's result with each float tensor at the dtype the trace gave it. torch's fake
+    kernels and its CPU kernels disagree for a few ops (a bf16 batch norm in training mode
+    returns bf16 running stats; its fake kernel says f32), and the segments after a fallback
+    are compiled for the traced dtypes (adversarial round 9)."""
+    if isinstance(dtypes, torch.dtype):
+        if (isinstance(value, torch.Tensor) and value.dtype != dtypes
+                and value.is_floating_point()):
+            return value.to(dtypes)
+        return value
+    if not isinstance(value, (tuple, list)) or len(value) != len(dtypes):
+        return value
+    fixed = [as_traced(v, d) if d is not None else v for v, d in zip(value, dtypes)]
+    if all(f is v for f, v in zip(fixed, value)):
+        return value
+    return type(value)(fixed)
+
+
 @dataclass
 class TorchStep:
     node: torch.fx.Node
     fallback: bool = False
     reshape_to: list | None = None   # set for a view replayed over a fresh segment output
     _call: object = field(default=None, repr=False, compare=False)  # the per-call form
+
+    def __post_init__(self):
+        # a fallback's float results are cast to their traced dtypes (as_traced)
+        self.dtypes = _traced_dtypes(self.node) if self.fallback else None
 
     def _parts(self):
         if self.reshape_to is not None:
@@ -147,12 +182,13 @@ class TorchStep:
             args = args.copy()
             for i, n in slots:
                 args[i] = env[n]
-            env[self.node] = target(*args, **kwargs)
-            return
-        target, args, kwargs = self._parts()
-        args = torch.fx.node.map_arg(args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(kwargs, lambda n: env[n])
-        env[self.node] = target(*args, **kwargs)
+            out = target(*args, **kwargs)
+        else:
+            target, args, kwargs = self._parts()
+            args = torch.fx.node.map_arg(args, lambda n: env[n])
+            kwargs = torch.fx.node.map_arg(kwargs, lambda n: env[n])
+            out = target(*args, **kwargs)
+        env[self.node] = out if self.dtypes is None else as_traced(out, self.dtypes)
 
 
 @dataclass
