@@ -55,6 +55,11 @@ POINTWISE = {
                       [r(5), torch.arange(5)]),
     "casts": (lambda x: (x.to(torch.bfloat16).float() + x.to(torch.int32).to(torch.float32)
                          + (x > 0).to(torch.float32)), [r(8, 3) * 4]),
+    # written out by torch's decompositions (adversarial round 9: these were fallbacks)
+    "elu_leaky_relu": (lambda x: F.elu(x, 0.7) + F.selu(x) + F.celu(x, 1.3)
+                       + F.leaky_relu(x, 0.02), [r(6, 7)]),
+    "pad": (lambda x: F.pad(x, (1, 2, 0, 1)) * 2 + F.pad(x, (-1, 2), value=3.5).sum(),
+            [r(3, 5)]),
 }
 
 
@@ -75,6 +80,11 @@ REDUCTIONS = {
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (12,), w, b), [r(3, 4, 12), r(12), r(12)]),
     "rms_norm": (lambda x, w: F.rms_norm(x, (12,), w), [r(6, 12), r(12)]),
     "column_sum": (lambda x: x.sum(0) * 2, [r(33, 8)]),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 3, w, b), [r(2, 6, 5), r(6), r(6)]),
+    # NaN counts as true, as in eager
+    "any_all": (lambda x: x * (x > 0.5).any(-1, keepdim=True) + (x.masked_fill(x > 1, float("nan"))
+                                                                  != 0).all(0).float(),
+                [r(5, 7)]),
 }
 
 

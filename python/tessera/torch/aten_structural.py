@@ -65,6 +65,24 @@ for _t, _n in {aten.sum: "sum", aten.mean: "mean", aten.amax: "amax", aten.amin:
     handles(_t)(_make_reduce(_n))
 
 
+def _make_any_all(name):
+    """any / all: amax / amin of `x != 0` as i32 (NaN counts as true, as in eager), then != 0.
+    scaled_dot_product_attention's decomposition calls any() on every forward (rows with no
+    visible key); an empty extent is left to eager (any: False, all: True)."""
+    def h(ctx, node, x, dim=None, keepdim=False):
+        nz = x if x.dtype == torch.bool else ctx.emit("ne", [x, ctx.const(0, x.dtype)], None,
+                                                       torch.bool, x.shape)
+        r = _reduce(ctx, name, ctx.cast(nz, torch.int32), _axes(dim, x.rank), keepdim,
+                    torch.int32)
+        return ctx.emit("ne", [r, ctx.const(0, torch.int32)], None, torch.bool, r.shape)
+
+    return h
+
+
+handles(aten.any)(_make_any_all("amax"))
+handles(aten.all)(_make_any_all("amin"))
+
+
 def _correction(correction, unbiased):
     c = 1 if correction is None else correction
     if unbiased is not None:
@@ -231,6 +249,30 @@ def _reshape(ctx, node, x, *args, **kwargs):
         # t.view(torch.int32) reinterprets the bits (a value cast gave 3.0 for 0x40400000)
         raise Unsupported("view as another dtype (a bit reinterpretation)")
     return ctx.reshape(x, ctx.out_shape(node))
+
+
+@handles(aten.as_strided)
+def _as_strided(ctx, node, x, size, stride, storage_offset=None):
+    """as_strided reads its input's storage. Lowered only where that is a reshape: an input
+    that is contiguous from its storage's start (as traced) read with the row-major strides of
+    `size`, from `storage_offset`, inside the input (group_norm's decomposition views its
+    [N, G, C/G, 1] statistics as [N, C] so)."""
+    val = node.args[0].meta.get("val")
+    size = [int(d) for d in size]
+    offset = int(storage_offset or 0)
+    want, step = [], 1
+    for d in reversed(size):
+        want.insert(0, step)
+        step *= max(d, 1)
+    n = 1
+    for d in size:
+        n *= d
+    if (not isinstance(val, torch.Tensor) or not val.is_contiguous()
+            or val.storage_offset() != 0 or offset < 0 or offset + n > val.numel()
+            or any(d != 1 and s != w for d, s, w in zip(size, stride, want))):
+        raise Unsupported("as_strided other than a reshape of a contiguous tensor")
+    flat = ctx.reshape(x, (val.numel(),))
+    return ctx.reshape(ctx.slice(flat, 0, offset, offset + n, 1), size)
 
 
 @handles(aten.alias, aten.detach)

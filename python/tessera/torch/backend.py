@@ -73,6 +73,10 @@ def _build_decompositions():
         aten.sigmoid_backward, aten.tanh_backward, aten.threshold_backward,
         aten.mse_loss, aten.mse_loss_backward, aten.nll_loss_forward,
         aten.nll_loss_backward, aten.hardtanh_backward, aten.logsumexp,
+        # pointwise and row patterns the graph IR lowers once written out (adversarial round
+        # 9 found them as fallbacks in ELU / SELU / CELU / LeakyReLU / GroupNorm / F.pad)
+        aten.elu, aten.elu_backward, aten.leaky_relu, aten.leaky_relu_backward,
+        aten.native_group_norm, aten.native_group_norm_backward, aten.constant_pad_nd,
     ]))
     # var_mean stays whole (the core table sends it to prims.var / broadcast_in_dim, which
     # the graph IR has no use for: its var and mean ops are the row reductions themselves);
