@@ -91,7 +91,25 @@ def _build_decompositions():
                aten.std_mean.default, aten.std_mean.dim, aten.embedding_dense_backward.default):
         table.pop(op, None)
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = _sdpa_flash_cpu
+    table[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = \
+        _sdpa_flash_cpu_backward
     return table
+
+
+def _sdpa_scores(q, k, is_causal, attn_mask, scale):
+    """The scaled, masked attention scores of the math decomposition, in q's dtype (the
+    accumulation type), with grouped-query key heads repeated; and the scale."""
+    if q.dim() >= 3 and k.shape[-3] != q.shape[-3]:  # grouped-query attention
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+    sc = scale if scale is not None else q.shape[-1] ** -0.5
+    s = q @ k.transpose(-2, -1) * sc
+    if is_causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        s = (s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
+             else s + attn_mask.to(q.dtype))
+    return s, k, sc
 
 
 def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
@@ -114,18 +132,36 @@ def _sdpa_flash_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_m
     inverse = [order.index(d) for d in range(query.dim())]
     out = out.permute(order).contiguous().permute(inverse)
     acc = torch.float64 if query.dtype == torch.float64 else torch.float32
-    q, k = query.to(acc), key.to(acc)
-    if q.dim() >= 3 and k.shape[-3] != q.shape[-3]:  # grouped-query attention
-        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
-    s = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
-    if is_causal:
-        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        s = (s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-             else s + attn_mask.to(acc))
+    s, _, _ = _sdpa_scores(query.to(acc), key.to(acc), is_causal, attn_mask, scale)
     lse = torch.logsumexp(s, dim=-1)
     return out, lse.masked_fill(lse == float("-inf"), 0.0)
+
+
+def _sdpa_flash_cpu_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal,
+                             *, attn_mask=None, scale=None):
+    """The CPU flash-attention backward written out (it was an eager fallback in every
+    training step of a model using scaled_dot_product_attention): P = exp(S - logsumexp),
+    dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K * scale, dK = dS^T Q * scale, in
+    f32 (f64 for f64) as the kernel accumulates; grouped-query key / value heads summed back.
+    With dropout the op stays (its mask is the kernel's own random draw)."""
+    if dropout_p != 0:
+        return NotImplemented
+    acc = torch.float64 if query.dtype == torch.float64 else torch.float32
+    q, do, o = query.to(acc), grad_out.to(acc), out.to(acc)
+    s, k, sc = _sdpa_scores(q, key.to(acc), is_causal, attn_mask, scale)
+    v = value.to(acc)
+    groups = q.shape[-3] // v.shape[-3] if q.dim() >= 3 else 1
+    if groups != 1:
+        v = v.repeat_interleave(groups, dim=-3)
+    p = torch.exp(s - logsumexp.to(acc).unsqueeze(-1))
+    dv = p.transpose(-2, -1) @ do
+    ds = p * (do @ v.transpose(-2, -1) - (do * o).sum(-1, keepdim=True))
+    dq = ds @ k * sc
+    dk = ds.transpose(-2, -1) @ q * sc
+    if groups != 1:
+        dk = dk.unflatten(-3, (key.shape[-3], groups)).sum(-3)
+        dv = dv.unflatten(-3, (value.shape[-3], groups)).sum(-3)
+    return dq.to(query.dtype), dk.to(key.dtype), dv.to(value.dtype)
 
 
 def device_dtypes(device: str) -> set:
