@@ -282,3 +282,28 @@ def test_kernels_list_every_op_they_compute():
 }""", "cpu:0")
     assert [(k["kind"], k["ops"]) for k in g.kernels] == [
         ("pointwise", ["exp", "mul", "add"]), ("row", ["exp", "sum"])]
+
+
+def test_perf_map_names_the_jit_compiled_kernels(tmp_path):
+    # TESSERA_PERF_MAP=1: every kernel the CPU driver JIT-loads is appended to
+    # /tmp/perf-<pid>.map, so `perf report` names the kernels (docs/performance.md)
+    import os
+    import subprocess
+    import sys
+
+    code = ("import tessera, torch, os\n"
+            "g = tessera.compile_graph('''" + BLOCK.format(n=8) + "''', 'cpu:0')\n"
+            "g.run_torch([torch.randn(8, 16), torch.randn(16)])\n"
+            "print(os.getpid())\n")
+    env = dict(os.environ, TESSERA_PERF_MAP="1", TESSERA_CACHE_DIR=str(tmp_path))
+    pid = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                         text=True).stdout.split()[-1]
+    path = f"/tmp/perf-{pid}.map"
+    try:
+        lines = [ln.split() for ln in open(path)]
+    finally:
+        os.remove(path)
+    kernels = {name for _, _, name in lines}
+    assert any(n.startswith("tsr_wg_k0_") for n in kernels), lines
+    for addr, size, _ in lines:
+        assert int(addr, 16) > 0 and 0 < int(size, 16) < 1 << 20

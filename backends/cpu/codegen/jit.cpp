@@ -9,7 +9,15 @@
 #include "backends/cpu/matrix/matrix_abi.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Object/SymbolSize.h>
 #include <llvm/Support/MemoryBuffer.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unistd.h>
 
 namespace tessera::cpu {
 
@@ -25,6 +33,39 @@ llvm::orc::SymbolMap matrixRuntimeSymbols(llvm::orc::LLJIT &jit) {
           {jit.mangleAndIntern("tsr_mx_store"), sym(&tsr_mx_store)},
           {jit.mangleAndIntern("tsr_mx_fill"), sym(&tsr_mx_fill)},
           {jit.mangleAndIntern("tsr_mx_mad"), sym(&tsr_mx_mad)}};
+}
+
+// With $TESSERA_PERF_MAP set (to anything but "0"), each loaded kernel is appended to
+// /tmp/perf-<pid>.map ("<address> <size> <symbol>", hex), where `perf report` finds the names
+// of JIT-compiled code (docs/performance.md, "Profiling JIT kernels").
+void writePerfMap(const std::vector<uint8_t> &object,
+                  const std::map<std::string, uint64_t> &addresses) {
+  const char *env = std::getenv("TESSERA_PERF_MAP");
+  if (!env || std::string(env) == "0" || addresses.empty())
+    return;
+  llvm::StringRef bytes(reinterpret_cast<const char *>(object.data()), object.size());
+  auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, "object"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return;
+  }
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  FILE *f = std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "a");
+  if (!f)
+    return;
+  for (const auto &[sym, size] : llvm::object::computeSymbolSizes(**obj)) {
+    auto name = sym.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    auto it = addresses.find(name->str());
+    if (it != addresses.end())
+      std::fprintf(f, "%llx %llx %s\n", (unsigned long long)it->second, (unsigned long long)size,
+                   it->first.c_str());
+  }
+  std::fclose(f);
 }
 
 } // namespace
@@ -61,6 +102,7 @@ bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error) {
     error = "cannot add the object to the JIT: " + llvm::toString(std::move(e));
     return false;
   }
+  std::map<std::string, uint64_t> addresses;
   for (const CpuKernelInfo &k : impl.kernels) {
     auto addr = (*jit)->lookup(k.symbol);
     if (!addr) {
@@ -68,7 +110,9 @@ bool jitLoad(CpuCompiledModule::Impl &impl, std::string &error) {
       return false;
     }
     impl.fns[k.name] = addr->toPtr<TsrCpuWgFn>();
+    addresses[k.symbol] = addr->getValue();
   }
+  writePerfMap(impl.object, addresses);
   impl.jit = std::move(*jit);
   return true;
 }
