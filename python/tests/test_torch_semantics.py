@@ -233,3 +233,31 @@ def test_attention_backward_is_lowered_and_matches_eager(dtype):
         e = tessera.torch.explain(f, *[t.to(dtype).requires_grad_() for t in ins],
                                   backward=True)
         assert not e.fallbacks, dict(e.fallbacks)
+
+
+def test_copy_into_a_mutated_input_is_lowered():
+    # Adversarial round 9: aten.copy (a functionalised copy_ into an input or a slice of it)
+    # ran in eager; now a cast + broadcast. The input is still mutated as in eager.
+    import tessera.torch
+
+    def whole(buf, x):
+        buf.copy_(x * 2)
+        return buf + 1
+
+    def row(buf, x):
+        buf[1:].copy_(x[0])
+        return buf.sum()
+
+    def cast(buf, x):
+        buf.copy_(x.to(torch.float64).exp())
+        return buf * 1
+
+    for fn, dtype in ((whole, torch.float32), (row, torch.float32), (cast, torch.bfloat16)):
+        torch._dynamo.reset()
+        x = torch.randn(3, 4)
+        a, b = torch.zeros(3, 4, dtype=dtype), torch.zeros(3, 4, dtype=dtype)
+        c = compile_fn(fn, "cpu:0")
+        for _ in range(3):
+            torch.testing.assert_close(c(a, x), fn(b, x))
+            torch.testing.assert_close(a, b)
+        assert not tessera.torch.explain(fn, torch.zeros(3, 4, dtype=dtype), x).fallbacks

@@ -395,6 +395,16 @@ def _identity_copy(ctx, node, x, **kwargs):
     return x
 
 
+@handles(aten.copy)
+def _copy(ctx, node, dst, src, non_blocking=False):
+    """aten.copy (functionalised copy_): `src` cast to dst's dtype and broadcast to its shape;
+    dst's values are not read (adversarial round 9: a fallback in mutated-buffer graphs)."""
+    out = ctx.out_dtype(node)
+    if not isinstance(src, Value):
+        return ctx.expand(ctx.const(src, out), ctx.out_shape(node))
+    return ctx.expand(ctx.cast(src, out), ctx.out_shape(node))
+
+
 # ---------------------------------------------------------------- sources
 
 
