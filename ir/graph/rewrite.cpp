@@ -77,7 +77,8 @@ struct Rebuild {
       std::vector<int64_t> m = mergedBatch(g, in);
       if (m.empty())
         continue;
-      if (!lead.empty() && m != lead)
+      // the merged dims must be the product's own batch dims, not broadcast against others
+      if ((!lead.empty() && m != lead) || g.typeOf(in).shape.size() != shape.size())
         return false;
       lead = m;
     }

@@ -603,7 +603,18 @@ TEST(LowerMatmulPlan, BatchesStayMergedWhereTheProductFeedsAnEpilogueOrIsReturne
   })";
   p = lowerText(returned);
   EXPECT_EQ(testing::kinds(p), (std::vector<std::string>{"copy", "matmul"}));
-  for (const char *text : {split, epilogue, returned}) {
+  // A merged operand whose batch broadcasts against the other operand's two batch dims.
+  const char *broadcast =
+      R"(graph @g(%x: tensor<f32, [2, 4, 5, 3]>, %w: tensor<f32, [2, 8, 3, 5]>) {
+    %m = reshape %x {shape = [8, 5, 3]}
+    %y = matmul %m, %w
+    %y2 = reshape %y {shape = [16, 5, 5]}
+    return %y2
+  })";
+  p = lowerText(broadcast);
+  ASSERT_TRUE(matmulKernel(p) && matmulKernel(p)->gemm);
+  EXPECT_EQ(matmulKernel(p)->gemm->batch, (std::vector<int64_t>{2, 8}));
+  for (const char *text : {split, epilogue, returned, broadcast}) {
     testing::CheckOptions o;
     o.caps = cpuCaps();
     EXPECT_TRUE(testing::lowerAndCompare(text, o));
