@@ -78,6 +78,41 @@ std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
   return bases;
 }
 
+// Opens one grid-stride loop over (batch entry, tile) pairs, `%g_t` the tile index within its
+// entry, and returns each operand's base offset as openBatch does. For kernels with barriers in
+// their K loop (the SIMT GEMM): one loop level fewer than a batch loop around a tile loop.
+// PoCL compiles a barrier inside nested loops by replicating regions per level: a batched SIMT
+// GEMM ([32, 64, 32] x [32, 32, 64]) took 75 s to build with the two levels and ran past the
+// 60 s deadline at its first launch; the flat loop builds as fast as an unbatched GEMM.
+std::vector<std::string> openBatchTiles(KernelText &k, const GemmForm &f) {
+  if (f.batch.empty()) {
+    k.open("for %g_t = %g_gid to %g_tiles step %g_ngroups : i64 {");
+    return openBatch(k, f);
+  }
+  std::vector<std::string> names = operandNames(f), bases;
+  for (const std::string &n : names)
+    bases.push_back("%" + n + "_off");
+  std::string count = "%D0";
+  for (size_t d = 1; d < f.batch.size(); ++d) {
+    std::string c = k.fresh("bn");
+    k.line(c + " = mul " + count + ", %D" + num(int64_t(d)) + " : i64");
+    count = c;
+  }
+  k.line("%g_bz0 = group_id.z : i64");
+  k.line("%g_nbz = num_groups.z : i64");
+  k.line("%g_items = mul " + count + ", %g_tiles : i64");
+  k.line("%g_first0 = mul %g_bz0, %g_ngroups : i64");
+  k.line("%g_first = add %g_first0, %g_gid : i64");
+  k.line("%g_step = mul %g_nbz, %g_ngroups : i64");
+  // Each workgroup's first item is its own tile (x) of its own batch entry (z), as with the
+  // two loops; the stride visits every (entry, tile) pair of a smaller grid.
+  k.open("for %g_it = %g_first to %g_items step %g_step : i64 {");
+  k.line("%g_bz = div %g_it, %g_tiles : i64");
+  k.line("%g_t = rem %g_it, %g_tiles : i64");
+  addBatchOffsets(k, f, "%g_bz", names, 0, bases);
+  return bases;
+}
+
 // base + row * rs + col * cs, for the tile's first element.
 std::string tileOffset(KernelText &k, const std::string &base, const std::string &op,
                        const std::string &row, const std::string &col) {
@@ -261,8 +296,7 @@ bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
   k.line("%g_nt0 = add %N, %g_tile1 : i64");
   k.line("%g_ntiles = div %g_nt0, %g_tile : i64");
   k.line("%g_tiles = mul %g_mtiles, %g_ntiles : i64");
-  std::vector<std::string> base = openBatch(k, f);
-  k.open("for %g_t = %g_gid to %g_tiles step %g_ngroups : i64 {");
+  std::vector<std::string> base = openBatchTiles(k, f);
   k.line("%g_ti = div %g_t, %g_ntiles : i64");
   k.line("%g_tj = rem %g_t, %g_ntiles : i64");
   k.line("%g_row00 = mul %g_ti, %g_tile : i64");
@@ -327,9 +361,7 @@ bool emitSimtGemm(KernelText &k, const Graph &g, const MatmulGroup &mm, const Ge
   const std::string cidx = tileOffset(k, base.back(), "c", "%g_row", "%g_col");
   emitStore(k, "%C", f.out.dtype, cidx, r);
   k.close();
-  k.close(); // tiles
-  if (!f.batch.empty())
-    k.close();
+  k.close(); // (batch entry, tile) pairs
   k.close();
   return true;
 }

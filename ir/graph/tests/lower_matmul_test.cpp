@@ -301,6 +301,27 @@ std::string lowerBatched(const ScheduleCaps &caps, int64_t batch, int64_t M, int
   return text.str();
 }
 
+TEST(LowerMatmulSimt, BatchedGemmsLoopOnceOverBatchEntriesAndTiles) {
+  // PoCL replicates a barrier's regions per enclosing loop: a batch loop around the tile loop
+  // around the K loop (which holds the barriers) took 75 s to build for [32, 64, 32] x
+  // [32, 32, 64] and ran past the 60 s deadline at its first launch. One loop over (batch
+  // entry, tile) pairs: 8 s. The text has three loops, batched or not; the values are
+  // checked on the interpreter.
+  PlanLaunch launch;
+  const std::string text = lowerBatched(simtCaps(), 5, 19, 23, 21, &launch);
+  size_t loops = 0;
+  for (size_t at = text.find(" = for "); at != std::string::npos; at = text.find(" = for ", at + 1))
+    ++loops;
+  for (size_t at = text.find("  for "); at != std::string::npos; at = text.find("  for ", at + 1))
+    ++loops;
+  EXPECT_EQ(loops, 3u) << text;
+  GemmCase g = plain(19, 23, 21);
+  g.a.shape = {5, 19, 21};
+  g.b.shape = {5, 21, 23};
+  BuiltCase c = testing::buildCase(g);
+  runCase(c, simtCaps());
+}
+
 TEST(LowerMatmulText, TheEpilogueKernelOnlyForExternGemmsAndIndependentOfSizes) {
   // ScheduleCaps::externGemm: the bias + gelu + residual epilogue also as a kernel of its own
   // (PlanGemm::epilogue), taking the matmul launch's arguments; its text, like the GEMM's,
