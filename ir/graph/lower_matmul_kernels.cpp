@@ -56,15 +56,17 @@ void addBatchOffsets(KernelText &k, const GemmForm &f, std::string index,
   }
 }
 
-// Opens the batch loop (when the output has batch dims) and returns each operand's base
-// offset for the current batch entry, in operandNames order: off + sum_d idx_d * bs_d, the
-// batch index split into dims last-first.
-std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
-  std::vector<std::string> names = operandNames(f), bases;
-  for (const std::string &n : names)
+// Each operand's offset before any batch step ("%a_off", ...), in operandNames order.
+std::vector<std::string> operandOffsets(const GemmForm &f) {
+  std::vector<std::string> bases;
+  for (const std::string &n : operandNames(f))
     bases.push_back("%" + n + "_off");
-  if (f.batch.empty())
-    return bases;
+  return bases;
+}
+
+// The batch entries (the product of the batch dims) and the first workgroup's batch entry
+// (%g_bz0) and the stride (%g_nbz) of the grid over them (group_id.z / num_groups.z).
+std::string openBatchGrid(KernelText &k, const GemmForm &f) {
   std::string count = "%D0";
   for (size_t d = 1; d < f.batch.size(); ++d) {
     std::string c = k.fresh("bn");
@@ -73,8 +75,19 @@ std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
   }
   k.line("%g_bz0 = group_id.z : i64");
   k.line("%g_nbz = num_groups.z : i64");
+  return count;
+}
+
+// Opens the batch loop (when the output has batch dims) and returns each operand's base
+// offset for the current batch entry, in operandNames order: off + sum_d idx_d * bs_d, the
+// batch index split into dims last-first.
+std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
+  std::vector<std::string> bases = operandOffsets(f);
+  if (f.batch.empty())
+    return bases;
+  const std::string count = openBatchGrid(k, f);
   k.open("for %g_bz = %g_bz0 to " + count + " step %g_nbz : i64 {");
-  addBatchOffsets(k, f, "%g_bz", names, 0, bases);
+  addBatchOffsets(k, f, "%g_bz", operandNames(f), 0, bases);
   return bases;
 }
 
@@ -85,21 +98,12 @@ std::vector<std::string> openBatch(KernelText &k, const GemmForm &f) {
 // GEMM ([32, 64, 32] x [32, 32, 64]) took 75 s to build with the two levels and ran past the
 // 60 s deadline at its first launch; the flat loop builds as fast as an unbatched GEMM.
 std::vector<std::string> openBatchTiles(KernelText &k, const GemmForm &f) {
+  std::vector<std::string> bases = operandOffsets(f);
   if (f.batch.empty()) {
     k.open("for %g_t = %g_gid to %g_tiles step %g_ngroups : i64 {");
-    return openBatch(k, f);
+    return bases;
   }
-  std::vector<std::string> names = operandNames(f), bases;
-  for (const std::string &n : names)
-    bases.push_back("%" + n + "_off");
-  std::string count = "%D0";
-  for (size_t d = 1; d < f.batch.size(); ++d) {
-    std::string c = k.fresh("bn");
-    k.line(c + " = mul " + count + ", %D" + num(int64_t(d)) + " : i64");
-    count = c;
-  }
-  k.line("%g_bz0 = group_id.z : i64");
-  k.line("%g_nbz = num_groups.z : i64");
+  const std::string count = openBatchGrid(k, f);
   k.line("%g_items = mul " + count + ", %g_tiles : i64");
   k.line("%g_first0 = mul %g_bz0, %g_ngroups : i64");
   k.line("%g_first = add %g_first0, %g_gid : i64");
@@ -109,7 +113,7 @@ std::vector<std::string> openBatchTiles(KernelText &k, const GemmForm &f) {
   k.open("for %g_it = %g_first to %g_items step %g_step : i64 {");
   k.line("%g_bz = div %g_it, %g_tiles : i64");
   k.line("%g_t = rem %g_it, %g_tiles : i64");
-  addBatchOffsets(k, f, "%g_bz", names, 0, bases);
+  addBatchOffsets(k, f, "%g_bz", operandNames(f), 0, bases);
   return bases;
 }
 
