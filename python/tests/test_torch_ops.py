@@ -85,6 +85,9 @@ REDUCTIONS = {
     "any_all": (lambda x: x * (x > 0.5).any(-1, keepdim=True) + (x.masked_fill(x > 1, float("nan"))
                                                                   != 0).all(0).float(),
                 [r(5, 7)]),
+    # dim=() is elementwise (adversarial round 10: it reduced everything)
+    "any_all_no_dims": (lambda x: x * torch.any(x > 0, dim=()) + torch.all(x, dim=[]).float(),
+                        [r(3, 4)]),
 }
 
 

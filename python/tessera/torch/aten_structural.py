@@ -72,6 +72,8 @@ def _make_any_all(name):
     def h(ctx, node, x, dim=None, keepdim=False):
         nz = x if x.dtype == torch.bool else ctx.emit("ne", [x, ctx.const(0, x.dtype)], None,
                                                        torch.bool, x.shape)
+        if isinstance(dim, (list, tuple)) and len(dim) == 0:
+            return nz  # any(x, dim=()) is elementwise in eager, not a full reduction
         r = _reduce(ctx, name, ctx.cast(nz, torch.int32), _axes(dim, x.rank), keepdim,
                     torch.int32)
         return ctx.emit("ne", [r, ctx.const(0, torch.int32)], None, torch.bool, r.shape)
