@@ -90,6 +90,12 @@ class Emitter:
         attrs = {"value": value, "dtype": _name(dtype), "shape": list(shape)}
         return self.emit("constant", [], attrs, dtype, shape)
 
+    def truth(self, v: Value):
+        """v as bool: itself, or `v != 0` (NaN is true, as torch's bool conversion)."""
+        if v.dtype == torch.bool:
+            return v
+        return self.emit("ne", [v, self.const(0, v.dtype)], None, torch.bool, v.shape)
+
     def cast(self, v: Value, dtype):
         if v.dtype == dtype:
             return v
@@ -191,8 +197,7 @@ def _gelu(ctx, node, x, approximate="none"):
 def _not(ctx, node, x):
     if ctx.out_dtype(node) != torch.bool:
         raise Unsupported("bitwise_not on integers")
-    if x.dtype != torch.bool:
-        x = ctx.emit("ne", [x, ctx.const(0, x.dtype)], None, torch.bool, x.shape)
+    x = ctx.truth(x)
     return ctx.emit("not", [x], None, torch.bool, x.shape)
 
 
@@ -291,9 +296,7 @@ def _logical(ctx, node, a, b):
     def to_bool(x):
         if not isinstance(x, Value):
             return ctx.const(bool(x), torch.bool)
-        if x.dtype == torch.bool:
-            return x
-        return ctx.emit("ne", [x, ctx.const(0, x.dtype)], None, torch.bool, x.shape)
+        return ctx.truth(x)
 
     va, vb = to_bool(a), to_bool(b)
     return ctx.emit(name, [va, vb], None, torch.bool, _bcast(va.shape, vb.shape))
@@ -399,10 +402,7 @@ def _identity_copy(ctx, node, x, **kwargs):
 def _copy(ctx, node, dst, src, non_blocking=False):
     """aten.copy (functionalised copy_): `src` cast to dst's dtype and broadcast to its shape;
     dst's values are not read (adversarial round 9: a fallback in mutated-buffer graphs)."""
-    out = ctx.out_dtype(node)
-    if not isinstance(src, Value):
-        return ctx.expand(ctx.const(src, out), ctx.out_shape(node))
-    return ctx.expand(ctx.cast(src, out), ctx.out_shape(node))
+    return ctx.expand(ctx.operand(src, ctx.out_dtype(node)), ctx.out_shape(node))
 
 
 # ---------------------------------------------------------------- sources

@@ -7,10 +7,12 @@ call's key (ctx.out_shape), so -1 in a view or a SymInt size never reaches the t
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .aten_ops import Unsupported, Value, handles, norm_dim, _bcast, _name
-from .graph_text import FLOAT_DTYPES
+from .graph_text import FLOAT_DTYPES, contiguous_strides
 
 aten = torch.ops.aten
 
@@ -70,8 +72,7 @@ def _make_any_all(name):
     scaled_dot_product_attention's decomposition calls any() on every forward (rows with no
     visible key); an empty extent is left to eager (any: False, all: True)."""
     def h(ctx, node, x, dim=None, keepdim=False):
-        nz = x if x.dtype == torch.bool else ctx.emit("ne", [x, ctx.const(0, x.dtype)], None,
-                                                       torch.bool, x.shape)
+        nz = ctx.truth(x)
         if isinstance(dim, (list, tuple)) and len(dim) == 0:
             return nz  # any(x, dim=()) is elementwise in eager, not a full reduction
         r = _reduce(ctx, name, ctx.cast(nz, torch.int32), _axes(dim, x.rank), keepdim,
@@ -262,13 +263,7 @@ def _as_strided(ctx, node, x, size, stride, storage_offset=None):
     val = node.args[0].meta.get("val")
     size = [int(d) for d in size]
     offset = int(storage_offset or 0)
-    want, step = [], 1
-    for d in reversed(size):
-        want.insert(0, step)
-        step *= max(d, 1)
-    n = 1
-    for d in size:
-        n *= d
+    want, n = contiguous_strides(size), math.prod(size)
     if (not isinstance(val, torch.Tensor) or not val.is_contiguous()
             or val.storage_offset() != 0 or offset < 0 or offset + n > val.numel()
             or any(d != 1 and s != w for d, s, w in zip(size, stride, want))):
